@@ -1,0 +1,117 @@
+#include "ir/graph.h"
+
+#include <fmt/format.h>
+
+namespace autopar::ir {
+
+Expected<TensorId> Graph::addTensor(const std::string& name, TensorType type, TensorRole role) {
+  if (name.empty()) return Error{"tensor name: expected a non-empty string"};
+  if (tensorByName_.contains(name)) return Error{fmt::format("tensor '{}': duplicate name", name)};
+  for (size_t dim = 0; dim < type.shape.size(); ++dim) {
+    if (type.shape[dim] <= 0) {
+      return Error{fmt::format("tensor '{}': shape[{}] is {}, expected a positive size", name, dim,
+                               type.shape[dim])};
+    }
+  }
+  const auto id = static_cast<TensorId>(tensors_.size());
+  tensors_.push_back(Tensor{id, name, std::move(type), role, kNoOp, {}});
+  tensorByName_.emplace(name, id);
+  return id;
+}
+
+Expected<OpId> Graph::addOp(const std::string& name, OpKind kind, const OpAttrs& attrs,
+                            const std::vector<TensorId>& inputs,
+                            const std::vector<std::string>& outputNames,
+                            const std::string& block) {
+  if (name.empty()) return Error{"op name: expected a non-empty string"};
+  if (opByName_.contains(name)) return Error{fmt::format("op '{}': duplicate name", name)};
+  std::vector<TensorType> inputTypes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] < 0 || static_cast<size_t>(inputs[i]) >= tensors_.size()) {
+      return Error{fmt::format("op '{}': inputs[{}]: unknown tensor id {}", name, i, inputs[i])};
+    }
+    inputTypes.push_back(tensors_[inputs[i]].type);
+  }
+  auto outputTypes = inferOutputTypes(kind, attrs, inputTypes);
+  if (!outputTypes) return outputTypes.error().in(fmt::format("op '{}'", name));
+  if (outputTypes->size() != outputNames.size()) {
+    return Error{fmt::format("op '{}': {} produces {} output(s), {} name(s) given", name,
+                             opKindName(kind), outputTypes->size(), outputNames.size())};
+  }
+  for (const auto& outputName : outputNames) {
+    if (outputName.empty() || tensorByName_.contains(outputName)) {
+      return Error{fmt::format("op '{}': output '{}': expected a new, non-empty tensor name", name,
+                               outputName)};
+    }
+  }
+
+  const auto opId = static_cast<OpId>(ops_.size());
+  Op op{opId, name, kind, attrs, inputs, {}, block, {}};
+  for (TensorId input : inputs) tensors_[input].consumers.push_back(opId);
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    const auto id = static_cast<TensorId>(tensors_.size());
+    tensors_.push_back(
+        Tensor{id, outputNames[i], (*outputTypes)[i], TensorRole::kActivation, opId, {}});
+    tensorByName_.emplace(outputNames[i], id);
+    op.outputs.push_back(id);
+  }
+  ops_.push_back(std::move(op));
+  opByName_.emplace(name, opId);
+  return opId;
+}
+
+std::optional<TensorId> Graph::findTensor(std::string_view name) const {
+  auto it = tensorByName_.find(std::string(name));
+  if (it == tensorByName_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<OpId> Graph::findOp(std::string_view name) const {
+  auto it = opByName_.find(std::string(name));
+  if (it == opByName_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<TensorType> Graph::inputTypes(const Op& op) const {
+  std::vector<TensorType> types;
+  types.reserve(op.inputs.size());
+  for (TensorId id : op.inputs) types.push_back(tensors_[id].type);
+  return types;
+}
+
+std::vector<TensorType> Graph::outputTypes(const Op& op) const {
+  std::vector<TensorType> types;
+  types.reserve(op.outputs.size());
+  for (TensorId id : op.outputs) types.push_back(tensors_[id].type);
+  return types;
+}
+
+std::vector<TensorId> Graph::parameters() const {
+  std::vector<TensorId> ids;
+  for (const auto& tensor : tensors_) {
+    if (tensor.isParameter()) ids.push_back(tensor.id);
+  }
+  return ids;
+}
+
+int64_t Graph::parameterCount() const {
+  int64_t count = 0;
+  for (const auto& tensor : tensors_) {
+    if (tensor.isParameter()) count += numElements(tensor.type.shape);
+  }
+  return count;
+}
+
+double Graph::forwardFlops(const Op& op) const {
+  return ir::forwardFlops(op.kind, op.attrs, inputTypes(op), outputTypes(op));
+}
+
+int64_t Graph::forwardBytes(const Op& op) const {
+  return ir::forwardBytes(op.kind, op.attrs, inputTypes(op), outputTypes(op));
+}
+
+BackwardRule Graph::backwardRule(const Op& op) const {
+  return ir::backwardRule(op.kind, op.attrs, inputTypes(op), outputTypes(op));
+}
+
+}  // namespace autopar::ir

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// The operator graph. Ops are stored in a topological order by construction: an op can only
+/// consume tensors that already exist when it is added.
+///
+/// Example (a one-layer MLP):
+///   Graph g("mlp");
+///   auto x = g.addTensor("x", {{32, 784}, DType::kF32}, TensorRole::kInput);
+///   auto w = g.addTensor("w", {{784, 512}, DType::kF32}, TensorRole::kParameter);
+///   auto y = g.addOp("dense1", OpKind::kMatMul, {}, {*x, *w}, {"h1"});  // h1: [32,512]
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/op_semantics.h"
+#include "ir/tensor.h"
+#include "util/expected.h"
+
+namespace autopar::ir {
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+  /// Adds an input or parameter tensor. Fails on a duplicate name or a non-positive dim.
+  Expected<TensorId> addTensor(const std::string& name, TensorType type, TensorRole role);
+
+  /// Adds an op; its outputs are created with inferred types and the given names (one name per
+  /// output; every kind has exactly one output). Fails on unknown inputs, duplicate names and
+  /// shape errors; the message starts with the op's name.
+  Expected<OpId> addOp(const std::string& name, OpKind kind, const OpAttrs& attrs,
+                       const std::vector<TensorId>& inputs,
+                       const std::vector<std::string>& outputNames, const std::string& block = "");
+
+  [[nodiscard]] const std::vector<Op>& ops() const { return ops_; }
+  [[nodiscard]] const std::vector<Tensor>& tensors() const { return tensors_; }
+  [[nodiscard]] const Op& op(OpId id) const { return ops_.at(id); }
+  [[nodiscard]] Op& mutableOp(OpId id) { return ops_.at(id); }
+  [[nodiscard]] const Tensor& tensor(TensorId id) const { return tensors_.at(id); }
+
+  [[nodiscard]] std::optional<TensorId> findTensor(std::string_view name) const;
+  [[nodiscard]] std::optional<OpId> findOp(std::string_view name) const;
+
+  /// Input types of an op, in order.
+  [[nodiscard]] std::vector<TensorType> inputTypes(const Op& op) const;
+  [[nodiscard]] std::vector<TensorType> outputTypes(const Op& op) const;
+
+  /// Parameters in creation order.
+  [[nodiscard]] std::vector<TensorId> parameters() const;
+  /// Total number of parameter elements.
+  [[nodiscard]] int64_t parameterCount() const;
+
+  /// Convenience wrappers over op_semantics for a node of this graph.
+  [[nodiscard]] double forwardFlops(const Op& op) const;
+  [[nodiscard]] int64_t forwardBytes(const Op& op) const;
+  [[nodiscard]] BackwardRule backwardRule(const Op& op) const;
+
+ private:
+  std::string name_;
+  std::vector<Tensor> tensors_;
+  std::vector<Op> ops_;
+  std::unordered_map<std::string, TensorId> tensorByName_;
+  std::unordered_map<std::string, OpId> opByName_;
+};
+
+}  // namespace autopar::ir

@@ -1,0 +1,56 @@
+#pragma once
+/// \file
+/// An operator node: kind, attributes, inputs and outputs, block tag and an optional user shard
+/// annotation in the seeds' strategy notation.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/op_kind.h"
+#include "ir/tensor.h"
+
+namespace autopar::ir {
+
+/// Attributes of all op kinds in one plain struct; each kind reads only the fields its comment in
+/// op_kind.h names. Defaults are the common case.
+struct OpAttrs {
+  bool transposeA = false;  ///< MatMul/BatchMatMul: use A^T (last two dims swapped)
+  bool transposeB = false;  ///< MatMul/BatchMatMul: use B^T
+  std::vector<int64_t> axes;  ///< Reduce: axes reduced (negative counts from the end)
+  bool keepDims = false;      ///< Reduce
+  std::vector<int64_t> perm;  ///< Transpose
+  Shape newShape;             ///< Reshape; one entry may be -1
+  int64_t axis = -1;          ///< Softmax (default last), Concat
+  std::vector<int64_t> starts;  ///< Slice: per-dim start (inclusive)
+  std::vector<int64_t> ends;    ///< Slice: per-dim end (exclusive)
+  int64_t numHeads = 0;         ///< FlashAttention, Rotary
+  int64_t numKvHeads = 0;       ///< FlashAttention (GQA); 0 means numHeads
+  bool causal = true;           ///< FlashAttention
+  DType castTo = DType::kF32;   ///< Cast
+  double dropoutRate = 0.0;     ///< Dropout
+  double epsilon = 1e-5;        ///< LayerNorm/RMSNorm
+
+  bool operator==(const OpAttrs&) const = default;
+};
+
+/// Cut counts per input per dimension, the seeds' notation: MatMul ((2,1),(1,4)) cuts X's rows in
+/// two and W's columns in four.
+using StrategyCuts = std::vector<std::vector<int64_t>>;
+
+struct Op {
+  OpId id = -1;
+  std::string name;
+  OpKind kind = OpKind::kAdd;
+  OpAttrs attrs;
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  /// Block tag, e.g. "llm.layer.12", "vit.layer.3", "embedding", "head"; empty when untagged.
+  std::string block;
+  /// A user shard annotation (semi-auto parallel); empty when the search decides.
+  StrategyCuts shard;
+};
+
+}  // namespace autopar::ir

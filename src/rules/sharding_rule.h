@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// An op's sharding rule as a list of factors, the way an einsum names its indices (after OpenXLA
+/// Shardy). MatMul [m,k] x [k,n] -> [m,n] has pass-through factors m and n and a reduction factor
+/// k. Each tensor dim maps to a list of factors, major first: a reshape [b, s, h*d] -> [b, s, h, d]
+/// maps its input dim 2 to factors (h, d).
+///
+/// A strategy assigns a cut count to each factor. One generic engine (sharded_op.h) derives from
+/// the factors the device matrix, the input and output layouts, the partial sums, and the backward
+/// communication. Rule files in rules/ describe ops; they never cost or search.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "util/expected.h"
+
+namespace autopar::rules {
+
+enum class FactorKind {
+  kPassThrough,      ///< appears in inputs and outputs (m and n of MatMul)
+  kReduction,        ///< contracted away: a cut leaves partial sums in the outputs (k of MatMul)
+  kNeedReplication,  ///< may not be cut (the softmax axis, a norm's normalised dim)
+};
+
+struct Factor {
+  std::string name;  ///< short and readable: "m", "k", "n", "batch", "heads"
+  FactorKind kind = FactorKind::kPassThrough;
+  bool isBatch = false;  ///< the sample dimension; the default (data-parallel) strategy cuts it
+};
+
+/// One factor's part of a tensor dim and its extent in that dim.
+struct FactorPart {
+  int factor = 0;
+  int64_t size = 0;
+};
+
+/// The factors of one tensor dim, major first. Empty: the dim belongs to no factor and must not be
+/// cut (a broadcast dim of size 1, a sliced dim).
+using DimFactors = std::vector<FactorPart>;
+
+struct ShardingRule {
+  std::vector<Factor> factors;
+  std::vector<std::vector<DimFactors>> operands;  ///< per input, per dim
+  std::vector<std::vector<DimFactors>> results;   ///< per output, per dim
+};
+
+/// Builds rules readably:
+///   ShardingRuleBuilder b(inputs, outputs);
+///   int m = b.factor("m"), k = b.factor("k", FactorKind::kReduction), n = b.factor("n");
+///   b.operand(0, {{m}, {k}}).operand(1, {{k}, {n}}).result(0, {{m}, {n}});
+/// Factor sizes are read from the tensor shapes passed to the constructor; a dim listing several
+/// factors (reshape) gives explicit sizes with part().
+class ShardingRuleBuilder {
+ public:
+  ShardingRuleBuilder(std::vector<ir::TensorType> inputs, std::vector<ir::TensorType> outputs);
+
+  int factor(std::string name, FactorKind kind = FactorKind::kPassThrough, bool isBatch = false);
+
+  /// Maps each dim of input `index` to the listed factors (one list per dim; {} for none). A dim
+  /// with exactly one factor takes that dim's size as the factor's size.
+  ShardingRuleBuilder& operand(int index, const std::vector<std::vector<int>>& dimFactors);
+  ShardingRuleBuilder& result(int index, const std::vector<std::vector<int>>& dimFactors);
+  /// Explicit form for dims of several factors: per dim, the (factor, size) parts.
+  ShardingRuleBuilder& operandParts(int index, std::vector<DimFactors> dims);
+  ShardingRuleBuilder& resultParts(int index, std::vector<DimFactors> dims);
+
+  [[nodiscard]] ShardingRule build() &&;
+
+ private:
+  std::vector<DimFactors> partsFor(const ir::TensorType& type,
+                                   const std::vector<std::vector<int>>& dimFactors) const;
+  std::vector<ir::TensorType> inputs_;
+  std::vector<ir::TensorType> outputs_;
+  ShardingRule rule_;
+};
+
+/// Pointwise rule (Shardy's buildPointwise): one pass-through factor per output dim, with numpy
+/// broadcasting; an input dim broadcast from size 1 maps to no factor. The first factor is marked
+/// as batch when `firstIsBatch`.
+ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs,
+                           const ir::TensorType& output, bool firstIsBatch = true);
+
+/// The rule of an op in a graph, dispatched on its family (rules/<family>_rule.cc).
+Expected<ShardingRule> shardingRuleFor(const ir::Graph& graph, const ir::Op& op);
+
+}  // namespace autopar::rules

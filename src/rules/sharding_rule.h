@@ -40,8 +40,20 @@ struct FactorPart {
 /// cut (a broadcast dim of size 1, a sliced dim).
 using DimFactors = std::vector<FactorPart>;
 
+/// Communication an op performs inside itself when a factor is cut, beyond what its layouts
+/// express. Vocab-parallel cross-entropy all-reduces the row max, the sum of exponentials and the
+/// target logit over the vocab axis: per token three values forward, one backward. Element counts
+/// are at full size; each device moves them divided by the cuts of the `shardedBy` factors.
+struct InternalCollective {
+  int factor = 0;  ///< the cut factor whose device-matrix axis the all-reduce runs over
+  int64_t forwardElements = 0;
+  int64_t backwardElements = 0;
+  std::vector<int> shardedBy;  ///< factors whose cuts divide the element counts (the batch)
+};
+
 struct ShardingRule {
   std::vector<Factor> factors;
+  std::vector<InternalCollective> internal;
   std::vector<std::vector<DimFactors>> operands;  ///< per input, per dim
   std::vector<std::vector<DimFactors>> results;   ///< per output, per dim
 };

@@ -57,7 +57,8 @@ struct TensorLayout {
                                               ir::Shape shape);
 
   /// "{matrix=[2,4] map=[1,-1] shape=[64,32]}" with " partial=[..]" when partial; dims split by
-  /// several axes print as (a,b).
+  /// several axes print as (a,b). Partial axes use the map's right-to-left numbering, ascending;
+  /// " ranks=[..]" follows the matrix when its ranks are not 0..n-1.
   [[nodiscard]] std::string toString() const;
 
   bool operator==(const TensorLayout&) const = default;

@@ -18,8 +18,16 @@
 
 namespace autopar::rules {
 
+/// How cutting a factor affects the op's outputs.
+///
+/// A kPassThrough factor usually appears in inputs and outputs, and its cut splits both. It may
+/// also appear only in inputs: the outputs are then replicated over its device-matrix axis, which
+/// is only true when the op makes them whole by communicating inside itself; such a rule lists an
+/// InternalCollective for the factor. Vocab-parallel cross-entropy is the case: its vocab factor v
+/// is cut without leaving partial sums, because the loss is complete after the internal
+/// all-reduces (a kReduction v would wrongly ask for one more all-reduce of the loss).
 enum class FactorKind {
-  kPassThrough,      ///< appears in inputs and outputs (m and n of MatMul)
+  kPassThrough,      ///< splits inputs and outputs alike (m and n of MatMul); see above
   kReduction,        ///< contracted away: a cut leaves partial sums in the outputs (k of MatMul)
   kNeedReplication,  ///< may not be cut (the softmax axis, a norm's normalised dim)
 };
@@ -56,19 +64,31 @@ struct ShardingRule {
   std::vector<InternalCollective> internal;
   std::vector<std::vector<DimFactors>> operands;  ///< per input, per dim
   std::vector<std::vector<DimFactors>> results;   ///< per output, per dim
+  /// Full shapes of the inputs and outputs, for layouts and for dims that map to no factor.
+  std::vector<ir::Shape> operandShapes;
+  std::vector<ir::Shape> resultShapes;
 };
 
 /// Builds rules readably:
 ///   ShardingRuleBuilder b(inputs, outputs);
 ///   int m = b.factor("m"), k = b.factor("k", FactorKind::kReduction), n = b.factor("n");
 ///   b.operand(0, {{m}, {k}}).operand(1, {{k}, {n}}).result(0, {{m}, {n}});
-/// Factor sizes are read from the tensor shapes passed to the constructor; a dim listing several
-/// factors (reshape) gives explicit sizes with part().
+/// Factor sizes are read from the tensor shapes passed to the constructor. A dim listing several
+/// factors takes each factor's size from an earlier single-factor dim of the same factor, and at
+/// most one unknown factor gets the rest of the dim: after result(0, {{b}, {s}, {h}, {d}}),
+/// operand(0, {{b}, {s}, {h, d}}) gives dim 2 the parts (h, size of h) and (d, size of d).
+/// operandParts()/resultParts() give the sizes explicitly. Misuse (a rank mismatch, an unknown
+/// factor) is a programmer error and asserts.
 class ShardingRuleBuilder {
  public:
   ShardingRuleBuilder(std::vector<ir::TensorType> inputs, std::vector<ir::TensorType> outputs);
 
+  /// Adds a factor and returns its index; factors are numbered in the order they are added, which
+  /// is also the order of their device-matrix axes (outermost first).
   int factor(std::string name, FactorKind kind = FactorKind::kPassThrough, bool isBatch = false);
+
+  /// Adds an InternalCollective (see above).
+  ShardingRuleBuilder& internal(InternalCollective collective);
 
   /// Maps each dim of input `index` to the listed factors (one list per dim; {} for none). A dim
   /// with exactly one factor takes that dim's size as the factor's size.

@@ -1,0 +1,81 @@
+#include "cli/inputs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "frontend/graph_json.h"
+#include "frontend/model_presets.h"
+#include "frontend/transformer.h"
+
+namespace autopar::cli {
+
+namespace {
+
+bool endsWith(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Expected<LoadedModel> loadFfn(const ModelOptions& options) {
+  const int64_t batch = options.microBatch > 0 ? options.microBatch : 32;
+  auto graph = frontend::buildFfn(batch);
+  if (!graph) return graph.error();
+  return LoadedModel{std::move(*graph), "ffn", batch, 0};
+}
+
+}  // namespace
+
+Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
+                                int64_t numDevices) {
+  if (endsWith(model, ".json")) {
+    auto graph = frontend::readGraphJson(model);
+    if (!graph) return graph.error();
+    return LoadedModel{std::move(*graph), model, 0, 0};
+  }
+  if (model == "ffn") return loadFfn(options);
+  auto config = frontend::transformerPreset(model);
+  if (!config) return config.error();
+  if (options.microBatch > 0) config->microBatch = options.microBatch;
+  if (options.sequence > 0) config->seq = options.sequence;
+  if (options.tensorParallel > 0) {
+    config->tensorParallel = options.tensorParallel;
+    config->dataParallel = options.dataParallel > 0 ? options.dataParallel
+                                                    : numDevices / options.tensorParallel;
+    if (config->tensorParallel * config->dataParallel > numDevices) {
+      return Error{fmt::format("--tp {} x --dp {}: uses {} devices but only {} are available",
+                               config->tensorParallel, config->dataParallel,
+                               config->tensorParallel * config->dataParallel, numDevices)};
+    }
+  }
+  auto graph = frontend::buildTransformer(*config);
+  if (!graph) return graph.error().in(fmt::format("model '{}'", model));
+  return LoadedModel{std::move(*graph), model, config->microBatch, config->seq};
+}
+
+Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices) {
+  Expected<cluster::Cluster> loaded =
+      endsWith(name, ".yaml") || endsWith(name, ".yml")
+          ? cluster::loadClusterYaml(name)
+          : cluster::clusterPreset(name, nodes);
+  if (!loaded) return loaded.error();
+  if (devices <= 0) return loaded;
+  return cluster::takeDevices(*loaded, devices);
+}
+
+std::string formatBytes(int64_t bytes) {
+  constexpr double kKiB = 1024.0;
+  const auto value = static_cast<double>(bytes);
+  if (value >= kKiB * kKiB * kKiB) return fmt::format("{:.2f} GiB", value / (kKiB * kKiB * kKiB));
+  if (value >= kKiB * kKiB) return fmt::format("{:.1f} MiB", value / (kKiB * kKiB));
+  if (value >= kKiB) return fmt::format("{:.1f} KiB", value / kKiB);
+  return fmt::format("{} B", bytes);
+}
+
+std::string formatSeconds(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.3f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// Loading the CLI's inputs: a model (a preset name or a graph JSON file) and a cluster (a preset
+/// name or a yaml spec), with the options that shape them.
+
+#include <cstdint>
+#include <string>
+
+#include "cluster/cluster.h"
+#include "ir/graph.h"
+#include "util/expected.h"
+
+namespace autopar::cli {
+
+struct ModelOptions {
+  int64_t microBatch = 0;      ///< 0: the preset's default (1)
+  int64_t sequence = 0;        ///< 0: the preset's default
+  int64_t tensorParallel = 0;  ///< >0: annotate Megatron-style with this TP degree
+  int64_t dataParallel = 0;    ///< with tensorParallel; 0: devices / tensorParallel
+};
+
+struct LoadedModel {
+  ir::Graph graph;
+  std::string source;  ///< the preset name or the file path
+  int64_t microBatch = 0;
+  int64_t sequence = 0;
+};
+
+/// `model` is a preset name (see `autopar models`) or a path ending in .json.
+Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
+                                int64_t numDevices);
+
+/// `cluster` is a preset name (see `autopar clusters`) or a path ending in .yaml/.yml. `nodes`
+/// multiplies a preset; `devices` (0 = all) takes the first devices.
+Expected<cluster::Cluster> loadCluster(const std::string& cluster, int nodes, int devices);
+
+/// "1.50 GiB", "312.0 MiB", "512 B".
+std::string formatBytes(int64_t bytes);
+/// "12.3 ms", "1.23 s", "45.6 us".
+std::string formatSeconds(double seconds);
+
+}  // namespace autopar::cli

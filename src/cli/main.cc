@@ -1,0 +1,39 @@
+/// The `autopar` command: parses the verb and its options, then runs the verb's action.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/verbs.h"
+
+namespace autopar::cli {
+
+int reportError(const Error& error) {
+  fmt::print(stderr, "autopar: error: {}\n", error.message);
+  return kExitBadInput;
+}
+
+}  // namespace autopar::cli
+
+int main(int argc, char** argv) {
+  using namespace autopar::cli;
+  CLI::App app{"autopar: find the fastest parallel plan that fits, and predict its step time"};
+  app.require_subcommand(1);
+  Action action;
+  addPlanVerb(app, action);
+  addLayoutVerb(app, action);
+  addRedistributeVerb(app, action);
+  addListVerbs(app, action);
+  addValidateVerb(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    // One line, exit status 2, like every other input error.
+    return reportError(autopar::Error{error.what()});
+  }
+  return action();
+}

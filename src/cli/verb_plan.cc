@@ -1,0 +1,157 @@
+/// `autopar plan`: evaluate a user-annotated (semi-auto) plan and print it with its estimate.
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <numeric>
+
+#include "cli/inputs.h"
+#include "cli/plan_assembly.h"
+#include "cli/plan_report.h"
+#include "cli/verbs.h"
+#include "cost/graph_cost.h"
+#include "plan/plan_json.h"
+#include "rules/graph_sharding.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string model;
+  std::string cluster = "dgx-a100-80g";
+  int nodes = 1;
+  int devices = 0;
+  ModelOptions modelOptions;
+  std::vector<std::string> shards;
+  std::string out;
+  bool json = false;
+  bool enableAllToAll = false;
+};
+
+Expected<std::map<std::string, layout::Strategy>> parseShards(
+    const std::vector<std::string>& shards) {
+  std::map<std::string, layout::Strategy> overrides;
+  for (const auto& text : shards) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error{fmt::format("--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))",
+                               text)};
+    }
+    auto strategy = layout::parseStrategy(text.substr(eq + 1));
+    if (!strategy) return strategy.error().in(fmt::format("--shard {}", text.substr(0, eq)));
+    overrides[text.substr(0, eq)] = std::move(*strategy);
+  }
+  return overrides;
+}
+
+struct Evaluated {
+  LoadedModel model;
+  rules::GraphSharding sharding;
+  cost::CostReport report;
+};
+
+Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
+                             const ModelOptions& modelOptions) {
+  auto model = loadModel(options.model, modelOptions, cluster.numDevices);
+  if (!model) return model.error();
+  auto overrides = parseShards(options.shards);
+  if (!overrides) return overrides.error();
+  std::vector<int> ranks(static_cast<size_t>(cluster.numDevices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharding = rules::shardGraph(model->graph, ranks, *overrides);
+  if (!sharding) return sharding.error();
+  cost::EvaluateOptions evaluateOptions;
+  evaluateOptions.redistribution.enableAllToAll = options.enableAllToAll;
+  auto report = cost::evaluateGraph(model->graph, sharding->ops, cluster, evaluateOptions);
+  if (!report) return report.error();
+  return Evaluated{std::move(*model), std::move(*sharding), std::move(*report)};
+}
+
+/// For a transformer preset that does not fit: the smallest tensor-parallel degree that would.
+std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster) {
+  if (options.model.ends_with(".json")) {
+    return "shard the largest parameters with --shard (see the strategies above)";
+  }
+  const int64_t currentTp = std::max<int64_t>(options.modelOptions.tensorParallel, 1);
+  for (int64_t tp = currentTp * 2; tp <= cluster.numDevices; tp *= 2) {
+    if (cluster.numDevices % tp != 0) break;
+    ModelOptions candidate = options.modelOptions;
+    candidate.tensorParallel = tp;
+    candidate.dataParallel = cluster.numDevices / tp;
+    auto evaluated = evaluate(options, cluster, candidate);
+    if (!evaluated) continue;
+    const int64_t peak = evaluated->report.memory.total();
+    if (peak <= cluster.device.memoryBytes) {
+      return fmt::format("it would fit with --tp {} --dp {} (estimated peak {})", tp,
+                         cluster.numDevices / tp, formatBytes(peak));
+    }
+  }
+  return fmt::format("no tensor-parallel degree up to {} makes it fit; add devices (--nodes)",
+                     cluster.numDevices);
+}
+
+int runPlan(const PlanOptions& options) {
+  auto cluster = loadCluster(options.cluster, options.nodes, options.devices);
+  if (!cluster) return reportError(cluster.error());
+  auto evaluated = evaluate(options, *cluster, options.modelOptions);
+  if (!evaluated) return reportError(evaluated.error());
+  const plan::Plan result = assemblePlan(evaluated->model, evaluated->sharding, evaluated->report,
+                                         *cluster, options.cluster);
+  const auto json = plan::planToJson(result).dump(2);
+  if (!options.out.empty()) {
+    std::ofstream file(options.out);
+    if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", options.out)});
+    file << json << "\n";
+  }
+  if (options.json) {
+    fmt::print("{}\n", json);
+  } else {
+    ReportHeader header{options.model, cluster->name, cluster->device.name,
+                        evaluated->model.graph.parameterCount()};
+    fmt::print("{}", formatPlanReport(result, header));
+  }
+  if (result.estimate.fits) return kExitOk;
+  fmt::print(stderr,
+             "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
+             "gradients+optimizer states {}, activations {}); {}\n",
+             formatBytes(result.estimate.peakMemoryBytes), formatBytes(cluster->device.memoryBytes),
+             cluster->device.name,
+             formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
+                         result.estimate.memory.optimizerStates),
+             formatBytes(result.estimate.memory.activations), suggestFit(options, *cluster));
+  return kExitDoesNotFit;
+}
+
+}  // namespace
+
+void addPlanVerb(CLI::App& app, Action& action) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "plan", "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
+              "parallel. Prints strategies, redistributions, step time and memory.");
+  verb->add_option("--model", options->model, "preset name (autopar models) or graph .json")
+      ->required();
+  verb->add_option("--cluster", options->cluster, "preset name (autopar clusters) or .yaml spec")
+      ->capture_default_str();
+  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")->check(CLI::PositiveNumber);
+  verb->add_option("--devices", options->devices, "use the first N devices")->check(CLI::PositiveNumber);
+  verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--tp", options->modelOptions.tensorParallel,
+                   "annotate a transformer preset Megatron-style with this tensor-parallel degree")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--dp", options->modelOptions.dataParallel,
+                   "data-parallel degree with --tp (default: devices / tp)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
+  verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
+  verb->add_option("--out", options->out, "write the plan JSON here");
+  verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
+  verb->callback([&action, options] { action = [options] { return runPlan(*options); }; });
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,170 @@
+/// `autopar redistribute`: the primitives that move a tensor between two layouts, and their cost.
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/inputs.h"
+#include "cli/verbs.h"
+#include "ir/dtype.h"
+#include "layout/redistribution.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct LayoutText {
+  std::string matrix;
+  std::string map;
+  std::string partial;
+};
+
+struct RedistributeOptions {
+  std::string shape;
+  LayoutText from;
+  LayoutText to;
+  int devices = 0;
+  std::string cluster = "dgx-a100-80g";
+  int nodes = 1;
+  std::string dtype = "bf16";
+  bool enableAllToAll = false;
+  bool json = false;
+};
+
+Expected<nlohmann::json> parseJsonList(const std::string& text, const std::string& option) {
+  auto parsed = nlohmann::json::parse(text, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) {
+    return Error{fmt::format("{} '{}': expected a list such as [2,4]", option, text)};
+  }
+  return parsed;
+}
+
+/// Seeds' convention: axes count from the right of the device matrix. A map entry is -1, an
+/// axis, or a list of axes (major first) for a dim split over several.
+Expected<layout::TensorLayout> parseLayout(const LayoutText& text, const ir::Shape& shape,
+                                           const std::string& side) {
+  auto matrix = parseJsonList(text.matrix, "--" + side + "-matrix");
+  if (!matrix) return matrix.error();
+  auto map = parseJsonList(text.map, "--" + side + "-map");
+  if (!map) return map.error();
+  std::vector<int64_t> dims;
+  for (const auto& dim : *matrix) {
+    if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
+      return Error{fmt::format("--{}-matrix '{}': expected positive integers", side, text.matrix)};
+    }
+    dims.push_back(dim.get<int64_t>());
+  }
+  const int numAxes = static_cast<int>(dims.size());
+  auto toAxis = [&](const nlohmann::json& entry) -> Expected<int> {
+    if (!entry.is_number_integer() || entry.get<int>() < 0 || entry.get<int>() >= numAxes) {
+      return Error{fmt::format("--{}-map '{}': axis {} is not in 0..{} (counted from the right)",
+                               side, text.map, entry.dump(), numAxes - 1)};
+    }
+    return numAxes - 1 - entry.get<int>();
+  };
+  layout::TensorLayout result{layout::DeviceMatrix(dims), {}, {}, shape};
+  for (const auto& entry : *map) {
+    std::vector<int> axes;
+    const auto list = entry.is_array() ? entry : nlohmann::json::array({entry});
+    for (const auto& item : list) {
+      if (item.is_number_integer() && item.get<int>() == -1) continue;
+      auto axis = toAxis(item);
+      if (!axis) return axis.error();
+      axes.push_back(*axis);
+    }
+    result.dimAxes.push_back(std::move(axes));
+  }
+  if (!text.partial.empty()) {
+    auto partial = parseJsonList(text.partial, "--" + side + "-partial");
+    if (!partial) return partial.error();
+    for (const auto& item : *partial) {
+      auto axis = toAxis(item);
+      if (!axis) return axis.error().in("--" + side + "-partial");
+      result.partialAxes.push_back(*axis);
+    }
+    std::sort(result.partialAxes.begin(), result.partialAxes.end());
+  }
+  if (auto status = result.validate(); !status) return status.error().in("--" + side);
+  return result;
+}
+
+int runRedistribute(const RedistributeOptions& options) {
+  auto shapeJson = parseJsonList(options.shape, "--shape");
+  if (!shapeJson) return reportError(shapeJson.error());
+  ir::Shape shape;
+  for (const auto& dim : *shapeJson) {
+    if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
+      return reportError(Error{fmt::format("--shape '{}': expected positive integers", options.shape)});
+    }
+    shape.push_back(dim.get<int64_t>());
+  }
+  auto from = parseLayout(options.from, shape, "from");
+  if (!from) return reportError(from.error());
+  auto to = parseLayout(options.to, shape, "to");
+  if (!to) return reportError(to.error());
+  const int64_t numDevices = from->deviceMatrix.numDevices();
+  if (options.devices > 0 && options.devices != numDevices) {
+    return reportError(Error{fmt::format("--devices {}: the source device matrix holds {} devices",
+                                         options.devices, numDevices)});
+  }
+  auto dtype = ir::parseDType(options.dtype);
+  if (!dtype) return reportError(dtype.error().in("--dtype"));
+  auto cluster = loadCluster(options.cluster, options.nodes, static_cast<int>(numDevices));
+  if (!cluster) return reportError(cluster.error());
+  layout::RedistributionOptions redistributionOptions{options.enableAllToAll};
+  auto plan = layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
+  if (!plan) return reportError(plan.error());
+  if (options.json) {
+    nlohmann::ordered_json json{{"seconds", plan->seconds},
+                                {"bytes_per_device", plan->bytesPerDevice},
+                                {"steps", nlohmann::json::array()}};
+    for (const auto& step : plan->steps) {
+      json["steps"].push_back({{"primitive", layout::primitiveName(step.kind)},
+                               {"device_matrix", step.matrix.shape()},
+                               {"axis", step.axis},
+                               {"dim", step.dim},
+                               {"split_dim", step.splitDim},
+                               {"bytes_per_device", step.bytesPerDevice},
+                               {"seconds", step.seconds},
+                               {"algorithm", step.algorithm}});
+    }
+    fmt::print("{}\n", json.dump(2));
+    return kExitOk;
+  }
+  fmt::print("from {}\nto   {}\n", from->toString(), to->toString());
+  if (plan->empty()) fmt::print("no communication: the layouts are the same\n");
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    fmt::print("  {}. {}\n", i + 1, plan->steps[i].toString());
+  }
+  fmt::print("total {} , {} sent per device on {}\n", formatSeconds(plan->seconds),
+             formatBytes(plan->bytesPerDevice), cluster->name);
+  return kExitOk;
+}
+
+}  // namespace
+
+void addRedistributeVerb(CLI::App& app, Action& action) {
+  auto options = std::make_shared<RedistributeOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "redistribute",
+      "Plan the primitives that turn one layout of a tensor into another, with their cost. "
+      "Maps and partial axes count device-matrix axes from the right, as the seeds' tensor maps do");
+  verb->add_option("--shape", options->shape, "tensor shape, e.g. [64,32]")->required();
+  verb->add_option("--from-matrix", options->from.matrix, "source device matrix, e.g. [2,4]")
+      ->required();
+  verb->add_option("--from-map", options->from.map, "source tensor map, e.g. [1,-1]")->required();
+  verb->add_option("--from-partial", options->from.partial, "axes holding partial sums, e.g. [0]");
+  verb->add_option("--to-matrix", options->to.matrix, "target device matrix")->required();
+  verb->add_option("--to-map", options->to.map, "target tensor map")->required();
+  verb->add_option("--to-partial", options->to.partial, "target partial axes");
+  verb->add_option("--devices", options->devices, "device count (checked against the matrices)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--cluster", options->cluster, "cluster preset or yaml")->capture_default_str();
+  verb->add_option("--nodes", options->nodes, "nodes of a preset")->check(CLI::PositiveNumber);
+  verb->add_option("--dtype", options->dtype, "element type")->capture_default_str();
+  verb->add_flag("--alltoall", options->enableAllToAll, "allow all-to-all");
+  verb->add_flag("--json", options->json, "print JSON");
+  verb->callback([&action, options] { action = [options] { return runRedistribute(*options); }; });
+}
+
+}  // namespace autopar::cli

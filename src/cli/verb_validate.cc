@@ -1,0 +1,60 @@
+/// `autopar validate`: check that a plan file fits a model and a device count, and that its
+/// strategies apply to the model's ops.
+
+#include <fmt/format.h>
+
+#include <map>
+#include <numeric>
+
+#include "cli/inputs.h"
+#include "cli/verbs.h"
+#include "plan/plan_json.h"
+#include "plan/validate.h"
+#include "rules/graph_sharding.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct ValidateOptions {
+  std::string planPath;
+  std::string model;
+  ModelOptions modelOptions;
+};
+
+int runValidate(const ValidateOptions& options) {
+  auto loaded = plan::readPlanFile(options.planPath);
+  if (!loaded) return reportError(loaded.error());
+  // The plan records the micro-batch and sequence it was made for; use them unless overridden.
+  ModelOptions modelOptions = options.modelOptions;
+  if (modelOptions.microBatch == 0) modelOptions.microBatch = loaded->inputs.microBatch;
+  if (modelOptions.sequence == 0) modelOptions.sequence = loaded->inputs.sequence;
+  auto model = loadModel(options.model, modelOptions, loaded->devices);
+  if (!model) return reportError(model.error());
+  if (auto status = plan::validatePlan(*loaded, model->graph, loaded->devices); !status) {
+    return reportError(status.error().in(options.planPath));
+  }
+  std::map<std::string, layout::Strategy> strategies;
+  for (const auto& op : loaded->ops) strategies[op.name] = op.strategy;
+  std::vector<int> ranks(static_cast<size_t>(loaded->devices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharded = rules::shardGraph(model->graph, ranks, strategies);
+  if (!sharded) return reportError(sharded.error().in(options.planPath));
+  fmt::print("{}: valid plan for {} ({} ops, {} devices)\n", options.planPath, options.model,
+             loaded->ops.size(), loaded->devices);
+  return kExitOk;
+}
+
+}  // namespace
+
+void addValidateVerb(CLI::App& app, Action& action) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* verb = app.add_subcommand("validate", "Check a plan file against a model");
+  verb->add_option("plan", options->planPath, "plan JSON written by autopar plan --out")->required();
+  verb->add_option("--model", options->model, "the model the plan was made for")->required();
+  verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size");
+  verb->add_option("--seq", options->modelOptions.sequence, "sequence length");
+  verb->callback([&action, options] { action = [options] { return runValidate(*options); }; });
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// Each verb of the `autopar` command registers its subcommand and the action that runs it.
+/// Actions return the process exit status: 0 success, 2 bad input (one line on stderr),
+/// 3 a plan that does not fit in device memory.
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "util/expected.h"
+
+namespace autopar::cli {
+
+using Action = std::function<int()>;
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitDoesNotFit = 3;
+
+/// Prints "autopar: error: <message>" on stderr and returns kExitBadInput.
+int reportError(const Error& error);
+
+void addPlanVerb(CLI::App& app, Action& action);
+void addLayoutVerb(CLI::App& app, Action& action);
+void addRedistributeVerb(CLI::App& app, Action& action);
+void addListVerbs(CLI::App& app, Action& action);
+void addValidateVerb(CLI::App& app, Action& action);
+
+}  // namespace autopar::cli

@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// Per-device memory: model states by dtype and activations kept for backward.
+///
+/// Mixed-precision Adam keeps, per parameter: the low-precision weight (2 bytes for bf16), its
+/// gradient (2 bytes, or 4 when gradients accumulate in fp32 as Megatron-LM's main_grad does),
+/// an fp32 master copy (4), and Adam's two fp32 moments (4 + 4): 16 or 18 bytes per parameter
+/// (Rajbhandari et al. 2020, ZeRO, Sec. 3.1; Korthikanti et al. 2022 use 18).
+
+#include <cstdint>
+
+#include "ir/dtype.h"
+
+namespace autopar::cost {
+
+struct OptimizerSpec {
+  /// Gradients accumulate in fp32 (Megatron-LM's default main_grad): 18 bytes/param, else 16.
+  bool fp32Gradients = true;
+  /// Adam keeps two fp32 moments; SGD with momentum would keep one.
+  int fp32MomentsPerParameter = 2;
+};
+
+struct ParameterStateBytes {
+  int64_t weight = 0;     ///< the parameter in its own dtype
+  int64_t gradient = 0;
+  int64_t optimizer = 0;  ///< fp32 master copy (when the weight is not fp32) + moments
+  [[nodiscard]] int64_t total() const { return weight + gradient + optimizer; }
+};
+
+/// State bytes for `elements` parameter elements stored as `dtype`.
+/// Example: 1 bf16 element with fp32 gradients -> weight 2, gradient 4, optimizer 12 (total 18).
+ParameterStateBytes parameterStateBytes(int64_t elements, ir::DType dtype,
+                                        const OptimizerSpec& optimizer);
+
+struct MemoryBreakdown {
+  int64_t parameterBytes = 0;
+  int64_t gradientBytes = 0;
+  int64_t optimizerBytes = 0;
+  int64_t activationBytes = 0;
+  int64_t communicationBytes = 0;  ///< largest transient buffer a collective needs
+  int64_t hostBytes = 0;           ///< kept in host memory (not counted in total())
+  [[nodiscard]] int64_t total() const {
+    return parameterBytes + gradientBytes + optimizerBytes + activationBytes + communicationBytes;
+  }
+};
+
+}  // namespace autopar::cost

@@ -1,0 +1,189 @@
+#include "frontend/op_attrs_json.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "frontend/json_fields.h"
+#include "ir/dtype.h"
+#include "ir/op_kind.h"
+
+namespace autopar::frontend {
+
+using nlohmann::json;
+
+namespace {
+
+/// How one attribute key is read from and written to JSON.
+struct AttrCodec {
+  std::string_view key;
+  Status (*read)(const json& value, const std::string& path, ir::OpAttrs& attrs);
+  json (*write)(const ir::OpAttrs& attrs);
+  bool (*isDefault)(const ir::OpAttrs& attrs);
+};
+
+template <auto Field>
+json writeField(const ir::OpAttrs& attrs) {
+  return json(attrs.*Field);
+}
+
+template <auto Field>
+bool isDefaultField(const ir::OpAttrs& attrs) {
+  static const ir::OpAttrs kDefaults{};
+  return attrs.*Field == kDefaults.*Field;
+}
+
+/// Reads with `reader` and stores into `Field`.
+template <auto Field, auto Reader>
+Status readField(const json& value, const std::string& path, ir::OpAttrs& attrs) {
+  auto parsed = Reader(value, path);
+  if (!parsed) return parsed.error();
+  attrs.*Field = std::move(*parsed);
+  return {};
+}
+
+Status readCastTo(const json& value, const std::string& path, ir::OpAttrs& attrs) {
+  auto name = readString(value, path);
+  if (!name) return name.error();
+  auto dtype = ir::parseDType(*name);
+  if (!dtype) return dtype.error().in(path);
+  attrs.castTo = *dtype;
+  return {};
+}
+
+json writeCastTo(const ir::OpAttrs& attrs) { return std::string(ir::dtypeName(attrs.castTo)); }
+
+Status readDropoutRate(const json& value, const std::string& path, ir::OpAttrs& attrs) {
+  auto rate = readNumber(value, path);
+  if (!rate) return rate.error();
+  if (*rate < 0.0 || *rate >= 1.0) {
+    return Error{fmt::format("{}: expected a rate in [0, 1), got {}", path, value.dump())};
+  }
+  attrs.dropoutRate = *rate;
+  return {};
+}
+
+Status readEpsilon(const json& value, const std::string& path, ir::OpAttrs& attrs) {
+  auto epsilon = readNumber(value, path);
+  if (!epsilon) return epsilon.error();
+  if (*epsilon <= 0.0) {
+    return Error{fmt::format("{}: expected a positive number, got {}", path, value.dump())};
+  }
+  attrs.epsilon = *epsilon;
+  return {};
+}
+
+using A = ir::OpAttrs;
+
+template <auto Field, auto Reader>
+constexpr AttrCodec codec(std::string_view key) {
+  return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
+}
+
+const std::array<AttrCodec, 15>& allCodecs() {
+  static const std::array<AttrCodec, 15> kCodecs = {
+      codec<&A::transposeA, readBool>("transpose_a"),
+      codec<&A::transposeB, readBool>("transpose_b"),
+      codec<&A::axes, readIntList>("axes"),
+      codec<&A::keepDims, readBool>("keep_dims"),
+      codec<&A::perm, readIntList>("perm"),
+      codec<&A::newShape, readIntList>("new_shape"),
+      codec<&A::axis, readInt>("axis"),
+      codec<&A::starts, readIntList>("starts"),
+      codec<&A::ends, readIntList>("ends"),
+      codec<&A::numHeads, readPositiveInt>("num_heads"),
+      codec<&A::numKvHeads, readPositiveInt>("num_kv_heads"),
+      codec<&A::causal, readBool>("causal"),
+      AttrCodec{"cast_to", readCastTo, writeCastTo, isDefaultField<&A::castTo>},
+      AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,
+                isDefaultField<&A::dropoutRate>},
+      AttrCodec{"epsilon", readEpsilon, writeField<&A::epsilon>, isDefaultField<&A::epsilon>},
+  };
+  return kCodecs;
+}
+
+const AttrCodec* findCodec(std::string_view key) {
+  const auto& codecs = allCodecs();
+  auto it = std::find_if(codecs.begin(), codecs.end(),
+                         [&](const AttrCodec& candidate) { return candidate.key == key; });
+  return it == codecs.end() ? nullptr : &*it;
+}
+
+Error unknownAttr(ir::OpKind kind, std::string_view key, const std::string& path) {
+  const auto keys = attrKeysOf(kind);
+  const auto kindName = ir::opKindName(kind);
+  const std::string accepted =
+      keys.empty() ? fmt::format("{} takes no attributes", kindName)
+                   : fmt::format("{} takes {}", kindName, fmt::join(keys, ", "));
+  if (findCodec(key) != nullptr) {
+    return Error{fmt::format("{}: {} does not take attribute '{}' ({})", path, kindName, key,
+                             accepted)};
+  }
+  return Error{fmt::format("{}: unknown attribute '{}' ({})", path, key, accepted)};
+}
+
+}  // namespace
+
+std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
+  using K = ir::OpKind;
+  switch (kind) {
+    case K::kMatMul:
+    case K::kBatchMatMul:
+      return {"transpose_a", "transpose_b"};
+    case K::kReduceSum:
+    case K::kReduceMean:
+    case K::kReduceMax:
+      return {"axes", "keep_dims"};
+    case K::kTranspose:
+      return {"perm"};
+    case K::kReshape:
+      return {"new_shape"};
+    case K::kSoftmax:
+    case K::kConcat:
+      return {"axis"};
+    case K::kSlice:
+      return {"starts", "ends"};
+    case K::kFlashAttention:
+      return {"num_heads", "num_kv_heads", "causal"};
+    case K::kRotary:
+      return {"num_heads"};
+    case K::kCast:
+      return {"cast_to"};
+    case K::kDropout:
+      return {"dropout_rate"};
+    case K::kLayerNorm:
+    case K::kRMSNorm:
+      return {"epsilon"};
+    default:
+      return {};
+  }
+}
+
+Expected<ir::OpAttrs> attrsFromJson(ir::OpKind kind, const json& attrs, const std::string& path) {
+  if (!attrs.is_object()) {
+    return Error{fmt::format("{}: expected an object, got {}", path, jsonTypeName(attrs))};
+  }
+  const auto keys = attrKeysOf(kind);
+  ir::OpAttrs result;
+  for (const auto& item : attrs.items()) {
+    const AttrCodec* attrCodec = findCodec(item.key());
+    if (attrCodec == nullptr || std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+      return unknownAttr(kind, item.key(), path);
+    }
+    auto status = attrCodec->read(item.value(), childPath(path, item.key()), result);
+    if (!status) return status.error();
+  }
+  return result;
+}
+
+json attrsToJson(ir::OpKind kind, const ir::OpAttrs& attrs) {
+  json result = json::object();
+  for (std::string_view key : attrKeysOf(kind)) {
+    const AttrCodec* attrCodec = findCodec(key);
+    if (!attrCodec->isDefault(attrs)) result[std::string(key)] = attrCodec->write(attrs);
+  }
+  return result;
+}
+
+}  // namespace autopar::frontend

@@ -1,0 +1,86 @@
+#pragma once
+/// \file
+/// A decoder-only transformer (LLaMA, Qwen, Baichuan, GPT-3, PanGu-alpha) as an ir::Graph, one
+/// training micro-batch: token embedding, `layers` pre-norm blocks, final norm, LM head and
+/// cross-entropy loss.
+///
+/// One layer i (block tag "llm.layer.<i>"), with b = microBatch, s = seq, h = hidden,
+/// d = hidden / heads:
+///   layer<i>.attn_norm        RMSNorm/LayerNorm x [b,s,h]
+///   layer<i>.attn.q_proj      MatMul [b,s,h] x [h, heads*d]   (+ q_proj.bias_add when biased)
+///   layer<i>.attn.k_proj      MatMul [b,s,h] x [h, kvHeads*d] (+ k_proj.bias_add)
+///   layer<i>.attn.v_proj      MatMul [b,s,h] x [h, kvHeads*d] (+ v_proj.bias_add)
+///   layer<i>.attn.q_rotary    Rotary (position = kRotary only), and k_rotary
+///   layer<i>.attn.flash_attention  FlashAttention, causal, GQA when kvHeads < heads
+///   layer<i>.attn.o_proj      MatMul [b,s,heads*d] x [heads*d, h] (+ o_proj.bias_add)
+///   layer<i>.attn.residual    Add
+///   layer<i>.mlp_norm         RMSNorm/LayerNorm
+///   SwiGLU: layer<i>.mlp.gate_proj, up_proj, act (SiLU of gate), mul (act * up), down_proj
+///   GeLU:   layer<i>.mlp.fc1 (+ fc1.bias_add), act (GeLU), fc2 (+ fc2.bias_add)
+///   layer<i>.mlp.residual     Add
+/// Every op's output tensor carries the op's name; a parameter is "<op>.weight" or "<op>.bias"
+/// ("layer3.attn.q_proj.weight", "layer3.attn_norm.weight").
+/// Around the layers: "embedding" (Gather of tokens [b,s] int32 from "embedding.weight" [v,h],
+/// block "embedding"), "embedding.position_add" (learned positions only), then "final_norm",
+/// "lm_head" and "loss" (CrossEntropy with labels [b,s] int32), all in block "head".
+///
+/// With dataParallel or tensorParallel set, every op carries a Megatron-style shard annotation
+/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp): column-parallel
+/// q/k/v/gate/up/fc1 ((dp,1,1),(1,tp)), row-parallel o_proj/down/fc2 ((dp,1,tp),(tp,1)),
+/// vocab-parallel embedding ((tp,1),(dp,1)) and so on; transformer.cc lists them all.
+
+#include <cstdint>
+#include <string>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+#include "util/expected.h"
+
+namespace autopar::frontend {
+
+struct TransformerConfig {
+  enum class Mlp { kSwiGLU, kGeLU };
+  enum class Norm { kRMSNorm, kLayerNorm };
+  /// How positions enter the model: rotary on q and k (LLaMA, Qwen, Baichuan2-7B), a learned
+  /// table [seq, h] added after the token embedding (GPT-3, PanGu-alpha), or ALiBi
+  /// (Baichuan2-13B), a bias inside attention that has no parameters and no separate op here.
+  enum class Position { kRotary, kLearned, kAlibi };
+
+  std::string name = "transformer";
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;  ///< key/value heads (GQA); equal to heads for multi-head attention
+  int64_t ffn = 0;      ///< MLP intermediate size
+  int64_t vocab = 0;
+  int64_t seq = 0;
+  int64_t microBatch = 1;
+  Mlp mlp = Mlp::kSwiGLU;
+  Norm norm = Norm::kRMSNorm;
+  Position position = Position::kRotary;
+  bool tiedEmbeddings = false;  ///< the LM head reuses embedding.weight (MatMul, transposeB)
+  bool qkvBias = false;         ///< biases on q/k/v only (Qwen)
+  bool linearBias = false;      ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
+  double normEpsilon = 1e-5;
+  ir::DType dtype = ir::DType::kBF16;
+  /// When either is > 0, annotate ops Megatron-style as MindFormers' parallel_config does; the
+  /// other then counts as 1. microBatch must divide by dataParallel; heads, kvHeads, ffn and
+  /// vocab by tensorParallel.
+  int64_t dataParallel = 0;
+  int64_t tensorParallel = 0;
+};
+
+/// Checks a config; errors name the config and the field:
+///   "llama2-7b: kvHeads: heads 32 is not divisible by kvHeads 5"
+///   "llama2-7b: vocab: 32001 is not divisible by tensorParallel 8"
+Status validateTransformerConfig(const TransformerConfig& config);
+
+/// Builds the training graph of one micro-batch. Parameter count follows the architecture
+/// exactly: LLaMA2-7B (32 layers, h 4096, ffn 11008, vocab 32000, untied) gives 6,738,415,616.
+Expected<ir::Graph> buildTransformer(const TransformerConfig& config);
+
+/// Parameters of the config without building the graph (same count as parameterCount() of the
+/// built graph): embeddings, per layer attention + MLP + norms (+ biases), final norm, head.
+int64_t transformerParameterCount(const TransformerConfig& config);
+
+}  // namespace autopar::frontend

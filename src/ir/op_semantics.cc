@@ -1,0 +1,80 @@
+#include "ir/op_semantics.h"
+
+#include <cassert>
+#include <string>
+
+#include "ir/op_kind.h"
+#include "ir/ops/families.h"
+
+namespace autopar::ir {
+namespace {
+
+// The only switch on op families: everything else reads the family's FamilySemantics.
+const ops::FamilySemantics& semanticsOf(OpKind kind) {
+  switch (familyOf(kind)) {
+    case OpFamily::kMatMul:
+      return ops::matmulFamily();
+    case OpFamily::kElementwiseBinary:
+      return ops::elementwiseBinaryFamily();
+    case OpFamily::kElementwiseUnary:
+      return ops::elementwiseUnaryFamily();
+    case OpFamily::kSoftmax:
+      return ops::softmaxFamily();
+    case OpFamily::kNorm:
+      return ops::normFamily();
+    case OpFamily::kReduce:
+      return ops::reduceFamily();
+    case OpFamily::kGather:
+      return ops::gatherFamily();
+    case OpFamily::kReshape:
+      return ops::reshapeFamily();
+    case OpFamily::kTranspose:
+      return ops::transposeFamily();
+    case OpFamily::kConcat:
+      return ops::concatFamily();
+    case OpFamily::kSlice:
+      return ops::sliceFamily();
+    case OpFamily::kAttention:
+      return ops::attentionFamily();
+    case OpFamily::kRotary:
+      return ops::rotaryFamily();
+    case OpFamily::kCrossEntropy:
+      return ops::crossEntropyFamily();
+  }
+  assert(false && "familyOf returned a value outside OpFamily");
+  return ops::elementwiseUnaryFamily();
+}
+
+// The cost functions take the types inferOutputTypes accepted; a different output count is a
+// programmer error, not user input.
+ops::TypedOp typedOp(OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs,
+                     std::span<const TensorType> outputs) {
+  assert(outputs.size() == 1 && "every op kind has exactly one output");
+  return ops::TypedOp{kind, attrs, inputs, outputs.front()};
+}
+
+}  // namespace
+
+Expected<std::vector<TensorType>> inferOutputTypes(OpKind kind, const OpAttrs& attrs,
+                                                   std::span<const TensorType> inputs) {
+  auto output = semanticsOf(kind).inferOutputType(kind, attrs, inputs);
+  if (!output) return output.error().in(std::string(opKindName(kind)));
+  return std::vector<TensorType>{std::move(*output)};
+}
+
+double forwardFlops(OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs,
+                    std::span<const TensorType> outputs) {
+  return semanticsOf(kind).forwardFlops(typedOp(kind, attrs, inputs, outputs));
+}
+
+int64_t forwardBytes(OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs,
+                     std::span<const TensorType> outputs) {
+  return semanticsOf(kind).forwardBytes(typedOp(kind, attrs, inputs, outputs));
+}
+
+BackwardRule backwardRule(OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs,
+                          std::span<const TensorType> outputs) {
+  return semanticsOf(kind).backwardRule(typedOp(kind, attrs, inputs, outputs));
+}
+
+}  // namespace autopar::ir

@@ -1,0 +1,151 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "plan/plan_json.h"
+#include "util/json_fields.h"
+
+namespace autopar::plan {
+
+namespace {
+
+using Json = nlohmann::json;
+
+/// Reads a list member element by element with `readItem(item, path)`.
+template <class T, class ReadItem>
+Expected<std::vector<T>> readList(const Json& object, std::string_view key, const std::string& path,
+                                  ReadItem readItem) {
+  const std::string where = json::childPath(path, key);
+  if (!object.contains(key) || !object.at(std::string(key)).is_array()) {
+    return Error{where + ": expected a list"};
+  }
+  std::vector<T> items;
+  const Json& list = object.at(std::string(key));
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto item = readItem(list[i], fmt::format("{}[{}]", where, i));
+    if (!item) return item.error();
+    items.push_back(std::move(*item));
+  }
+  return items;
+}
+
+Expected<LayoutRecord> readLayout(const Json& object, const std::string& path) {
+  LayoutRecord layout;
+  auto tensor = json::required<std::string>(object, "tensor", path);
+  if (!tensor) return tensor.error();
+  auto matrix = json::required<std::vector<int64_t>>(object, "device_matrix", path);
+  if (!matrix) return matrix.error();
+  auto dimAxes = json::required<std::vector<std::vector<int>>>(object, "dim_axes", path);
+  if (!dimAxes) return dimAxes.error();
+  auto tensorMap = json::optional<std::vector<int64_t>>(object, "tensor_map", path, {});
+  if (!tensorMap) return tensorMap.error();
+  auto partial = json::optional<std::vector<int>>(object, "partial_axes", path, {});
+  if (!partial) return partial.error();
+  return LayoutRecord{*tensor, *matrix, *dimAxes, *tensorMap, *partial};
+}
+
+Expected<OpRecord> readOp(const Json& object, const std::string& path) {
+  OpRecord op;
+  auto name = json::required<std::string>(object, "name", path);
+  if (!name) return name.error();
+  auto kind = json::required<std::string>(object, "kind", path);
+  if (!kind) return kind.error();
+  auto strategy = json::required<std::vector<std::vector<int64_t>>>(object, "strategy", path);
+  if (!strategy) return strategy.error();
+  auto block = json::optional<std::string>(object, "block", path, "");
+  if (!block) return block.error();
+  auto source = json::optional<std::string>(object, "strategy_source", path, "");
+  if (!source) return source.error();
+  auto matrix = json::optional<std::vector<int64_t>>(object, "device_matrix", path, {});
+  if (!matrix) return matrix.error();
+  op.name = *name;
+  op.kind = *kind;
+  op.strategy = *strategy;
+  op.block = *block;
+  op.strategySource = *source;
+  op.deviceMatrix = *matrix;
+  if (object.contains("inputs")) {
+    auto inputs = readList<LayoutRecord>(object, "inputs", path, readLayout);
+    if (!inputs) return inputs.error();
+    op.inputs = std::move(*inputs);
+  }
+  if (object.contains("outputs")) {
+    auto outputs = readList<LayoutRecord>(object, "outputs", path, readLayout);
+    if (!outputs) return outputs.error();
+    op.outputs = std::move(*outputs);
+  }
+  return op;
+}
+
+Status readEstimate(const Json& object, const std::string& path, EstimateRecord& estimate) {
+  auto stepTime = json::required<double>(object, "step_time_s", path);
+  if (!stepTime) return stepTime.error();
+  auto peak = json::required<int64_t>(object, "peak_memory_bytes", path);
+  if (!peak) return peak.error();
+  auto byDevice = json::required<std::vector<int64_t>>(object, "memory_by_device", path);
+  if (!byDevice) return byDevice.error();
+  estimate.stepTimeSeconds = *stepTime;
+  estimate.peakMemoryBytes = *peak;
+  estimate.memoryByDevice = *byDevice;
+  return {};
+}
+
+}  // namespace
+
+Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
+  auto fail = [&](const Error& error) { return error.in(sourceName); };
+  auto format = json::required<std::string>(object, "format", "");
+  if (!format) return fail(format.error());
+  if (*format != "autopar.plan") return fail(Error{"format: expected \"autopar.plan\""});
+  auto version = json::required<int>(object, "version", "");
+  if (!version) return fail(version.error());
+  if (*version != kPlanFormatVersion) {
+    return fail(Error{fmt::format("version: {} is not supported; expected {}", *version,
+                                  kPlanFormatVersion)});
+  }
+  Plan plan;
+  auto devices = json::required<int64_t>(object, "devices", "");
+  if (!devices) return fail(devices.error());
+  if (*devices < 1) return fail(Error{"devices: expected a positive integer"});
+  auto search = json::optional<std::string>(object, "search", "", "semi_auto");
+  if (!search) return fail(search.error());
+  auto ranks = json::optional<std::vector<int>>(object, "ranks", "", {});
+  if (!ranks) return fail(ranks.error());
+  auto ops = readList<OpRecord>(object, "ops", "", readOp);
+  if (!ops) return fail(ops.error());
+  plan.devices = *devices;
+  plan.search = *search;
+  plan.ranks = *ranks;
+  plan.ops = std::move(*ops);
+  if (object.contains("inputs")) {
+    const Json& inputs = object.at("inputs");
+    auto model = json::optional<std::string>(inputs, "model", "inputs", "");
+    if (!model) return fail(model.error());
+    auto microBatch = json::optional<int64_t>(inputs, "micro_batch", "inputs", 0);
+    if (!microBatch) return fail(microBatch.error());
+    auto sequence = json::optional<int64_t>(inputs, "sequence", "inputs", 0);
+    if (!sequence) return fail(sequence.error());
+    plan.inputs.model = *model;
+    plan.inputs.microBatch = *microBatch;
+    plan.inputs.sequence = *sequence;
+  }
+  if (object.contains("estimate")) {
+    if (auto status = readEstimate(object.at("estimate"), "estimate", plan.estimate); !status) {
+      return fail(status.error());
+    }
+  }
+  return plan;
+}
+
+Expected<Plan> readPlanFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return Error{fmt::format("{}: cannot open file", path)};
+  std::stringstream text;
+  text << file.rdbuf();
+  Json object = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return Error{fmt::format("{}: not valid JSON", path)};
+  return planFromJson(object, path);
+}
+
+}  // namespace autopar::plan

@@ -1,0 +1,118 @@
+#include "plan/plan_json.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace autopar::plan {
+
+using OrderedJson = nlohmann::ordered_json;
+
+namespace {
+
+OrderedJson layoutToJson(const LayoutRecord& layout) {
+  return OrderedJson{{"tensor", layout.tensor},
+                     {"device_matrix", layout.deviceMatrix},
+                     {"dim_axes", layout.dimAxes},
+                     {"tensor_map", layout.tensorMap},
+                     {"partial_axes", layout.partialAxes}};
+}
+
+OrderedJson opToJson(const OpRecord& op) {
+  OrderedJson inputs = OrderedJson::array();
+  for (const auto& layout : op.inputs) inputs.push_back(layoutToJson(layout));
+  OrderedJson outputs = OrderedJson::array();
+  for (const auto& layout : op.outputs) outputs.push_back(layoutToJson(layout));
+  return OrderedJson{{"name", op.name},
+                     {"kind", op.kind},
+                     {"block", op.block},
+                     {"strategy", op.strategy},
+                     {"strategy_source", op.strategySource},
+                     {"device_matrix", op.deviceMatrix},
+                     {"inputs", inputs},
+                     {"outputs", outputs},
+                     {"forward_s", op.forwardSeconds},
+                     {"backward_s", op.backwardSeconds}};
+}
+
+OrderedJson redistributionToJson(const RedistributionRecord& record) {
+  OrderedJson steps = OrderedJson::array();
+  for (const auto& step : record.steps) {
+    steps.push_back(OrderedJson{{"primitive", step.primitive},
+                                {"device_matrix", step.deviceMatrix},
+                                {"axis", step.axis},
+                                {"dim", step.dim},
+                                {"split_dim", step.splitDim},
+                                {"bytes_per_device", step.bytesPerDevice},
+                                {"seconds", step.seconds},
+                                {"algorithm", step.algorithm}});
+  }
+  return OrderedJson{{"tensor", record.tensor},
+                     {"from_op", record.fromOp},
+                     {"to_op", record.toOp},
+                     {"direction", record.direction},
+                     {"gradient_sync", record.gradientSync},
+                     {"seconds", record.seconds},
+                     {"bytes_per_device", record.bytesPerDevice},
+                     {"steps", steps}};
+}
+
+OrderedJson estimateToJson(const EstimateRecord& estimate) {
+  const MemoryRecord& memory = estimate.memory;
+  return OrderedJson{{"step_time_s", estimate.stepTimeSeconds},
+                     {"compute_s", estimate.computeSeconds},
+                     {"communication_s", estimate.communicationSeconds},
+                     {"gradient_sync_s", estimate.gradientSyncSeconds},
+                     {"optimizer_s", estimate.optimizerSeconds},
+                     {"peak_memory_bytes", estimate.peakMemoryBytes},
+                     {"device_memory_bytes", estimate.deviceMemoryBytes},
+                     {"fits", estimate.fits},
+                     {"memory_by_device", estimate.memoryByDevice},
+                     {"memory",
+                      {{"parameters", memory.parameters},
+                       {"gradients", memory.gradients},
+                       {"optimizer_states", memory.optimizerStates},
+                       {"activations", memory.activations},
+                       {"communication_buffers", memory.communicationBuffers},
+                       {"host", memory.host}}}};
+}
+
+}  // namespace
+
+OrderedJson planToJson(const Plan& plan) {
+  OrderedJson ops = OrderedJson::array();
+  for (const auto& op : plan.ops) ops.push_back(opToJson(op));
+  OrderedJson redistributions = OrderedJson::array();
+  for (const auto& record : plan.redistributions) {
+    redistributions.push_back(redistributionToJson(record));
+  }
+  const InputsRecord& inputs = plan.inputs;
+  return OrderedJson{{"format", "autopar.plan"},
+                     {"version", plan.version},
+                     {"search", plan.search},
+                     {"devices", plan.devices},
+                     {"ranks", plan.ranks},
+                     {"inputs",
+                      {{"model", inputs.model},
+                       {"model_hash", inputs.modelHash},
+                       {"cluster", inputs.cluster},
+                       {"cluster_hash", inputs.clusterHash},
+                       {"micro_batch", inputs.microBatch},
+                       {"sequence", inputs.sequence}}},
+                     {"ops", ops},
+                     {"redistributions", redistributions},
+                     {"estimate", estimateToJson(plan.estimate)}};
+}
+
+std::string fingerprint(const std::string& text) {
+  // FNV-1a, 64-bit (offset basis and prime from the FNV specification).
+  uint64_t hash = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+}  // namespace autopar::plan

@@ -1,0 +1,68 @@
+#include "plan/validate.h"
+
+#include <fmt/format.h>
+
+namespace autopar::plan {
+
+namespace {
+
+Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir::Op& op,
+                        int64_t numDevices) {
+  const auto where = [&](const std::string& what) { return fmt::format("ops '{}': {}", op.name, what); };
+  if (record.strategy.size() != op.inputs.size()) {
+    return Error{where(fmt::format("strategy has {} entries, expected one per input ({})",
+                                   record.strategy.size(), op.inputs.size()))};
+  }
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const ir::Shape& shape = graph.tensor(op.inputs[i]).type.shape;
+    const auto& cuts = record.strategy[i];
+    if (cuts.size() != shape.size()) {
+      return Error{where(fmt::format("strategy[{}] has {} cuts, expected one per dim of {}", i,
+                                     cuts.size(), ir::shapeToString(shape)))};
+    }
+    int64_t product = 1;
+    for (size_t dim = 0; dim < cuts.size(); ++dim) {
+      if (cuts[dim] < 1 || shape[dim] % cuts[dim] != 0) {
+        return Error{where(fmt::format("strategy[{}] cuts dim {} of size {} into {}; expected a "
+                                       "positive divisor",
+                                       i, dim, shape[dim], cuts[dim]))};
+      }
+      product *= cuts[dim];
+    }
+    if (numDevices % product != 0) {
+      return Error{where(fmt::format("strategy[{}] uses {} devices, which does not divide the {} "
+                                     "devices of the mesh",
+                                     i, product, numDevices))};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices) {
+  if (plan.devices != numDevices) {
+    return Error{fmt::format("devices: plan is for {} devices, the mesh has {}", plan.devices,
+                             numDevices)};
+  }
+  if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != numDevices) {
+    return Error{fmt::format("ranks: {} listed, expected {}", plan.ranks.size(), numDevices)};
+  }
+  if (plan.ops.size() != graph.ops().size()) {
+    return Error{fmt::format("ops: plan has {} ops, graph '{}' has {}", plan.ops.size(),
+                             graph.name(), graph.ops().size())};
+  }
+  for (const OpRecord& record : plan.ops) {
+    auto id = graph.findOp(record.name);
+    if (!id) return Error{fmt::format("ops '{}': not in graph '{}'", record.name, graph.name())};
+    const ir::Op& op = graph.op(*id);
+    if (record.kind != ir::opKindName(op.kind)) {
+      return Error{fmt::format("ops '{}': kind {} but the graph has {}", record.name, record.kind,
+                               ir::opKindName(op.kind))};
+    }
+    if (auto status = validateStrategy(record, graph, op, numDevices); !status) return status;
+  }
+  return {};
+}
+
+}  // namespace autopar::plan

@@ -61,8 +61,7 @@ Expected<DType> parseDType(std::string_view name) {
     if (alias == name) return dtype;
   }
   return Error{fmt::format(
-      "unknown dtype '{}', expected one of fp32, bf16, fp16, fp8, int64, int32, int8, bool",
-      name)};
+      "unknown dtype '{}', expected one of fp32, bf16, fp16, fp8, int64, int32, int8, bool", name)};
 }
 
 }  // namespace autopar::ir

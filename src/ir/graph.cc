@@ -21,8 +21,7 @@ Expected<TensorId> Graph::addTensor(const std::string& name, TensorType type, Te
 
 Expected<OpId> Graph::addOp(const std::string& name, OpKind kind, const OpAttrs& attrs,
                             const std::vector<TensorId>& inputs,
-                            const std::vector<std::string>& outputNames,
-                            const std::string& block) {
+                            const std::vector<std::string>& outputNames, const std::string& block) {
   if (name.empty()) return Error{"op name: expected a non-empty string"};
   if (opByName_.contains(name)) return Error{fmt::format("op '{}': duplicate name", name)};
   std::vector<TensorType> inputTypes;

@@ -95,8 +95,7 @@ TEST(OpSemanticsDispatch, ErrorsStartWithTheKindName) {
         << outputs.error().message;
   }
   EXPECT_EQ(inferError(OpKind::kMatMul, {}, {}), "MatMul: expected 2 inputs, got 0");
-  EXPECT_EQ(inferError(OpKind::kReLU, {}, {type({2}), type({2})}),
-            "ReLU: expected 1 input, got 2");
+  EXPECT_EQ(inferError(OpKind::kReLU, {}, {type({2}), type({2})}), "ReLU: expected 1 input, got 2");
 }
 
 // ---- matmul ----
@@ -259,7 +258,7 @@ TEST(ElementwiseUnarySemantics, DropoutRateMustBeBelowOne) {
 TEST(SoftmaxSemantics, LastAxisByDefault) {
   auto op = semantics(OpKind::kSoftmax, {}, {type({2, 3, 4}, DType::kF16)});
   EXPECT_EQ(op.output, type({2, 3, 4}, DType::kF16));
-  EXPECT_EQ(op.flops, 120);  // 5 per element
+  EXPECT_EQ(op.flops, 120);          // 5 per element
   EXPECT_EQ(op.backward.flops, 96);  // 4 per element
   EXPECT_EQ(savedToString(op.backward), "out0");
 }
@@ -282,11 +281,10 @@ TEST(SoftmaxSemantics, AxisRange) {
 
 TEST(NormSemantics, LayerNorm) {
   // 8 rows of h = 8; fp32 weights beside fp16 activations.
-  auto op = semantics(OpKind::kLayerNorm, {},
-                      {type({2, 4, 8}, DType::kF16), type({8}), type({8})});
+  auto op = semantics(OpKind::kLayerNorm, {}, {type({2, 4, 8}, DType::kF16), type({8}), type({8})});
   EXPECT_EQ(op.output, type({2, 4, 8}, DType::kF16));
-  EXPECT_EQ(op.flops, 448);           // 7 per element
-  EXPECT_EQ(op.backward.flops, 832);  // 13 per element
+  EXPECT_EQ(op.flops, 448);                               // 7 per element
+  EXPECT_EQ(op.backward.flops, 832);                      // 13 per element
   EXPECT_EQ(savedToString(op.backward), "in0 extra:64");  // mean + rstd, 8 bytes per row
   EXPECT_EQ(op.bytes, 128 + 32 + 32 + 128 + 64);
 }
@@ -294,8 +292,8 @@ TEST(NormSemantics, LayerNorm) {
 TEST(NormSemantics, RMSNorm) {
   auto op = semantics(OpKind::kRMSNorm, {}, {type({2, 4, 8}, DType::kBF16), type({8})});
   EXPECT_EQ(op.output, type({2, 4, 8}, DType::kBF16));
-  EXPECT_EQ(op.flops, 256);           // 4 per element
-  EXPECT_EQ(op.backward.flops, 576);  // 9 per element
+  EXPECT_EQ(op.flops, 256);                               // 4 per element
+  EXPECT_EQ(op.backward.flops, 576);                      // 9 per element
   EXPECT_EQ(savedToString(op.backward), "in0 extra:32");  // rstd, 4 bytes per row
 }
 

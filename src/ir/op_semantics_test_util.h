@@ -82,7 +82,7 @@ inline Semantics semantics(OpKind kind, const OpAttrs& attrs,
   Inferred inferred = infer(kind, attrs, inputs);
   if (!inferred.ok) {
     ADD_FAILURE() << "inference failed: " << inferred.error;
-    return Semantics{type({0}, DType::kBool)};
+    return Semantics{type({0}, DType::kBool), 0, 0, {}};
   }
   const std::vector<TensorType> outputs{inferred.output};
   return Semantics{inferred.output, forwardFlops(kind, attrs, inputs, outputs),

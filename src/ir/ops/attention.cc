@@ -27,9 +27,10 @@ Expected<AttentionHeads> attentionHeads(const OpAttrs& attrs, const Shape& query
     return status.error();
   }
   if (attrs.numKvHeads < 0) {
-    return Error{fmt::format("attrs.numKvHeads is {}, expected 0 (same as attrs.numHeads) or a "
-                             "positive count",
-                             attrs.numKvHeads)};
+    return Error{
+        fmt::format("attrs.numKvHeads is {}, expected 0 (same as attrs.numHeads) or a "
+                    "positive count",
+                    attrs.numKvHeads)};
   }
   const int64_t kvHeads = attrs.numKvHeads == 0 ? attrs.numHeads : attrs.numKvHeads;
   if (attrs.numHeads % kvHeads != 0) {
@@ -96,9 +97,9 @@ double attentionFlops(const TypedOp& op) {
 BackwardRule attentionBackward(const TypedOp& op) {
   const Shape& query = op.inputs[0].shape;
   const int64_t logSumExpBytes = query[0] * op.attrs.numHeads * query[1] * kLogSumExpBytes;
-  return BackwardRule{2.5 * attentionFlops(op),
-                      {savedInput(0), savedInput(1), savedInput(2), savedOutput(),
-                       savedExtra(logSumExpBytes)}};
+  return BackwardRule{
+      2.5 * attentionFlops(op),
+      {savedInput(0), savedInput(1), savedInput(2), savedOutput(), savedExtra(logSumExpBytes)}};
 }
 
 // q, k, v read once, the output and the log-sum-exp written once; S and P never reach memory.

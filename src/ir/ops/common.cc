@@ -6,8 +6,8 @@ namespace autopar::ir::ops {
 
 Status expectInputCount(std::span<const TensorType> inputs, size_t count) {
   if (inputs.size() == count) return {};
-  return Error{fmt::format("expected {} input{}, got {}", count, count == 1 ? "" : "s",
-                           inputs.size())};
+  return Error{
+      fmt::format("expected {} input{}, got {}", count, count == 1 ? "" : "s", inputs.size())};
 }
 
 Status expectRank(std::span<const TensorType> inputs, size_t index, size_t rank) {
@@ -50,7 +50,8 @@ Status expectPositive(std::string_view field, int64_t value) {
 Expected<int64_t> normalizeAxis(std::string_view field, int64_t axis, int64_t rank) {
   if (rank == 0) return Error{fmt::format("{} is {}, but inputs[0] is a scalar", field, axis)};
   if (axis < -rank || axis >= rank) {
-    return Error{fmt::format("{} is {}, expected a value in [{}, {}]", field, axis, -rank, rank - 1)};
+    return Error{
+        fmt::format("{} is {}, expected a value in [{}, {}]", field, axis, -rank, rank - 1)};
   }
   return axis < 0 ? axis + rank : axis;
 }

@@ -43,10 +43,10 @@ Expected<TensorType> inferConcat(OpKind /*kind*/, const OpAttrs& attrs,
 }
 
 Status checkSliceAttrs(const OpAttrs& attrs, const Shape& input) {
-  for (const auto& [field, values] : {std::pair{"attrs.starts", &attrs.starts},
-                                      std::pair{"attrs.ends", &attrs.ends}}) {
+  for (const auto& [field, values] :
+       {std::pair{"attrs.starts", &attrs.starts}, std::pair{"attrs.ends", &attrs.ends}}) {
     if (values->size() != input.size()) {
-      return Error{fmt::format("{} has {} entries, expected {} (the rank of inputs[0])", field,
+      return Error{fmt::format("{} has size {}, expected {} (the rank of inputs[0])", field,
                                values->size(), input.size())};
     }
   }

@@ -19,9 +19,10 @@ Expected<Shape> broadcastShapes(const Shape& lhs, const Shape& rhs) {
     const int64_t lhsDim = fromEnd <= lhs.size() ? lhs[lhs.size() - fromEnd] : 1;
     const int64_t rhsDim = fromEnd <= rhs.size() ? rhs[rhs.size() - fromEnd] : 1;
     if (lhsDim != rhsDim && lhsDim != 1 && rhsDim != 1) {
-      return Error{fmt::format("inputs[0] dim {} (size {}) and inputs[1] dim {} (size {}) cannot "
-                               "broadcast",
-                               lhs.size() - fromEnd, lhsDim, rhs.size() - fromEnd, rhsDim)};
+      return Error{
+          fmt::format("inputs[0] dim {} (size {}) and inputs[1] dim {} (size {}) cannot "
+                      "broadcast",
+                      lhs.size() - fromEnd, lhsDim, rhs.size() - fromEnd, rhsDim)};
     }
     output[rank - fromEnd] = lhsDim == 1 ? rhsDim : lhsDim;
   }

@@ -92,8 +92,7 @@ BackwardRule unaryBackward(const TypedOp& op) {
       rule.saved.push_back(savedOutput());
       break;
     case UnarySaves::kMask:
-      rule.saved.push_back(
-          savedExtra(kDropoutMaskBytesPerElement * numElements(op.output.shape)));
+      rule.saved.push_back(savedExtra(kDropoutMaskBytesPerElement * numElements(op.output.shape)));
       break;
   }
   return rule;

@@ -55,7 +55,8 @@ Expected<TensorType> inferMatMul(OpKind kind, const OpAttrs& attrs,
 // Each output element is a dot product of length k: k multiplies and k adds.
 // MatMul [m,k]x[k,n]: numel(out) = m*n, so 2*m*k*n; A's batch dims multiply into m.
 double matmulFlops(const TypedOp& op) {
-  return 2.0 * elements(op.output) * static_cast<double>(contractedSize(op.attrs, op.inputs[0].shape));
+  return 2.0 * elements(op.output) *
+         static_cast<double>(contractedSize(op.attrs, op.inputs[0].shape));
 }
 
 // dA = dC x B^T and dB = A^T x dC are each a matmul of the forward's size, so 2x forward FLOPs;

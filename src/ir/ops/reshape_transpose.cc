@@ -59,7 +59,7 @@ BackwardRule noBackward(const TypedOp& /*op*/) { return BackwardRule{}; }
 
 Status checkPermutation(const std::vector<int64_t>& perm, size_t rank) {
   if (perm.size() != rank) {
-    return Error{fmt::format("attrs.perm has {} entries, expected {} (the rank of inputs[0])",
+    return Error{fmt::format("attrs.perm has size {}, expected {} (the rank of inputs[0])",
                              perm.size(), rank)};
   }
   std::vector<bool> seen(rank, false);

@@ -1,0 +1,137 @@
+// Shape inference and costs of the fused transformer ops: FlashAttention, Rotary, CrossEntropy.
+
+#include <gtest/gtest.h>
+
+#include "ir/op_semantics.h"
+#include "ir/op_semantics_test_util.h"
+
+namespace autopar::ir {
+namespace {
+
+using testing::inferError;
+using testing::savedToString;
+using testing::semantics;
+using testing::type;
+
+OpAttrs heads(int64_t numHeads, int64_t numKvHeads = 0, bool causal = true) {
+  OpAttrs attrs;
+  attrs.numHeads = numHeads;
+  attrs.numKvHeads = numKvHeads;
+  attrs.causal = causal;
+  return attrs;
+}
+
+// ---- FlashAttention ----
+
+// b = 2, s = 128, skv = 256, hq = 8, hk = 2, d = 64, bf16.
+std::vector<TensorType> groupedQueryInputs() {
+  return {type({2, 128, 512}, DType::kBF16), type({2, 256, 128}, DType::kBF16),
+          type({2, 256, 128}, DType::kBF16)};
+}
+
+TEST(FlashAttentionSemantics, GroupedQueryAttention) {
+  auto op = semantics(OpKind::kFlashAttention, heads(8, 2, false), groupedQueryInputs());
+  EXPECT_EQ(op.output, type({2, 128, 512}, DType::kBF16));
+  EXPECT_EQ(op.flops, 134217728);           // 4 * b * s * skv * hq * d
+  EXPECT_EQ(op.backward.flops, 335544320);  // 2.5x forward
+  // q, k, v, output, and an fp32 log-sum-exp per (batch, head, query): 2 * 8 * 128 * 4 bytes.
+  EXPECT_EQ(savedToString(op.backward), "in0 in1 in2 out0 extra:8192");
+  // q 262144 + k 131072 + v 131072 + output 262144 + log-sum-exp 8192.
+  EXPECT_EQ(op.bytes, 794624);
+}
+
+TEST(FlashAttentionSemantics, CausalHalvesTheFlops) {
+  auto op = semantics(OpKind::kFlashAttention, heads(8, 2, true), groupedQueryInputs());
+  EXPECT_EQ(op.flops, 67108864);
+  EXPECT_EQ(op.backward.flops, 167772160);
+}
+
+TEST(FlashAttentionSemantics, KvHeadsDefaultToQueryHeads) {
+  const TensorType x = type({1, 16, 256});
+  EXPECT_EQ(semantics(OpKind::kFlashAttention, heads(4), {x, x, x}).output, x);
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, heads(4), {x, type({1, 16, 64}), x}),
+            "FlashAttention: inputs[1] dim 2 is 64, expected 256 (numKvHeads 4 x head dim 64)");
+}
+
+TEST(FlashAttentionSemantics, HeadAttributeErrors) {
+  const auto inputs = groupedQueryInputs();
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, heads(0), inputs),
+            "FlashAttention: attrs.numHeads is 0, expected a positive count");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, heads(8, -1), inputs),
+            "FlashAttention: attrs.numKvHeads is -1, expected 0 (same as attrs.numHeads) or a "
+            "positive count");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, heads(8, 3), inputs),
+            "FlashAttention: attrs.numHeads 8 is not divisible by attrs.numKvHeads 3");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, heads(3, 1), inputs),
+            "FlashAttention: inputs[0] dim 2 is 512, not divisible by attrs.numHeads 3");
+}
+
+TEST(FlashAttentionSemantics, InputShapeErrors) {
+  const TensorType q = type({2, 128, 512}, DType::kBF16);
+  const TensorType kv = type({2, 256, 128}, DType::kBF16);
+  const OpAttrs attrs = heads(8, 2);
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, kv}),
+            "FlashAttention: expected 3 inputs, got 2");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, type({2, 256, 2, 64}), kv}),
+            "FlashAttention: inputs[1] must be rank 3, got rank 4");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, kv, type({2, 256, 256}, DType::kBF16)}),
+            "FlashAttention: inputs[2] dim 2 is 256, expected 128 (numKvHeads 2 x head dim 64)");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, type({3, 256, 128}, DType::kBF16), kv}),
+            "FlashAttention: inputs[1] dim 0 is 3 but inputs[0] dim 0 is 2");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, kv, type({2, 100, 128}, DType::kBF16)}),
+            "FlashAttention: inputs[2] dim 1 is 100 but inputs[1] dim 1 is 256");
+  EXPECT_EQ(inferError(OpKind::kFlashAttention, attrs, {q, kv, type({2, 256, 128})}),
+            "FlashAttention: inputs[2] dtype fp32 differs from inputs[0] dtype bf16");
+}
+
+// ---- Rotary ----
+
+TEST(RotarySemantics, SameTypeThreeFlopsPerElement) {
+  auto op = semantics(OpKind::kRotary, heads(8), {type({2, 16, 512}, DType::kBF16)});
+  EXPECT_EQ(op.output, type({2, 16, 512}, DType::kBF16));
+  EXPECT_EQ(op.flops, 49152);  // 3 * 16384
+  EXPECT_EQ(op.backward.flops, 49152);
+  EXPECT_EQ(savedToString(op.backward), "");
+  EXPECT_EQ(op.bytes, 2 * 16384 * 2);
+}
+
+TEST(RotarySemantics, Errors) {
+  EXPECT_EQ(inferError(OpKind::kRotary, heads(0), {type({2, 16, 512})}),
+            "Rotary: attrs.numHeads is 0, expected a positive count");
+  EXPECT_EQ(inferError(OpKind::kRotary, heads(3), {type({2, 16, 512})}),
+            "Rotary: inputs[0] dim 2 is 512, not divisible by attrs.numHeads 3");
+  EXPECT_EQ(inferError(OpKind::kRotary, heads(8), {type({2, 16, 24})}),
+            "Rotary: head dim 3 (inputs[0] dim 2 / attrs.numHeads) must be even");
+  EXPECT_EQ(inferError(OpKind::kRotary, heads(8), {type({16, 512})}),
+            "Rotary: inputs[0] must be rank 3, got rank 2");
+}
+
+// ---- CrossEntropy ----
+
+TEST(CrossEntropySemantics, ScalarFp32Loss) {
+  auto op = semantics(OpKind::kCrossEntropy, {},
+                      {type({4, 8, 100}, DType::kBF16), type({4, 8}, DType::kI64)});
+  EXPECT_EQ(op.output, type({}, DType::kF32));
+  EXPECT_EQ(op.flops, 16000);          // 5 per logit
+  EXPECT_EQ(op.backward.flops, 6400);  // 2 per logit
+  EXPECT_EQ(savedToString(op.backward), "in0 in1");
+  EXPECT_EQ(op.bytes, 6400 + 256 + 4);  // logits, labels, the fp32 loss
+  EXPECT_EQ(semantics(OpKind::kCrossEntropy, {}, {type({50}), type({}, DType::kI32)}).output,
+            type({}, DType::kF32));
+}
+
+TEST(CrossEntropySemantics, Errors) {
+  EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({4, 8, 100}), type({4}, DType::kI64)}),
+            "CrossEntropy: inputs[1] shape [4] differs from [4,8] (the leading dims of inputs[0])");
+  EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({4, 100}), type({4})}),
+            "CrossEntropy: inputs[1] dtype fp32, expected an integer type (int64, int32 or int8)");
+  EXPECT_EQ(
+      inferError(OpKind::kCrossEntropy, {}, {type({4, 100}, DType::kI32), type({4}, DType::kI32)}),
+      "CrossEntropy: inputs[0] dtype int32, expected a floating type (fp32, bf16, fp16 or "
+      "fp8)");
+  EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({}), type({}, DType::kI32)}),
+            "CrossEntropy: inputs[0] must have rank >= 1, got rank 0");
+}
+
+}  // namespace
+}  // namespace autopar::ir

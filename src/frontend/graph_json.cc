@@ -1,12 +1,12 @@
 #include "frontend/graph_json.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "frontend/json_fields.h"
 #include "frontend/op_attrs_json.h"
@@ -31,8 +31,8 @@ struct ReadState {
 };
 
 Status readHeader(const json& document, const std::string& sourceName, std::string& name) {
-  auto status = checkObject(document, "", {"format", "version", "name", "description", "tensors",
-                                           "ops"});
+  auto status =
+      checkObject(document, "", {"format", "version", "name", "description", "tensors", "ops"});
   if (!status) return status;
   auto format = requireField(document, "", "format");
   if (!format) return format.error();
@@ -81,8 +81,7 @@ Expected<ir::TensorRole> readRole(const json& value, const std::string& path) {
     return Error{fmt::format(
         "{}: activations are declared as ops' outputs; expected \"input\" or \"parameter\"", path)};
   }
-  return Error{
-      fmt::format("{}: expected \"input\" or \"parameter\", got \"{}\"", path, *role)};
+  return Error{fmt::format("{}: expected \"input\" or \"parameter\", got \"{}\"", path, *role)};
 }
 
 Expected<ir::DType> readDType(const json& object, const std::string& path) {
@@ -178,8 +177,8 @@ Status checkOutputShapes(const json& opJson, const std::string& path,
   const std::string shapesPath = childPath(path, "output_shapes");
   if (!it->is_array() || it->size() != inferred.size()) {
     return Error{fmt::format("{}: expected {} shape(s), one per output, got {}", shapesPath,
-                             inferred.size(), it->is_array() ? std::to_string(it->size())
-                                                             : jsonTypeName(*it))};
+                             inferred.size(),
+                             it->is_array() ? std::to_string(it->size()) : jsonTypeName(*it))};
   }
   for (size_t i = 0; i < inferred.size(); ++i) {
     auto shape = readIntList((*it)[i], indexPath(shapesPath, i));
@@ -227,8 +226,9 @@ struct OpFields {
 
 Expected<OpFields> readOpFields(const json& opJson, const std::string& path, size_t index,
                                 const ReadState& state) {
-  auto status = checkObject(opJson, path, {"name", "kind", "inputs", "outputs", "attrs", "block",
-                                           "shard", "output_shapes"});
+  auto status = checkObject(
+      opJson, path,
+      {"name", "kind", "inputs", "outputs", "attrs", "block", "shard", "output_shapes"});
   if (!status) return status.error();
   OpFields fields;
   auto name = readName(opJson, path);

@@ -15,9 +15,8 @@
 ///   "ffn.json: ops[0]: MatMul: inputs[1] dim 0 is 64 but inputs[0] contracts over 32"
 ///   "ffn.json: line 4: JSON parse error: syntax error while parsing object - ..."
 
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "ir/graph.h"
 #include "util/expected.h"

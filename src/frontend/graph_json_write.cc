@@ -1,10 +1,10 @@
 // Writing graph JSON: graphToJson, dumpGraphJson and writeGraphJson from graph_json.h.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "frontend/graph_json.h"
@@ -51,8 +51,8 @@ json opToJson(const ir::Graph& graph, const ir::Op& op) {
 /// keeps object keys sorted, so the printer reorders them.
 int keyRank(const std::string& key) {
   static constexpr std::array<std::string_view, 16> kOrder = {
-      "format", "version", "name",  "description", "tensors", "ops",   "kind",          "shape",
-      "dtype",  "role",    "inputs", "outputs",    "attrs",   "block", "shard", "output_shapes"};
+      "format", "version", "name",   "description", "tensors", "ops",   "kind",  "shape",
+      "dtype",  "role",    "inputs", "outputs",     "attrs",   "block", "shard", "output_shapes"};
   auto it = std::find(kOrder.begin(), kOrder.end(), key);
   return static_cast<int>(it - kOrder.begin());
 }

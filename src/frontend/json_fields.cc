@@ -1,9 +1,9 @@
 #include "frontend/json_fields.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace autopar::frontend {
 
@@ -72,8 +72,8 @@ Expected<const json*> requireField(const json& object, const std::string& path,
                                    std::string_view key) {
   auto it = object.find(key);
   if (it == object.end()) {
-    return Error{fmt::format("{}: missing required field '{}'", path.empty() ? "top level" : path,
-                             key)};
+    return Error{
+        fmt::format("{}: missing required field '{}'", path.empty() ? "top level" : path, key)};
   }
   return &*it;
 }
@@ -106,7 +106,8 @@ Expected<int64_t> readInt(const json& value, const std::string& path) {
 Expected<int64_t> readPositiveInt(const json& value, const std::string& path) {
   auto number = readInt(value, path);
   if (!number) return number;
-  if (*number < 1) return Error{fmt::format("{}: expected a positive integer, got {}", path, *number)};
+  if (*number < 1)
+    return Error{fmt::format("{}: expected a positive integer, got {}", path, *number)};
   return number;
 }
 

@@ -1,9 +1,9 @@
 #include "frontend/op_attrs_json.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "frontend/json_fields.h"
 #include "ir/dtype.h"
@@ -113,12 +113,12 @@ const AttrCodec* findCodec(std::string_view key) {
 Error unknownAttr(ir::OpKind kind, std::string_view key, const std::string& path) {
   const auto keys = attrKeysOf(kind);
   const auto kindName = ir::opKindName(kind);
-  const std::string accepted =
-      keys.empty() ? fmt::format("{} takes no attributes", kindName)
-                   : fmt::format("{} takes {}", kindName, fmt::join(keys, ", "));
+  const std::string accepted = keys.empty()
+                                   ? fmt::format("{} takes no attributes", kindName)
+                                   : fmt::format("{} takes {}", kindName, fmt::join(keys, ", "));
   if (findCodec(key) != nullptr) {
-    return Error{fmt::format("{}: {} does not take attribute '{}' ({})", path, kindName, key,
-                             accepted)};
+    return Error{
+        fmt::format("{}: {} does not take attribute '{}' ({})", path, kindName, key, accepted)};
   }
   return Error{fmt::format("{}: unknown attribute '{}' ({})", path, key, accepted)};
 }

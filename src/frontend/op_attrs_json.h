@@ -7,11 +7,10 @@
 /// Example: MatMul {"transpose_b": true} sets OpAttrs::transposeB; the same key on an Add fails
 /// with "ops[4].attrs: unknown attribute 'transpose_b' for Add (it takes no attributes)".
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ir/op.h"
 #include "util/expected.h"

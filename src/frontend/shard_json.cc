@@ -1,8 +1,8 @@
 #include "frontend/shard_json.h"
 
-#include <regex>
-
 #include <fmt/format.h>
+
+#include <regex>
 
 #include "frontend/json_fields.h"
 
@@ -42,8 +42,8 @@ Expected<ir::StrategyCuts> shardFromJson(const json& value, const std::string& p
     lists = std::move(*converted);
   }
   if (!lists.is_array()) {
-    return Error{fmt::format("{}: expected a list of cuts per input, got {}", path,
-                             jsonTypeName(lists))};
+    return Error{
+        fmt::format("{}: expected a list of cuts per input, got {}", path, jsonTypeName(lists))};
   }
   if (lists.size() != inputTypes.size()) {
     return Error{fmt::format("{}: expected one list of cuts per input ({} inputs), got {}", path,

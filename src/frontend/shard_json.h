@@ -11,10 +11,9 @@
 /// Whether the cuts divide the dimensions and fit the device count is checked later, by the
 /// sharding rules; here only the structure (one list per input, rank entries, positive cuts).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ir/op.h"
 #include "ir/tensor.h"

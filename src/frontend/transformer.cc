@@ -1,10 +1,10 @@
 #include "frontend/transformer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "ir/op_kind.h"
 
@@ -124,15 +124,16 @@ TensorId TransformerBuilder::norm(const std::string& name, TensorId input) {
     return addOp(name, OpKind::kRMSNorm, {input, gamma}, cuts({activation(false), {1}}), attrs);
   }
   TensorId beta = addParameter(name + ".bias", {config_.hidden});
-  return addOp(name, OpKind::kLayerNorm, {input, gamma, beta},
-               cuts({activation(false), {1}, {1}}), attrs);
+  return addOp(name, OpKind::kLayerNorm, {input, gamma, beta}, cuts({activation(false), {1}, {1}}),
+               attrs);
 }
 
 TensorId TransformerBuilder::embedding(TensorId tokens) {
   block_ = "embedding";
   TensorId table = addParameter("embedding.weight", {config_.vocab, config_.hidden});
   // Vocab-parallel embedding (MindFormers VocabEmbedding): the table's rows split by tp.
-  TensorId embedded = addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, 1}}));
+  TensorId embedded =
+      addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, 1}}));
   if (config_.position != Config::Position::kLearned) return embedded;
   TensorId positions = addParameter("position_embedding.weight", {config_.seq, config_.hidden});
   return addOp("embedding.position_add", OpKind::kAdd, {embedded, positions},
@@ -143,12 +144,12 @@ TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input
   const bool qkvBias = config_.qkvBias || config_.linearBias;
   const int64_t queryWidth = config_.heads * headDim_;
   const int64_t kvWidth = config_.kvHeads * headDim_;
-  TensorId q = linear(prefix + ".q_proj", input, config_.hidden, queryWidth, qkvBias,
-                      Parallel::kColumn);
-  TensorId k = linear(prefix + ".k_proj", input, config_.hidden, kvWidth, qkvBias,
-                      Parallel::kColumn);
-  TensorId v = linear(prefix + ".v_proj", input, config_.hidden, kvWidth, qkvBias,
-                      Parallel::kColumn);
+  TensorId q =
+      linear(prefix + ".q_proj", input, config_.hidden, queryWidth, qkvBias, Parallel::kColumn);
+  TensorId k =
+      linear(prefix + ".k_proj", input, config_.hidden, kvWidth, qkvBias, Parallel::kColumn);
+  TensorId v =
+      linear(prefix + ".v_proj", input, config_.hidden, kvWidth, qkvBias, Parallel::kColumn);
   if (config_.position == Config::Position::kRotary) {
     ir::OpAttrs queryHeads;
     queryHeads.numHeads = config_.heads;
@@ -207,8 +208,8 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
                    attrs);
   } else {
     TensorId weight = addParameter("lm_head.weight", {config_.hidden, config_.vocab});
-    logits = addOp("lm_head", OpKind::kMatMul, {normed, weight},
-                   cuts({activation(false), {1, tp_}}));
+    logits =
+        addOp("lm_head", OpKind::kMatMul, {normed, weight}, cuts({activation(false), {1, tp_}}));
   }
   addOp("loss", OpKind::kCrossEntropy, {logits, labels}, cuts({activation(true), {dp_, 1}}));
 }
@@ -230,25 +231,30 @@ Error fieldError(const Config& config, std::string_view field, const std::string
 
 Status validateDims(const Config& config) {
   const std::pair<std::string_view, int64_t> dims[] = {
-      {"layers", config.layers}, {"hidden", config.hidden}, {"heads", config.heads},
-      {"kvHeads", config.kvHeads}, {"ffn", config.ffn},     {"vocab", config.vocab},
+      {"layers", config.layers}, {"hidden", config.hidden},
+      {"heads", config.heads},   {"kvHeads", config.kvHeads},
+      {"ffn", config.ffn},       {"vocab", config.vocab},
       {"seq", config.seq},       {"microBatch", config.microBatch}};
   for (const auto& [field, value] : dims) {
-    if (value <= 0) return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
+    if (value <= 0) {
+      return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
+    }
   }
   if (config.hidden % config.heads != 0) {
-    return fieldError(config, "heads", fmt::format("hidden {} is not divisible by heads {}",
-                                                   config.hidden, config.heads));
+    return fieldError(
+        config, "heads",
+        fmt::format("hidden {} is not divisible by heads {}", config.hidden, config.heads));
   }
   if (config.heads % config.kvHeads != 0) {
-    return fieldError(config, "kvHeads", fmt::format("heads {} is not divisible by kvHeads {}",
-                                                     config.heads, config.kvHeads));
+    return fieldError(
+        config, "kvHeads",
+        fmt::format("heads {} is not divisible by kvHeads {}", config.heads, config.kvHeads));
   }
   const int64_t headDim = config.hidden / config.heads;
   if (config.position == Config::Position::kRotary && headDim % 2 != 0) {
-    return fieldError(config, "heads",
-                      fmt::format("head dim {} (hidden / heads) must be even for rotary positions",
-                                  headDim));
+    return fieldError(
+        config, "heads",
+        fmt::format("head dim {} (hidden / heads) must be even for rotary positions", headDim));
   }
   if (config.normEpsilon <= 0) {
     return fieldError(config, "normEpsilon",
@@ -270,13 +276,15 @@ Status validateParallel(const Config& config) {
                                   config.dataParallel));
   }
   if (config.tensorParallel <= 0) return {};
-  const std::pair<std::string_view, int64_t> splitByTp[] = {
-      {"heads", config.heads}, {"kvHeads", config.kvHeads}, {"ffn", config.ffn},
-      {"vocab", config.vocab}};
+  const std::pair<std::string_view, int64_t> splitByTp[] = {{"heads", config.heads},
+                                                            {"kvHeads", config.kvHeads},
+                                                            {"ffn", config.ffn},
+                                                            {"vocab", config.vocab}};
   for (const auto& [field, value] : splitByTp) {
     if (value % config.tensorParallel == 0) continue;
-    return fieldError(config, field, fmt::format("{} is not divisible by tensorParallel {}", value,
-                                                 config.tensorParallel));
+    return fieldError(
+        config, field,
+        fmt::format("{} is not divisible by tensorParallel {}", value, config.tensorParallel));
   }
   return {};
 }
@@ -307,8 +315,9 @@ int64_t transformerParameterCount(const TransformerConfig& config) {
   const int64_t mlp = (columnProjections + 1) * hidden * config.ffn +
                       (config.linearBias ? columnProjections * config.ffn + hidden : 0);
   const int64_t perLayer = attention + mlp + 2 * normParams;
-  const int64_t embedding = config.vocab * hidden +
-                            (config.position == Config::Position::kLearned ? config.seq * hidden : 0);
+  const int64_t embedding =
+      config.vocab * hidden +
+      (config.position == Config::Position::kLearned ? config.seq * hidden : 0);
   const int64_t head = normParams + (config.tiedEmbeddings ? 0 : hidden * config.vocab);
   return embedding + config.layers * perLayer + head;
 }

@@ -25,9 +25,19 @@
 /// "lm_head" and "loss" (CrossEntropy with labels [b,s] int32), all in block "head".
 ///
 /// With dataParallel or tensorParallel set, every op carries a Megatron-style shard annotation
-/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp): column-parallel
-/// q/k/v/gate/up/fc1 ((dp,1,1),(1,tp)), row-parallel o_proj/down/fc2 ((dp,1,tp),(tp,1)),
-/// vocab-parallel embedding ((tp,1),(dp,1)) and so on; transformer.cc lists them all.
+/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp):
+///   embedding (Gather)              ((tp,1), (dp,1))       vocab-parallel table
+///   embedding.position_add          ((dp,1,1), (1,1))
+///   norms                           ((dp,1,1), (1,)) [, (1,) for LayerNorm's beta]
+///   q/k/v, gate/up, fc1 (column)    ((dp,1,1), (1,tp))
+///   their bias adds                 ((dp,1,tp), (tp,))
+///   rotary, SiLU/GeLU               ((dp,1,tp))
+///   mlp.mul                         ((dp,1,tp), (dp,1,tp))
+///   flash_attention                 ((dp,1,tp), (dp,1,tp), (dp,1,tp))
+///   o_proj, down_proj, fc2 (row)    ((dp,1,tp), (tp,1)), bias adds ((dp,1,1), (1,))
+///   residual adds                   ((dp,1,1), (dp,1,1))
+///   lm_head                         ((dp,1,1), (1,tp)); tied (transposeB) ((dp,1,1), (tp,1))
+///   loss                            ((dp,1,tp), (dp,1))
 
 #include <cstdint>
 #include <string>

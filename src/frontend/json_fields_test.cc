@@ -1,0 +1,55 @@
+#include "frontend/json_fields.h"
+
+#include <gtest/gtest.h>
+
+namespace autopar::frontend {
+namespace {
+
+using nlohmann::json;
+
+TEST(JsonFields, Paths) {
+  EXPECT_EQ(childPath("", "ops"), "ops");
+  EXPECT_EQ(childPath(indexPath("ops", 3), "inputs"), "ops[3].inputs");
+  EXPECT_EQ(indexPath("ops[3].inputs", 1), "ops[3].inputs[1]");
+}
+
+TEST(JsonFields, ParseErrorLineCountsNewlinesBeforeTheFailingByte) {
+  auto error = parseJsonText("{\n\"a\": 1,\n\n\"b\": tru\n}");
+  ASSERT_FALSE(error);
+  EXPECT_EQ(error.error().message.substr(0, 30), "line 4: JSON parse error: synt");
+  // An unterminated string that runs into a newline is reported on the line it started on.
+  auto unterminated = parseJsonText("{\n\"a\": \"x\n\"}");
+  ASSERT_FALSE(unterminated);
+  EXPECT_EQ(unterminated.error().message.substr(0, 8), "line 2: ");
+  EXPECT_EQ(unterminated.error().message.find('\n'), std::string::npos);
+}
+
+TEST(JsonFields, Integers) {
+  EXPECT_EQ(*readInt(json(-3), "x"), -3);
+  EXPECT_EQ(*readInt(json(9'223'372'036'854'775'807ULL), "x"), 9'223'372'036'854'775'807LL);
+  EXPECT_EQ(readInt(json(9'223'372'036'854'775'808ULL), "x").error().message,
+            "x: 9223372036854775808 does not fit in a 64-bit integer");
+  EXPECT_EQ(readInt(json(2.0), "x").error().message, "x: expected an integer, got 2.0");
+  EXPECT_EQ(readInt(json("2"), "x").error().message, "x: expected an integer, got string");
+  EXPECT_EQ(readPositiveInt(json(-1), "x").error().message,
+            "x: expected a positive integer, got -1");
+}
+
+TEST(JsonFields, ListsAndObjects) {
+  EXPECT_EQ(*readStringList(json::parse(R"(["a", "b"])"), "xs"),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(readStringList(json::parse(R"({"a": 1})"), "xs").error().message,
+            "xs: expected an array of strings, got object");
+  EXPECT_EQ(readPositiveIntList(json::parse("[1, 0]"), "shape").error().message,
+            "shape[1]: expected a positive integer, got 0");
+  EXPECT_TRUE(checkObject(json::parse(R"({"a": 1})"), "obj", {"a", "b"}));
+  EXPECT_EQ(checkObject(json::parse(R"({"c": 1})"), "obj", {"a", "b"}).error().message,
+            "obj: unknown field 'c' (expected one of: a, b)");
+  EXPECT_EQ(requireField(json::object(), "obj", "a").error().message,
+            "obj: missing required field 'a'");
+  EXPECT_EQ(readBool(json(nullptr), "flag").error().message,
+            "flag: expected true or false, got null");
+}
+
+}  // namespace
+}  // namespace autopar::frontend

@@ -1,0 +1,285 @@
+#include "frontend/transformer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace autopar::frontend {
+namespace {
+
+using Config = TransformerConfig;
+
+/// LLaMA-style: h 64, 4 query heads of 16, 2 kv heads (GQA), SwiGLU 96, vocab 128.
+Config tinyLlama() {
+  Config config;
+  config.name = "tiny-llama";
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.kvHeads = 2;
+  config.ffn = 96;
+  config.vocab = 128;
+  config.seq = 8;
+  config.microBatch = 4;
+  return config;
+}
+
+/// GPT-style: LayerNorm, GeLU 256, learned positions, biases everywhere, tied head.
+Config tinyGpt() {
+  Config config = tinyLlama();
+  config.name = "tiny-gpt";
+  config.kvHeads = 4;
+  config.ffn = 256;
+  config.mlp = Config::Mlp::kGeLU;
+  config.norm = Config::Norm::kLayerNorm;
+  config.position = Config::Position::kLearned;
+  config.linearBias = true;
+  config.tiedEmbeddings = true;
+  return config;
+}
+
+const ir::Op& opNamed(const ir::Graph& graph, const std::string& name) {
+  auto id = graph.findOp(name);
+  EXPECT_TRUE(id) << "no op " << name;
+  return graph.op(id.value_or(0));
+}
+
+ir::Shape outputShape(const ir::Graph& graph, const std::string& opName) {
+  return graph.tensor(opNamed(graph, opName).outputs.front()).type.shape;
+}
+
+ir::Shape tensorShape(const ir::Graph& graph, const std::string& name) {
+  auto id = graph.findTensor(name);
+  EXPECT_TRUE(id) << "no tensor " << name;
+  return graph.tensor(id.value_or(0)).type.shape;
+}
+
+size_t countKind(const ir::Graph& graph, ir::OpKind kind) {
+  return std::count_if(graph.ops().begin(), graph.ops().end(),
+                       [&](const ir::Op& op) { return op.kind == kind; });
+}
+
+std::string errorOf(const Config& config) {
+  auto graph = buildTransformer(config);
+  return graph ? "<ok>" : graph.error().message;
+}
+
+TEST(Transformer, LlamaStyleLayerHasSixteenOpsInOrder) {
+  auto graph = buildTransformer(tinyLlama());
+  ASSERT_TRUE(graph) << graph.error().message;
+  // embedding + 16 per layer + final_norm, lm_head, loss.
+  ASSERT_EQ(graph->ops().size(), 1u + 16 * 2 + 3);
+  const std::vector<std::string> layerOps = {"layer1.attn_norm",
+                                             "layer1.attn.q_proj",
+                                             "layer1.attn.k_proj",
+                                             "layer1.attn.v_proj",
+                                             "layer1.attn.q_rotary",
+                                             "layer1.attn.k_rotary",
+                                             "layer1.attn.flash_attention",
+                                             "layer1.attn.o_proj",
+                                             "layer1.attn.residual",
+                                             "layer1.mlp_norm",
+                                             "layer1.mlp.gate_proj",
+                                             "layer1.mlp.up_proj",
+                                             "layer1.mlp.act",
+                                             "layer1.mlp.mul",
+                                             "layer1.mlp.down_proj",
+                                             "layer1.mlp.residual"};
+  const size_t first = *graph->findOp("layer1.attn_norm");
+  for (size_t i = 0; i < layerOps.size(); ++i) {
+    EXPECT_EQ(graph->ops()[first + i].name, layerOps[i]);
+    EXPECT_EQ(graph->ops()[first + i].block, "llm.layer.1");
+  }
+  EXPECT_EQ(graph->ops().front().name, "embedding");
+  EXPECT_EQ(graph->ops().front().block, "embedding");
+  EXPECT_EQ(opNamed(*graph, "lm_head").block, "head");
+  EXPECT_EQ(graph->ops().back().name, "loss");
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kRMSNorm), 2u * 2 + 1);
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kSiLU), 2u);
+}
+
+TEST(Transformer, LlamaStyleShapesFollowGqa) {
+  auto graph = buildTransformer(tinyLlama());
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(tensorShape(*graph, "tokens"), (ir::Shape{4, 8}));
+  EXPECT_EQ(graph->tensor(*graph->findTensor("tokens")).type.dtype, ir::DType::kI32);
+  EXPECT_EQ(outputShape(*graph, "embedding"), (ir::Shape{4, 8, 64}));
+  EXPECT_EQ(tensorShape(*graph, "layer0.attn.q_proj.weight"), (ir::Shape{64, 64}));
+  EXPECT_EQ(tensorShape(*graph, "layer0.attn.k_proj.weight"), (ir::Shape{64, 32}));
+  EXPECT_EQ(outputShape(*graph, "layer0.attn.k_rotary"), (ir::Shape{4, 8, 32}));
+  EXPECT_EQ(outputShape(*graph, "layer0.attn.flash_attention"), (ir::Shape{4, 8, 64}));
+  EXPECT_EQ(outputShape(*graph, "layer0.mlp.mul"), (ir::Shape{4, 8, 96}));
+  EXPECT_EQ(tensorShape(*graph, "layer0.mlp.down_proj.weight"), (ir::Shape{96, 64}));
+  EXPECT_EQ(outputShape(*graph, "lm_head"), (ir::Shape{4, 8, 128}));
+  EXPECT_EQ(outputShape(*graph, "loss"), (ir::Shape{}));
+  const ir::Op& attention = opNamed(*graph, "layer0.attn.flash_attention");
+  EXPECT_EQ(attention.attrs.numHeads, 4);
+  EXPECT_EQ(attention.attrs.numKvHeads, 2);
+  EXPECT_TRUE(attention.attrs.causal);
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.k_rotary").attrs.numHeads, 2);
+  EXPECT_EQ(graph->tensor(*graph->findTensor("layer0.attn_norm.weight")).type.dtype,
+            ir::DType::kBF16);
+}
+
+TEST(Transformer, LlamaStyleParameterCount) {
+  const Config config = tinyLlama();
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  // embedding 128*64 = 8192; per layer q 64*64 + k 64*32 + v 64*32 + o 64*64 = 12288,
+  // SwiGLU 3*64*96 = 18432, two norms 128 -> 30848, twice; final norm 64; head 64*128 = 8192.
+  EXPECT_EQ(graph->parameterCount(), 8192 + 2 * 30848 + 64 + 8192);
+  EXPECT_EQ(transformerParameterCount(config), graph->parameterCount());
+  for (const auto& op : graph->ops()) EXPECT_TRUE(op.shard.empty()) << op.name;
+}
+
+TEST(Transformer, GptStyleUsesLearnedPositionsBiasesLayerNormAndTiedHead) {
+  const Config config = tinyGpt();
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  // embedding, position_add, 18 per layer, final_norm, lm_head, loss.
+  EXPECT_EQ(graph->ops().size(), 2u + 18 * 2 + 3);
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kRotary), 0u);
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kGeLU), 2u);
+  EXPECT_EQ(opNamed(*graph, "embedding.position_add").block, "embedding");
+  EXPECT_EQ(tensorShape(*graph, "position_embedding.weight"), (ir::Shape{8, 64}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn_norm").inputs.size(), 3u);
+  EXPECT_TRUE(graph->findOp("layer0.attn.o_proj.bias_add"));
+  EXPECT_TRUE(graph->findOp("layer1.mlp.fc2.bias_add"));
+  const ir::Op& head = opNamed(*graph, "lm_head");
+  EXPECT_TRUE(head.attrs.transposeB);
+  EXPECT_EQ(graph->tensor(head.inputs[1]).name, "embedding.weight");
+  EXPECT_FALSE(graph->findTensor("lm_head.weight"));
+  // embedding 8192 + positions 8*64 = 512; per layer attention 4*4096 + biases 4*64,
+  // MLP 2*64*256 + biases 256 + 64, two LayerNorms 2*128 -> 49984, twice; final LayerNorm 128.
+  EXPECT_EQ(graph->parameterCount(), 8192 + 512 + 2 * 49984 + 128);
+  EXPECT_EQ(transformerParameterCount(config), graph->parameterCount());
+}
+
+TEST(Transformer, QkvBiasAddsBiasesToQueryKeyValueOnly) {
+  Config config = tinyLlama();
+  config.qkvBias = true;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kAdd), 2u * (3 + 2));
+  EXPECT_EQ(tensorShape(*graph, "layer0.attn.k_proj.bias"), (ir::Shape{32}));
+  EXPECT_FALSE(graph->findOp("layer0.attn.o_proj.bias_add"));
+  EXPECT_EQ(graph->parameterCount(), 8192 + 2 * (30848 + 64 + 32 + 32) + 64 + 8192);
+  EXPECT_EQ(transformerParameterCount(config), graph->parameterCount());
+}
+
+TEST(Transformer, AlibiHasNoRotaryAndNoPositionParameters) {
+  Config config = tinyLlama();
+  config.position = Config::Position::kAlibi;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kRotary), 0u);
+  EXPECT_EQ(graph->ops().size(), 1u + 14 * 2 + 3);
+  EXPECT_EQ(graph->parameterCount(), 8192 + 2 * 30848 + 64 + 8192);
+}
+
+TEST(Transformer, MegatronAnnotations) {
+  Config config = tinyLlama();
+  config.qkvBias = true;
+  config.dataParallel = 2;
+  config.tensorParallel = 2;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  using Cuts = ir::StrategyCuts;
+  EXPECT_EQ(opNamed(*graph, "embedding").shard, (Cuts{{2, 1}, {2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn_norm").shard, (Cuts{{2, 1, 1}, {1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.q_proj").shard, (Cuts{{2, 1, 1}, {1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.q_proj.bias_add").shard, (Cuts{{2, 1, 2}, {2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.k_rotary").shard, (Cuts{{2, 1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.flash_attention").shard,
+            (Cuts{{2, 1, 2}, {2, 1, 2}, {2, 1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.o_proj").shard, (Cuts{{2, 1, 2}, {2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.residual").shard, (Cuts{{2, 1, 1}, {2, 1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.up_proj").shard, (Cuts{{2, 1, 1}, {1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.act").shard, (Cuts{{2, 1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.mul").shard, (Cuts{{2, 1, 2}, {2, 1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.down_proj").shard, (Cuts{{2, 1, 2}, {2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{2, 1, 1}, {1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "loss").shard, (Cuts{{2, 1, 2}, {2, 1}}));
+}
+
+TEST(Transformer, EveryAnnotationHasOneCutPerInputDimension) {
+  for (Config config : {tinyLlama(), tinyGpt()}) {
+    config.dataParallel = 4;
+    config.tensorParallel = 2;
+    auto graph = buildTransformer(config);
+    ASSERT_TRUE(graph) << graph.error().message;
+    for (const auto& op : graph->ops()) {
+      ASSERT_EQ(op.shard.size(), op.inputs.size()) << op.name;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        EXPECT_EQ(op.shard[i].size(), graph->tensor(op.inputs[i]).type.shape.size()) << op.name;
+      }
+    }
+  }
+}
+
+TEST(Transformer, GptStyleAnnotationsForBiasesPositionsAndTiedHead) {
+  Config config = tinyGpt();
+  config.tensorParallel = 4;  // dataParallel 0 counts as 1
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  using Cuts = ir::StrategyCuts;
+  EXPECT_EQ(opNamed(*graph, "embedding").shard, (Cuts{{4, 1}, {1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "embedding.position_add").shard, (Cuts{{1, 1, 1}, {1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn_norm").shard, (Cuts{{1, 1, 1}, {1}, {1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.fc1.bias_add").shard, (Cuts{{1, 1, 4}, {4}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.fc2.bias_add").shard, (Cuts{{1, 1, 1}, {1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.act").shard, (Cuts{{1, 1, 4}}));
+  EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{1, 1, 1}, {4, 1}}));
+}
+
+TEST(TransformerErrors, DimensionsMustBePositive) {
+  Config config = tinyLlama();
+  config.layers = 0;
+  EXPECT_EQ(errorOf(config), "tiny-llama: layers: expected a positive size, got 0");
+  config = tinyLlama();
+  config.microBatch = -2;
+  EXPECT_EQ(errorOf(config), "tiny-llama: microBatch: expected a positive size, got -2");
+  config = tinyLlama();
+  config.name = "";
+  EXPECT_EQ(errorOf(config), "name: expected a non-empty model name");
+}
+
+TEST(TransformerErrors, HeadsMustDivide) {
+  Config config = tinyLlama();
+  config.heads = 5;
+  config.kvHeads = 5;
+  EXPECT_EQ(errorOf(config), "tiny-llama: heads: hidden 64 is not divisible by heads 5");
+  config = tinyLlama();
+  config.kvHeads = 3;
+  EXPECT_EQ(errorOf(config), "tiny-llama: kvHeads: heads 4 is not divisible by kvHeads 3");
+  config = tinyLlama();
+  config.hidden = 36;  // head dim 9
+  EXPECT_EQ(errorOf(config),
+            "tiny-llama: heads: head dim 9 (hidden / heads) must be even for rotary positions");
+  config.position = Config::Position::kAlibi;
+  EXPECT_EQ(errorOf(config), "<ok>");
+}
+
+TEST(TransformerErrors, ParallelDegreesMustDivide) {
+  Config config = tinyLlama();
+  config.dataParallel = 3;
+  EXPECT_EQ(errorOf(config), "tiny-llama: microBatch: 4 is not divisible by dataParallel 3");
+  config = tinyLlama();
+  config.tensorParallel = 4;
+  EXPECT_EQ(errorOf(config), "tiny-llama: kvHeads: 2 is not divisible by tensorParallel 4");
+  config = tinyLlama();
+  config.tensorParallel = 2;
+  config.ffn = 97;
+  EXPECT_EQ(errorOf(config), "tiny-llama: ffn: 97 is not divisible by tensorParallel 2");
+  config = tinyLlama();
+  config.tensorParallel = 2;
+  config.vocab = 129;
+  EXPECT_EQ(errorOf(config), "tiny-llama: vocab: 129 is not divisible by tensorParallel 2");
+  config = tinyLlama();
+  config.tensorParallel = -1;
+  EXPECT_EQ(errorOf(config),
+            "tiny-llama: tensorParallel: expected 0 (no annotation) or a positive degree, got -1");
+}
+
+}  // namespace
+}  // namespace autopar::frontend

@@ -36,21 +36,26 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   if (model == "ffn") return loadFfn(options);
   auto config = frontend::transformerPreset(model);
   if (!config) return config.error();
-  if (options.microBatch > 0) config->microBatch = options.microBatch;
   if (options.sequence > 0) config->seq = options.sequence;
+  // --micro-batch is per data-parallel replica, as Megatron-LM's --micro-batch-size; the graph
+  // holds the micro-batch of all replicas, which data parallelism then splits.
+  const int64_t perReplica = options.microBatch > 0 ? options.microBatch : config->microBatch;
+  int64_t dataParallel = numDevices;
   if (options.tensorParallel > 0) {
-    config->tensorParallel = options.tensorParallel;
-    config->dataParallel = options.dataParallel > 0 ? options.dataParallel
-                                                    : numDevices / options.tensorParallel;
-    if (config->tensorParallel * config->dataParallel > numDevices) {
+    dataParallel = options.dataParallel > 0 ? options.dataParallel
+                                            : std::max<int64_t>(numDevices / options.tensorParallel, 1);
+    if (options.tensorParallel * dataParallel > numDevices) {
       return Error{fmt::format("--tp {} x --dp {}: uses {} devices but only {} are available",
-                               config->tensorParallel, config->dataParallel,
-                               config->tensorParallel * config->dataParallel, numDevices)};
+                               options.tensorParallel, dataParallel,
+                               options.tensorParallel * dataParallel, numDevices)};
     }
+    config->tensorParallel = options.tensorParallel;
+    config->dataParallel = dataParallel;
   }
+  config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);
   if (!graph) return graph.error().in(fmt::format("model '{}'", model));
-  return LoadedModel{std::move(*graph), model, config->microBatch, config->seq};
+  return LoadedModel{std::move(*graph), model, perReplica, config->seq};
 }
 
 Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices) {

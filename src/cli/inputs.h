@@ -13,7 +13,9 @@
 namespace autopar::cli {
 
 struct ModelOptions {
-  int64_t microBatch = 0;      ///< 0: the preset's default (1)
+  /// Per data-parallel replica (Megatron's --micro-batch-size); 0: the preset's default (1). The
+  /// graph's batch dim is this times the data-parallel degree (all devices without --tp).
+  int64_t microBatch = 0;
   int64_t sequence = 0;        ///< 0: the preset's default
   int64_t tensorParallel = 0;  ///< >0: annotate Megatron-style with this TP degree
   int64_t dataParallel = 0;    ///< with tensorParallel; 0: devices / tensorParallel
@@ -22,7 +24,7 @@ struct ModelOptions {
 struct LoadedModel {
   ir::Graph graph;
   std::string source;  ///< the preset name or the file path
-  int64_t microBatch = 0;
+  int64_t microBatch = 0;  ///< per data-parallel replica; 0 for graph files (batch is in the file)
   int64_t sequence = 0;
 };
 

@@ -126,9 +126,13 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
 std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header) {
   std::string out = fmt::format("autopar plan: {} on {} ({} x {}), search {}\n", header.model,
                                 header.cluster, plan.devices, header.deviceName, plan.search);
-  out += fmt::format("  {:.3f} B parameters, micro-batch {}, sequence {}, {} ops\n\n",
-                     static_cast<double>(header.parameterCount) / 1e9, plan.inputs.microBatch,
-                     plan.inputs.sequence, plan.ops.size());
+  std::string shape;
+  if (plan.inputs.microBatch > 0) {
+    shape = fmt::format(", micro-batch {} per replica, sequence {}", plan.inputs.microBatch,
+                        plan.inputs.sequence);
+  }
+  out += fmt::format("  {:.3f} B parameters{}, {} ops\n\n",
+                     static_cast<double>(header.parameterCount) / 1e9, shape, plan.ops.size());
   appendStrategies(out, plan);
   appendRedistributions(out, plan);
   appendEstimate(out, plan);

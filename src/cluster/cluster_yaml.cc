@@ -1,0 +1,170 @@
+// Cluster spec files (docs/cluster-format.md). Errors name the file and the key path.
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cluster/cluster.h"
+
+namespace autopar::cluster {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+/// A positive number at `node[key]`; `required` decides whether absence is an error.
+Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
+                                const std::string& key, bool required, double fallback = 0) {
+  const std::string where = path.empty() ? key : path + "." + key;
+  const YAML::Node value = node[key];
+  if (!value) {
+    if (required) return Error{fmt::format("{}: missing; expected a positive number", where)};
+    return fallback;
+  }
+  double number = 0;
+  if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number > 0)) {
+    return Error{fmt::format("{}: expected a positive number, got '{}'", where,
+                             value.IsScalar() ? value.Scalar() : "a " + std::string(value.IsMap() ? "map" : "list"))};
+  }
+  return number;
+}
+
+Expected<std::string> text(const YAML::Node& node, const std::string& path, const std::string& key) {
+  const std::string where = path.empty() ? key : path + "." + key;
+  const YAML::Node value = node[key];
+  if (!value || !value.IsScalar() || value.Scalar().empty()) {
+    return Error{fmt::format("{}: expected a non-empty string", where)};
+  }
+  return value.Scalar();
+}
+
+Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
+  if (!node || !node.IsMap()) return Error{"device: expected a map with name, memory_gib, ..."};
+  DeviceSpec device;
+  auto name = text(node, "device", "name");
+  if (!name) return name.error();
+  device.name = *name;
+  auto memory = positiveNumber(node, "device", "memory_gib", true);
+  if (!memory) return memory.error();
+  device.memoryBytes = static_cast<int64_t>(*memory * kGiB);
+  auto bandwidth = positiveNumber(node, "device", "memory_gbytes_per_s", true);
+  if (!bandwidth) return bandwidth.error();
+  device.memoryBytesPerSecond = *bandwidth * 1e9;
+  const YAML::Node peaks = node["peak_tflops"];
+  if (!peaks || !peaks.IsMap()) return Error{"device.peak_tflops: expected a map such as {bf16: 312}"};
+  const std::pair<const char*, Precision> names[] = {{"fp32", Precision::kF32},
+                                                      {"tf32", Precision::kTF32},
+                                                      {"bf16", Precision::kBF16},
+                                                      {"fp16", Precision::kF16},
+                                                      {"fp8", Precision::kFP8}};
+  for (const auto& entry : peaks) {
+    const std::string key = entry.first.as<std::string>();
+    auto match = std::find_if(std::begin(names), std::end(names),
+                              [&](const auto& item) { return key == item.first; });
+    if (match == std::end(names)) {
+      return Error{fmt::format("device.peak_tflops.{}: unknown precision; expected fp32, tf32, "
+                               "bf16, fp16 or fp8", key)};
+    }
+    auto peak = positiveNumber(peaks, "device.peak_tflops", key, true);
+    if (!peak) return peak.error();
+    device.peakFlopsPerSecond[match->second] = *peak * 1e12;
+  }
+  if (device.peakFlopsPerSecond.empty()) return Error{"device.peak_tflops: expected at least one precision"};
+  return device;
+}
+
+Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevices) {
+  if (!node || !node.IsSequence() || node.size() == 0) {
+    return Error{"levels: expected a non-empty list of {name, domain_size, gbytes_per_s, latency_us}"};
+  }
+  std::vector<LinkLevel> levels;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string path = fmt::format("levels[{}]", i);
+    const bool last = i + 1 == node.size();
+    LinkLevel level;
+    auto name = text(node[i], path, "name");
+    if (!name) return name.error();
+    level.name = *name;
+    auto domain = positiveNumber(node[i], path, "domain_size", !last, numDevices);
+    if (!domain) return domain.error();
+    level.domainSize = static_cast<int>(*domain);
+    auto bandwidth = positiveNumber(node[i], path, "gbytes_per_s", true);
+    if (!bandwidth) return bandwidth.error();
+    level.bytesPerSecond = *bandwidth * 1e9;
+    auto latency = positiveNumber(node[i], path, "latency_us", true);
+    if (!latency) return latency.error();
+    level.latencySeconds = *latency * 1e-6;
+    const int previous = levels.empty() ? 1 : levels.back().domainSize;
+    if (level.domainSize < previous || level.domainSize % previous != 0 ||
+        numDevices % level.domainSize != 0) {
+      return Error{fmt::format("{}.domain_size: {} must be a multiple of the previous level's ({}) "
+                               "and divide the {} devices", path, level.domainSize, previous,
+                               numDevices)};
+    }
+    levels.push_back(level);
+  }
+  levels.back().domainSize = numDevices;
+  return levels;
+}
+
+Expected<HostSpec> parseHost(const YAML::Node& node) {
+  HostSpec host;
+  if (!node) return host;
+  auto memory = positiveNumber(node, "host", "memory_gib", false, 0);
+  if (!memory) return memory.error();
+  auto link = positiveNumber(node, "host", "link_gbytes_per_s", false, 0);
+  if (!link) return link.error();
+  auto tflops = positiveNumber(node, "host", "tflops", false, 0);
+  if (!tflops) return tflops.error();
+  return HostSpec{static_cast<int64_t>(*memory * kGiB), *link * 1e9, *tflops * 1e12};
+}
+
+Expected<Cluster> parseDocument(const YAML::Node& root) {
+  if (!root.IsMap()) return Error{"expected a map with name, devices_per_node, device and levels"};
+  Cluster cluster;
+  auto name = text(root, "", "name");
+  if (!name) return name.error();
+  cluster.name = *name;
+  auto nodes = positiveNumber(root, "", "nodes", false, 1);
+  if (!nodes) return nodes.error();
+  auto perNode = positiveNumber(root, "", "devices_per_node", true);
+  if (!perNode) return perNode.error();
+  cluster.devicesPerNode = static_cast<int>(*perNode);
+  cluster.numDevices = cluster.devicesPerNode * static_cast<int>(*nodes);
+  auto device = parseDevice(root["device"]);
+  if (!device) return device.error();
+  cluster.device = std::move(*device);
+  auto levels = parseLevels(root["levels"], cluster.numDevices);
+  if (!levels) return levels.error();
+  cluster.levels = std::move(*levels);
+  auto host = parseHost(root["host"]);
+  if (!host) return host.error();
+  cluster.host = *host;
+  return cluster;
+}
+
+}  // namespace
+
+Expected<Cluster> parseClusterYaml(const std::string& yamlText, const std::string& sourceName) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yamlText);
+  } catch (const YAML::Exception& error) {
+    return Error{fmt::format("line {}: {}", error.mark.line + 1, error.msg)}.in(sourceName);
+  }
+  auto cluster = parseDocument(root);
+  if (!cluster) return cluster.error().in(sourceName);
+  return cluster;
+}
+
+Expected<Cluster> loadClusterYaml(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return Error{fmt::format("{}: cannot open file", path)};
+  std::stringstream content;
+  content << file.rdbuf();
+  return parseClusterYaml(content.str(), path);
+}
+
+}  // namespace autopar::cluster

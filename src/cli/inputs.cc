@@ -42,8 +42,9 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   const int64_t perReplica = options.microBatch > 0 ? options.microBatch : config->microBatch;
   int64_t dataParallel = numDevices;
   if (options.tensorParallel > 0) {
-    dataParallel = options.dataParallel > 0 ? options.dataParallel
-                                            : std::max<int64_t>(numDevices / options.tensorParallel, 1);
+    dataParallel = options.dataParallel > 0
+                       ? options.dataParallel
+                       : std::max<int64_t>(numDevices / options.tensorParallel, 1);
     if (options.tensorParallel * dataParallel > numDevices) {
       return Error{fmt::format("--tp {} x --dp {}: uses {} devices but only {} are available",
                                options.tensorParallel, dataParallel,
@@ -59,10 +60,9 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
 }
 
 Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices) {
-  Expected<cluster::Cluster> loaded =
-      endsWith(name, ".yaml") || endsWith(name, ".yml")
-          ? cluster::loadClusterYaml(name)
-          : cluster::clusterPreset(name, nodes);
+  Expected<cluster::Cluster> loaded = endsWith(name, ".yaml") || endsWith(name, ".yml")
+                                          ? cluster::loadClusterYaml(name)
+                                          : cluster::clusterPreset(name, nodes);
   if (!loaded) return loaded.error();
   if (devices <= 0) return loaded;
   return cluster::takeDevices(*loaded, devices);

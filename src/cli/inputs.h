@@ -23,7 +23,7 @@ struct ModelOptions {
 
 struct LoadedModel {
   ir::Graph graph;
-  std::string source;  ///< the preset name or the file path
+  std::string source;      ///< the preset name or the file path
   int64_t microBatch = 0;  ///< per data-parallel replica; 0 for graph files (batch is in the file)
   int64_t sequence = 0;
 };

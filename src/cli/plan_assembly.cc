@@ -17,9 +17,12 @@ plan::LayoutRecord layoutRecord(const ir::Graph& graph, ir::TensorId tensor,
 
 std::string sourceName(rules::StrategySource source) {
   switch (source) {
-    case rules::StrategySource::kOverride: return "override";
-    case rules::StrategySource::kAnnotation: return "annotation";
-    case rules::StrategySource::kDefault: return "default";
+    case rules::StrategySource::kOverride:
+      return "override";
+    case rules::StrategySource::kAnnotation:
+      return "annotation";
+    case rules::StrategySource::kDefault:
+      return "default";
   }
   return "default";
 }
@@ -57,9 +60,8 @@ plan::RedistributionRecord redistributionRecord(const ir::Graph& graph,
   record.bytesPerDevice = edge.redistribution.bytesPerDevice;
   for (const auto& step : edge.redistribution.steps) {
     record.steps.push_back(plan::StepRecord{std::string(layout::primitiveName(step.kind)),
-                                            step.matrix.shape(), step.axis, step.dim,
-                                            step.splitDim, step.bytesPerDevice, step.seconds,
-                                            step.algorithm});
+                                            step.matrix.shape(), step.axis, step.dim, step.splitDim,
+                                            step.bytesPerDevice, step.seconds, step.algorithm});
   }
   return record;
 }
@@ -77,18 +79,18 @@ plan::EstimateRecord estimateRecord(const cost::CostReport& report,
   estimate.fits = report.memory.total() <= cluster.device.memoryBytes;
   estimate.memoryByDevice = report.memoryBytesByDevice;
   const cost::MemoryBreakdown& memory = report.memory;
-  estimate.memory = plan::MemoryRecord{memory.parameterBytes,  memory.gradientBytes,
-                                       memory.optimizerBytes,  memory.activationBytes,
-                                       memory.communicationBytes, memory.hostBytes};
+  estimate.memory =
+      plan::MemoryRecord{memory.parameterBytes,  memory.gradientBytes,      memory.optimizerBytes,
+                         memory.activationBytes, memory.communicationBytes, memory.hostBytes};
   return estimate;
 }
 
 }  // namespace
 
 std::string describeCluster(const cluster::Cluster& cluster) {
-  std::string text = fmt::format("{}|{}|{}|{}|{}", cluster.name, cluster.device.name,
-                                 cluster.numDevices, cluster.device.memoryBytes,
-                                 cluster.device.memoryBytesPerSecond);
+  std::string text =
+      fmt::format("{}|{}|{}|{}|{}", cluster.name, cluster.device.name, cluster.numDevices,
+                  cluster.device.memoryBytes, cluster.device.memoryBytesPerSecond);
   for (const auto& [precision, peak] : cluster.device.peakFlopsPerSecond) {
     text += fmt::format("|p{}={}", static_cast<int>(precision), peak);
   }
@@ -107,12 +109,10 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   result.devices = cluster.numDevices;
   result.ranks = sharding.ops.front().matrix.ranks();
   std::sort(result.ranks.begin(), result.ranks.end());
-  result.inputs = plan::InputsRecord{model.source,
-                                     plan::fingerprint(frontend::graphToJson(graph).dump()),
-                                     clusterName,
-                                     plan::fingerprint(describeCluster(cluster)),
-                                     model.microBatch,
-                                     model.sequence};
+  result.inputs =
+      plan::InputsRecord{model.source,     plan::fingerprint(frontend::graphToJson(graph).dump()),
+                         clusterName,      plan::fingerprint(describeCluster(cluster)),
+                         model.microBatch, model.sequence};
   for (const ir::Op& op : graph.ops()) result.ops.push_back(opRecord(graph, op, sharding, report));
   for (const auto& edge : report.redistributions) {
     result.redistributions.push_back(redistributionRecord(graph, edge));

@@ -97,8 +97,8 @@ void appendRedistributions(std::string& out, const plan::Plan& plan) {
   out += fmt::format("\nRedistributions: {} forward, {} backward ({} gradient syncs)\n", forward,
                      backward, syncs);
   for (const auto& [primitive, tally] : byPrimitive) {
-    out += fmt::format("  {:<16} x{:<6} {}\n", primitive, tally.count,
-                       formatSeconds(tally.seconds));
+    out +=
+        fmt::format("  {:<16} x{:<6} {}\n", primitive, tally.count, formatSeconds(tally.seconds));
   }
 }
 
@@ -111,9 +111,9 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   out += fmt::format("    communication    {:>12}\n", formatSeconds(estimate.communicationSeconds));
   out += fmt::format("    gradient sync    {:>12}\n", formatSeconds(estimate.gradientSyncSeconds));
   out += fmt::format("    optimizer        {:>12}\n", formatSeconds(estimate.optimizerSeconds));
-  out += fmt::format("  peak memory        {:>12} of {} ({})\n",
-                     formatBytes(estimate.peakMemoryBytes), formatBytes(estimate.deviceMemoryBytes),
-                     estimate.fits ? "fits" : "DOES NOT FIT");
+  out +=
+      fmt::format("  peak memory        {:>12} of {} ({})\n", formatBytes(estimate.peakMemoryBytes),
+                  formatBytes(estimate.deviceMemoryBytes), estimate.fits ? "fits" : "DOES NOT FIT");
   out += fmt::format("    parameters       {:>12}\n", formatBytes(memory.parameters));
   out += fmt::format("    gradients        {:>12}\n", formatBytes(memory.gradients));
   out += fmt::format("    optimizer states {:>12}\n", formatBytes(memory.optimizerStates));

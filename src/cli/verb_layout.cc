@@ -31,7 +31,8 @@ Expected<std::vector<ir::Shape>> parseShapes(const std::string& text) {
   }
   std::vector<ir::Shape> shapes;
   for (const auto& item : parsed) {
-    if (!item.is_array()) return Error{fmt::format("--shapes '{}': expected a list of shapes", text)};
+    if (!item.is_array())
+      return Error{fmt::format("--shapes '{}': expected a list of shapes", text)};
     ir::Shape shape;
     for (const auto& dim : item) {
       if (!dim.is_number_integer() || dim.get<int64_t>() <= 0) {
@@ -45,7 +46,8 @@ Expected<std::vector<ir::Shape>> parseShapes(const std::string& text) {
 }
 
 /// A one-op graph of `kind` over fresh input tensors in0, in1, ... of the given shapes.
-Expected<ir::Graph> singleOpGraph(const std::string& kindName, const std::vector<ir::Shape>& shapes) {
+Expected<ir::Graph> singleOpGraph(const std::string& kindName,
+                                  const std::vector<ir::Shape>& shapes) {
   auto kind = ir::parseOpKind(kindName);
   if (!kind) return kind.error().in("--op");
   ir::Graph graph("layout");
@@ -101,9 +103,10 @@ int runLayout(const LayoutOptions& options) {
   for (size_t t = 0; t < tensors.size(); ++t) {
     const auto& [label, tensorLayout] = tensors[t];
     json["tensor_maps"].push_back(tensorLayout->tensorMap());
-    text += fmt::format("{} shape [{}] tensor map [{}]{}\n", label,
-                        fmt::join(tensorLayout->shape, ","), fmt::join(tensorLayout->tensorMap(), ","),
-                        tensorLayout->partialAxes.empty() ? "" : " (partial sums)");
+    text +=
+        fmt::format("{} shape [{}] tensor map [{}]{}\n", label, fmt::join(tensorLayout->shape, ","),
+                    fmt::join(tensorLayout->tensorMap(), ","),
+                    tensorLayout->partialAxes.empty() ? "" : " (partial sums)");
     std::map<std::vector<std::pair<int64_t, int64_t>>, std::vector<int64_t>> holders;
     for (int64_t device = 0; device < numDevices; ++device) {
       auto ranges = tensorLayout->sliceRanges(device);

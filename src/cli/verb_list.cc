@@ -24,13 +24,18 @@ int listModels(bool json) {
       text += fmt::format("{:<18} seed 002 FFN: 784-512-256-128-64-10\n", name);
       continue;
     }
-    list.push_back({{"name", name}, {"kind", "transformer"}, {"layers", config->layers},
-                    {"hidden", config->hidden}, {"heads", config->heads},
-                    {"kv_heads", config->kvHeads}, {"ffn", config->ffn}, {"vocab", config->vocab},
+    list.push_back({{"name", name},
+                    {"kind", "transformer"},
+                    {"layers", config->layers},
+                    {"hidden", config->hidden},
+                    {"heads", config->heads},
+                    {"kv_heads", config->kvHeads},
+                    {"ffn", config->ffn},
+                    {"vocab", config->vocab},
                     {"seq", config->seq}});
     text += fmt::format("{:<18} {:>7} {:>7} {:>6} {:>5} {:>7} {:>8} {:>6}\n", name, config->layers,
-                        config->hidden, config->heads, config->kvHeads, config->ffn,
-                        config->vocab, config->seq);
+                        config->hidden, config->heads, config->kvHeads, config->ffn, config->vocab,
+                        config->seq);
   }
   fmt::print("{}", json ? list.dump(2) + "\n" : text);
   return kExitOk;
@@ -45,14 +50,17 @@ int listClusters(bool json) {
     nlohmann::ordered_json levels = nlohmann::json::array();
     std::vector<std::string> levelText;
     for (const auto& level : preset->levels) {
-      levels.push_back({{"name", level.name}, {"domain_size", level.domainSize},
+      levels.push_back({{"name", level.name},
+                        {"domain_size", level.domainSize},
                         {"bytes_per_s", level.bytesPerSecond},
                         {"latency_s", level.latencySeconds}});
       levelText.push_back(fmt::format("{} {:.0f} GB/s", level.name, level.bytesPerSecond / 1e9));
     }
-    list.push_back({{"name", name}, {"device", preset->device.name},
+    list.push_back({{"name", name},
+                    {"device", preset->device.name},
                     {"devices_per_node", preset->devicesPerNode},
-                    {"memory_bytes", preset->device.memoryBytes}, {"levels", levels}});
+                    {"memory_bytes", preset->device.memoryBytes},
+                    {"levels", levels}});
     text += fmt::format("{:<18} {} x {:<18} {:>10}  {}\n", name, preset->numDevices,
                         preset->device.name, formatBytes(preset->device.memoryBytes),
                         fmt::join(levelText, ", "));
@@ -67,10 +75,12 @@ void addListVerbs(CLI::App& app, Action& action) {
   auto modelsJson = std::make_shared<bool>(false);
   CLI::App* models = app.add_subcommand("models", "List the built-in model presets");
   models->add_flag("--json", *modelsJson, "print JSON");
-  models->callback([&action, modelsJson] { action = [modelsJson] { return listModels(*modelsJson); }; });
+  models->callback(
+      [&action, modelsJson] { action = [modelsJson] { return listModels(*modelsJson); }; });
 
   auto clustersJson = std::make_shared<bool>(false);
-  CLI::App* clusters = app.add_subcommand("clusters", "List the built-in cluster presets (one node each; --nodes multiplies)");
+  CLI::App* clusters = app.add_subcommand(
+      "clusters", "List the built-in cluster presets (one node each; --nodes multiplies)");
   clusters->add_flag("--json", *clustersJson, "print JSON");
   clusters->callback(
       [&action, clustersJson] { action = [clustersJson] { return listClusters(*clustersJson); }; });

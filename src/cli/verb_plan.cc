@@ -36,8 +36,8 @@ Expected<std::map<std::string, layout::Strategy>> parseShards(
   for (const auto& text : shards) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Error{fmt::format("--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))",
-                               text)};
+      return Error{fmt::format(
+          "--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))", text)};
     }
     auto strategy = layout::parseStrategy(text.substr(eq + 1));
     if (!strategy) return strategy.error().in(fmt::format("--shard {}", text.substr(0, eq)));
@@ -129,14 +129,17 @@ int runPlan(const PlanOptions& options) {
 void addPlanVerb(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* verb = app.add_subcommand(
-      "plan", "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
-              "parallel. Prints strategies, redistributions, step time and memory.");
+      "plan",
+      "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
+      "parallel. Prints strategies, redistributions, step time and memory.");
   verb->add_option("--model", options->model, "preset name (autopar models) or graph .json")
       ->required();
   verb->add_option("--cluster", options->cluster, "preset name (autopar clusters) or .yaml spec")
       ->capture_default_str();
-  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")->check(CLI::PositiveNumber);
-  verb->add_option("--devices", options->devices, "use the first N devices")->check(CLI::PositiveNumber);
+  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--devices", options->devices, "use the first N devices")
+      ->check(CLI::PositiveNumber);
   verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
       ->check(CLI::PositiveNumber);
   verb->add_option("--seq", options->modelOptions.sequence, "sequence length")

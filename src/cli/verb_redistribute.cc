@@ -94,7 +94,8 @@ int runRedistribute(const RedistributeOptions& options) {
   ir::Shape shape;
   for (const auto& dim : *shapeJson) {
     if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
-      return reportError(Error{fmt::format("--shape '{}': expected positive integers", options.shape)});
+      return reportError(
+          Error{fmt::format("--shape '{}': expected positive integers", options.shape)});
     }
     shape.push_back(dim.get<int64_t>());
   }
@@ -112,7 +113,8 @@ int runRedistribute(const RedistributeOptions& options) {
   auto cluster = loadCluster(options.cluster, options.nodes, static_cast<int>(numDevices));
   if (!cluster) return reportError(cluster.error());
   layout::RedistributionOptions redistributionOptions{options.enableAllToAll};
-  auto plan = layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
+  auto plan =
+      layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
   if (!plan) return reportError(plan.error());
   if (options.json) {
     nlohmann::ordered_json json{{"seconds", plan->seconds},
@@ -148,7 +150,8 @@ void addRedistributeVerb(CLI::App& app, Action& action) {
   CLI::App* verb = app.add_subcommand(
       "redistribute",
       "Plan the primitives that turn one layout of a tensor into another, with their cost. "
-      "Maps and partial axes count device-matrix axes from the right, as the seeds' tensor maps do");
+      "Maps and partial axes count device-matrix axes from the right, as the seeds' tensor maps "
+      "do");
   verb->add_option("--shape", options->shape, "tensor shape, e.g. [64,32]")->required();
   verb->add_option("--from-matrix", options->from.matrix, "source device matrix, e.g. [2,4]")
       ->required();

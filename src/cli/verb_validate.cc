@@ -50,7 +50,8 @@ int runValidate(const ValidateOptions& options) {
 void addValidateVerb(CLI::App& app, Action& action) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* verb = app.add_subcommand("validate", "Check a plan file against a model");
-  verb->add_option("plan", options->planPath, "plan JSON written by autopar plan --out")->required();
+  verb->add_option("plan", options->planPath, "plan JSON written by autopar plan --out")
+      ->required();
   verb->add_option("--model", options->model, "the model the plan was made for")->required();
   verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size");
   verb->add_option("--seq", options->modelOptions.sequence, "sequence length");

@@ -4,9 +4,8 @@
 /// Actions return the process exit status: 0 success, 2 bad input (one line on stderr),
 /// 3 a plan that does not fit in device memory.
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 #include "util/expected.h"
 

@@ -19,23 +19,23 @@ namespace autopar::cluster {
 enum class Precision { kF32, kTF32, kBF16, kF16, kFP8 };
 
 struct DeviceSpec {
-  std::string name;                               ///< e.g. "A100-SXM4-80GB"
+  std::string name;                                ///< e.g. "A100-SXM4-80GB"
   std::map<Precision, double> peakFlopsPerSecond;  ///< dense peak per precision
-  int64_t memoryBytes = 0;                        ///< device memory (HBM)
-  double memoryBytesPerSecond = 0;                ///< HBM bandwidth
+  int64_t memoryBytes = 0;                         ///< device memory (HBM)
+  double memoryBytesPerSecond = 0;                 ///< HBM bandwidth
 };
 
 struct LinkLevel {
-  std::string name;             ///< "nvlink", "ib", "hccs", "roce", "loopback"
-  int domainSize = 1;           ///< consecutive ranks joined at this level
-  double bytesPerSecond = 0;    ///< per device, one direction (what a ring step can push)
-  double latencySeconds = 0;    ///< alpha: per-message latency at this level
+  std::string name;           ///< "nvlink", "ib", "hccs", "roce", "loopback"
+  int domainSize = 1;         ///< consecutive ranks joined at this level
+  double bytesPerSecond = 0;  ///< per device, one direction (what a ring step can push)
+  double latencySeconds = 0;  ///< alpha: per-message latency at this level
 };
 
 struct HostSpec {
-  int64_t memoryBytes = 0;          ///< host DRAM available to one device's process
-  double linkBytesPerSecond = 0;    ///< host<->device (PCIe) per device, one direction
-  double flopsPerSecond = 0;        ///< host compute available to one device's process
+  int64_t memoryBytes = 0;        ///< host DRAM available to one device's process
+  double linkBytesPerSecond = 0;  ///< host<->device (PCIe) per device, one direction
+  double flopsPerSecond = 0;      ///< host compute available to one device's process
 };
 
 struct Cluster {

@@ -25,13 +25,15 @@ Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
   }
   double number = 0;
   if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number > 0)) {
-    return Error{fmt::format("{}: expected a positive number, got '{}'", where,
-                             value.IsScalar() ? value.Scalar() : "a " + std::string(value.IsMap() ? "map" : "list"))};
+    return Error{fmt::format(
+        "{}: expected a positive number, got '{}'", where,
+        value.IsScalar() ? value.Scalar() : "a " + std::string(value.IsMap() ? "map" : "list"))};
   }
   return number;
 }
 
-Expected<std::string> text(const YAML::Node& node, const std::string& path, const std::string& key) {
+Expected<std::string> text(const YAML::Node& node, const std::string& path,
+                           const std::string& key) {
   const std::string where = path.empty() ? key : path + "." + key;
   const YAML::Node value = node[key];
   if (!value || !value.IsScalar() || value.Scalar().empty()) {
@@ -53,31 +55,36 @@ Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
   if (!bandwidth) return bandwidth.error();
   device.memoryBytesPerSecond = *bandwidth * 1e9;
   const YAML::Node peaks = node["peak_tflops"];
-  if (!peaks || !peaks.IsMap()) return Error{"device.peak_tflops: expected a map such as {bf16: 312}"};
+  if (!peaks || !peaks.IsMap())
+    return Error{"device.peak_tflops: expected a map such as {bf16: 312}"};
   const std::pair<const char*, Precision> names[] = {{"fp32", Precision::kF32},
-                                                      {"tf32", Precision::kTF32},
-                                                      {"bf16", Precision::kBF16},
-                                                      {"fp16", Precision::kF16},
-                                                      {"fp8", Precision::kFP8}};
+                                                     {"tf32", Precision::kTF32},
+                                                     {"bf16", Precision::kBF16},
+                                                     {"fp16", Precision::kF16},
+                                                     {"fp8", Precision::kFP8}};
   for (const auto& entry : peaks) {
     const std::string key = entry.first.as<std::string>();
     auto match = std::find_if(std::begin(names), std::end(names),
                               [&](const auto& item) { return key == item.first; });
     if (match == std::end(names)) {
-      return Error{fmt::format("device.peak_tflops.{}: unknown precision; expected fp32, tf32, "
-                               "bf16, fp16 or fp8", key)};
+      return Error{
+          fmt::format("device.peak_tflops.{}: unknown precision; expected fp32, tf32, "
+                      "bf16, fp16 or fp8",
+                      key)};
     }
     auto peak = positiveNumber(peaks, "device.peak_tflops", key, true);
     if (!peak) return peak.error();
     device.peakFlopsPerSecond[match->second] = *peak * 1e12;
   }
-  if (device.peakFlopsPerSecond.empty()) return Error{"device.peak_tflops: expected at least one precision"};
+  if (device.peakFlopsPerSecond.empty())
+    return Error{"device.peak_tflops: expected at least one precision"};
   return device;
 }
 
 Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevices) {
   if (!node || !node.IsSequence() || node.size() == 0) {
-    return Error{"levels: expected a non-empty list of {name, domain_size, gbytes_per_s, latency_us}"};
+    return Error{
+        "levels: expected a non-empty list of {name, domain_size, gbytes_per_s, latency_us}"};
   }
   std::vector<LinkLevel> levels;
   for (size_t i = 0; i < node.size(); ++i) {
@@ -99,9 +106,10 @@ Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevi
     const int previous = levels.empty() ? 1 : levels.back().domainSize;
     if (level.domainSize < previous || level.domainSize % previous != 0 ||
         numDevices % level.domainSize != 0) {
-      return Error{fmt::format("{}.domain_size: {} must be a multiple of the previous level's ({}) "
-                               "and divide the {} devices", path, level.domainSize, previous,
-                               numDevices)};
+      return Error{
+          fmt::format("{}.domain_size: {} must be a multiple of the previous level's ({}) "
+                      "and divide the {} devices",
+                      path, level.domainSize, previous, numDevices)};
     }
     levels.push_back(level);
   }

@@ -60,9 +60,12 @@ double flatSeconds(Collective collective, int p, double bytes, const LinkLevel& 
                                            : 2 * (p - 1) * a + 2 * share * bytes / b;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return (p - 1) * a + share * bytes / b;
-    case Collective::kBroadcast: return log2Ceil(p) * a + bytes / b;
-    case Collective::kSendRecv: return a + bytes / b;
+    case Collective::kAllToAll:
+      return (p - 1) * a + share * bytes / b;
+    case Collective::kBroadcast:
+      return log2Ceil(p) * a + bytes / b;
+    case Collective::kSendRecv:
+      return a + bytes / b;
   }
   return 0;
 }
@@ -77,8 +80,8 @@ double hierarchicalSeconds(const Cluster& cluster, Collective collective, const 
   const double slice = bytes / k;
   switch (collective) {
     case Collective::kAllReduce: {
-      const double innerPart = 2 * flatSeconds(Collective::kReduceScatter, k, bytes, inner,
-                                               Algorithm::kRing);
+      const double innerPart =
+          2 * flatSeconds(Collective::kReduceScatter, k, bytes, inner, Algorithm::kRing);
       const double outerRing = flatSeconds(collective, d, slice, outer, Algorithm::kRing);
       const double outerTree = flatSeconds(collective, d, slice, outer, Algorithm::kTree);
       return innerPart + std::min(outerRing, outerTree);
@@ -97,7 +100,8 @@ double hierarchicalSeconds(const Cluster& cluster, Collective collective, const 
       return (d - 1) * outer.latencySeconds + outsideShare * bytes / outer.bytesPerSecond +
              (k - 1) * inner.latencySeconds + insideShare * bytes / inner.bytesPerSecond;
     }
-    case Collective::kSendRecv: break;
+    case Collective::kSendRecv:
+      break;
   }
   return 0;
 }
@@ -106,23 +110,34 @@ double hierarchicalSeconds(const Cluster& cluster, Collective collective, const 
 
 std::string_view collectiveName(Collective collective) {
   switch (collective) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllToAll: return "all_to_all";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kSendRecv: return "send_recv";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllToAll:
+      return "all_to_all";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kSendRecv:
+      return "send_recv";
   }
   return "unknown";
 }
 
 std::string_view algorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kNone: return "none";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kTree: return "tree";
-    case Algorithm::kHierarchical: return "hierarchical";
-    case Algorithm::kDirect: return "direct";
+    case Algorithm::kNone:
+      return "none";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kDirect:
+      return "direct";
   }
   return "unknown";
 }
@@ -147,7 +162,8 @@ CollectiveCost collectiveCost(const Cluster& cluster, Collective collective,
   }
   if (span.outerLevel > 0 && span.perDomain > 1 && span.domains > 1) {
     const double hierarchical = hierarchicalSeconds(cluster, collective, span, n);
-    if (hierarchical < best.seconds) best = {hierarchical, Algorithm::kHierarchical, span.outerLevel};
+    if (hierarchical < best.seconds)
+      best = {hierarchical, Algorithm::kHierarchical, span.outerLevel};
   }
   return best;
 }

@@ -32,11 +32,16 @@ bool isTensorCoreKind(ir::OpFamily family) {
 cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
   for (ir::TensorId input : op.inputs) {
     switch (graph.tensor(input).type.dtype) {
-      case ir::DType::kBF16: return cluster::Precision::kBF16;
-      case ir::DType::kF16: return cluster::Precision::kF16;
-      case ir::DType::kFP8: return cluster::Precision::kFP8;
-      case ir::DType::kF32: return cluster::Precision::kF32;
-      default: continue;
+      case ir::DType::kBF16:
+        return cluster::Precision::kBF16;
+      case ir::DType::kF16:
+        return cluster::Precision::kF16;
+      case ir::DType::kFP8:
+        return cluster::Precision::kFP8;
+      case ir::DType::kF32:
+        return cluster::Precision::kF32;
+      default:
+        continue;
     }
   }
   return cluster::Precision::kF32;

@@ -92,8 +92,8 @@ Status costForwardEdges(Context& ctx) {
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kForward,
-                                  false, {}};
+          EdgeRedistribution edge{
+              tensor.id, tensor.producer, consumer, EdgeDirection::kForward, false, {}};
           return addRedistribution(ctx, edge, source, target);
         });
     if (!status) return status;
@@ -119,8 +119,9 @@ Status costBackwardEdges(Context& ctx) {
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kBackward,
-                                  tensor.isParameter(), {}};
+          EdgeRedistribution edge{
+              tensor.id, tensor.producer, consumer, EdgeDirection::kBackward, tensor.isParameter(),
+              {}};
           return addRedistribution(ctx, edge, grad, target);
         });
     if (!status) return status;
@@ -233,7 +234,8 @@ void costActivations(Context& ctx) {
 void costCommunicationBuffers(Context& ctx) {
   int64_t largest = 0;
   for (const auto& edge : ctx.report.redistributions) {
-    for (const auto& step : edge.redistribution.steps) largest = std::max(largest, step.bytesPerDevice);
+    for (const auto& step : edge.redistribution.steps)
+      largest = std::max(largest, step.bytesPerDevice);
   }
   ctx.report.memory.communicationBytes = largest;
 }

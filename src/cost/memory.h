@@ -21,7 +21,7 @@ struct OptimizerSpec {
 };
 
 struct ParameterStateBytes {
-  int64_t weight = 0;     ///< the parameter in its own dtype
+  int64_t weight = 0;  ///< the parameter in its own dtype
   int64_t gradient = 0;
   int64_t optimizer = 0;  ///< fp32 master copy (when the weight is not fp32) + moments
   [[nodiscard]] int64_t total() const { return weight + gradient + optimizer; }

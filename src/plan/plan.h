@@ -81,8 +81,8 @@ struct EstimateRecord {
 };
 
 struct InputsRecord {
-  std::string model;        ///< preset name or file path
-  std::string modelHash;    ///< FNV-1a 64 of the canonical graph JSON, hex
+  std::string model;      ///< preset name or file path
+  std::string modelHash;  ///< FNV-1a 64 of the canonical graph JSON, hex
   std::string cluster;
   std::string clusterHash;  ///< FNV-1a 64 of the cluster description, hex
   int64_t microBatch = 0;

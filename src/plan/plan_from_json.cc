@@ -101,8 +101,8 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   auto version = json::required<int>(object, "version", "");
   if (!version) return fail(version.error());
   if (*version != kPlanFormatVersion) {
-    return fail(Error{fmt::format("version: {} is not supported; expected {}", *version,
-                                  kPlanFormatVersion)});
+    return fail(Error{
+        fmt::format("version: {} is not supported; expected {}", *version, kPlanFormatVersion)});
   }
   Plan plan;
   auto devices = json::required<int64_t>(object, "devices", "");

@@ -1,11 +1,10 @@
 #pragma once
 /// \file
-/// Plan <-> JSON. The writer's output is deterministic (fixed key order, fixed float formatting), so
-/// the same plan gives byte-identical files.
-
-#include <string>
+/// Plan <-> JSON. The writer's output is deterministic (fixed key order, fixed float formatting),
+/// so the same plan gives byte-identical files.
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "plan/plan.h"
 #include "util/expected.h"

@@ -8,7 +8,9 @@ namespace {
 
 Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir::Op& op,
                         int64_t numDevices) {
-  const auto where = [&](const std::string& what) { return fmt::format("ops '{}': {}", op.name, what); };
+  const auto where = [&](const std::string& what) {
+    return fmt::format("ops '{}': {}", op.name, what);
+  };
   if (record.strategy.size() != op.inputs.size()) {
     return Error{where(fmt::format("strategy has {} entries, expected one per input ({})",
                                    record.strategy.size(), op.inputs.size()))};
@@ -23,16 +25,18 @@ Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir
     int64_t product = 1;
     for (size_t dim = 0; dim < cuts.size(); ++dim) {
       if (cuts[dim] < 1 || shape[dim] % cuts[dim] != 0) {
-        return Error{where(fmt::format("strategy[{}] cuts dim {} of size {} into {}; expected a "
-                                       "positive divisor",
-                                       i, dim, shape[dim], cuts[dim]))};
+        return Error{
+            where(fmt::format("strategy[{}] cuts dim {} of size {} into {}; expected a "
+                              "positive divisor",
+                              i, dim, shape[dim], cuts[dim]))};
       }
       product *= cuts[dim];
     }
     if (numDevices % product != 0) {
-      return Error{where(fmt::format("strategy[{}] uses {} devices, which does not divide the {} "
-                                     "devices of the mesh",
-                                     i, product, numDevices))};
+      return Error{
+          where(fmt::format("strategy[{}] uses {} devices, which does not divide the {} "
+                            "devices of the mesh",
+                            i, product, numDevices))};
     }
   }
   return {};
@@ -42,8 +46,8 @@ Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir
 
 Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices) {
   if (plan.devices != numDevices) {
-    return Error{fmt::format("devices: plan is for {} devices, the mesh has {}", plan.devices,
-                             numDevices)};
+    return Error{
+        fmt::format("devices: plan is for {} devices, the mesh has {}", plan.devices, numDevices)};
   }
   if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != numDevices) {
     return Error{fmt::format("ranks: {} listed, expected {}", plan.ranks.size(), numDevices)};

@@ -8,8 +8,8 @@ Expected<GraphSharding> shardGraph(const ir::Graph& graph, const std::vector<int
                                    const std::map<std::string, layout::Strategy>& overrides) {
   for (const auto& [opName, strategy] : overrides) {
     if (!graph.findOp(opName)) {
-      return Error{fmt::format("--shard {}: no op named '{}' in graph '{}'", opName, opName,
-                               graph.name())};
+      return Error{
+          fmt::format("--shard {}: no op named '{}' in graph '{}'", opName, opName, graph.name())};
     }
   }
   const auto numDevices = static_cast<int64_t>(ranks.size());

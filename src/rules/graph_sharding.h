@@ -20,8 +20,8 @@ namespace autopar::rules {
 enum class StrategySource { kOverride, kAnnotation, kDefault };
 
 struct GraphSharding {
-  std::vector<ShardedOp> ops;             ///< indexed by OpId
-  std::vector<StrategySource> sources;    ///< indexed by OpId
+  std::vector<ShardedOp> ops;                ///< indexed by OpId
+  std::vector<StrategySource> sources;       ///< indexed by OpId
   std::vector<layout::Strategy> strategies;  ///< the seeds' notation, indexed by OpId
 };
 

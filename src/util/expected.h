@@ -27,7 +27,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : state_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Expected(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const { return state_.index() == 0; }

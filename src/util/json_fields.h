@@ -6,12 +6,11 @@
 /// nlohmann::json checks types with exceptions; these wrap them into Expected values.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/expected.h"
 
@@ -19,16 +18,21 @@ namespace autopar::json {
 
 template <class T>
 constexpr const char* describe() {
-  if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else if constexpr (std::is_same_v<T, bool>) return "true or false";
-  else if constexpr (std::is_integral_v<T>) return "an integer";
-  else if constexpr (std::is_floating_point_v<T>) return "a number";
+  if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else if constexpr (std::is_same_v<T, bool>)
+    return "true or false";
+  else if constexpr (std::is_integral_v<T>)
+    return "an integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "a number";
   else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<int>>)
     return "a list of integers";
   else if constexpr (std::is_same_v<T, std::vector<std::vector<int64_t>>> ||
                      std::is_same_v<T, std::vector<std::vector<int>>>)
     return "a list of lists of integers";
-  else return "a value of another type";
+  else
+    return "a value of another type";
 }
 
 /// `path` + "." + `key`, or just `key` at the top level.
@@ -38,10 +42,14 @@ inline std::string childPath(const std::string& path, std::string_view key) {
 
 template <class T>
 bool holds(const nlohmann::json& value) {
-  if constexpr (std::is_same_v<T, std::string>) return value.is_string();
-  else if constexpr (std::is_same_v<T, bool>) return value.is_boolean();
-  else if constexpr (std::is_integral_v<T>) return value.is_number_integer();
-  else if constexpr (std::is_floating_point_v<T>) return value.is_number();
+  if constexpr (std::is_same_v<T, std::string>)
+    return value.is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    return value.is_boolean();
+  else if constexpr (std::is_integral_v<T>)
+    return value.is_number_integer();
+  else if constexpr (std::is_floating_point_v<T>)
+    return value.is_number();
   else {
     try {
       (void)value.get<T>();

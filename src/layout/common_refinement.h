@@ -25,9 +25,9 @@ namespace autopar::layout {
 using AxisRefinement = std::vector<std::vector<int>>;
 
 struct CommonRefinement {
-  DeviceMatrix matrix;          ///< refines both; has no axis of size 1
-  AxisRefinement sourceAxes;    ///< for each axis of the first matrix
-  AxisRefinement targetAxes;    ///< for each axis of the second matrix
+  DeviceMatrix matrix;        ///< refines both; has no axis of size 1
+  AxisRefinement sourceAxes;  ///< for each axis of the first matrix
+  AxisRefinement targetAxes;  ///< for each axis of the second matrix
 };
 
 /// The coarsest matrix refining both `source` and `target`, or nullopt when their ranks are not

@@ -39,8 +39,8 @@ TEST(CommonRefinement, NoneWhenSuffixProductsDoNotChain) {
 }
 
 TEST(CommonRefinement, NoneWhenRanksAreInADifferentOrder) {
-  EXPECT_FALSE(
-      commonRefinement(DeviceMatrix({4}, {0, 1, 2, 3}), DeviceMatrix({4}, {1, 0, 2, 3})).has_value());
+  EXPECT_FALSE(commonRefinement(DeviceMatrix({4}, {0, 1, 2, 3}), DeviceMatrix({4}, {1, 0, 2, 3}))
+                   .has_value());
 }
 
 TEST(CommonRefinement, SingleDeviceRefinesToAnEmptyMatrix) {

@@ -24,15 +24,16 @@ std::string rankSetDifference(const std::vector<int>& fromRanks, const std::vect
   return "";
 }
 
-Status checkInputs(const TensorLayout& from, const TensorLayout& to, const cluster::Cluster& cluster,
-                   int64_t elementBytes) {
+Status checkInputs(const TensorLayout& from, const TensorLayout& to,
+                   const cluster::Cluster& cluster, int64_t elementBytes) {
   if (auto ok = from.validate(); !ok) return ok.error().in("redistribution source layout");
   if (auto ok = to.validate(); !ok) return ok.error().in("redistribution target layout");
   if (from.shape != to.shape) {
     return Error{"redistribution: source shape " + ir::shapeToString(from.shape) +
                  " differs from target shape " + ir::shapeToString(to.shape)};
   }
-  if (std::string difference = rankSetDifference(from.deviceMatrix.ranks(), to.deviceMatrix.ranks());
+  if (std::string difference =
+          rankSetDifference(from.deviceMatrix.ranks(), to.deviceMatrix.ranks());
       !difference.empty()) {
     return Error{"redistribution: source and target cover different ranks: " + difference};
   }
@@ -49,7 +50,8 @@ Status checkInputs(const TensorLayout& from, const TensorLayout& to, const clust
   return {};
 }
 
-/// `layout` on its own matrix with axes of size 1 dropped, so no step runs over one device.
+/// `layout` on its own matrix with axes of size 1 dropped, so no step runs over one device. A
+/// matrix always refines itself: its own suffix products form a chain.
 TensorLayout withoutUnitAxes(const TensorLayout& layout) {
   const auto self = commonRefinement(layout.deviceMatrix, layout.deviceMatrix);
   return refineLayout(layout, self->matrix, self->sourceAxes);

@@ -43,16 +43,16 @@ std::string_view primitiveName(PrimitiveKind kind);  ///< "split", "all_gather",
 
 struct RedistStep {
   PrimitiveKind kind = PrimitiveKind::kSplit;
-  DeviceMatrix matrix;   ///< the device matrix `axis` refers to
+  DeviceMatrix matrix;  ///< the device matrix `axis` refers to
   int axis = 0;
-  int dim = -1;          ///< tensor dim gathered/split/scattered (-1 for all-reduce/make-partial)
-  int splitDim = -1;     ///< all-to-all only: the dim newly split
+  int dim = -1;       ///< tensor dim gathered/split/scattered (-1 for all-reduce/make-partial)
+  int splitDim = -1;  ///< all-to-all only: the dim newly split
   /// Bytes each device sends (0 for local steps), at the bandwidth-optimal (ring) volume: over p
   /// devices, all-gather and reduce-scatter send (p-1)/p of the gathered / unscattered buffer,
   /// all-reduce 2(p-1)/p of the buffer, all-to-all (p-1)/p of the local buffer.
   int64_t bytesPerDevice = 0;
-  double seconds = 0;          ///< cost of the step (0 for local steps)
-  std::string algorithm;       ///< collective algorithm chosen, empty for local steps
+  double seconds = 0;     ///< cost of the step (0 for local steps)
+  std::string algorithm;  ///< collective algorithm chosen, empty for local steps
 
   [[nodiscard]] std::string toString() const;
 };

@@ -23,8 +23,9 @@ class StepPlanner {
   /// Step 1: partial axes the target neither keeps nor splits a dim over.
   void allReduceDroppedPartials() {
     for (int axis : std::vector<int>(partial_)) {
-      const bool splitInTarget = std::any_of(to_.dimAxes.begin(), to_.dimAxes.end(),
-                                             [&](const auto& axes) { return contains(axes, axis); });
+      const bool splitInTarget =
+          std::any_of(to_.dimAxes.begin(), to_.dimAxes.end(),
+                      [&](const auto& axes) { return contains(axes, axis); });
       if (contains(to_.partialAxes, axis) || splitInTarget) continue;
       emit(PrimitiveKind::kAllReduce, axis, -1);
       std::erase(partial_, axis);
@@ -32,11 +33,13 @@ class StepPlanner {
   }
 
   /// Step 2: until every dim's axes are a prefix of the target's, take the minor-most axis off a
-  /// dim that is not, preferring an all-to-all into a ready dim when enabled.
+  /// dim that is not, preferring an all-to-all into a ready dim when enabled. With all-to-all on,
+  /// dims whose minor axis no other dim wants are gathered first, so that the dims they free can
+  /// then take the wanted axes by all-to-all.
   void gatherBeyondCommonPrefix(bool enableAllToAll) {
     while (true) {
       if (enableAllToAll && tryAllToAll()) continue;
-      const int dim = firstDimToGather();
+      const int dim = dimToGather(enableAllToAll);
       if (dim < 0) return;
       emit(PrimitiveKind::kAllGather, dimAxes_[dim].back(), dim);
       dimAxes_[dim].pop_back();
@@ -69,13 +72,29 @@ class StepPlanner {
   std::vector<RedistStep> takeSteps() { return std::move(steps_); }
 
  private:
-  [[nodiscard]] bool needsGather(int dim) const { return !isPrefix(dimAxes_[dim], to_.dimAxes[dim]); }
+  [[nodiscard]] bool needsGather(int dim) const {
+    return !isPrefix(dimAxes_[dim], to_.dimAxes[dim]);
+  }
 
-  [[nodiscard]] int firstDimToGather() const {
-    for (int dim = 0; dim < static_cast<int>(dimAxes_.size()); ++dim) {
-      if (needsGather(dim)) return dim;
+  /// The first dim that needs a gather, preferring (when asked) one whose minor axis is in no
+  /// other dim's target axes; -1 when none needs one.
+  [[nodiscard]] int dimToGather(bool preferUnwantedAxes) const {
+    const int numDims = static_cast<int>(dimAxes_.size());
+    int first = -1;
+    for (int dim = 0; dim < numDims; ++dim) {
+      if (!needsGather(dim)) continue;
+      if (!preferUnwantedAxes) return dim;
+      if (first < 0) first = dim;
+      if (!wantedByOtherDim(dimAxes_[dim].back(), dim)) return dim;
     }
-    return -1;
+    return first;
+  }
+
+  [[nodiscard]] bool wantedByOtherDim(int axis, int dim) const {
+    for (int other = 0; other < static_cast<int>(to_.dimAxes.size()); ++other) {
+      if (other != dim && contains(to_.dimAxes[other], axis)) return true;
+    }
+    return false;
   }
 
   /// The target's next axis for `dim` when the dim's axes are already a prefix of the target's.

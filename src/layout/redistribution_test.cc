@@ -40,7 +40,8 @@ std::vector<std::string> stepNames(const Redistribution& plan) {
   std::vector<std::string> names;
   for (const RedistStep& step : plan.steps) {
     std::string name(primitiveName(step.kind));
-    name += "(" + std::to_string(step.dim) + "," + std::to_string(step.axis) + ")";
+    name.append("(").append(std::to_string(step.dim)).append(",");
+    name.append(std::to_string(step.axis)).append(")");
     names.push_back(name);
   }
   return names;
@@ -94,6 +95,15 @@ TEST(Redistribute, PartialToReplicatedIsAnAllReduce) {
   expectReachesTarget(partial, replicated, plan);
 }
 
+TEST(Redistribute, ScalarPartialSumIsAllReducedOverBothAxes) {
+  const TensorLayout partial = layoutOf(DeviceMatrix({2, 4}), {}, {}, {0, 1});
+  const TensorLayout replicated = TensorLayout::replicated(DeviceMatrix({2, 4}), {});
+  const Redistribution plan = planned(partial, replicated);
+  EXPECT_EQ(stepNames(plan), (std::vector<std::string>{"all_reduce(-1,0)", "all_reduce(-1,1)"}));
+  expectPricedAs(plan.steps[0], cluster::Collective::kAllReduce, 4, 4);
+  expectReachesTarget(partial, replicated, plan);
+}
+
 TEST(Redistribute, PartialToRowShardedIsAReduceScatter) {
   const TensorLayout partial = layoutOf(DeviceMatrix({2, 4}), {{}, {}}, {16, 8}, {1});
   const TensorLayout rows = layoutOf(DeviceMatrix({2, 4}), {{1}, {}}, {16, 8});
@@ -138,13 +148,25 @@ TEST(Redistribute, UsesAllToAllOnlyWhenEnabled) {
   expectReachesTarget(rows, columns, plan);
 }
 
+TEST(Redistribute, GathersUnwantedAxesFirstToFreeDimsForAllToAll) {
+  // Dim 0 holds axis 0, which the target wants on dim 1; dim 1 holds axis 1, which nobody wants.
+  const TensorLayout from = layoutOf(DeviceMatrix({2, 4}), {{0}, {1}}, {8, 8});
+  const TensorLayout to = layoutOf(DeviceMatrix({2, 4}), {{}, {0}}, {8, 8});
+  EXPECT_EQ(stepNames(planned(from, to)),
+            (std::vector<std::string>{"all_gather(0,0)", "all_gather(1,1)", "split(1,0)"}));
+  const Redistribution plan = planned(from, to, /*allToAll=*/true);
+  EXPECT_EQ(stepNames(plan), (std::vector<std::string>{"all_gather(1,1)", "all_to_all(0,0)"}));
+  EXPECT_EQ(plan.steps[1].splitDim, 1);
+  expectReachesTarget(from, to, plan);
+}
+
 TEST(Redistribute, RefinesDifferentMatricesOverTheSameRanks) {
   // [4,2] rows on axis 0 to [2,4] rows on axis 0: only the inner half of the old axis moves.
   const TensorLayout from = layoutOf(DeviceMatrix({4, 2}), {{0}, {}}, {8, 4});
   const TensorLayout to = layoutOf(DeviceMatrix({2, 4}), {{0}, {1}}, {8, 4});
   const Redistribution plan = planned(from, to);
-  EXPECT_EQ(stepNames(plan), (std::vector<std::string>{"all_gather(0,1)", "split(1,1)",
-                                                       "split(1,2)"}));
+  EXPECT_EQ(stepNames(plan),
+            (std::vector<std::string>{"all_gather(0,1)", "split(1,1)", "split(1,2)"}));
   for (const RedistStep& step : plan.steps) EXPECT_EQ(step.matrix, DeviceMatrix({2, 2, 2}));
   expectReachesTarget(from, to, plan);
 }
@@ -198,9 +220,8 @@ TEST(Redistribute, RejectsMismatchedInputs) {
   EXPECT_EQ(shapes.error().message,
             "redistribution: source shape [64,32] differs from target shape [64,16]");
 
-  auto ranks = redistribute(rows, layoutOf(DeviceMatrix({8}, {0, 1, 2, 3, 4, 5, 6, 9}), {{0}, {}},
-                                           {64, 32}),
-                            cluster, 4);
+  auto ranks = redistribute(
+      rows, layoutOf(DeviceMatrix({8}, {0, 1, 2, 3, 4, 5, 6, 9}), {{0}, {}}, {64, 32}), cluster, 4);
   ASSERT_FALSE(ranks.ok());
   EXPECT_EQ(ranks.error().message,
             "redistribution: source and target cover different ranks: rank 7 is only in the "

@@ -176,7 +176,8 @@ inline DeviceShards materialise(const Shard& full, const TensorLayout& layout,
 inline int64_t positionOf(const DeviceMatrix& matrix, int rank) {
   const auto& ranks = matrix.ranks();
   const auto it = std::find(ranks.begin(), ranks.end(), rank);
-  if (it == ranks.end()) throw std::runtime_error("rank " + std::to_string(rank) + " not in matrix");
+  if (it == ranks.end())
+    throw std::runtime_error("rank " + std::to_string(rank) + " not in matrix");
   return it - ranks.begin();
 }
 

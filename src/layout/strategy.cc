@@ -25,7 +25,9 @@ class StrategyReader {
     });
     if (!list) return list.error();
     skipSpaces();
-    if (pos_ < text_.size()) return fail("unexpected trailing '" + std::string(1, text_[pos_]) + "'");
+    if (pos_ < text_.size()) {
+      return fail("unexpected trailing '" + std::string(1, text_[pos_]) + "'");
+    }
     return strategy;
   }
 

@@ -21,8 +21,8 @@ int64_t seedsAxis(int numAxes, int axis) { return numAxes - 1 - axis; }
 
 Status checkAxis(int axis, int numAxes, const std::string& where) {
   if (axis >= 0 && axis < numAxes) return {};
-  return Error{where + ": axis " + std::to_string(axis) + " is out of range for a device matrix of " +
-               std::to_string(numAxes) + " axes"};
+  return Error{where + ": axis " + std::to_string(axis) +
+               " is out of range for a device matrix of " + std::to_string(numAxes) + " axes"};
 }
 
 /// Checks that every axis is in range and used once across dimAxes and partialAxes.

@@ -106,7 +106,8 @@ TEST(TensorLayout, DimSplitByTwoAxesNumbersPartsMajorFirst) {
   // Device 6 = coordinate (1,2): part 2*2+1 = 5, rows 10..11.
   EXPECT_EQ(layout.sliceRanges(6), (Ranges{{10, 12}, {0, 3}}));
   std::set<int64_t> firstRows;
-  for (int64_t device = 0; device < 8; ++device) firstRows.insert(layout.sliceRanges(device)[0].first);
+  for (int64_t device = 0; device < 8; ++device)
+    firstRows.insert(layout.sliceRanges(device)[0].first);
   EXPECT_EQ(firstRows.size(), 8U);
   EXPECT_EQ(layout.toString(), "{matrix=[2,4] map=[(0,1),-1] shape=[16,3]}");
 }

@@ -5,7 +5,8 @@
 ///   b     batch, shared by all;
 ///   s     the query sequence, passes through to the output;
 ///   heads major part of dim 2: hq heads on q and the output, hk on k and v. One cut splits both,
-///         so it must divide both (query-head group g reads kv head g / (hq/hk) on the same device);
+///         so it must divide both (query-head group g reads kv head g / (hq/hk) on the same
+///         device);
 ///   skv   the key/value sequence, needs replication: every query row attends to all keys, so
 ///         cutting s (context parallelism) shows up as a redistribution that all-gathers K and V;
 ///   d     head_dim, minor part of dim 2, needs replication (a dot product over d per score).
@@ -63,10 +64,10 @@ Expected<ShardingRule> attentionRule(const OpTypes& op) {
   const int headDimFactor = builder.factor("d", FactorKind::kNeedReplication);
   const int64_t seq = op.inputs[0].shape[1];
   const int64_t kvSeq = op.inputs[1].shape[1];
-  const std::vector<DimFactors> queryDims{{FactorPart{batch, op.inputs[0].shape[0]}},
-                                          {FactorPart{sequence, seq}},
-                                          headParts(heads, queryHeads, headDimFactor,
-                                                    *queryHeadDim)};
+  const std::vector<DimFactors> queryDims{
+      {FactorPart{batch, op.inputs[0].shape[0]}},
+      {FactorPart{sequence, seq}},
+      headParts(heads, queryHeads, headDimFactor, *queryHeadDim)};
   std::vector<DimFactors> kvDims = queryDims;
   kvDims[1] = {FactorPart{kvSequence, kvSeq}};
   kvDims[2] = headParts(heads, kvHeads, headDimFactor, *queryHeadDim);

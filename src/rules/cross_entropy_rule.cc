@@ -7,13 +7,13 @@
 ///
 /// The vocab v is cut the Megatron way (vocab-parallel cross-entropy): each device holds a slice
 /// of every token's logits and all-reduces three per-token values over v's axis in the forward
-/// pass (the row max, the sum of exponentials and the target logit) and one in the backward pass.
-/// After those the loss is complete, so v is not a reduction factor: it is a pass-through factor
-/// that appears only in the logits, which leaves the output replicated over v's axis, and its
-/// communication is the rule's InternalCollective (per token 3 values forward, 1 backward,
+/// pass (the row max, the sum of exponentials and the target logit) and nothing in the backward
+/// pass. After those the loss is complete, so v is not a reduction factor: it is a pass-through
+/// factor that appears only in the logits, which leaves the output replicated over v's axis, and
+/// its communication is the rule's InternalCollective (per token 3 values forward, none backward,
 /// divided by the cuts of the token factors).
 ///   logits [8,512,32000], labels [8,512] -> []: factors t0 (batch, reduction), t1 (reduction),
-///   v (internal all-reduce of 3*8*512 values forward, 8*512 backward).
+///   v (internal all-reduce of 3*8*512 values forward).
 
 #include <fmt/format.h>
 
@@ -22,11 +22,12 @@
 namespace autopar::rules {
 namespace {
 
-/// Per-token values vocab-parallel cross-entropy all-reduces (Megatron-LM
-/// _VocabParallelCrossEntropy): forward the max logit, the sum of exponentials and the target
-/// logit; backward one value per token (the scale of the incoming gradient).
+/// Per-token values vocab-parallel cross-entropy all-reduces, as Megatron-LM's
+/// _VocabParallelCrossEntropy does: forward the max logit (MAX), the target logit and the sum of
+/// exponentials (SUM). Its backward all-reduces nothing: the gradient softmax - onehot(target)
+/// comes from the softmax slice saved in the forward pass, times the (replicated) loss gradient.
 constexpr int64_t kForwardValuesPerToken = 3;
-constexpr int64_t kBackwardValuesPerToken = 1;
+constexpr int64_t kBackwardValuesPerToken = 0;
 
 }  // namespace
 
@@ -44,8 +45,8 @@ Expected<ShardingRule> crossEntropyRule(const OpTypes& op) {
   std::vector<int> tokenFactors;
   int64_t tokens = 1;
   for (size_t dim = 0; dim < tokenRank; ++dim) {
-    tokenFactors.push_back(builder.factor(indexedName("t", dim, tokenRank),
-                                          FactorKind::kReduction, /*isBatch=*/dim == 0));
+    tokenFactors.push_back(builder.factor(indexedName("t", dim, tokenRank), FactorKind::kReduction,
+                                          /*isBatch=*/dim == 0));
     tokenDims.push_back({tokenFactors.back()});
     tokens *= logits[dim];
   }

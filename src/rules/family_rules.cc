@@ -6,8 +6,8 @@ namespace autopar::rules {
 
 Status expectInputCount(const OpTypes& op, size_t count) {
   if (op.inputs.size() == count) return {};
-  return Error{fmt::format("expected {} input{}, got {}", count, count == 1 ? "" : "s",
-                           op.inputs.size())};
+  return Error{
+      fmt::format("expected {} input{}, got {}", count, count == 1 ? "" : "s", op.inputs.size())};
 }
 
 Status expectRank(const OpTypes& op, size_t index, size_t rank, bool minimum) {

@@ -20,8 +20,8 @@ Expected<ShardingRule> gatherRule(const OpTypes& op) {
   ShardingRuleBuilder builder(op.inputs, op.outputs);
   std::vector<std::vector<int>> indexDims;
   for (size_t dim = 0; dim < indexCount; ++dim) {
-    indexDims.push_back({builder.factor(indexedName("i", dim, indexCount),
-                                        FactorKind::kPassThrough, /*isBatch=*/dim == 0)});
+    indexDims.push_back({builder.factor(indexedName("i", dim, indexCount), FactorKind::kPassThrough,
+                                        /*isBatch=*/dim == 0)});
   }
   std::vector<std::vector<int>> tableDims{{builder.factor("v", FactorKind::kReduction)}};
   std::vector<std::vector<int>> outputDims = indexDims;

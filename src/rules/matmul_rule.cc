@@ -40,8 +40,8 @@ Expected<ShardingRule> matmulRule(const OpTypes& op) {
   ShardingRuleBuilder builder(op.inputs, op.outputs);
   std::vector<std::vector<int>> leading;
   for (size_t dim = 0; dim < leadingCount; ++dim) {
-    leading.push_back({builder.factor(indexedName("b", dim, leadingCount),
-                                      FactorKind::kPassThrough, /*isBatch=*/dim == 0)});
+    leading.push_back({builder.factor(indexedName("b", dim, leadingCount), FactorKind::kPassThrough,
+                                      /*isBatch=*/dim == 0)});
   }
   const int m = builder.factor("m", FactorKind::kPassThrough, /*isBatch=*/leadingCount == 0);
   const int k = builder.factor("k", FactorKind::kReduction);

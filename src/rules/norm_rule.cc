@@ -4,6 +4,8 @@
 /// statistics, so it may not be cut, and it is shared with gamma and beta.
 ///   LayerNorm x [b,s,h], gamma [h], beta [h] -> [b,s,h]: factors d0 (batch), d1, h (replicated).
 
+#include <fmt/format.h>
+
 #include "rules/family_rules.h"
 
 namespace autopar::rules {
@@ -15,7 +17,7 @@ Expected<ShardingRule> normRule(const OpTypes& op) {
   ShardingRuleBuilder builder(op.inputs, op.outputs);
   std::vector<std::vector<int>> dims;
   for (size_t dim = 0; dim < leadingCount; ++dim) {
-    dims.push_back({builder.factor("d" + std::to_string(dim), FactorKind::kPassThrough,
+    dims.push_back({builder.factor(fmt::format("d{}", dim), FactorKind::kPassThrough,
                                    /*isBatch=*/dim == 0)});
   }
   const int hidden = builder.factor("h", FactorKind::kNeedReplication);

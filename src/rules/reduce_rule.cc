@@ -31,8 +31,8 @@ Expected<ShardingRule> reduceRule(const OpTypes& op) {
   const size_t rank = op.inputs[0].shape.size();
   auto reduced = reducedDims(op.attrs, rank);
   if (!reduced) return reduced.error();
-  const FactorKind reducedKind = op.kind == ir::OpKind::kReduceMax ? FactorKind::kNeedReplication
-                                                                   : FactorKind::kReduction;
+  const FactorKind reducedKind =
+      op.kind == ir::OpKind::kReduceMax ? FactorKind::kNeedReplication : FactorKind::kReduction;
   ShardingRuleBuilder builder(op.inputs, op.outputs);
   std::vector<std::vector<int>> inputDims;
   std::vector<std::vector<int>> outputDims;

@@ -1,5 +1,7 @@
 #include "rules/sharding_rule.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <utility>
 
@@ -97,15 +99,15 @@ ShardingRule ShardingRuleBuilder::build() && {
   return std::move(rule_);
 }
 
-ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs,
-                           const ir::TensorType& output, bool firstIsBatch) {
+ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs, const ir::TensorType& output,
+                           bool firstIsBatch) {
   ShardingRuleBuilder builder(inputs, {output});
   const size_t rank = output.shape.size();
   std::vector<std::vector<int>> outputDims;
   for (size_t dim = 0; dim < rank; ++dim) {
     const bool isBatch = firstIsBatch && dim == 0;
-    outputDims.push_back({builder.factor("d" + std::to_string(dim), FactorKind::kPassThrough,
-                                         isBatch)});
+    outputDims.push_back(
+        {builder.factor(fmt::format("d{}", dim), FactorKind::kPassThrough, isBatch)});
   }
   for (size_t index = 0; index < inputs.size(); ++index) {
     const ir::Shape& shape = inputs[index].shape;
@@ -120,6 +122,59 @@ ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs,
   }
   builder.result(0, outputDims);
   return std::move(builder).build();
+}
+
+namespace {
+
+std::string tensorsToString(const ShardingRule& rule,
+                            const std::vector<std::vector<DimFactors>>& tensors) {
+  std::vector<std::string> shapes;
+  for (const auto& dims : tensors) {
+    std::vector<std::string> names;
+    for (const DimFactors& parts : dims) {
+      std::vector<std::string> partNames;
+      for (const FactorPart& part : parts) partNames.push_back(rule.factors[part.factor].name);
+      if (partNames.empty()) {
+        names.emplace_back("_");
+      } else if (partNames.size() == 1) {
+        names.push_back(partNames[0]);
+      } else {
+        names.push_back(fmt::format("({})", fmt::join(partNames, ", ")));
+      }
+    }
+    shapes.push_back(fmt::format("[{}]", fmt::join(names, ", ")));
+  }
+  return fmt::format("({})", fmt::join(shapes, ", "));
+}
+
+// " label={a, b}" for the factors `selected` picks, or nothing when it picks none.
+template <class Pred>
+std::string factorSet(const ShardingRule& rule, std::string_view label, Pred selected) {
+  std::vector<std::string> names;
+  for (size_t f = 0; f < rule.factors.size(); ++f) {
+    if (selected(static_cast<int>(f))) names.push_back(rule.factors[f].name);
+  }
+  if (names.empty()) return "";
+  return fmt::format(" {}={{{}}}", label, fmt::join(names, ", "));
+}
+
+}  // namespace
+
+std::string ruleToString(const ShardingRule& rule) {
+  auto hasKind = [&](FactorKind kind) {
+    return [&rule, kind](int f) { return rule.factors[f].kind == kind; };
+  };
+  auto isInternal = [&](int f) {
+    for (const InternalCollective& collective : rule.internal) {
+      if (collective.factor == f) return true;
+    }
+    return false;
+  };
+  return tensorsToString(rule, rule.operands) + " -> " + tensorsToString(rule, rule.results) +
+         factorSet(rule, "batch", [&](int f) { return rule.factors[f].isBatch; }) +
+         factorSet(rule, "reduction", hasKind(FactorKind::kReduction)) +
+         factorSet(rule, "need_replication", hasKind(FactorKind::kNeedReplication)) +
+         factorSet(rule, "internal", isInternal);
 }
 
 namespace {
@@ -163,7 +218,7 @@ Expected<ShardingRule> shardingRuleFor(const ir::Graph& graph, const ir::Op& op)
   const OpTypes types{op.kind, op.attrs, graph.inputTypes(op), graph.outputTypes(op)};
   const std::string kindName(ir::opKindName(op.kind));
   if (types.outputs.size() != 1) {
-    return Error{"expected one output, got " + std::to_string(types.outputs.size())}.in(kindName);
+    return Error{fmt::format("expected one output, got {}", types.outputs.size())}.in(kindName);
   }
   auto rule = familyRule(types);
   if (!rule) return rule.error().in(kindName);

@@ -50,8 +50,9 @@ using DimFactors = std::vector<FactorPart>;
 
 /// Communication an op performs inside itself when a factor is cut, beyond what its layouts
 /// express. Vocab-parallel cross-entropy all-reduces the row max, the sum of exponentials and the
-/// target logit over the vocab axis: per token three values forward, one backward. Element counts
-/// are at full size; each device moves them divided by the cuts of the `shardedBy` factors.
+/// target logit over the vocab axis: per token three values forward and none backward (Megatron's
+/// backward builds the gradient from the softmax slice it saved). Element counts are at full
+/// size; each device moves them divided by the cuts of the `shardedBy` factors.
 struct InternalCollective {
   int factor = 0;  ///< the cut factor whose device-matrix axis the all-reduce runs over
   int64_t forwardElements = 0;
@@ -111,8 +112,16 @@ class ShardingRuleBuilder {
 /// Pointwise rule (Shardy's buildPointwise): one pass-through factor per output dim, with numpy
 /// broadcasting; an input dim broadcast from size 1 maps to no factor. The first factor is marked
 /// as batch when `firstIsBatch`.
-ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs,
-                           const ir::TensorType& output, bool firstIsBatch = true);
+ShardingRule pointwiseRule(const std::vector<ir::TensorType>& inputs, const ir::TensorType& output,
+                           bool firstIsBatch = true);
+
+/// The rule in an einsum-like notation, for tests, logs and --dump-after: operands, then results,
+/// then the factors by kind (sets left out when empty); "_" is a dim of no factor and "(h, d)" a
+/// dim of several factors. MatMul X [64,32] x W [32,128]:
+///   "([m, k], [k, n]) -> ([m, n]) batch={m} reduction={k}"
+/// Vocab-parallel cross-entropy: "([t0, t1, v], [t0, t1]) -> ([]) batch={t0} reduction={t0, t1}
+/// internal={v}".
+std::string ruleToString(const ShardingRule& rule);
 
 /// The rule of an op in a graph, dispatched on its family (rules/<family>_rule.cc).
 Expected<ShardingRule> shardingRuleFor(const ir::Graph& graph, const ir::Op& op);

@@ -42,8 +42,8 @@ TEST(CrossEntropyRule, DataParallelLossIsAPartialSum) {
   EXPECT_EQ(defaultFactorCuts(rule, 8), (FactorCuts{4, 1, 1}));
   auto op = applyStrategy(rule, {{4, 1, 1}, {4, 1}}, 8);
   ASSERT_TRUE(op.ok()) << op.error().message;
-  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{2, 4}));
-  EXPECT_EQ(op->outputs[0].partialAxes, (std::vector<int>{1}));
+  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(op->outputs[0].partialAxes, (std::vector<int>{0}));
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ TEST(NormRule, DataParallelNormSumsWeightGradients) {
   EXPECT_EQ(defaultFactorCuts(rule, 8), (FactorCuts{4, 1, 1}));
   auto op = applyStrategy(rule, {{4, 1, 1}, {1}}, 8);
   ASSERT_TRUE(op.ok()) << op.error().message;
-  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{2, 4}));
-  EXPECT_EQ(op->inputGradPartialAxes, (std::vector<std::vector<int>>{{}, {1}}));
+  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{4, 2}));  // batch, then replicas
+  EXPECT_EQ(op->inputGradPartialAxes, (std::vector<std::vector<int>>{{}, {0}}));
   EXPECT_EQ(op->inputs[1].dimAxes, (std::vector<std::vector<int>>{{}}));
 }
 

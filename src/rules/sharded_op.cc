@@ -296,16 +296,16 @@ Expected<ShardedOp> applyFactorCuts(const ShardingRule& rule, const FactorCuts& 
   op.cuts = cuts;
   op.factorAxis.assign(cuts.size(), -1);
   std::vector<int64_t> matrixShape;
-  if (numDevices > usedDevices) {
-    op.replicaAxis = 0;
-    matrixShape.push_back(numDevices / usedDevices);
-  }
   std::vector<int> reductionAxes;
   for (size_t f = 0; f < cuts.size(); ++f) {
     if (cuts[f] == 1) continue;
     op.factorAxis[f] = static_cast<int>(matrixShape.size());
     if (rule.factors[f].kind == FactorKind::kReduction) reductionAxes.push_back(op.factorAxis[f]);
     matrixShape.push_back(cuts[f]);
+  }
+  if (numDevices > usedDevices) {
+    op.replicaAxis = static_cast<int>(matrixShape.size());
+    matrixShape.push_back(numDevices / usedDevices);
   }
   op.matrix = layout::DeviceMatrix(std::move(matrixShape), ranks);
   for (size_t index = 0; index < rule.operands.size(); ++index) {

@@ -3,11 +3,14 @@
 /// The generic engine: from a sharding rule and a strategy to layouts, partial sums and the
 /// communication the op needs. Knows nothing about particular op kinds.
 ///
-/// Device matrix: the cut of every factor with cut > 1, in factor order, preceded by a replica axis
-/// when the cuts use fewer devices than the op runs on. For MatMul ((2,1),(1,4)) on 8 devices the
-/// factor cuts are m=2, k=1, n=4 and the device matrix is [2,4]; on 16 devices it is [2,2,4], the
-/// outer 2 being replicas. Replicas are outermost so that model-parallel cuts land on the inner,
-/// faster links (Megatron places tensor parallelism inside a node for the same reason).
+/// Device matrix: the cut of every factor with cut > 1, in factor order, followed by a replica
+/// axis when the cuts use fewer devices than the op runs on. For MatMul ((2,1),(1,4)) on 8 devices
+/// the factor cuts are m=2, k=1, n=4 and the device matrix is [2,4]; on 16 devices it is [2,4,2],
+/// the inner 2 being replicas. Replicas are innermost, as MindSpore places its repeated
+/// calculation by default: in a Megatron-style plan the tensor-parallel axis is innermost, and an
+/// op that is only data parallel (a norm, a residual add) is then replicated exactly over the
+/// tensor-parallel group, so its batch blocks sit on the same devices as the matmuls' and no
+/// redistribution is needed between them.
 ///
 /// Layouts follow from the dim -> factor mapping: a dim is split by the axes of its cut factors,
 /// major first. Outputs are partial sums over the axes of cut kReduction factors. A cut

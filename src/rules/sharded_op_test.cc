@@ -40,17 +40,17 @@ TEST(ShardedOp, SeedStrategyOnEightDevices) {
   EXPECT_EQ(strategyFromFactorCuts(rule, *cuts), (layout::Strategy{{2, 1}, {1, 4}}));
 }
 
-TEST(ShardedOp, SeedStrategyOnSixteenDevicesAddsOuterReplicas) {
+TEST(ShardedOp, SeedStrategyOnSixteenDevicesAddsInnerReplicas) {
   auto op = applyStrategy(seedMatMul(), {{2, 1}, {1, 4}}, 16);
   ASSERT_TRUE(op.ok()) << op.error().message;
-  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{2, 2, 4}));
-  EXPECT_EQ(op->replicaAxis, 0);
-  EXPECT_EQ(op->factorAxis, (std::vector<int>{1, -1, 2}));
-  EXPECT_EQ(op->inputs[0].dimAxes, (std::vector<std::vector<int>>{{1}, {}}));
-  EXPECT_EQ(op->inputs[1].dimAxes, (std::vector<std::vector<int>>{{}, {2}}));
-  EXPECT_EQ(op->outputs[0].dimAxes, (std::vector<std::vector<int>>{{1}, {2}}));
+  EXPECT_EQ(op->matrix.shape(), (std::vector<int64_t>{2, 4, 2}));
+  EXPECT_EQ(op->replicaAxis, 2);
+  EXPECT_EQ(op->factorAxis, (std::vector<int>{0, -1, 1}));
+  EXPECT_EQ(op->inputs[0].dimAxes, (std::vector<std::vector<int>>{{0}, {}}));
+  EXPECT_EQ(op->inputs[1].dimAxes, (std::vector<std::vector<int>>{{}, {1}}));
+  EXPECT_EQ(op->outputs[0].dimAxes, (std::vector<std::vector<int>>{{0}, {1}}));
   // Replicas compute the same gradients: the replica axis is never a partial axis.
-  EXPECT_EQ(op->inputGradPartialAxes, (std::vector<std::vector<int>>{{2}, {1}}));
+  EXPECT_EQ(op->inputGradPartialAxes, (std::vector<std::vector<int>>{{1}, {0}}));
   EXPECT_DOUBLE_EQ(op->computeFraction, 1.0 / 8);
 }
 
@@ -86,16 +86,16 @@ TEST(ShardedOp, MegatronColumnAndRowParallel) {
   const ShardingRule rule = ruleOf(OpKind::kMatMul, {}, {f32({2, 16, 32}), f32({32, 128})});
   auto column = applyStrategy(rule, {{1, 1, 1}, {1, 4}}, 8);
   ASSERT_TRUE(column.ok()) << column.error().message;
-  EXPECT_EQ(column->matrix.shape(), (std::vector<int64_t>{2, 4}));  // replicas, then tp
-  EXPECT_EQ(column->inputGradPartialAxes[0], (std::vector<int>{1}));
-  EXPECT_EQ(column->outputs[0].dimAxes, (std::vector<std::vector<int>>{{}, {}, {1}}));
+  EXPECT_EQ(column->matrix.shape(), (std::vector<int64_t>{4, 2}));  // tp, then replicas
+  EXPECT_EQ(column->inputGradPartialAxes[0], (std::vector<int>{0}));
+  EXPECT_EQ(column->outputs[0].dimAxes, (std::vector<std::vector<int>>{{}, {}, {0}}));
   EXPECT_TRUE(column->outputs[0].partialAxes.empty());
 
   auto row = applyStrategy(rule, {{1, 1, 4}, {4, 1}}, 8);
   ASSERT_TRUE(row.ok()) << row.error().message;
-  EXPECT_EQ(row->outputs[0].partialAxes, (std::vector<int>{1}));
-  EXPECT_EQ(row->inputs[0].dimAxes, (std::vector<std::vector<int>>{{}, {}, {1}}));
-  EXPECT_EQ(row->inputs[1].dimAxes, (std::vector<std::vector<int>>{{1}, {}}));
+  EXPECT_EQ(row->outputs[0].partialAxes, (std::vector<int>{0}));
+  EXPECT_EQ(row->inputs[0].dimAxes, (std::vector<std::vector<int>>{{}, {}, {0}}));
+  EXPECT_EQ(row->inputs[1].dimAxes, (std::vector<std::vector<int>>{{0}, {}}));
   EXPECT_TRUE(row->inputGradPartialAxes[0].empty());
 
   auto hybrid = applyStrategy(rule, {{2, 1, 1}, {1, 4}}, 8);

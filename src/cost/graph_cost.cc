@@ -6,9 +6,7 @@
 #include <map>
 #include <set>
 
-#include "cluster/collective.h"
-#include "cost/compute.h"
-#include "rules/sharding_rule.h"
+#include "cost/op_cost.h"
 
 namespace autopar::cost {
 
@@ -133,58 +131,13 @@ int64_t sliceBytes(const layout::TensorLayout& layout, ir::DType dtype) {
   return layout.sliceElements() * ir::dtypeBytes(dtype);
 }
 
-double internalCommSeconds(const Context& ctx, const ir::Op& op, const rules::ShardedOp& shard,
-                           const rules::ShardingRule& rule) {
-  double seconds = 0;
-  for (const auto& internal : rule.internal) {
-    const int axis = shard.factorAxis[internal.factor];
-    if (axis < 0) continue;
-    int64_t divisor = 1;
-    for (int factor : internal.shardedBy) divisor *= shard.cuts[factor];
-    const int64_t elements = (internal.forwardElements + internal.backwardElements) / divisor;
-    const std::vector<int> axes{axis};
-    // Statistics travel in fp32.
-    seconds += cluster::collectiveCost(ctx.cluster, cluster::Collective::kAllReduce,
-                                       shard.matrix.group(0, axes), elements * 4)
-                   .seconds;
-  }
-  return seconds;
-}
-
 Status costOps(Context& ctx) {
   for (const ir::Op& op : ctx.graph.ops()) {
-    const rules::ShardedOp& shard = ctx.sharded[op.id];
-    auto rule = rules::shardingRuleFor(ctx.graph, op);
-    if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
-    // Local traffic: the full op's bytes scaled by the share of its tensors each device holds.
-    double fullIoBytes = 0;
-    double localIoBytes = 0;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const auto& type = ctx.graph.tensor(op.inputs[i]).type;
-      fullIoBytes += static_cast<double>(type.bytes());
-      localIoBytes += static_cast<double>(sliceBytes(shard.inputs[i], type.dtype));
-    }
-    for (size_t j = 0; j < op.outputs.size(); ++j) {
-      const auto& type = ctx.graph.tensor(op.outputs[j]).type;
-      fullIoBytes += static_cast<double>(type.bytes());
-      localIoBytes += static_cast<double>(sliceBytes(shard.outputs[j], type.dtype));
-    }
-    const double ioShare = fullIoBytes > 0 ? localIoBytes / fullIoBytes : 0;
-    const double forwardBytes = static_cast<double>(ctx.graph.forwardBytes(op)) * ioShare;
-    OpCost cost;
-    cost.forwardFlops = ctx.graph.forwardFlops(op) * shard.computeFraction;
-    cost.backwardFlops = ctx.graph.backwardRule(op).flops * shard.computeFraction;
-    const auto& device = ctx.cluster.device;
-    cost.forwardSeconds = rooflineSeconds(ctx.graph, op, cost.forwardFlops, forwardBytes,
-                                          shard.computeFraction, device);
-    // Backward reads the saved tensors and the output gradient and writes the input gradients:
-    // about twice the forward traffic.
-    cost.backwardSeconds = rooflineSeconds(ctx.graph, op, cost.backwardFlops, 2 * forwardBytes,
-                                           shard.computeFraction, device);
-    cost.internalCommSeconds = internalCommSeconds(ctx, op, shard, *rule);
-    ctx.report.time.computeSeconds += cost.forwardSeconds + cost.backwardSeconds;
-    ctx.report.time.communicationSeconds += cost.internalCommSeconds;
-    ctx.report.ops.push_back(cost);
+    auto cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster);
+    if (!cost) return cost.error();
+    ctx.report.time.computeSeconds += cost->forwardSeconds + cost->backwardSeconds;
+    ctx.report.time.communicationSeconds += cost->internalCommSeconds;
+    ctx.report.ops.push_back(*cost);
   }
   return {};
 }

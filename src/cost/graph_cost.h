@@ -18,6 +18,7 @@
 
 #include "cluster/cluster.h"
 #include "cost/memory.h"
+#include "cost/op_cost.h"
 #include "ir/graph.h"
 #include "layout/redistribution.h"
 #include "rules/sharded_op.h"
@@ -28,14 +29,6 @@ namespace autopar::cost {
 struct EvaluateOptions {
   OptimizerSpec optimizer;
   layout::RedistributionOptions redistribution;
-};
-
-struct OpCost {
-  double forwardFlops = 0;   ///< per device
-  double backwardFlops = 0;  ///< per device
-  double forwardSeconds = 0;
-  double backwardSeconds = 0;
-  double internalCommSeconds = 0;  ///< collectives inside the op (vocab-parallel loss)
 };
 
 enum class EdgeDirection { kForward, kBackward };

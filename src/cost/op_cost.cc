@@ -1,0 +1,66 @@
+#include "cost/op_cost.h"
+
+#include <fmt/format.h>
+
+#include "cluster/collective.h"
+#include "cost/compute.h"
+#include "rules/sharding_rule.h"
+
+namespace autopar::cost {
+
+namespace {
+
+double internalCommSeconds(const cluster::Cluster& cluster, const rules::ShardedOp& shard,
+                           const rules::ShardingRule& rule) {
+  double seconds = 0;
+  for (const auto& internal : rule.internal) {
+    const int axis = shard.factorAxis[internal.factor];
+    if (axis < 0) continue;
+    int64_t divisor = 1;
+    for (int factor : internal.shardedBy) divisor *= shard.cuts[factor];
+    const int64_t elements = (internal.forwardElements + internal.backwardElements) / divisor;
+    const std::vector<int> axes{axis};
+    // Statistics travel in fp32.
+    seconds += cluster::collectiveCost(cluster, cluster::Collective::kAllReduce,
+                                       shard.matrix.group(0, axes), elements * 4)
+                   .seconds;
+  }
+  return seconds;
+}
+
+/// Share of the op's input and output bytes one device holds.
+double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard) {
+  double fullBytes = 0;
+  double localBytes = 0;
+  auto add = [&](ir::TensorId id, const layout::TensorLayout& layout) {
+    const auto& type = graph.tensor(id).type;
+    fullBytes += static_cast<double>(type.bytes());
+    localBytes += static_cast<double>(layout.sliceElements() * ir::dtypeBytes(type.dtype));
+  };
+  for (size_t i = 0; i < op.inputs.size(); ++i) add(op.inputs[i], shard.inputs[i]);
+  for (size_t j = 0; j < op.outputs.size(); ++j) add(op.outputs[j], shard.outputs[j]);
+  return fullBytes > 0 ? localBytes / fullBytes : 0;
+}
+
+}  // namespace
+
+Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
+                          const cluster::Cluster& cluster) {
+  auto rule = rules::shardingRuleFor(graph, op);
+  if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+  const double forwardBytes =
+      static_cast<double>(graph.forwardBytes(op)) * localIoShare(graph, op, shard);
+  OpCost cost;
+  cost.forwardFlops = graph.forwardFlops(op) * shard.computeFraction;
+  cost.backwardFlops = graph.backwardRule(op).flops * shard.computeFraction;
+  cost.forwardSeconds = rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes,
+                                        shard.computeFraction, cluster.device);
+  // Backward reads the saved tensors and the output gradient and writes the input gradients:
+  // about twice the forward traffic.
+  cost.backwardSeconds = rooflineSeconds(graph, op, cost.backwardFlops, 2 * forwardBytes,
+                                         shard.computeFraction, cluster.device);
+  cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
+  return cost;
+}
+
+}  // namespace autopar::cost

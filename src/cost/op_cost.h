@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// The cost of one sharded op on one device: forward and backward compute (roofline), and the
+/// collectives the op runs inside itself (rules' InternalCollective). Edges between ops are costed
+/// by graph_cost.h; searches call costOfOp to compare an op's candidate strategies.
+
+#include "cluster/cluster.h"
+#include "ir/graph.h"
+#include "rules/sharded_op.h"
+#include "util/expected.h"
+
+namespace autopar::cost {
+
+struct OpCost {
+  double forwardFlops = 0;   ///< per device
+  double backwardFlops = 0;  ///< per device
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  double internalCommSeconds = 0;  ///< collectives inside the op (vocab-parallel loss)
+
+  [[nodiscard]] double totalSeconds() const {
+    return forwardSeconds + backwardSeconds + internalCommSeconds;
+  }
+};
+
+/// Costs `op` of `graph` sharded as `shard` on `cluster`. Fails only when the op has no rule.
+Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
+                          const cluster::Cluster& cluster);
+
+}  // namespace autopar::cost

@@ -19,6 +19,7 @@ struct LayerAllReduces {
   int forward = 0;
   int backward = 0;
   std::vector<double> seconds;
+  std::vector<int64_t> bytesPerDevice;
 };
 
 /// All-reduces of activations whose tensor is produced inside `block`.
@@ -32,6 +33,7 @@ LayerAllReduces allReducesProducedIn(const ir::Graph& graph, const cost::CostRep
       if (step.kind != layout::PrimitiveKind::kAllReduce) continue;
       (edge.direction == cost::EdgeDirection::kForward ? result.forward : result.backward) += 1;
       result.seconds.push_back(step.seconds);
+      result.bytesPerDevice.push_back(step.bytesPerDevice);
     }
   }
   return result;
@@ -58,11 +60,14 @@ void expectMegatronCounts(frontend::TransformerConfig config) {
   const int64_t elements = config.microBatch * config.seq * config.hidden;
   const double expectedSeconds =
       cluster::collectiveCost(*four, cluster::Collective::kAllReduce, ranks, elements * 2).seconds;
+  // A ring all-reduce over p ranks sends 2(p-1)/p of the buffer from each device.
+  const int64_t expectedSentBytes = elements * 2 * 2 * (kTensorParallel - 1) / kTensorParallel;
   for (int64_t layer = 0; layer < config.layers; ++layer) {
     const auto counts = allReducesProducedIn(*graph, *report, "llm.layer." + std::to_string(layer));
     EXPECT_EQ(counts.forward, 2) << "layer " << layer;
     EXPECT_EQ(counts.backward, 2) << "layer " << layer;
     for (double seconds : counts.seconds) EXPECT_DOUBLE_EQ(seconds, expectedSeconds);
+    for (int64_t bytes : counts.bytesPerDevice) EXPECT_EQ(bytes, expectedSentBytes);
   }
 }
 

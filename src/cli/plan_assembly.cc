@@ -87,6 +87,17 @@ plan::EstimateRecord estimateRecord(const cost::CostReport& report,
 
 }  // namespace
 
+plan::StepRecord stepRecord(const layout::RedistStep& step) {
+  return plan::StepRecord{std::string(layout::primitiveName(step.kind)),
+                          step.matrix.shape(),
+                          step.axis,
+                          step.dim,
+                          step.splitDim,
+                          step.bytesPerDevice,
+                          step.seconds,
+                          step.algorithm};
+}
+
 std::string describeCluster(const cluster::Cluster& cluster) {
   std::string text =
       fmt::format("{}|{}|{}|{}|{}", cluster.name, cluster.device.name, cluster.numDevices,

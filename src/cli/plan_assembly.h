@@ -14,6 +14,9 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
                         const cost::CostReport& report, const cluster::Cluster& cluster,
                         const std::string& clusterName);
 
+/// A redistribution step as a plan records it.
+plan::StepRecord stepRecord(const layout::RedistStep& step);
+
 /// A canonical one-line description of a cluster, hashed into the plan's inputs.
 std::string describeCluster(const cluster::Cluster& cluster);
 

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/inputs.h"
+#include "cli/plan_assembly.h"
 #include "cli/verbs.h"
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
+#include "plan/plan_json.h"
 
 namespace autopar::cli {
 
@@ -120,16 +122,8 @@ int runRedistribute(const RedistributeOptions& options) {
     nlohmann::ordered_json json{{"seconds", plan->seconds},
                                 {"bytes_per_device", plan->bytesPerDevice},
                                 {"steps", nlohmann::json::array()}};
-    for (const auto& step : plan->steps) {
-      json["steps"].push_back({{"primitive", layout::primitiveName(step.kind)},
-                               {"device_matrix", step.matrix.shape()},
-                               {"axis", step.axis},
-                               {"dim", step.dim},
-                               {"split_dim", step.splitDim},
-                               {"bytes_per_device", step.bytesPerDevice},
-                               {"seconds", step.seconds},
-                               {"algorithm", step.algorithm}});
-    }
+    for (const auto& step : plan->steps)
+      json["steps"].push_back(plan::stepToJson(stepRecord(step)));
     fmt::print("{}\n", json.dump(2));
     return kExitOk;
   }

@@ -38,16 +38,7 @@ OrderedJson opToJson(const OpRecord& op) {
 
 OrderedJson redistributionToJson(const RedistributionRecord& record) {
   OrderedJson steps = OrderedJson::array();
-  for (const auto& step : record.steps) {
-    steps.push_back(OrderedJson{{"primitive", step.primitive},
-                                {"device_matrix", step.deviceMatrix},
-                                {"axis", step.axis},
-                                {"dim", step.dim},
-                                {"split_dim", step.splitDim},
-                                {"bytes_per_device", step.bytesPerDevice},
-                                {"seconds", step.seconds},
-                                {"algorithm", step.algorithm}});
-  }
+  for (const auto& step : record.steps) steps.push_back(stepToJson(step));
   return OrderedJson{{"tensor", record.tensor},
                      {"from_op", record.fromOp},
                      {"to_op", record.toOp},
@@ -79,6 +70,13 @@ OrderedJson estimateToJson(const EstimateRecord& estimate) {
 }
 
 }  // namespace
+
+OrderedJson stepToJson(const StepRecord& step) {
+  return OrderedJson{{"primitive", step.primitive}, {"device_matrix", step.deviceMatrix},
+                     {"axis", step.axis},           {"dim", step.dim},
+                     {"split_dim", step.splitDim},  {"bytes_per_device", step.bytesPerDevice},
+                     {"seconds", step.seconds},     {"algorithm", step.algorithm}};
+}
 
 OrderedJson planToJson(const Plan& plan) {
   OrderedJson ops = OrderedJson::array();

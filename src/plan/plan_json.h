@@ -13,6 +13,9 @@ namespace autopar::plan {
 
 nlohmann::ordered_json planToJson(const Plan& plan);
 
+/// One redistribution step as the plan file writes it.
+nlohmann::ordered_json stepToJson(const StepRecord& step);
+
 /// Reads a plan; errors name the source and the JSON path, e.g.
 /// "p.json: ops[2].strategy: expected a list of lists of positive integers".
 Expected<Plan> planFromJson(const nlohmann::json& json, const std::string& sourceName);

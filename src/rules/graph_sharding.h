@@ -17,7 +17,7 @@
 namespace autopar::rules {
 
 /// Where an op's strategy came from, for reports.
-enum class StrategySource { kOverride, kAnnotation, kDefault };
+enum class StrategySource { kOverride, kAnnotation, kDefault, kSearch };
 
 struct GraphSharding {
   std::vector<ShardedOp> ops;                ///< indexed by OpId
@@ -29,5 +29,16 @@ struct GraphSharding {
 /// strategy that does not fit its op; the message starts with the op's name.
 Expected<GraphSharding> shardGraph(const ir::Graph& graph, const std::vector<int>& ranks,
                                    const std::map<std::string, layout::Strategy>& overrides = {});
+
+/// The strategies the user gave (overrides, then annotations) as factor cuts, by OpId. Fails like
+/// shardGraph on unknown ops and strategies that do not fit.
+Expected<std::map<ir::OpId, FactorCuts>> annotatedCuts(
+    const ir::Graph& graph, const std::map<std::string, layout::Strategy>& overrides = {});
+
+/// Shards every op with the given factor cuts (indexed by OpId), e.g. a search's result;
+/// `sources` says where each came from.
+Expected<GraphSharding> shardGraphWithCuts(const ir::Graph& graph, const std::vector<int>& ranks,
+                                           const std::vector<FactorCuts>& cuts,
+                                           const std::vector<StrategySource>& sources);
 
 }  // namespace autopar::rules

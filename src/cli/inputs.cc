@@ -6,6 +6,7 @@
 
 #include "frontend/graph_json.h"
 #include "frontend/model_presets.h"
+#include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
 
 namespace autopar::cli {
@@ -28,6 +29,11 @@ Expected<LoadedModel> loadFfn(const ModelOptions& options) {
 
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices) {
+  if (endsWith(model, ".onnx")) {
+    auto graph = frontend::readOnnx(model);
+    if (!graph) return graph.error();
+    return LoadedModel{std::move(*graph), model, 0, 0};
+  }
   if (endsWith(model, ".json")) {
     auto graph = frontend::readGraphJson(model);
     if (!graph) return graph.error();

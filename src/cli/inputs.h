@@ -28,7 +28,8 @@ struct LoadedModel {
   int64_t sequence = 0;
 };
 
-/// `model` is a preset name (see `autopar models`) or a path ending in .json.
+/// `model` is a preset name (see `autopar models`), a graph JSON file (.json) or an ONNX model
+/// (.onnx).
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices);
 

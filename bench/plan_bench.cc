@@ -1,0 +1,90 @@
+// Benchmarks of planning: sharding a preset's full operator graph and costing it (semi-auto,
+// Megatron-style tensor parallelism 8), and the searches, by model size and device count.
+// Run: build with -DAUTOPAR_BUILD_BENCHMARKS=ON, then build/release/plan_bench.
+
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+
+#include "cluster/cluster.h"
+#include "cost/graph_cost.h"
+#include "frontend/model_presets.h"
+#include "frontend/transformer.h"
+#include "search/driver.h"
+
+namespace autopar {
+namespace {
+
+struct Setup {
+  ir::Graph graph;
+  cluster::Cluster cluster;
+  std::vector<int> ranks;
+};
+
+/// LLaMA2-70B with `layers` layers on `devices` H100s, micro-batch 1 per data-parallel replica;
+/// annotated Megatron-style when `tensorParallel` > 0.
+Setup llama70b(int64_t layers, int devices, int64_t tensorParallel) {
+  auto config = frontend::transformerPreset("llama2-70b");
+  config->layers = layers;
+  const int64_t dataParallel = tensorParallel > 0 ? devices / tensorParallel : devices;
+  if (tensorParallel > 0) {
+    config->tensorParallel = tensorParallel;
+    config->dataParallel = dataParallel;
+  }
+  config->microBatch = dataParallel;
+  auto graph = frontend::buildTransformer(*config);
+  auto cluster = cluster::clusterPreset("dgx-h100", std::max(devices / 8, 1));
+  auto taken = cluster::takeDevices(*cluster, devices);
+  std::vector<int> ranks(static_cast<size_t>(devices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return Setup{std::move(*graph), std::move(*taken), std::move(ranks)};
+}
+
+void runSearch(benchmark::State& state, search::SearchMode mode, int64_t tensorParallel) {
+  const Setup setup = llama70b(state.range(0), static_cast<int>(state.range(1)), tensorParallel);
+  search::SearchRequest request;
+  request.mode = mode;
+  for (auto _ : state) {
+    auto outcome = search::searchStrategies(setup.graph, setup.ranks, setup.cluster, request);
+    if (!outcome) state.SkipWithError(outcome.error().message.c_str());
+    benchmark::DoNotOptimize(outcome);
+  }
+  state.counters["ops"] = static_cast<double>(setup.graph.ops().size());
+}
+
+void BM_SemiAutoShardAndCost(benchmark::State& state) {
+  const Setup setup = llama70b(state.range(0), static_cast<int>(state.range(1)), 8);
+  for (auto _ : state) {
+    auto outcome = search::searchStrategies(setup.graph, setup.ranks, setup.cluster, {});
+    if (!outcome) {
+      state.SkipWithError(outcome.error().message.c_str());
+      break;
+    }
+    auto report = cost::evaluateGraph(setup.graph, outcome->sharding.ops, setup.cluster);
+    benchmark::DoNotOptimize(report);
+  }
+  state.counters["ops"] = static_cast<double>(setup.graph.ops().size());
+}
+
+void BM_ShardingPropagation(benchmark::State& state) {
+  runSearch(state, search::SearchMode::kShardingPropagation, 8);
+}
+
+void BM_RecursiveProgramming(benchmark::State& state) {
+  runSearch(state, search::SearchMode::kRecursiveProgramming, 0);
+}
+
+void layersAndDevices(benchmark::internal::Benchmark* bench) {
+  for (int64_t layers : {20, 40, 80}) bench->Args({layers, 1024});
+  for (int64_t devices : {8, 64, 512, 4096, 8192}) bench->Args({80, devices});
+  bench->ArgNames({"layers", "devices"})->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_SemiAutoShardAndCost)->Apply(layersAndDevices);
+BENCHMARK(BM_ShardingPropagation)->Apply(layersAndDevices);
+BENCHMARK(BM_RecursiveProgramming)->Apply(layersAndDevices);
+
+}  // namespace
+}  // namespace autopar
+
+BENCHMARK_MAIN();

@@ -1,0 +1,237 @@
+#include "frontend/mindformers_yaml.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <cassert>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "frontend/mindformers_model.h"
+#include "frontend/yaml_fields.h"
+
+namespace autopar::frontend {
+
+namespace {
+
+using KeyPath = std::initializer_list<std::string_view>;
+
+Expected<ParallelMode> readParallelMode(const YAML::Node& node, const std::string& path) {
+  auto code = readYamlInt(node, path);
+  if (code && *code >= 0 && *code <= 2) return static_cast<ParallelMode>(*code);
+  const std::string got = code ? std::to_string(*code) : describeYamlNode(node);
+  return Error{fmt::format("{}: expected 0, 1 or 2, got {}", path, got)};
+}
+
+Expected<SearchMode> readSearchMode(const YAML::Node& node, const std::string& path) {
+  auto name = readYamlString(node, path);
+  if (name && *name == searchModeName(SearchMode::kRecursiveProgramming)) {
+    return SearchMode::kRecursiveProgramming;
+  }
+  if (name && *name == searchModeName(SearchMode::kShardingPropagation)) {
+    return SearchMode::kShardingPropagation;
+  }
+  return Error{
+      fmt::format(R"({}: expected "recursive_programming" or "sharding_propagation", got {})", path,
+                  describeYamlNode(node))};
+}
+
+/// Reads `key` into `out` when given; `out` keeps its default otherwise.
+template <class T>
+Status readInto(const YAML::Node& root, KeyPath keys,
+                Expected<T> (*reader)(const YAML::Node&, const std::string&), T& out) {
+  std::optional<T> value;
+  if (auto status = readYamlKey(root, keys, reader, value); !status) return status;
+  if (value) out = *value;
+  return {};
+}
+
+/// A positive integer MindFormers keeps in one place (`primary`) and autopar also accepts in
+/// another; when both are given they must agree.
+Status readAliasedCount(const YAML::Node& root, KeyPath primary, KeyPath alternative,
+                        int64_t& out) {
+  std::optional<int64_t> first;
+  std::optional<int64_t> second;
+  if (auto status = readYamlKey(root, primary, readYamlPositiveInt, first); !status) return status;
+  if (auto status = readYamlKey(root, alternative, readYamlPositiveInt, second); !status) {
+    return status;
+  }
+  if (first && second && *first != *second) {
+    return Error{fmt::format("{} is {} but {} is {}; give one of them", fmt::join(primary, "."),
+                             *first, fmt::join(alternative, "."), *second)};
+  }
+  if (first || second) out = first ? *first : *second;
+  return {};
+}
+
+Status readParallelFlags(const YAML::Node& root, ParallelSettings& settings) {
+  if (auto s = readInto(root, {"use_parallel"}, readYamlBool, settings.useParallel); !s) return s;
+  if (auto s =
+          readInto(root, {"parallel", "parallel_mode"}, readParallelMode, settings.parallelMode);
+      !s) {
+    return s;
+  }
+  if (auto s = readInto(root, {"parallel", "search_mode"}, readSearchMode, settings.searchMode);
+      !s) {
+    return s;
+  }
+  for (const auto& [key, out] : {std::pair{"auto_pipeline", &settings.autoPipeline},
+                                 std::pair{"full_batch", &settings.fullBatch}}) {
+    if (auto s = readInto(root, {"parallel", key}, readYamlBool, *out); !s) return s;
+  }
+  return readYamlKey(root, {"parallel", "enable_parallel_optimizer"}, readYamlBool,
+                     settings.enableParallelOptimizer);
+}
+
+Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
+  if (auto s = readInto(root, {"parallel_config", "mem_coeff"}, readYamlPositiveNumber,
+                        settings.memCoeff);
+      !s) {
+    return s;
+  }
+  const std::pair<const char*, int64_t*> counts[] = {
+      {"data_parallel", &settings.dataParallel},
+      {"model_parallel", &settings.modelParallel},
+      {"pipeline_stage", &settings.pipelineStage},
+      {"micro_batch_num", &settings.microBatchNum},
+  };
+  for (const auto& [key, out] : counts) {
+    if (auto s = readInto(root, {"parallel_config", key}, readYamlPositiveInt, *out); !s) return s;
+  }
+  if (auto s = readAliasedCount(root, {"parallel_config", "micro_batch_interleave_num"},
+                                {"micro_batch_interleave_num"}, settings.microBatchInterleaveNum);
+      !s) {
+    return s;
+  }
+  return readAliasedCount(root, {"parallel_config", "gradient_accumulation_steps"},
+                          {"runner_config", "gradient_accumulation_steps"},
+                          settings.gradientAccumulationSteps);
+}
+
+/// MindSpore's PipelineCell needs at least one micro-batch per stage. With auto_pipeline the
+/// stage count is chosen later, within micro_batch_num.
+Status checkPipeline(const ParallelSettings& settings) {
+  if (settings.autoPipeline || settings.pipelineStage <= settings.microBatchNum) return {};
+  return Error{fmt::format(
+      "parallel_config.micro_batch_num: expected at least pipeline_stage ({}), got {} (every "
+      "pipeline stage needs a micro-batch)",
+      settings.pipelineStage, settings.microBatchNum)};
+}
+
+Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::string& modelName) {
+  MindFormersConfig config;
+  if (!isYamlUnset(root) && !root.IsMap()) {
+    return Error{
+        fmt::format("expected a mapping at the top level, got {}", describeYamlNode(root))};
+  }
+  if (auto status = readParallelFlags(root, config.parallel); !status) return status.error();
+  if (auto status = readParallelConfig(root, config.parallel); !status) return status.error();
+  if (auto status = checkPipeline(config.parallel); !status) return status.error();
+  if (auto status =
+          readAliasedCount(root, {"runner_config", "batch_size"}, {"batch_size"}, config.batchSize);
+      !status) {
+    return status.error();
+  }
+  auto model = readMindFormersModel(root, modelName);
+  if (!model) return model.error();
+  config.model = std::move(*model);
+  return config;
+}
+
+bool usesPipeline(const MindFormersConfig& config) { return config.parallel.pipelineStage > 1; }
+
+/// The four factors of seed 000's formula, with their names, in the table's order.
+std::array<std::pair<const char*, int64_t>, 4> batchFactors(const MindFormersConfig& config,
+                                                            int64_t deviceNum) {
+  const ParallelSettings& parallel = config.parallel;
+  return {{
+      {"batch_size", config.batchSize},
+      parallel.fullBatch ? std::pair{"data_parallel", parallel.dataParallel}
+                         : std::pair{"device_num", deviceNum},
+      {"micro_batch_interleave_num", parallel.microBatchInterleaveNum},
+      usesPipeline(config)
+          ? std::pair{"micro_batch_num", parallel.microBatchNum}
+          : std::pair{"gradient_accumulation_steps", parallel.gradientAccumulationSteps},
+  }};
+}
+
+}  // namespace
+
+std::string_view parallelModeName(ParallelMode mode) {
+  switch (mode) {
+    case ParallelMode::kDataParallel:
+      return "data_parallel";
+    case ParallelMode::kSemiAuto:
+      return "semi_auto_parallel";
+    case ParallelMode::kAuto:
+      return "auto_parallel";
+  }
+  return "unknown";
+}
+
+std::string_view searchModeName(SearchMode mode) {
+  return mode == SearchMode::kRecursiveProgramming ? "recursive_programming"
+                                                   : "sharding_propagation";
+}
+
+Expected<MindFormersConfig> parseMindFormersYaml(const std::string& text,
+                                                 const std::string& sourceName) {
+  auto root = parseYamlText(text);
+  if (!root) return root.error().in(sourceName);
+  auto config = configFromYaml(*root, std::filesystem::path(sourceName).stem().string());
+  if (!config) return config.error().in(sourceName);
+  config->sourceName = sourceName;
+  return config;
+}
+
+Expected<MindFormersConfig> loadMindFormersYaml(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return Error{fmt::format("{}: read error", path)};
+  return parseMindFormersYaml(text.str(), path);
+}
+
+int64_t globalBatchSize(const MindFormersConfig& config, int64_t deviceNum) {
+  assert(deviceNum >= 1);
+  int64_t product = 1;
+  for (const auto& [name, value] : batchFactors(config, deviceNum)) product *= value;
+  return product;
+}
+
+std::string globalBatchSizeFormula(const MindFormersConfig& config) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : batchFactors(config, 1)) names.emplace_back(name);
+  return fmt::format("{}", fmt::join(names, " * "));
+}
+
+std::string globalBatchSizeReport(const MindFormersConfig& config, int64_t deviceNum) {
+  std::vector<int64_t> values;
+  for (const auto& [name, value] : batchFactors(config, deviceNum)) values.push_back(value);
+  return fmt::format("global batch size = {} = {} = {}", globalBatchSizeFormula(config),
+                     fmt::join(values, " * "), globalBatchSize(config, deviceNum));
+}
+
+int64_t clusterMicroBatchSize(const MindFormersConfig& config, int64_t deviceNum) {
+  const auto factors = batchFactors(config, deviceNum);
+  // The last factor counts micro-batches per step; the first three make up one micro-batch.
+  return factors[0].second * factors[1].second * factors[2].second;
+}
+
+Status checkDeviceCount(const MindFormersConfig& config, int64_t deviceNum) {
+  const ParallelSettings& parallel = config.parallel;
+  if (parallel.parallelMode != ParallelMode::kSemiAuto) return {};
+  const int64_t needed = parallel.dataParallel * parallel.modelParallel * parallel.pipelineStage;
+  if (needed == deviceNum) return {};
+  const Error error{fmt::format(
+      "parallel_config: data_parallel {} * model_parallel {} * pipeline_stage {} = {} devices, "
+      "but the cluster has {}",
+      parallel.dataParallel, parallel.modelParallel, parallel.pipelineStage, needed, deviceNum)};
+  return error.in(config.sourceName);
+}
+
+}  // namespace autopar::frontend

@@ -1,0 +1,189 @@
+#include "frontend/onnx_import.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include "frontend/onnx_context.h"
+
+namespace autopar::frontend {
+
+namespace {
+
+Expected<int64_t> defaultDomainOpset(const onnx::ModelProto& model) {
+  for (const auto& entry : model.opset_import()) {
+    if (entry.domain().empty() || entry.domain() == "ai.onnx") return entry.version();
+  }
+  return Error{"the model imports no opset of the default ONNX domain"};
+}
+
+/// Every value name the graph defines, so helper tensors can avoid them.
+std::unordered_set<std::string> valueNames(const onnx::GraphProto& graph) {
+  std::unordered_set<std::string> names;
+  for (const auto& input : graph.input()) names.insert(input.name());
+  for (const auto& initializer : graph.initializer()) names.insert(initializer.name());
+  for (const auto& node : graph.node()) names.insert(node.output().begin(), node.output().end());
+  return names;
+}
+
+Expected<ir::Shape> inputShape(const onnx::TypeProto_Tensor& type,
+                               const OnnxImportOptions& options) {
+  if (!type.has_shape()) return Error{"has no shape; a static shape is needed"};
+  ir::Shape shape;
+  for (int dim = 0; dim < type.shape().dim_size(); ++dim) {
+    const auto& size = type.shape().dim(dim);
+    if (size.has_dim_value() && size.dim_value() > 0) {
+      shape.push_back(size.dim_value());
+    } else if (options.dynamicDimValue > 0) {
+      shape.push_back(options.dynamicDimValue);
+    } else if (size.has_dim_value()) {
+      return Error{fmt::format("dim {} is {}, expected a positive size", dim, size.dim_value())};
+    } else {
+      const std::string label =
+          size.dim_param().empty() ? "" : fmt::format(" ('{}')", size.dim_param());
+      return Error{fmt::format(
+          "dim {}{} is dynamic; set a size for dynamic dims (OnnxImportOptions::dynamicDimValue)",
+          dim, label)};
+    }
+  }
+  return shape;
+}
+
+/// Graph inputs that no initializer backs become IR inputs.
+Status addGraphInputs(const onnx::GraphProto& onnxGraph, const OnnxImportOptions& options,
+                      OnnxContext& context) {
+  std::unordered_set<std::string> initializers;
+  for (const auto& initializer : onnxGraph.initializer()) initializers.insert(initializer.name());
+  for (const auto& input : onnxGraph.input()) {
+    if (initializers.contains(input.name())) continue;
+    const std::string where = fmt::format("graph input '{}'", input.name());
+    if (!input.type().has_tensor_type()) return Error{"expected a tensor type"}.in(where);
+    const auto& tensorType = input.type().tensor_type();
+    auto dtype = onnxDType(tensorType.elem_type());
+    if (!dtype) return dtype.error().in(where);
+    auto shape = inputShape(tensorType, options);
+    if (!shape) return shape.error().in(where);
+    auto id = context.graph().addTensor(input.name(), {*shape, *dtype}, ir::TensorRole::kInput);
+    if (!id) return id.error();
+    context.bindValue(input.name(), *id);
+  }
+  return {};
+}
+
+/// The IR name of a node's op: its name, or "<op_type>_<index>"; the index is appended when
+/// the name is already taken.
+std::string opNameOf(const onnx::NodeProto& node, int index, const ir::Graph& graph) {
+  std::string name =
+      node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
+  if (graph.findOp(name)) name = fmt::format("{}_{}", name, index);
+  return name;
+}
+
+Status mapNode(const onnx::NodeProto& node, OnnxContext& context) {
+  const auto& mappers = onnxOpMappers();
+  const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  auto mapper = defaultDomain ? mappers.find(node.op_type()) : mappers.end();
+  if (mapper == mappers.end()) {
+    return Error{
+        fmt::format("unsupported ONNX op; supported: {}", fmt::join(supportedOnnxOps(), ", "))};
+  }
+  return mapper->second(context, node);
+}
+
+/// Outputs past the first (Dropout's mask, LayerNormalization's statistics) have no IR tensor;
+/// a node that reads one gets an error saying so.
+void markUnmodelledOutputs(const onnx::NodeProto& node, const std::string& label,
+                           OnnxContext& context) {
+  for (int index = 1; index < node.output_size(); ++index) {
+    const std::string& name = node.output(index);
+    if (name.empty() || context.isBound(name)) continue;
+    context.markUnavailable(name, fmt::format("output {} of node '{}' ({}) is not modelled", index,
+                                              label, node.op_type()));
+  }
+}
+
+Status importNodes(const onnx::GraphProto& onnxGraph, OnnxContext& context) {
+  for (int index = 0; index < onnxGraph.node_size(); ++index) {
+    const onnx::NodeProto& node = onnxGraph.node(index);
+    const std::string opName = opNameOf(node, index, context.graph());
+    const std::string label = node.name().empty() ? opName : node.name();
+    const std::string opType = node.domain().empty()
+                                   ? node.op_type()
+                                   : fmt::format("{}.{}", node.domain(), node.op_type());
+    context.beginNode(opName);
+    if (auto status = mapNode(node, context); !status) {
+      return status.error().in(fmt::format("node '{}' (op_type {})", label, opType));
+    }
+    markUnmodelledOutputs(node, label, context);
+  }
+  return {};
+}
+
+Expected<ir::Graph> importModel(const onnx::ModelProto& model, const std::string& sourceName,
+                                const OnnxImportOptions& options) {
+  if (!model.has_graph()) return Error{"not an ONNX model: it has no graph"};
+  auto opset = defaultDomainOpset(model);
+  if (!opset) return opset.error();
+  const onnx::GraphProto& onnxGraph = model.graph();
+  std::string name = onnxGraph.name();
+  if (name.empty()) name = std::filesystem::path(sourceName).stem().string();
+  ir::Graph graph(name.empty() ? "onnx" : name);
+  OnnxContext context(graph, *opset, valueNames(onnxGraph));
+  if (auto status = addGraphInputs(onnxGraph, options, context); !status) return status.error();
+  for (const auto& initializer : onnxGraph.initializer()) {
+    context.addConstant(initializer.name(), &initializer);
+  }
+  if (auto status = importNodes(onnxGraph, context); !status) return status.error();
+  if (graph.ops().empty()) return Error{"the graph has no ops to plan"};
+  return graph;
+}
+
+}  // namespace
+
+const std::unordered_map<std::string, OnnxOpMapper>& onnxOpMappers() {
+  static const auto kMappers = [] {
+    std::unordered_map<std::string, OnnxOpMapper> mappers;
+    addMathOpMappers(mappers);
+    addShapeOpMappers(mappers);
+    return mappers;
+  }();
+  return kMappers;
+}
+
+const std::vector<std::string>& supportedOnnxOps() {
+  static const auto kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& [opType, mapper] : onnxOpMappers()) names.push_back(opType);
+    std::sort(names.begin(), names.end());
+    return names;
+  }();
+  return kNames;
+}
+
+Expected<ir::Graph> parseOnnx(const std::string& bytes, const std::string& sourceName,
+                              const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return Error{fmt::format("{}: not a valid ONNX file (protobuf decoding failed)", sourceName)};
+  }
+  auto graph = importModel(model, sourceName, options);
+  if (!graph) return graph.error().in(sourceName);
+  return graph;
+}
+
+Expected<ir::Graph> readOnnx(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  if (file.bad()) return Error{fmt::format("{}: read error", path)};
+  return parseOnnx(bytes.str(), path, options);
+}
+
+}  // namespace autopar::frontend

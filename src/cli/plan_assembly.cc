@@ -23,6 +23,8 @@ std::string sourceName(rules::StrategySource source) {
       return "annotation";
     case rules::StrategySource::kDefault:
       return "default";
+    case rules::StrategySource::kSearch:
+      return "search";
   }
   return "default";
 }

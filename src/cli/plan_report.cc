@@ -135,6 +135,10 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
                      static_cast<double>(header.parameterCount) / 1e9, shape, plan.ops.size());
   appendStrategies(out, plan);
   appendRedistributions(out, plan);
+  if (!plan.conflicts.empty()) {
+    out += fmt::format("\nConflicts reconciled ({})\n", plan.conflicts.size());
+    for (const auto& conflict : plan.conflicts) out += "  " + conflict + "\n";
+  }
   appendEstimate(out, plan);
   return out;
 }

@@ -13,6 +13,7 @@
 #include "cost/graph_cost.h"
 #include "plan/plan_json.h"
 #include "rules/graph_sharding.h"
+#include "search/driver.h"
 
 namespace autopar::cli {
 
@@ -28,6 +29,8 @@ struct PlanOptions {
   std::string out;
   bool json = false;
   bool enableAllToAll = false;
+  std::string search = "semi_auto";
+  bool explain = false;
 };
 
 Expected<std::map<std::string, layout::Strategy>> parseShards(
@@ -48,7 +51,7 @@ Expected<std::map<std::string, layout::Strategy>> parseShards(
 
 struct Evaluated {
   LoadedModel model;
-  rules::GraphSharding sharding;
+  search::SearchOutcome outcome;
   cost::CostReport report;
 };
 
@@ -56,17 +59,24 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
                              const ModelOptions& modelOptions) {
   auto model = loadModel(options.model, modelOptions, cluster.numDevices);
   if (!model) return model.error();
+  search::SearchRequest request;
+  auto mode = search::parseSearchMode(options.search);
+  if (!mode) return mode.error().in("--search");
+  request.mode = *mode;
   auto overrides = parseShards(options.shards);
   if (!overrides) return overrides.error();
+  request.overrides = std::move(*overrides);
+  request.explain = options.explain;
+  request.enableAllToAll = options.enableAllToAll;
   std::vector<int> ranks(static_cast<size_t>(cluster.numDevices));
   std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(model->graph, ranks, *overrides);
-  if (!sharding) return sharding.error();
+  auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
+  if (!outcome) return outcome.error();
   cost::EvaluateOptions evaluateOptions;
   evaluateOptions.redistribution.enableAllToAll = options.enableAllToAll;
-  auto report = cost::evaluateGraph(model->graph, sharding->ops, cluster, evaluateOptions);
+  auto report = cost::evaluateGraph(model->graph, outcome->sharding.ops, cluster, evaluateOptions);
   if (!report) return report.error();
-  return Evaluated{std::move(*model), std::move(*sharding), std::move(*report)};
+  return Evaluated{std::move(*model), std::move(*outcome), std::move(*report)};
 }
 
 /// For a transformer preset that does not fit: the smallest tensor-parallel degree that would.
@@ -97,8 +107,12 @@ int runPlan(const PlanOptions& options) {
   if (!cluster) return reportError(cluster.error());
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
-  const plan::Plan result = assemblePlan(evaluated->model, evaluated->sharding, evaluated->report,
-                                         *cluster, options.cluster);
+  plan::Plan result = assemblePlan(evaluated->model, evaluated->outcome.sharding, evaluated->report,
+                                   *cluster, options.cluster);
+  result.search = options.search;
+  for (const auto& conflict : evaluated->outcome.conflicts) {
+    result.conflicts.push_back(conflict.description);
+  }
   const auto json = plan::planToJson(result).dump(2);
   if (!options.out.empty()) {
     std::ofstream file(options.out);
@@ -108,6 +122,10 @@ int runPlan(const PlanOptions& options) {
   if (options.json) {
     fmt::print("{}\n", json);
   } else {
+    if (options.explain) {
+      for (const auto& line : evaluated->outcome.explanation) fmt::print("{}\n", line);
+      fmt::print("\n");
+    }
     ReportHeader header{options.model, cluster->name, cluster->device.name,
                         evaluated->model.graph.parameterCount()};
     fmt::print("{}", formatPlanReport(result, header));
@@ -152,6 +170,9 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
+  verb->add_option("--search", options->search, "data_parallel | semi_auto | sharding_propagation")
+      ->capture_default_str();
+  verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   verb->callback([&action, options] { action = [options] { return runPlan(*options); }; });

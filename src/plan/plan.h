@@ -97,6 +97,8 @@ struct Plan {
   InputsRecord inputs;
   std::vector<OpRecord> ops;
   std::vector<RedistributionRecord> redistributions;
+  /// Conflicts a search reconciled, one line each (sharding propagation).
+  std::vector<std::string> conflicts;
   EstimateRecord estimate;
 };
 

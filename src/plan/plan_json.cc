@@ -100,6 +100,7 @@ OrderedJson planToJson(const Plan& plan) {
                        {"sequence", inputs.sequence}}},
                      {"ops", ops},
                      {"redistributions", redistributions},
+                     {"conflicts", plan.conflicts},
                      {"estimate", estimateToJson(plan.estimate)}};
 }
 

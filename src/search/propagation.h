@@ -2,10 +2,10 @@
 /// \file
 /// Sharding propagation (MindSpore's search_mode "sharding_propagation", seed 002): strategies
 /// spread from a set of fixed ops (user annotations, or the main ops the recursive search decided)
-/// to every other op. Each op reached picks, among its valid strategies (rules::enumerateFactorCuts),
-/// the one with the least redistribution cost on its edges to already-decided neighbours, then the
-/// least compute cost, then a deterministic tie-break. Conflicts between fixed ops are reported with
-/// the redistribution inserted to reconcile them.
+/// to every other op. Each op reached picks, among its valid strategies
+/// (rules::enumerateFactorCuts), the one with the least redistribution cost on its edges to
+/// already-decided neighbours, then the least compute cost, then a deterministic tie-break.
+/// Conflicts between fixed ops are reported with the redistribution inserted to reconcile them.
 
 #include <map>
 #include <string>

@@ -32,7 +32,8 @@ struct RecursiveResult {
   std::vector<std::string> explanation;
 };
 
-Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph, const std::vector<int>& ranks,
+Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph,
+                                               const std::vector<int>& ranks,
                                                const cluster::Cluster& cluster,
                                                const RecursiveOptions& options = {});
 

@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// Redistribution cost between the layouts two neighbouring ops want for one tensor, in both
+/// directions, memoised: transformer layers repeat, so the same layout pairs recur many times.
+
+#include <string>
+#include <unordered_map>
+
+#include "cluster/cluster.h"
+#include "layout/redistribution.h"
+#include "util/expected.h"
+
+namespace autopar::search {
+
+class EdgeCostCache {
+ public:
+  EdgeCostCache(const cluster::Cluster& cluster, layout::RedistributionOptions options)
+      : cluster_(cluster), options_(options) {}
+
+  /// Seconds to redistribute a tensor of `elementBytes`-byte elements from `from` to `to`.
+  Expected<double> seconds(const layout::TensorLayout& from, const layout::TensorLayout& to,
+                           int64_t elementBytes);
+
+  /// Forward (producer output -> consumer input) plus, for a floating tensor, backward (the
+  /// consumer's gradient, partial over `gradPartialAxes`, back to the producer's layout without
+  /// partial sums).
+  Expected<double> edgeSeconds(const layout::TensorLayout& produced,
+                               const layout::TensorLayout& consumed,
+                               const std::vector<int>& gradPartialAxes, int64_t elementBytes,
+                               bool hasGradient);
+
+ private:
+  const cluster::Cluster& cluster_;
+  layout::RedistributionOptions options_;
+  std::unordered_map<std::string, double> cache_;
+};
+
+}  // namespace autopar::search

@@ -31,6 +31,7 @@ struct PlanOptions {
   bool enableAllToAll = false;
   std::string search = "semi_auto";
   bool explain = false;
+  double memCoeff = 0.1;
 };
 
 Expected<std::map<std::string, layout::Strategy>> parseShards(
@@ -67,6 +68,7 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   if (!overrides) return overrides.error();
   request.overrides = std::move(*overrides);
   request.explain = options.explain;
+  request.memCoeff = options.memCoeff;
   request.enableAllToAll = options.enableAllToAll;
   std::vector<int> ranks(static_cast<size_t>(cluster.numDevices));
   std::iota(ranks.begin(), ranks.end(), 0);
@@ -171,6 +173,11 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
   verb->add_option("--search", options->search, "data_parallel | semi_auto | sharding_propagation")
+      ->capture_default_str();
+  verb->add_option("--mem-coeff", options->memCoeff,
+                   "recursive_programming: price of replicated weights against data parallelism "
+                   "(seed 000; higher leads to model parallelism and less memory)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   verb->add_option("--out", options->out, "write the plan JSON here");

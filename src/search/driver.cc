@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "search/recursive.h"
+
 namespace autopar::search {
 
 namespace {
@@ -10,6 +12,7 @@ constexpr std::pair<SearchMode, std::string_view> kModeNames[] = {
     {SearchMode::kDataParallel, "data_parallel"},
     {SearchMode::kSemiAuto, "semi_auto"},
     {SearchMode::kShardingPropagation, "sharding_propagation"},
+    {SearchMode::kRecursiveProgramming, "recursive_programming"},
 };
 
 Expected<SearchOutcome> dataParallel(const ir::Graph& graph, const std::vector<int>& ranks) {
@@ -41,6 +44,23 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();
   return SearchOutcome{std::move(*sharding), std::move(result->log), std::move(result->conflicts)};
+}
+
+Expected<SearchOutcome> recursive(const ir::Graph& graph, const std::vector<int>& ranks,
+                                  const cluster::Cluster& cluster, const SearchRequest& request) {
+  RecursiveOptions options;
+  options.memCoeff = request.memCoeff;
+  options.explain = request.explain;
+  options.enableAllToAll = request.enableAllToAll;
+  auto result = recursiveProgramming(graph, ranks, cluster, options);
+  if (!result) return result.error();
+  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
+  for (const ir::Op& op : graph.ops()) {
+    if (!op.shard.empty()) sources[op.id] = rules::StrategySource::kAnnotation;
+  }
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
+  if (!sharding) return sharding.error();
+  return SearchOutcome{std::move(*sharding), std::move(result->explanation), {}};
 }
 
 }  // namespace
@@ -75,6 +95,8 @@ Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vect
     }
     case SearchMode::kShardingPropagation:
       return propagation(graph, ranks, cluster, request);
+    case SearchMode::kRecursiveProgramming:
+      return recursive(graph, ranks, cluster, request);
   }
   return Error{"unknown search mode"};
 }

@@ -4,7 +4,8 @@
 /// op, by one of MindSpore's parallel modes:
 ///   - data_parallel (parallel_mode 0): every op cuts its batch factor; annotations are ignored;
 ///   - semi_auto (parallel_mode 1): annotated ops keep their strategy, the rest run data parallel;
-///   - sharding_propagation (parallel_mode 2): annotations spread to every other op.
+///   - sharding_propagation (parallel_mode 2): annotations spread to every other op;
+///   - recursive_programming (parallel_mode 2): the double-recursive search, no annotations needed.
 /// After the search a verifier applies every strategy through the rules, so an invalid result is
 /// an error here rather than a wrong plan later.
 
@@ -22,16 +23,17 @@
 
 namespace autopar::search {
 
-enum class SearchMode { kDataParallel, kSemiAuto, kShardingPropagation };
+enum class SearchMode { kDataParallel, kSemiAuto, kShardingPropagation, kRecursiveProgramming };
 
-/// "data_parallel", "semi_auto", "sharding_propagation".
+/// "data_parallel", "semi_auto", "sharding_propagation", "recursive_programming".
 std::string_view searchModeName(SearchMode mode);
 Expected<SearchMode> parseSearchMode(std::string_view name);
 
 struct SearchRequest {
   SearchMode mode = SearchMode::kSemiAuto;
   std::map<std::string, layout::Strategy> overrides;  ///< --shard OP=STRATEGY
-  bool explain = false;                               ///< keep the search's decision log
+  double memCoeff = 0.1;  ///< recursive_programming: seed 000's mem_coeff
+  bool explain = false;   ///< keep the search's decision log
   bool enableAllToAll = false;
 };
 

@@ -4,9 +4,10 @@
 
 namespace autopar::search {
 
-Expected<double> EdgeCostCache::seconds(const layout::TensorLayout& from,
-                                        const layout::TensorLayout& to, int64_t elementBytes) {
-  if (from == to) return 0.0;
+Expected<EdgeCostCache::Cost> EdgeCostCache::lookup(const layout::TensorLayout& from,
+                                                    const layout::TensorLayout& to,
+                                                    int64_t elementBytes) {
+  if (from == to) return Cost{};
   std::string key = from.toString();
   key += '|';
   key += to.toString();
@@ -15,8 +16,24 @@ Expected<double> EdgeCostCache::seconds(const layout::TensorLayout& from,
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   auto plan = layout::redistribute(from, to, cluster_, elementBytes, options_);
   if (!plan) return plan.error();
-  cache_.emplace(std::move(key), plan->seconds);
-  return plan->seconds;
+  const Cost cost{plan->seconds, plan->bytesPerDevice};
+  cache_.emplace(std::move(key), cost);
+  return cost;
+}
+
+Expected<double> EdgeCostCache::seconds(const layout::TensorLayout& from,
+                                        const layout::TensorLayout& to, int64_t elementBytes) {
+  auto cost = lookup(from, to, elementBytes);
+  if (!cost) return cost.error();
+  return cost->seconds;
+}
+
+Expected<int64_t> EdgeCostCache::bytesPerDevice(const layout::TensorLayout& from,
+                                                const layout::TensorLayout& to,
+                                                int64_t elementBytes) {
+  auto cost = lookup(from, to, elementBytes);
+  if (!cost) return cost.error();
+  return cost->bytesPerDevice;
 }
 
 Expected<double> EdgeCostCache::edgeSeconds(const layout::TensorLayout& produced,

@@ -20,6 +20,9 @@ class EdgeCostCache {
   /// Seconds to redistribute a tensor of `elementBytes`-byte elements from `from` to `to`.
   Expected<double> seconds(const layout::TensorLayout& from, const layout::TensorLayout& to,
                            int64_t elementBytes);
+  /// Bytes each device sends for the same redistribution.
+  Expected<int64_t> bytesPerDevice(const layout::TensorLayout& from, const layout::TensorLayout& to,
+                                   int64_t elementBytes);
 
   /// Forward (producer output -> consumer input) plus, for a floating tensor, backward (the
   /// consumer's gradient, partial over `gradPartialAxes`, back to the producer's layout without
@@ -32,7 +35,14 @@ class EdgeCostCache {
  private:
   const cluster::Cluster& cluster_;
   layout::RedistributionOptions options_;
-  std::unordered_map<std::string, double> cache_;
+  struct Cost {
+    double seconds = 0;
+    int64_t bytesPerDevice = 0;
+  };
+  Expected<Cost> lookup(const layout::TensorLayout& from, const layout::TensorLayout& to,
+                        int64_t elementBytes);
+
+  std::unordered_map<std::string, Cost> cache_;
 };
 
 }  // namespace autopar::search

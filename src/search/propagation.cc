@@ -97,6 +97,7 @@ class Propagator {
         }
       }
       if (tensor.isParameter()) {
+        if (!options_.sharedParameterConflictIsError) continue;
         if (auto status = checkSharedParameter(tensor, fixedUses); !status) return status;
         continue;
       }
@@ -279,6 +280,7 @@ class Propagator {
   const ir::Graph& graph_;
   const std::vector<int>& ranks_;
   const cluster::Cluster& cluster_;
+  PropagationOptions options_;
   EdgeCostCache edges_;
   std::vector<rules::ShardingRule> rules_;
   std::vector<std::optional<rules::ShardedOp>> shards_;

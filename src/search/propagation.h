@@ -21,6 +21,10 @@ namespace autopar::search {
 struct PropagationOptions {
   /// Let redistribution use all-to-all when costing edges (seed 001's enable_alltoall).
   bool enableAllToAll = false;
+  /// A parameter that two fixed ops store in different layouts is an error (annotations must
+  /// agree: a parameter has one storage layout). The recursive search turns this off: its main
+  /// ops may disagree, and a redistribution reconciles them.
+  bool sharedParameterConflictIsError = true;
 };
 
 /// Two fixed ops whose layouts for one tensor disagree, and what reconciles them.

@@ -70,6 +70,10 @@ void BM_ShardingPropagation(benchmark::State& state) {
   runSearch(state, search::SearchMode::kShardingPropagation, 8);
 }
 
+void BM_RecursiveProgramming(benchmark::State& state) {
+  runSearch(state, search::SearchMode::kRecursiveProgramming, 0);
+}
+
 void layersAndDevices(benchmark::internal::Benchmark* bench) {
   for (int64_t layers : {20, 40, 80}) bench->Args({layers, 1024});
   for (int64_t devices : {8, 64, 512, 4096, 8192}) bench->Args({80, devices});
@@ -78,6 +82,7 @@ void layersAndDevices(benchmark::internal::Benchmark* bench) {
 
 BENCHMARK(BM_SemiAutoShardAndCost)->Apply(layersAndDevices);
 BENCHMARK(BM_ShardingPropagation)->Apply(layersAndDevices);
+BENCHMARK(BM_RecursiveProgramming)->Apply(layersAndDevices);
 
 }  // namespace
 }  // namespace autopar

@@ -36,6 +36,7 @@ class Propagator {
       : graph_(graph),
         ranks_(ranks),
         cluster_(cluster),
+        options_(options),
         edges_(cluster, layout::RedistributionOptions{options.enableAllToAll}) {}
 
   Status loadRules() {

@@ -160,6 +160,26 @@ TEST(ShardingPropagation, SharedParameterWithTwoLayoutsIsAnError) {
       << result.error().message;
 }
 
+TEST(ShardingPropagation, SharedParameterConflictsCanBeLeftToRedistribution) {
+  // The recursive search turns the shared-parameter error off: its main ops may disagree.
+  ir::Graph graph("shared");
+  auto x = graph.addTensor("x", {{8, 16}, DType::kF32}, TensorRole::kInput);
+  auto w = graph.addTensor("w", {{16, 16}, DType::kF32}, TensorRole::kParameter);
+  auto a = graph.addOp("a", OpKind::kMatMul, {}, {*x, *w}, {"ya"});
+  auto b = graph.addOp("b", OpKind::kMatMul, {}, {graph.op(*a).outputs[0], *w}, {"yb"});
+  auto rule = rules::shardingRuleFor(graph, graph.op(*a));
+  std::map<ir::OpId, rules::FactorCuts> fixed{
+      {*a, *rules::factorCutsFromStrategy(*rule, {{1, 4}, {4, 1}})},
+      {*b, *rules::factorCutsFromStrategy(*rule, {{1, 1}, {1, 4}})}};
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  PropagationOptions options;
+  options.sharedParameterConflictIsError = false;
+  auto result = propagateStrategies(graph, {0, 1, 2, 3}, *cluster, fixed, options);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(result->cuts[*a], fixed[*a]);
+  EXPECT_EQ(result->cuts[*b], fixed[*b]);
+}
+
 TEST(ShardingPropagation, CrossesRankChangingOps) {
   ir::Graph graph("reshape");
   auto x = graph.addTensor("x", {{8, 16, 32}, DType::kF32}, TensorRole::kInput);

@@ -39,8 +39,9 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     if (!graph) return graph.error();
     return LoadedModel{std::move(*graph), model, 0, 0};
   }
-  if (model == "ffn") return loadFfn(options);
-  auto config = frontend::transformerPreset(model);
+  if (model == "ffn" && !options.transformer) return loadFfn(options);
+  auto config = options.transformer ? Expected<frontend::TransformerConfig>(*options.transformer)
+                                    : frontend::transformerPreset(model);
   if (!config) return config.error();
   if (options.sequence > 0) config->seq = options.sequence;
   // --micro-batch is per data-parallel replica, as Megatron-LM's --micro-batch-size; the graph

@@ -4,9 +4,11 @@
 /// name or a yaml spec), with the options that shape them.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cluster/cluster.h"
+#include "frontend/transformer.h"
 #include "ir/graph.h"
 #include "util/expected.h"
 
@@ -19,6 +21,8 @@ struct ModelOptions {
   int64_t sequence = 0;        ///< 0: the preset's default
   int64_t tensorParallel = 0;  ///< >0: annotate Megatron-style with this TP degree
   int64_t dataParallel = 0;    ///< with tensorParallel; 0: devices / tensorParallel
+  /// A transformer given by a run yaml (--config) instead of a preset name.
+  std::optional<frontend::TransformerConfig> transformer;
 };
 
 struct LoadedModel {

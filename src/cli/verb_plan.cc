@@ -11,6 +11,7 @@
 #include "cli/plan_report.h"
 #include "cli/verbs.h"
 #include "cost/graph_cost.h"
+#include "frontend/mindformers_yaml.h"
 #include "plan/plan_json.h"
 #include "rules/graph_sharding.h"
 #include "search/driver.h"
@@ -32,6 +33,8 @@ struct PlanOptions {
   std::string search = "semi_auto";
   bool explain = false;
   double memCoeff = 0.1;
+  std::string config;      ///< a MindFormers-style run yaml
+  std::string configNote;  ///< what the yaml set, printed with the report
 };
 
 Expected<std::map<std::string, layout::Strategy>> parseShards(
@@ -86,6 +89,20 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
   if (options.model.ends_with(".json")) {
     return "shard the largest parameters with --shard (see the strategies above)";
   }
+  if (options.search == "recursive_programming") {
+    // Seed 000: raise mem_coeff (by factors of 4) to trade data parallelism for memory.
+    for (double memCoeff = options.memCoeff * 4; memCoeff <= 1e4; memCoeff *= 4) {
+      PlanOptions candidate = options;
+      candidate.memCoeff = memCoeff;
+      auto evaluated = evaluate(candidate, cluster, options.modelOptions);
+      if (!evaluated) break;
+      const int64_t peak = evaluated->report.memory.total();
+      if (peak <= cluster.device.memoryBytes) {
+        return fmt::format("it would fit with --mem-coeff {:g} (estimated peak {})", memCoeff,
+                           formatBytes(peak));
+      }
+    }
+  }
   const int64_t currentTp = std::max<int64_t>(options.modelOptions.tensorParallel, 1);
   for (int64_t tp = currentTp * 2; tp <= cluster.numDevices; tp *= 2) {
     if (cluster.numDevices % tp != 0) break;
@@ -104,9 +121,71 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
                      cluster.numDevices);
 }
 
-int runPlan(const PlanOptions& options) {
+/// Applies a run yaml's parallel settings and model to the options, as MindFormers would.
+Status applyRunYaml(PlanOptions& options, int64_t numDevices) {
+  auto config = frontend::loadMindFormersYaml(options.config);
+  if (!config) return config.error();
+  if (auto status = frontend::checkDeviceCount(*config, numDevices); !status) return status;
+  const frontend::ParallelSettings& parallel = config->parallel;
+  if (parallel.pipelineStage > 1) {
+    return Error{
+        fmt::format("{}: parallel_config.pipeline_stage: {} stages are not planned yet "
+                    "(pipeline parallelism is issue 4); use 1",
+                    options.config, parallel.pipelineStage)};
+  }
+  switch (parallel.parallelMode) {
+    case frontend::ParallelMode::kDataParallel:
+      options.search = "data_parallel";
+      break;
+    case frontend::ParallelMode::kSemiAuto:
+      options.search = "semi_auto";
+      options.modelOptions.tensorParallel = parallel.modelParallel;
+      options.modelOptions.dataParallel = parallel.dataParallel;
+      break;
+    case frontend::ParallelMode::kAuto:
+      options.search = std::string(frontend::searchModeName(parallel.searchMode));
+      break;
+  }
+  options.memCoeff = parallel.memCoeff;
+  const int64_t dataParallel = parallel.parallelMode == frontend::ParallelMode::kSemiAuto
+                                   ? parallel.dataParallel
+                                   : numDevices;
+  const int64_t clusterBatch = frontend::clusterMicroBatchSize(*config, numDevices);
+  if (clusterBatch % dataParallel != 0) {
+    return Error{fmt::format("{}: a micro-batch of {} samples does not split over data parallel {}",
+                             options.config, clusterBatch, dataParallel)};
+  }
+  options.modelOptions.microBatch = clusterBatch / dataParallel;
+  if (config->model) {
+    options.modelOptions.transformer = config->model;
+    if (options.model.empty()) options.model = config->model->name;
+  }
+  if (options.model.empty()) {
+    return Error{
+        fmt::format("{}: model.model_config: missing; give the model there or with "
+                    "--model",
+                    options.config)};
+  }
+  options.configNote =
+      fmt::format("{}: {}, search {}, mem_coeff {}; {}{}", options.config,
+                  frontend::parallelModeName(parallel.parallelMode), options.search,
+                  parallel.memCoeff, frontend::globalBatchSizeReport(*config, numDevices),
+                  parallel.autoPipeline ? "; auto_pipeline: pipeline planning is not implemented "
+                                          "yet (issue 4), one stage planned"
+                                        : "");
+  return {};
+}
+
+int runPlan(PlanOptions options) {
   auto cluster = loadCluster(options.cluster, options.nodes, options.devices);
   if (!cluster) return reportError(cluster.error());
+  if (!options.config.empty()) {
+    if (auto status = applyRunYaml(options, cluster->numDevices); !status) {
+      return reportError(status.error());
+    }
+  }
+  if (options.model.empty())
+    return reportError(Error{"--model: required (or --config with a model)"});
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
   plan::Plan result = assemblePlan(evaluated->model, evaluated->outcome.sharding, evaluated->report,
@@ -128,6 +207,7 @@ int runPlan(const PlanOptions& options) {
       for (const auto& line : evaluated->outcome.explanation) fmt::print("{}\n", line);
       fmt::print("\n");
     }
+    if (!options.configNote.empty()) fmt::print("{}\n\n", options.configNote);
     ReportHeader header{options.model, cluster->name, cluster->device.name,
                         evaluated->model.graph.parameterCount()};
     fmt::print("{}", formatPlanReport(result, header));
@@ -152,8 +232,11 @@ void addPlanVerb(CLI::App& app, Action& action) {
       "plan",
       "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
       "parallel. Prints strategies, redistributions, step time and memory.");
-  verb->add_option("--model", options->model, "preset name (autopar models) or graph .json")
-      ->required();
+  verb->add_option("--model", options->model,
+                   "preset name (autopar models), graph .json or .onnx (or set by --config)");
+  verb->add_option("--config", options->config,
+                   "MindFormers-style run yaml: parallel_mode, search_mode, mem_coeff, "
+                   "data_parallel, model_parallel, batch and model (docs/mindformers-yaml.md)");
   verb->add_option("--cluster", options->cluster, "preset name (autopar clusters) or .yaml spec")
       ->capture_default_str();
   verb->add_option("--nodes", options->nodes, "number of nodes of a preset")

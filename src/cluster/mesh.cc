@@ -16,14 +16,35 @@ std::vector<int> iota(int64_t count) {
 int64_t product(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
+bool isIota(const std::vector<int>& ranks) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] != static_cast<int>(i)) return false;
+  }
+  return true;
+}
 }  // namespace
 
 Mesh::Mesh(std::vector<int64_t> shape, std::vector<int> ranks)
-    : shape_(std::move(shape)), ranks_(std::move(ranks)) {
-  assert(static_cast<int64_t>(ranks_.size()) == product(shape_));
+    : shape_(std::move(shape)),
+      ranks_(std::make_shared<const std::vector<int>>(std::move(ranks))),
+      defaultRanks_(isIota(*ranks_)) {
+  assert(static_cast<int64_t>(ranks_->size()) == product(shape_));
 }
 
-Mesh::Mesh(std::vector<int64_t> shape) : shape_(std::move(shape)), ranks_(iota(product(shape_))) {}
+Mesh::Mesh(std::vector<int64_t> shape)
+    : shape_(std::move(shape)),
+      ranks_(std::make_shared<const std::vector<int>>(iota(product(shape_)))) {}
+
+const std::vector<int>& Mesh::ranks() const {
+  static const std::vector<int> kNoRanks;
+  return ranks_ ? *ranks_ : kNoRanks;
+}
+
+bool Mesh::operator==(const Mesh& other) const {
+  if (shape_ != other.shape_) return false;
+  if (ranks_ == other.ranks_) return true;
+  return ranks() == other.ranks();
+}
 
 std::vector<int64_t> Mesh::coordinate(int64_t index) const {
   std::vector<int64_t> coord(shape_.size());
@@ -52,7 +73,7 @@ std::vector<int> Mesh::group(int64_t index, std::span<const int> axes) const {
       coord[*it] = rest % shape_[*it];
       rest /= shape_[*it];
     }
-    members.push_back(ranks_[indexOf(coord)]);
+    members.push_back(ranks()[indexOf(coord)]);
   }
   return members;
 }
@@ -61,7 +82,7 @@ std::vector<std::vector<int>> Mesh::groups(std::span<const int> axes) const {
   std::vector<std::vector<int>> result;
   std::set<int> seen;
   for (int64_t index = 0; index < numDevices(); ++index) {
-    if (seen.contains(ranks_[index])) continue;
+    if (seen.contains(ranks()[index])) continue;
     auto members = group(index, axes);
     seen.insert(members.begin(), members.end());
     result.push_back(std::move(members));

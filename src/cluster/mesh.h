@@ -8,6 +8,7 @@
 /// axis 1 through device 5 is ranks {4,5,6,7}; along axis 0 it is {1,5}.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -24,10 +25,12 @@ class Mesh {
   explicit Mesh(std::vector<int64_t> shape);
 
   [[nodiscard]] const std::vector<int64_t>& shape() const { return shape_; }
-  [[nodiscard]] const std::vector<int>& ranks() const { return ranks_; }
+  [[nodiscard]] const std::vector<int>& ranks() const;
+  /// True when the ranks are 0..numDevices()-1 in order.
+  [[nodiscard]] bool hasDefaultRanks() const { return defaultRanks_; }
   [[nodiscard]] int numAxes() const { return static_cast<int>(shape_.size()); }
   [[nodiscard]] int64_t axisSize(int axis) const { return shape_.at(axis); }
-  [[nodiscard]] int64_t numDevices() const { return static_cast<int64_t>(ranks_.size()); }
+  [[nodiscard]] int64_t numDevices() const { return static_cast<int64_t>(ranks().size()); }
 
   /// Coordinate of the device at position `index` (0 <= index < numDevices()).
   [[nodiscard]] std::vector<int64_t> coordinate(int64_t index) const;
@@ -42,11 +45,14 @@ class Mesh {
   /// The outermost link level a group along `axes` crosses, for a given cluster.
   [[nodiscard]] int levelOf(const Cluster& cluster, std::span<const int> axes) const;
 
-  bool operator==(const Mesh&) const = default;
+  bool operator==(const Mesh& other) const;
 
  private:
   std::vector<int64_t> shape_;
-  std::vector<int> ranks_;
+  /// Shared: layouts copy their mesh often, and a mesh over thousands of devices should not copy
+  /// its rank list each time. The list is never modified after construction.
+  std::shared_ptr<const std::vector<int>> ranks_;
+  bool defaultRanks_ = true;
 };
 
 }  // namespace autopar::cluster

@@ -169,9 +169,7 @@ std::string TensorLayout::toString() const {
     }
   }
   std::string out = "{matrix=" + ir::shapeToString(deviceMatrix.shape());
-  std::vector<int> defaultRanks(deviceMatrix.ranks().size());
-  std::iota(defaultRanks.begin(), defaultRanks.end(), 0);
-  if (deviceMatrix.ranks() != defaultRanks) {
+  if (!deviceMatrix.hasDefaultRanks()) {
     out += " ranks=[" + joinInts({deviceMatrix.ranks().begin(), deviceMatrix.ranks().end()}) + "]";
   }
   out += " map=[" + map + "] shape=" + ir::shapeToString(shape);

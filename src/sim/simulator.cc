@@ -1,0 +1,200 @@
+// The simulation needs no event queue ordered by time: a stage runs its actions in a fixed order,
+// so an action starts at max(its stage's previous finish, the arrival of its inputs). Actions are
+// run in any order that respects the dependencies (a worklist of stages that may advance), which
+// gives the same times as a time-ordered simulation. A stage is woken only when an action it may
+// wait on finishes, so the work is O(actions) = O(p * m * v). If the worklist empties with actions
+// left, the stages wait on each other in a cycle: a deadlock.
+
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace autopar::sim {
+
+namespace {
+
+constexpr double kNotRun = -1;
+
+Status checkSeconds(const std::vector<double>& seconds, const std::string& field,
+                    size_t expectedSize, const char* perWhat) {
+  if (seconds.size() != expectedSize) {
+    return Error{fmt::format("{}: expected {} entries (one per {}), got {}", field, expectedSize,
+                             perWhat, seconds.size())};
+  }
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    if (!std::isfinite(seconds[i]) || seconds[i] < 0) {
+      return Error{
+          fmt::format("{}[{}]: expected a finite time >= 0, got {}", field, i, seconds[i])};
+    }
+  }
+  return {};
+}
+
+Status checkInput(const SimulationInput& input) {
+  const PipelineShape& shape = input.shape;
+  if (Status valid = validateShape(shape); !valid) return valid;
+  if (static_cast<int>(input.stages.size()) != shape.stages) {
+    return Error{fmt::format("stages: expected {} entries (one per pipeline stage), got {}",
+                             shape.stages, input.stages.size())};
+  }
+  const size_t chunks = shape.virtualStages;
+  for (int stage = 0; stage < shape.stages; ++stage) {
+    const StageCosts& costs = input.stages[stage];
+    const std::string field = fmt::format("stages[{}]", stage);
+    for (const auto& [name, seconds] : {std::pair{".forward_seconds", &costs.forwardSeconds},
+                                        std::pair{".backward_seconds", &costs.backwardSeconds}}) {
+      if (Status valid = checkSeconds(*seconds, field + name, chunks, "model chunk"); !valid) {
+        return valid;
+      }
+    }
+    if (costs.activationBytes.size() != chunks) {
+      return Error{
+          fmt::format("{}.activation_bytes: expected {} entries (one per model chunk), got {}",
+                      field, chunks, costs.activationBytes.size())};
+    }
+  }
+  if (input.p2pSeconds.empty()) return {};
+  return checkSeconds(input.p2pSeconds, "p2p_seconds", shape.stages, "pipeline stage");
+}
+
+/// Finish times of the forwards and backwards run so far, by (virtual stage, micro-batch).
+class Timeline {
+ public:
+  explicit Timeline(const SimulationInput& input)
+      : input_(input),
+        shape_(input.shape),
+        virtualStages_(shape_.stages * shape_.virtualStages),
+        forwardFinish_(virtualStages_ * shape_.microBatches, kNotRun),
+        backwardFinish_(virtualStages_ * shape_.microBatches, kNotRun) {}
+
+  /// When the inputs of `action` on `stage` have arrived, or nothing if one is not yet computed.
+  std::optional<double> inputsArrive(int stage, const Action& action) const {
+    const int vs = virtualStageOf(shape_, stage, action.chunk);
+    if (action.kind == Action::kForward) {
+      if (vs == 0) return 0.0;
+      const double previous = finish(Action::kForward, vs - 1, action.microBatch);
+      if (previous == kNotRun) return std::nullopt;
+      return previous + linkSeconds(vs - 1);
+    }
+    const double ownForward = finish(Action::kForward, vs, action.microBatch);
+    if (ownForward == kNotRun) return std::nullopt;
+    if (vs == virtualStages_ - 1) return ownForward;
+    const double next = finish(Action::kBackward, vs + 1, action.microBatch);
+    if (next == kNotRun) return std::nullopt;
+    return std::max(ownForward, next + linkSeconds(vs));
+  }
+
+  /// Records that `action` on `stage` finished; returns the stage that waits on it, if any.
+  std::optional<int> record(int stage, const Action& action, double finishSeconds) {
+    const int vs = virtualStageOf(shape_, stage, action.chunk);
+    slot(action.kind, vs, action.microBatch) = finishSeconds;
+    const int consumer = action.kind == Action::kForward ? vs + 1 : vs - 1;
+    if (consumer < 0 || consumer >= virtualStages_) return std::nullopt;
+    return consumer % shape_.stages;
+  }
+
+ private:
+  /// Seconds to cross the link from virtual stage vs to vs + 1 (or back).
+  double linkSeconds(int vs) const {
+    return input_.p2pSeconds.empty() ? 0 : input_.p2pSeconds[vs % shape_.stages];
+  }
+  double finish(Action::Kind kind, int vs, int microBatch) const {
+    const auto& times = kind == Action::kForward ? forwardFinish_ : backwardFinish_;
+    return times[vs * shape_.microBatches + microBatch];
+  }
+  double& slot(Action::Kind kind, int vs, int microBatch) {
+    auto& times = kind == Action::kForward ? forwardFinish_ : backwardFinish_;
+    return times[vs * shape_.microBatches + microBatch];
+  }
+
+  const SimulationInput& input_;
+  const PipelineShape& shape_;
+  int virtualStages_;
+  std::vector<double> forwardFinish_;
+  std::vector<double> backwardFinish_;
+};
+
+double durationSeconds(const StageCosts& costs, const Action& action) {
+  return action.kind == Action::kForward ? costs.forwardSeconds[action.chunk]
+                                         : costs.backwardSeconds[action.chunk];
+}
+
+/// Runs every action; fills busySeconds and finishSeconds, or names a stage left waiting.
+Status runActions(const SimulationInput& input, const Schedule& schedule,
+                  std::vector<StageResult>& results) {
+  const int stages = input.shape.stages;
+  Timeline timeline(input);
+  std::vector<size_t> nextAction(stages, 0);
+  std::vector<int> worklist;
+  for (int stage = stages - 1; stage >= 0; --stage) worklist.push_back(stage);
+  while (!worklist.empty()) {
+    const int stage = worklist.back();
+    worklist.pop_back();
+    const StageSchedule& actions = schedule[stage];
+    StageResult& result = results[stage];
+    for (; nextAction[stage] < actions.size(); ++nextAction[stage]) {
+      const Action& action = actions[nextAction[stage]];
+      const std::optional<double> arrival = timeline.inputsArrive(stage, action);
+      if (!arrival) break;
+      const double duration = durationSeconds(input.stages[stage], action);
+      result.finishSeconds = std::max(result.finishSeconds, *arrival) + duration;
+      result.busySeconds += duration;
+      const std::optional<int> waiting = timeline.record(stage, action, result.finishSeconds);
+      if (waiting && *waiting != stage) worklist.push_back(*waiting);
+    }
+  }
+  for (int stage = 0; stage < stages; ++stage) {
+    if (nextAction[stage] == schedule[stage].size()) continue;
+    return Error{fmt::format("schedule deadlocks: stage {} waits forever at action {} ({})", stage,
+                             nextAction[stage], actionName(schedule[stage][nextAction[stage]]))};
+  }
+  return {};
+}
+
+/// Peaks of one stage. A stage runs one action at a time, so the peak over time is the peak
+/// over the prefixes of its action list.
+void fillPeaks(const StageSchedule& actions, const StageCosts& costs, StageResult& result) {
+  int inFlight = 0;
+  int64_t activationBytes = 0;
+  for (const Action& action : actions) {
+    const int sign = action.kind == Action::kForward ? 1 : -1;
+    inFlight += sign;
+    activationBytes += sign * costs.activationBytes[action.chunk];
+    result.peakInFlight = std::max(result.peakInFlight, inFlight);
+    result.peakActivationBytes = std::max(result.peakActivationBytes, activationBytes);
+  }
+}
+
+}  // namespace
+
+Expected<SimulationResult> simulate(const SimulationInput& input) {
+  if (Status valid = checkInput(input); !valid) return valid.error();
+  Expected<Schedule> schedule = buildSchedule(input.shape);
+  if (!schedule) return schedule.error();
+  return simulateSchedule(input, *schedule);
+}
+
+Expected<SimulationResult> simulateSchedule(const SimulationInput& input,
+                                            const Schedule& schedule) {
+  if (Status valid = checkInput(input); !valid) return valid.error();
+  if (Status valid = checkSchedule(input.shape, schedule); !valid) return valid.error();
+  SimulationResult result;
+  result.stages.resize(input.shape.stages);
+  if (Status ran = runActions(input, schedule, result.stages); !ran) return ran.error();
+  for (int stage = 0; stage < input.shape.stages; ++stage) {
+    StageResult& stageResult = result.stages[stage];
+    fillPeaks(schedule[stage], input.stages[stage], stageResult);
+    result.makespanSeconds = std::max(result.makespanSeconds, stageResult.finishSeconds);
+    result.idealSeconds = std::max(result.idealSeconds, stageResult.busySeconds);
+  }
+  result.bubbleSeconds = result.makespanSeconds - result.idealSeconds;
+  result.bubbleFraction = result.idealSeconds > 0 ? result.bubbleSeconds / result.idealSeconds : 0;
+  return result;
+}
+
+}  // namespace autopar::sim

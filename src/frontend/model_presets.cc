@@ -27,7 +27,9 @@ Config llamaStyle(std::string name, int64_t layers, int64_t hidden, int64_t head
 }
 
 /// A GPT-style decoder: LayerNorm, GeLU MLP, learned positions, biases on every projection,
-/// head tied to the embedding, fp16 (the training type of GPT-3 and of PanGu-alpha on Ascend).
+/// head tied to the embedding, fp16 (the training type of GPT-3 and of PanGu-alpha on Ascend),
+/// and hidden dropout 0.1 (Megatron-LM's GPT, --hidden-dropout default 0.1). The LLaMA-style
+/// models train without dropout.
 Config gptStyle(std::string name, int64_t layers, int64_t hidden, int64_t heads, int64_t ffn,
                 int64_t vocab, int64_t seq) {
   Config config = llamaStyle(std::move(name), layers, hidden, heads, heads, ffn, vocab, seq, 1e-5);
@@ -37,6 +39,7 @@ Config gptStyle(std::string name, int64_t layers, int64_t hidden, int64_t heads,
   config.tiedEmbeddings = true;
   config.linearBias = true;
   config.dtype = ir::DType::kF16;
+  config.hiddenDropout = 0.1;
   return config;
 }
 

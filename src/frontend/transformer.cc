@@ -33,6 +33,7 @@ class TransformerBuilder {
         annotate_(config.dataParallel > 0 || config.tensorParallel > 0),
         dp_(std::max<int64_t>(config.dataParallel, 1)),
         tp_(std::max<int64_t>(config.tensorParallel, 1)),
+        sequenceCuts_(config.sequenceParallel ? tp_ : 1),
         headDim_(config.hidden / config.heads) {}
 
   Expected<ir::Graph> build();
@@ -47,6 +48,8 @@ class TransformerBuilder {
   TensorId linear(const std::string& name, TensorId input, int64_t inFeatures, int64_t outFeatures,
                   bool bias, Parallel parallel);
   TensorId norm(const std::string& name, TensorId input);
+  /// "<name>" Dropout at config_.hiddenDropout, or `input` itself when the rate is 0.
+  TensorId hiddenDropout(const std::string& name, TensorId input);
   TensorId embedding(TensorId tokens);
   TensorId attention(const std::string& prefix, TensorId input);
   TensorId mlp(const std::string& prefix, TensorId input);
@@ -61,6 +64,9 @@ class TransformerBuilder {
   [[nodiscard]] std::vector<int64_t> activation(bool tensorSplit) const {
     return {dp_, 1, tensorSplit ? tp_ : 1};
   }
+  /// Cuts of the hidden state [b, s, h] between the tensor-parallel regions: replicated over tp,
+  /// or split along s with sequence parallelism.
+  [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, sequenceCuts_, 1}; }
 
   const Config& config_;
   ir::Graph graph_;
@@ -69,6 +75,7 @@ class TransformerBuilder {
   bool annotate_;
   int64_t dp_;
   int64_t tp_;
+  int64_t sequenceCuts_;  ///< tp with sequence parallelism, else 1
   int64_t headDim_;
 };
 
@@ -109,11 +116,13 @@ TensorId TransformerBuilder::linear(const std::string& name, TensorId input, int
                                        : ir::StrategyCuts{activation(true), {tp_, 1}};
   TensorId output = addOp(name, OpKind::kMatMul, {input, weight}, cuts(std::move(matmulCuts)));
   if (!bias) return output;
-  // The bias follows its matmul's output: split like the output features.
+  // The bias follows its matmul's output: split like the output features. After a row-parallel
+  // matmul the sum is complete (all-reduced, or reduce-scattered along s with sequence
+  // parallelism) and the bias add runs on the hidden state.
   TensorId biasWeight = addParameter(name + ".bias", {outFeatures});
-  const int64_t featureCuts = column ? tp_ : 1;
-  return addOp(name + ".bias_add", OpKind::kAdd, {output, biasWeight},
-               cuts({activation(column), {featureCuts}}));
+  ir::StrategyCuts biasCuts =
+      column ? ir::StrategyCuts{activation(true), {tp_}} : ir::StrategyCuts{hiddenState(), {1}};
+  return addOp(name + ".bias_add", OpKind::kAdd, {output, biasWeight}, cuts(std::move(biasCuts)));
 }
 
 TensorId TransformerBuilder::norm(const std::string& name, TensorId input) {
@@ -121,11 +130,18 @@ TensorId TransformerBuilder::norm(const std::string& name, TensorId input) {
   attrs.epsilon = config_.normEpsilon;
   TensorId gamma = addParameter(name + ".weight", {config_.hidden});
   if (config_.norm == Config::Norm::kRMSNorm) {
-    return addOp(name, OpKind::kRMSNorm, {input, gamma}, cuts({activation(false), {1}}), attrs);
+    return addOp(name, OpKind::kRMSNorm, {input, gamma}, cuts({hiddenState(), {1}}), attrs);
   }
   TensorId beta = addParameter(name + ".bias", {config_.hidden});
-  return addOp(name, OpKind::kLayerNorm, {input, gamma, beta}, cuts({activation(false), {1}, {1}}),
+  return addOp(name, OpKind::kLayerNorm, {input, gamma, beta}, cuts({hiddenState(), {1}, {1}}),
                attrs);
+}
+
+TensorId TransformerBuilder::hiddenDropout(const std::string& name, TensorId input) {
+  if (config_.hiddenDropout <= 0) return input;
+  ir::OpAttrs attrs;
+  attrs.dropoutRate = config_.hiddenDropout;
+  return addOp(name, OpKind::kDropout, {input}, cuts({hiddenState()}), attrs);
 }
 
 TensorId TransformerBuilder::embedding(TensorId tokens) {
@@ -135,9 +151,10 @@ TensorId TransformerBuilder::embedding(TensorId tokens) {
   TensorId embedded =
       addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, 1}}));
   if (config_.position != Config::Position::kLearned) return embedded;
+  // The table [s, h] broadcasts over the batch; its s is cut like the hidden state's.
   TensorId positions = addParameter("position_embedding.weight", {config_.seq, config_.hidden});
   return addOp("embedding.position_add", OpKind::kAdd, {embedded, positions},
-               cuts({activation(false), {1, 1}}));
+               cuts({hiddenState(), {sequenceCuts_, 1}}));
 }
 
 TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input) {
@@ -188,10 +205,12 @@ TensorId TransformerBuilder::mlp(const std::string& prefix, TensorId input) {
 TensorId TransformerBuilder::layer(int64_t index, TensorId input) {
   block_ = fmt::format("llm.layer.{}", index);
   const std::string prefix = fmt::format("layer{}", index);
-  const ir::StrategyCuts residualCuts = cuts({activation(false), activation(false)});
+  const ir::StrategyCuts residualCuts = cuts({hiddenState(), hiddenState()});
   TensorId attnOut = attention(prefix + ".attn", norm(prefix + ".attn_norm", input));
+  attnOut = hiddenDropout(prefix + ".attn.dropout", attnOut);
   TensorId hidden = addOp(prefix + ".attn.residual", OpKind::kAdd, {input, attnOut}, residualCuts);
   TensorId mlpOut = mlp(prefix + ".mlp", norm(prefix + ".mlp_norm", hidden));
+  mlpOut = hiddenDropout(prefix + ".mlp.dropout", mlpOut);
   return addOp(prefix + ".mlp.residual", OpKind::kAdd, {hidden, mlpOut}, residualCuts);
 }
 
@@ -260,6 +279,10 @@ Status validateDims(const Config& config) {
     return fieldError(config, "normEpsilon",
                       fmt::format("expected a positive number, got {}", config.normEpsilon));
   }
+  if (!(config.hiddenDropout >= 0 && config.hiddenDropout < 1)) {
+    return fieldError(config, "hiddenDropout",
+                      fmt::format("expected a rate in [0, 1), got {}", config.hiddenDropout));
+  }
   return {};
 }
 
@@ -285,6 +308,11 @@ Status validateParallel(const Config& config) {
     return fieldError(
         config, field,
         fmt::format("{} is not divisible by tensorParallel {}", value, config.tensorParallel));
+  }
+  if (config.sequenceParallel && config.seq % config.tensorParallel != 0) {
+    return fieldError(config, "seq",
+                      fmt::format("{} is not divisible by tensorParallel {} (sequenceParallel)",
+                                  config.seq, config.tensorParallel));
   }
   return {};
 }

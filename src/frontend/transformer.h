@@ -13,10 +13,12 @@
 ///   layer<i>.attn.q_rotary    Rotary (position = kRotary only), and k_rotary
 ///   layer<i>.attn.flash_attention  FlashAttention, causal, GQA when kvHeads < heads
 ///   layer<i>.attn.o_proj      MatMul [b,s,heads*d] x [heads*d, h] (+ o_proj.bias_add)
+///   layer<i>.attn.dropout     Dropout (hiddenDropout > 0 only)
 ///   layer<i>.attn.residual    Add
 ///   layer<i>.mlp_norm         RMSNorm/LayerNorm
 ///   SwiGLU: layer<i>.mlp.gate_proj, up_proj, act (SiLU of gate), mul (act * up), down_proj
 ///   GeLU:   layer<i>.mlp.fc1 (+ fc1.bias_add), act (GeLU), fc2 (+ fc2.bias_add)
+///   layer<i>.mlp.dropout      Dropout (hiddenDropout > 0 only)
 ///   layer<i>.mlp.residual     Add
 /// Every op's output tensor carries the op's name; a parameter is "<op>.weight" or "<op>.bias"
 /// ("layer3.attn.q_proj.weight", "layer3.attn_norm.weight").
@@ -25,19 +27,31 @@
 /// "lm_head" and "loss" (CrossEntropy with labels [b,s] int32), all in block "head".
 ///
 /// With dataParallel or tensorParallel set, every op carries a Megatron-style shard annotation
-/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp):
+/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp). sp is the cut of
+/// the sequence dim s: 1, or tp with sequenceParallel.
 ///   embedding (Gather)              ((tp,1), (dp,1))       vocab-parallel table
-///   embedding.position_add          ((dp,1,1), (1,1))
-///   norms                           ((dp,1,1), (1,)) [, (1,) for LayerNorm's beta]
+///   embedding.position_add          ((dp,sp,1), (sp,1))
+///   norms                           ((dp,sp,1), (1,)) [, (1,) for LayerNorm's beta]
 ///   q/k/v, gate/up, fc1 (column)    ((dp,1,1), (1,tp))
 ///   their bias adds                 ((dp,1,tp), (tp,))
 ///   rotary, SiLU/GeLU               ((dp,1,tp))
 ///   mlp.mul                         ((dp,1,tp), (dp,1,tp))
 ///   flash_attention                 ((dp,1,tp), (dp,1,tp), (dp,1,tp))
-///   o_proj, down_proj, fc2 (row)    ((dp,1,tp), (tp,1)), bias adds ((dp,1,1), (1,))
-///   residual adds                   ((dp,1,1), (dp,1,1))
+///   o_proj, down_proj, fc2 (row)    ((dp,1,tp), (tp,1)), bias adds ((dp,sp,1), (1,))
+///   attn/mlp dropouts               ((dp,sp,1))
+///   residual adds                   ((dp,sp,1), (dp,sp,1))
 ///   lm_head                         ((dp,1,1), (1,tp)); tied (transposeB) ((dp,1,1), (tp,1))
 ///   loss                            ((dp,1,tp), (dp,1))
+/// Sequence parallelism (Korthikanti et al. 2022, Megatron-LM --sequence-parallel) thus only
+/// changes the ops between the tensor-parallel regions; the layout engine then turns the all-reduce
+/// after each row-parallel matmul into a reduce-scatter along s, and gathers s before each
+/// column-parallel matmul. Example, tp = 4, x [b,s,h]:
+///   without: o_proj partial sums --all-reduce--> residual (1,1,1) --> mlp_norm --> fc1
+///   with:    o_proj partial sums --reduce-scatter s--> residual (1,4,1) --> mlp_norm (1,4,1)
+///            --all-gather s--> fc1
+/// Both move the same bytes; the norms, dropouts and residuals then hold 1/tp of their activations.
+/// Each tp rank now sees only its part of s, so the gradients of the norm weights and of the
+/// row-parallel biases are summed over tp (a small all-reduce each, as in Megatron-LM).
 
 #include <cstdint>
 #include <string>
@@ -72,17 +86,24 @@ struct TransformerConfig {
   bool qkvBias = false;         ///< biases on q/k/v only (Qwen)
   bool linearBias = false;      ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
   double normEpsilon = 1e-5;
+  /// Dropout rate on the attention and MLP outputs before each residual add (Megatron-LM's
+  /// hidden_dropout); 0 adds no Dropout ops.
+  double hiddenDropout = 0.0;
   ir::DType dtype = ir::DType::kBF16;
   /// When either is > 0, annotate ops Megatron-style as MindFormers' parallel_config does; the
   /// other then counts as 1. microBatch must divide by dataParallel; heads, kvHeads, ffn and
   /// vocab by tensorParallel.
   int64_t dataParallel = 0;
   int64_t tensorParallel = 0;
+  /// Cut the sequence dim of the norms, dropouts and residual adds by tensorParallel instead of
+  /// replicating them (seq must then divide by tensorParallel); no effect when tensorParallel <= 1.
+  bool sequenceParallel = false;
 };
 
 /// Checks a config; errors name the config and the field:
 ///   "llama2-7b: kvHeads: heads 32 is not divisible by kvHeads 5"
 ///   "llama2-7b: vocab: 32001 is not divisible by tensorParallel 8"
+///   "gpt3-175b: seq: 2050 is not divisible by tensorParallel 8 (sequenceParallel)"
 Status validateTransformerConfig(const TransformerConfig& config);
 
 /// Builds the training graph of one micro-batch. Parameter count follows the architecture

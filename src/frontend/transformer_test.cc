@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
+
+#include "frontend/model_presets.h"
 
 namespace autopar::frontend {
 namespace {
@@ -57,6 +61,12 @@ ir::Shape tensorShape(const ir::Graph& graph, const std::string& name) {
 size_t countKind(const ir::Graph& graph, ir::OpKind kind) {
   return std::count_if(graph.ops().begin(), graph.ops().end(),
                        [&](const ir::Op& op) { return op.kind == kind; });
+}
+
+/// The op consuming `opName`'s output tensor, by name (the first one).
+std::string consumerOf(const ir::Graph& graph, const std::string& opName) {
+  const ir::Tensor& output = graph.tensor(opNamed(graph, opName).outputs.front());
+  return output.consumers.empty() ? "<none>" : graph.op(output.consumers.front()).name;
 }
 
 std::string errorOf(const Config& config) {
@@ -232,6 +242,156 @@ TEST(Transformer, GptStyleAnnotationsForBiasesPositionsAndTiedHead) {
   EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{1, 1, 1}, {4, 1}}));
 }
 
+TEST(Transformer, HiddenDropoutSitsBetweenTheOutputProjectionsAndTheResiduals) {
+  Config config = tinyGpt();
+  config.hiddenDropout = 0.1;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  // embedding, position_add, 18 + 2 dropouts per layer, final_norm, lm_head, loss.
+  EXPECT_EQ(graph->ops().size(), 2u + 20 * 2 + 3);
+  EXPECT_EQ(countKind(*graph, ir::OpKind::kDropout), 2u * 2);
+  EXPECT_EQ(consumerOf(*graph, "layer1.attn.o_proj.bias_add"), "layer1.attn.dropout");
+  EXPECT_EQ(consumerOf(*graph, "layer1.attn.dropout"), "layer1.attn.residual");
+  EXPECT_EQ(consumerOf(*graph, "layer1.mlp.fc2.bias_add"), "layer1.mlp.dropout");
+  EXPECT_EQ(consumerOf(*graph, "layer1.mlp.dropout"), "layer1.mlp.residual");
+  const ir::Op& dropout = opNamed(*graph, "layer1.mlp.dropout");
+  EXPECT_EQ(dropout.attrs.dropoutRate, 0.1);
+  EXPECT_EQ(dropout.block, "llm.layer.1");
+  EXPECT_EQ(outputShape(*graph, "layer1.mlp.dropout"), (ir::Shape{4, 8, 64}));
+  EXPECT_EQ(transformerParameterCount(config), graph->parameterCount());
+
+  // Without biases the dropout follows the row-parallel matmul itself.
+  Config llama = tinyLlama();
+  llama.hiddenDropout = 0.2;
+  auto llamaGraph = buildTransformer(llama);
+  ASSERT_TRUE(llamaGraph) << llamaGraph.error().message;
+  EXPECT_EQ(consumerOf(*llamaGraph, "layer0.attn.o_proj"), "layer0.attn.dropout");
+  EXPECT_EQ(consumerOf(*llamaGraph, "layer0.mlp.down_proj"), "layer0.mlp.dropout");
+  EXPECT_EQ(opNamed(*llamaGraph, "layer0.attn.dropout").attrs.dropoutRate, 0.2);
+}
+
+TEST(Transformer, HiddenDropoutIsAnnotatedLikeTheResiduals) {
+  Config config = tinyGpt();
+  config.hiddenDropout = 0.1;
+  config.dataParallel = 2;
+  config.tensorParallel = 4;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.dropout").shard, (ir::StrategyCuts{{2, 1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.dropout").shard, (ir::StrategyCuts{{2, 1, 1}}));
+}
+
+TEST(Transformer, GptPresetsTrainWithHiddenDropoutLlamaStylePresetsWithout) {
+  auto pangu = buildPresetGraph("pangu-alpha-2.6b", 1);
+  ASSERT_TRUE(pangu) << pangu.error().message;
+  EXPECT_EQ(countKind(*pangu, ir::OpKind::kDropout), 2u * 32);
+  for (int layer = 0; layer < 32; ++layer) {
+    for (const char* part : {"attn", "mlp"}) {
+      const std::string name = "layer" + std::to_string(layer) + "." + part + ".dropout";
+      EXPECT_EQ(opNamed(*pangu, name).attrs.dropoutRate, 0.1) << name;
+    }
+  }
+  for (const char* name : {"gpt3-175b", "pangu-alpha-13b"}) {
+    auto config = transformerPreset(name);
+    ASSERT_TRUE(config) << config.error().message;
+    EXPECT_EQ(config->hiddenDropout, 0.1) << name;
+  }
+  auto llama = buildPresetGraph("llama2-7b", 1);
+  ASSERT_TRUE(llama) << llama.error().message;
+  EXPECT_EQ(countKind(*llama, ir::OpKind::kDropout), 0u);
+  for (const char* name :
+       {"llama2-13b", "llama2-70b", "baichuan2-7b", "baichuan2-13b", "qwen-7b", "qwen-14b"}) {
+    auto config = transformerPreset(name);
+    ASSERT_TRUE(config) << config.error().message;
+    EXPECT_EQ(config->hiddenDropout, 0.0) << name;
+  }
+}
+
+/// tinyGpt with hidden dropout and 8 heads, so that tp = 8 divides heads, ffn, vocab and seq.
+Config tinyGptForTp8() {
+  Config config = tinyGpt();
+  config.heads = 8;
+  config.kvHeads = 8;
+  config.hiddenDropout = 0.1;
+  config.dataParallel = 2;
+  config.tensorParallel = 8;
+  return config;
+}
+
+TEST(Transformer, SequenceParallelCutsTheSequenceDimBetweenTensorParallelRegions) {
+  using Cuts = ir::StrategyCuts;
+  Config config = tinyGptForTp8();
+  auto plain = buildTransformer(config);
+  ASSERT_TRUE(plain) << plain.error().message;
+  config.sequenceParallel = true;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  ASSERT_EQ(graph->ops().size(), plain->ops().size());
+
+  const Cuts hiddenAndBias = {{2, 8, 1}, {1}};
+  const std::map<std::string, Cuts> sequenceSplit = {
+      {"embedding.position_add", {{2, 8, 1}, {8, 1}}},  {"layer1.attn_norm", {{2, 8, 1}, {1}, {1}}},
+      {"layer1.attn.o_proj.bias_add", hiddenAndBias},   {"layer1.attn.dropout", {{2, 8, 1}}},
+      {"layer1.attn.residual", {{2, 8, 1}, {2, 8, 1}}}, {"layer1.mlp_norm", {{2, 8, 1}, {1}, {1}}},
+      {"layer1.mlp.fc2.bias_add", hiddenAndBias},       {"layer1.mlp.dropout", {{2, 8, 1}}},
+      {"layer1.mlp.residual", {{2, 8, 1}, {2, 8, 1}}},  {"final_norm", {{2, 8, 1}, {1}, {1}}},
+  };
+  for (const auto& [name, expected] : sequenceSplit) {
+    EXPECT_EQ(opNamed(*graph, name).shard, expected) << name;
+  }
+  // Every op that is not one of those (in any layer) keeps its Megatron annotation: the matmuls,
+  // their column-parallel bias adds, attention, GeLU, the embedding, the head and the loss.
+  size_t changed = 0;
+  for (size_t i = 0; i < graph->ops().size(); ++i) {
+    const ir::Op& op = graph->ops()[i];
+    const bool inSequenceRegion =
+        op.kind == ir::OpKind::kLayerNorm || op.kind == ir::OpKind::kDropout ||
+        op.name.ends_with("residual") || op.name.ends_with("o_proj.bias_add") ||
+        op.name.ends_with("fc2.bias_add") || op.name == "embedding.position_add";
+    if (inSequenceRegion) {
+      ++changed;
+      ASSERT_FALSE(op.shard.empty()) << op.name;
+      EXPECT_EQ(op.shard[0], (std::vector<int64_t>{2, 8, 1})) << op.name;
+      continue;
+    }
+    EXPECT_EQ(op.shard, plain->ops()[i].shard) << op.name;
+  }
+  // Per layer 2 norms, 2 row-parallel bias adds, 2 dropouts, 2 residuals; position add, final
+  // norm.
+  EXPECT_EQ(changed, 8u * 2 + 2);
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.q_proj").shard, (Cuts{{2, 1, 1}, {1, 8}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.fc2").shard, (Cuts{{2, 1, 8}, {8, 1}}));
+}
+
+TEST(Transformer, SequenceParallelCutsRmsNormsOfLlamaStyleModels) {
+  Config config = tinyLlama();
+  config.tensorParallel = 2;
+  config.sequenceParallel = true;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  using Cuts = ir::StrategyCuts;
+  EXPECT_EQ(opNamed(*graph, "layer0.attn_norm").shard, (Cuts{{1, 2, 1}, {1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.residual").shard, (Cuts{{1, 2, 1}, {1, 2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.down_proj").shard, (Cuts{{1, 1, 2}, {2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.gate_proj").shard, (Cuts{{1, 1, 1}, {1, 2}}));
+}
+
+TEST(Transformer, SequenceParallelWithoutTensorParallelChangesNothing) {
+  for (int64_t tensorParallel : {0, 1}) {
+    Config config = tinyGptForTp8();
+    config.tensorParallel = tensorParallel;
+    config.seq = 7;  // not divisible by 8: the tp check does not apply
+    auto plain = buildTransformer(config);
+    ASSERT_TRUE(plain) << plain.error().message;
+    config.sequenceParallel = true;
+    auto graph = buildTransformer(config);
+    ASSERT_TRUE(graph) << graph.error().message;
+    for (size_t i = 0; i < graph->ops().size(); ++i) {
+      EXPECT_EQ(graph->ops()[i].shard, plain->ops()[i].shard) << graph->ops()[i].name;
+    }
+  }
+}
+
 TEST(TransformerErrors, DimensionsMustBePositive) {
   Config config = tinyLlama();
   config.layers = 0;
@@ -279,6 +439,24 @@ TEST(TransformerErrors, ParallelDegreesMustDivide) {
   config.tensorParallel = -1;
   EXPECT_EQ(errorOf(config),
             "tiny-llama: tensorParallel: expected 0 (no annotation) or a positive degree, got -1");
+}
+
+TEST(TransformerErrors, SequenceParallelNeedsSeqDivisibleByTensorParallel) {
+  Config config = tinyLlama();
+  config.tensorParallel = 2;
+  config.seq = 9;
+  EXPECT_EQ(errorOf(config), "<ok>");
+  config.sequenceParallel = true;
+  EXPECT_EQ(errorOf(config),
+            "tiny-llama: seq: 9 is not divisible by tensorParallel 2 (sequenceParallel)");
+}
+
+TEST(TransformerErrors, HiddenDropoutMustBeARate) {
+  Config config = tinyGpt();
+  config.hiddenDropout = 1.0;
+  EXPECT_EQ(errorOf(config), "tiny-gpt: hiddenDropout: expected a rate in [0, 1), got 1");
+  config.hiddenDropout = -0.1;
+  EXPECT_EQ(errorOf(config), "tiny-gpt: hiddenDropout: expected a rate in [0, 1), got -0.1");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "cluster/collective.h"
+#include "cost/activations.h"
 #include "cost/op_cost.h"
 
 namespace autopar::cost {
@@ -17,82 +19,128 @@ namespace {
 constexpr double kOptimizerBytesPerElement = 30.0;
 /// Streaming efficiency of HBM, as in compute.cc.
 constexpr double kOptimizerMemoryEfficiency = 0.85;
+/// Host-side Adam: about 14 floating-point operations per element (moments, bias correction,
+/// square root, division and update), at the host's compute rate.
+constexpr double kHostOptimizerFlopsPerElement = 14.0;
 
 struct Context {
   const ir::Graph& graph;
   const std::vector<rules::ShardedOp>& sharded;
   const cluster::Cluster& cluster;
   const EvaluateOptions& options;
+  std::vector<int> stageOf;                   ///< per op
+  std::vector<layout::TensorLayout> sources;  ///< per tensor with consumers
+  std::vector<ParameterCollective> parameterCollectives;
+  /// Per op: backward seconds of it and of the later ops of its stage (backward runs in reverse,
+  /// so this is when its backward ends); per stage: the whole backward.
+  std::vector<double> backwardDoneSeconds;
+  std::vector<double> stageBackwardSeconds;
   CostReport report;
+
+  StageCost& stage(ir::OpId op) {
+    return report.stages[static_cast<size_t>(stageOf[static_cast<size_t>(op)])];
+  }
 };
 
 int64_t elementBytes(const ir::Graph& graph, ir::TensorId tensor) {
   return ir::dtypeBytes(graph.tensor(tensor).type.dtype);
 }
 
-/// Where a tensor lives before its consumers read it: the producer's output layout, or for a
-/// parameter or input, the layout its first consumer needs.
-layout::TensorLayout sourceLayout(const Context& ctx, ir::TensorId tensorId) {
-  const ir::Tensor& tensor = ctx.graph.tensor(tensorId);
-  if (tensor.producer != ir::kNoOp) {
-    const ir::Op& producer = ctx.graph.op(tensor.producer);
-    for (size_t j = 0; j < producer.outputs.size(); ++j) {
-      if (producer.outputs[j] == tensorId) return ctx.sharded[producer.id].outputs[j];
-    }
+layout::TensorLayout inputLayoutOf(const Context& ctx, const ir::Op& op, ir::TensorId tensor) {
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i] == tensor) return ctx.sharded[op.id].inputs[i];
   }
-  const ir::Op& first = ctx.graph.op(tensor.consumers.front());
-  for (size_t i = 0; i < first.inputs.size(); ++i) {
-    if (first.inputs[i] == tensorId) return ctx.sharded[first.id].inputs[i];
-  }
-  return layout::TensorLayout::replicated(ctx.sharded[first.id].matrix, tensor.type.shape);
-}
-
-Status addRedistribution(Context& ctx, EdgeRedistribution edge, const layout::TensorLayout& from,
-                         const layout::TensorLayout& to) {
-  auto plan = layout::redistribute(from, to, ctx.cluster, elementBytes(ctx.graph, edge.tensor),
-                                   ctx.options.redistribution);
-  if (!plan) {
-    return plan.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(edge.tensor).name));
-  }
-  if (plan->empty()) return {};
-  edge.redistribution = std::move(*plan);
-  double& bucket = edge.isGradientSync ? ctx.report.time.gradientSyncSeconds
-                                       : ctx.report.time.communicationSeconds;
-  bucket += edge.redistribution.seconds;
-  ctx.report.redistributions.push_back(std::move(edge));
   return {};
 }
 
-/// Calls `visit(layout, consumer)` once per distinct layout among the (consumer, input index)
-/// uses of `tensor`, with `layoutOf(consumer, index)` giving each use's layout, in graph order.
+/// Where each tensor lives before its consumers read it: the producer's output layout; for a
+/// parameter its storage layout; for an input the layout its first consumer needs.
+void placeSources(Context& ctx) {
+  ctx.sources.resize(ctx.graph.tensors().size());
+  for (const ParameterPlacement& placement : ctx.report.parameters) {
+    ctx.sources[static_cast<size_t>(placement.tensor)] = placement.storage;
+  }
+  for (const ir::Tensor& tensor : ctx.graph.tensors()) {
+    if (tensor.consumers.empty() || tensor.isParameter()) continue;
+    auto& source = ctx.sources[static_cast<size_t>(tensor.id)];
+    if (tensor.producer == ir::kNoOp) {
+      source = inputLayoutOf(ctx, ctx.graph.op(tensor.consumers.front()), tensor.id);
+      continue;
+    }
+    const ir::Op& producer = ctx.graph.op(tensor.producer);
+    for (size_t j = 0; j < producer.outputs.size(); ++j) {
+      if (producer.outputs[j] == tensor.id) source = ctx.sharded[producer.id].outputs[j];
+    }
+  }
+}
+
+Expected<layout::Redistribution> plan(const Context& ctx, ir::TensorId tensor,
+                                      const layout::TensorLayout& from,
+                                      const layout::TensorLayout& to) {
+  auto result = layout::redistribute(from, to, ctx.cluster, elementBytes(ctx.graph, tensor),
+                                     ctx.options.redistribution);
+  if (!result) {
+    return result.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(tensor).name));
+  }
+  return result;
+}
+
+/// Calls `visit(layout, consumer)` once per distinct (layout, stage) among the uses of `tensor`,
+/// with `layoutOf(consumer, index)` giving each use's layout, in graph order.
 template <class LayoutOf, class Visit>
 Status forEachDistinctUse(const Context& ctx, const ir::Tensor& tensor, LayoutOf layoutOf,
                           Visit visit) {
-  std::vector<layout::TensorLayout> seen;
+  std::vector<std::pair<layout::TensorLayout, int>> seen;
   for (ir::OpId consumerId : tensor.consumers) {
     const ir::Op& consumer = ctx.graph.op(consumerId);
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
       if (consumer.inputs[i] != tensor.id) continue;
-      layout::TensorLayout use = layoutOf(consumerId, i);
+      auto use = std::make_pair(layoutOf(consumerId, i), ctx.stageOf[consumerId]);
       if (std::find(seen.begin(), seen.end(), use) != seen.end()) continue;
       seen.push_back(use);
-      if (auto status = visit(use, consumerId); !status) return status;
+      if (auto status = visit(use.first, consumerId); !status) return status;
     }
   }
   return {};
 }
 
-/// Consumers that need the same layout share one redistribution of the tensor.
+void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer,
+                            bool gradient, layout::Redistribution redistribution) {
+  const ir::Op& op = ctx.graph.op(consumer);
+  ParameterCollective collective;
+  collective.parameter = tensor.name;
+  collective.block = op.block;
+  collective.stage = ctx.stageOf[consumer];
+  collective.fusionId = ctx.graph.settingsOf(op).commFusion;
+  collective.gradient = gradient;
+  // A gradient is complete when the backward reaches the parameter's first consumer.
+  const ir::OpId first = tensor.consumers.front();
+  const double total = ctx.stageBackwardSeconds[static_cast<size_t>(collective.stage)];
+  collective.readyFraction = total > 0 ? ctx.backwardDoneSeconds[first] / total : 1.0;
+  collective.redistribution = std::move(redistribution);
+  ctx.parameterCollectives.push_back(std::move(collective));
+}
+
+/// Consumers that need the same layout on the same stage share one redistribution.
 Status costForwardEdges(Context& ctx) {
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.consumers.empty()) continue;
-    const layout::TensorLayout source = sourceLayout(ctx, tensor.id);
+    const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          EdgeRedistribution edge{
-              tensor.id, tensor.producer, consumer, EdgeDirection::kForward, false, {}};
-          return addRedistribution(ctx, edge, source, target);
+          auto redistribution = plan(ctx, tensor.id, source, target);
+          if (!redistribution) return Status{redistribution.error()};
+          if (redistribution->empty()) return Status{};
+          EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kForward,
+                                  false,     *redistribution};
+          if (tensor.isParameter()) {
+            addParameterCollective(ctx, tensor, consumer, false, *redistribution);
+          } else {
+            ctx.stage(consumer).forwardCommSeconds += redistribution->seconds;
+          }
+          ctx.report.redistributions.push_back(std::move(edge));
+          return Status{};
         });
     if (!status) return status;
   }
@@ -113,84 +161,240 @@ Status costBackwardEdges(Context& ctx) {
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.role == ir::TensorRole::kInput || tensor.consumers.empty()) continue;
     if (!ir::isFloating(tensor.type.dtype)) continue;
-    const layout::TensorLayout target = sourceLayout(ctx, tensor.id).withoutPartial();
+    const layout::TensorLayout target =
+        ctx.sources[static_cast<size_t>(tensor.id)].withoutPartial();
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          EdgeRedistribution edge{
-              tensor.id, tensor.producer, consumer, EdgeDirection::kBackward, tensor.isParameter(),
-              {}};
-          return addRedistribution(ctx, edge, grad, target);
+          auto redistribution = plan(ctx, tensor.id, grad, target);
+          if (!redistribution) return Status{redistribution.error()};
+          if (redistribution->empty()) return Status{};
+          EdgeRedistribution edge{tensor.id,
+                                  tensor.producer,
+                                  consumer,
+                                  EdgeDirection::kBackward,
+                                  tensor.isParameter(),
+                                  *redistribution};
+          if (tensor.isParameter()) {
+            addParameterCollective(ctx, tensor, consumer, true, *redistribution);
+          } else {
+            ctx.stage(consumer).backwardCommSeconds += redistribution->seconds;
+          }
+          ctx.report.redistributions.push_back(std::move(edge));
+          return Status{};
         });
     if (!status) return status;
   }
   return {};
 }
 
-int64_t sliceBytes(const layout::TensorLayout& layout, ir::DType dtype) {
-  return layout.sliceElements() * ir::dtypeBytes(dtype);
+/// A host-placed op computes at the host's rate and copies its device-side activations over PCIe
+/// both ways: inputs in and outputs out in forward, their gradients back in backward.
+OpCost hostOpCost(const Context& ctx, const ir::Op& op, OpCost cost, StageCost& stage) {
+  const cluster::HostSpec& host = ctx.cluster.host;
+  cost.forwardSeconds = host.flopsPerSecond > 0 ? cost.forwardFlops / host.flopsPerSecond : 0;
+  cost.backwardSeconds = host.flopsPerSecond > 0 ? cost.backwardFlops / host.flopsPerSecond : 0;
+  int64_t bytes = 0;
+  const rules::ShardedOp& shard = ctx.sharded[op.id];
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (ctx.graph.tensor(op.inputs[i]).isParameter()) continue;
+    bytes += shard.inputs[i].sliceElements() * elementBytes(ctx.graph, op.inputs[i]);
+  }
+  for (size_t j = 0; j < op.outputs.size(); ++j) {
+    bytes += shard.outputs[j].sliceElements() * elementBytes(ctx.graph, op.outputs[j]);
+  }
+  if (host.linkBytesPerSecond > 0) {
+    stage.hostTransferSeconds += 2.0 * static_cast<double>(bytes) / host.linkBytesPerSecond;
+  }
+  return cost;
 }
 
 Status costOps(Context& ctx) {
   for (const ir::Op& op : ctx.graph.ops()) {
     auto cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster);
     if (!cost) return cost.error();
-    ctx.report.time.computeSeconds += cost->forwardSeconds + cost->backwardSeconds;
-    ctx.report.time.communicationSeconds += cost->internalCommSeconds;
+    StageCost& stage = ctx.stage(op.id);
+    if (op.placement == ir::Placement::kHost) *cost = hostOpCost(ctx, op, *cost, stage);
+    stage.forwardComputeSeconds += cost->forwardSeconds;
+    stage.backwardComputeSeconds += cost->backwardSeconds;
+    stage.forwardCommSeconds += cost->internalCommSeconds;
     ctx.report.ops.push_back(*cost);
+  }
+  ctx.backwardDoneSeconds.assign(ctx.graph.ops().size(), 0.0);
+  ctx.stageBackwardSeconds.assign(static_cast<size_t>(ctx.options.stages), 0.0);
+  for (size_t i = ctx.graph.ops().size(); i-- > 0;) {
+    double& total = ctx.stageBackwardSeconds[static_cast<size_t>(ctx.stageOf[i])];
+    total += ctx.report.ops[i].backwardSeconds;
+    ctx.backwardDoneSeconds[i] = total;
   }
   return {};
 }
 
-void costParameters(Context& ctx) {
-  double optimizerBytes = 0;
-  for (ir::TensorId id : ctx.graph.parameters()) {
-    const ir::Tensor& tensor = ctx.graph.tensor(id);
-    if (tensor.consumers.empty()) continue;
-    const int64_t elements = sourceLayout(ctx, id).sliceElements();
-    const auto state = parameterStateBytes(elements, tensor.type.dtype, ctx.options.optimizer);
-    ctx.report.memory.parameterBytes += state.weight;
-    ctx.report.memory.gradientBytes += state.gradient;
-    ctx.report.memory.optimizerBytes += state.optimizer;
-    optimizerBytes += static_cast<double>(elements) * kOptimizerBytesPerElement;
-  }
-  ctx.report.time.optimizerSeconds =
-      optimizerBytes / (ctx.cluster.device.memoryBytesPerSecond * kOptimizerMemoryEfficiency);
+/// The stages whose ops read `tensor`.
+std::set<int> stagesUsing(const Context& ctx, const ir::Tensor& tensor) {
+  std::set<int> stages;
+  for (ir::OpId consumer : tensor.consumers) stages.insert(ctx.stageOf[consumer]);
+  return stages;
 }
 
-/// Activations kept for backward, each tensor counted once, at its local size.
-void costActivations(Context& ctx) {
-  std::set<ir::TensorId> counted;
-  int64_t bytes = 0;
-  for (const ir::Op& op : ctx.graph.ops()) {
-    const rules::ShardedOp& shard = ctx.sharded[op.id];
-    const ir::BackwardRule backward = ctx.graph.backwardRule(op);
-    for (const ir::SavedTensor& saved : backward.saved) {
-      using Source = ir::SavedTensor::Source;
-      if (saved.source == Source::kExtra) {
-        const auto& output = ctx.graph.tensor(op.outputs.front()).type;
-        const double share = static_cast<double>(shard.outputs.front().sliceElements()) /
-                             static_cast<double>(ir::numElements(output.shape));
-        bytes += static_cast<int64_t>(static_cast<double>(saved.bytes) * share);
+/// Point-to-point cost between the devices of stage `from` and `to` holding the same slice.
+double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
+  if (bytes == 0) return 0;
+  const int ranks[] = {from * ctx.options.rankStride, to * ctx.options.rankStride};
+  return cluster::collectiveCost(ctx.cluster, cluster::Collective::kSendRecv, ranks, bytes).seconds;
+}
+
+/// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on
+/// each and its gradient all-reduced between them, as Megatron-LM does.
+void costParameters(Context& ctx) {
+  const auto& options = ctx.options;
+  for (const ParameterPlacement& placement : ctx.report.parameters) {
+    const ir::Tensor& tensor = ctx.graph.tensor(placement.tensor);
+    const auto state =
+        placedStateBytes(ctx.graph, placement, options.optimizerParallel, options.optimizer);
+    const std::set<int> stages = stagesUsing(ctx, tensor);
+    const double elements =
+        static_cast<double>(options.optimizerParallel.groupUpdate
+                                ? placement.use.sliceElements() / placement.optimizerShards
+                                : placement.storage.sliceElements());
+    for (int s : stages) {
+      StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
+      if (placement.onHost) {
+        stage.memory.hostBytes += state.total();
+        if (ctx.cluster.host.flopsPerSecond > 0) {
+          stage.optimizerSeconds +=
+              elements * kHostOptimizerFlopsPerElement / ctx.cluster.host.flopsPerSecond;
+        }
         continue;
       }
-      const bool isInput = saved.source == Source::kInput;
-      const ir::TensorId id = isInput ? op.inputs[saved.index] : op.outputs[saved.index];
-      if (ctx.graph.tensor(id).isParameter() || !counted.insert(id).second) continue;
-      const auto& layout = isInput ? shard.inputs[saved.index] : shard.outputs[saved.index];
-      bytes += sliceBytes(layout, ctx.graph.tensor(id).type.dtype);
+      stage.memory.parameterBytes += state.weight;
+      stage.memory.gradientBytes += state.gradient;
+      stage.memory.optimizerBytes += state.optimizer;
+      stage.optimizerSeconds +=
+          elements * kOptimizerBytesPerElement /
+          (ctx.cluster.device.memoryBytesPerSecond * kOptimizerMemoryEfficiency);
+      if (stages.size() > 1) {
+        const double shared = sendSeconds(ctx, *stages.begin(), *stages.rbegin(), state.weight);
+        stage.gradientSyncSeconds += shared;
+        stage.exposedGradientSyncSeconds += shared;
+      }
+      if (options.optimizerParallel.groupUpdate && placement.optimizerShards > 1) {
+        // Seed 004's data-parallel mode: the updated parameter is broadcast from its owner.
+        const auto ranks = placement.use.deviceMatrix.ranks();
+        const std::vector<int> group(ranks.begin(), ranks.begin() + placement.optimizerShards);
+        stage.optimizerSeconds +=
+            cluster::collectiveCost(ctx.cluster, cluster::Collective::kBroadcast, group,
+                                    state.weight)
+                .seconds;
+      }
     }
   }
-  ctx.report.memory.activationBytes = bytes;
 }
 
-void costCommunicationBuffers(Context& ctx) {
-  int64_t largest = 0;
-  for (const auto& edge : ctx.report.redistributions) {
-    for (const auto& step : edge.redistribution.steps)
-      largest = std::max(largest, step.bytesPerDevice);
+/// Activations produced on one stage and read on a later one travel point-to-point, stage by
+/// stage, as the producer's slice.
+void costStageSends(Context& ctx) {
+  for (const ir::Tensor& tensor : ctx.graph.tensors()) {
+    if (tensor.producer == ir::kNoOp || tensor.consumers.empty()) continue;
+    const int from = ctx.stageOf[tensor.producer];
+    const int to = *stagesUsing(ctx, tensor).rbegin();
+    const int64_t bytes = ctx.sources[static_cast<size_t>(tensor.id)].sliceElements() *
+                          elementBytes(ctx.graph, tensor.id);
+    for (int s = from; s < to; ++s) ctx.report.stages[static_cast<size_t>(s)].sendBytes += bytes;
   }
-  ctx.report.memory.communicationBytes = largest;
+  for (int s = 0; s + 1 < ctx.options.stages; ++s) {
+    StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
+    stage.sendSeconds = sendSeconds(ctx, s, s + 1, stage.sendBytes);
+  }
+}
+
+/// Seconds of the forward redistribution of `tensor` into `target`, from the edges costed.
+double forwardEdgeSeconds(const Context& ctx, ir::TensorId tensor,
+                          const layout::TensorLayout& target) {
+  auto redistribution =
+      layout::redistribute(ctx.sources[static_cast<size_t>(tensor)], target, ctx.cluster,
+                           elementBytes(ctx.graph, tensor), ctx.options.redistribution);
+  return redistribution ? redistribution->seconds : 0.0;
+}
+
+void costActivations(Context& ctx) {
+  const RecomputeRegions regions = recomputeRegions(ctx.graph, ctx.options.recompute.layers);
+  ActivationInputs inputs{ctx.graph,
+                          ctx.sharded,
+                          ctx.options.recompute,
+                          regions,
+                          ctx.sources,
+                          ctx.stageOf,
+                          ctx.options.stages,
+                          [&](ir::TensorId t, const layout::TensorLayout& to) {
+                            return forwardEdgeSeconds(ctx, t, to);
+                          }};
+  const ActivationCost kept = keptActivations(inputs);
+  for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
+    StageCost& stage = ctx.report.stages[s];
+    stage.memory.activationBytes = kept.bytes[s];
+    stage.memory.communicationBytes += kept.gatheredParameters[s];
+    stage.recomputeSeconds += kept.replaySeconds[s];
+  }
+  for (const ir::Op& op : ctx.graph.ops()) {
+    if (regions.regionOf[static_cast<size_t>(op.id)] < 0) continue;
+    const OpCost& cost = ctx.report.ops[op.id];
+    StageCost& stage = ctx.stage(op.id);
+    stage.recomputeSeconds += cost.forwardSeconds;
+    if (ctx.options.recompute.mpCommRecompute) stage.recomputeSeconds += cost.internalCommSeconds;
+  }
+}
+
+/// Transient collective buffers reuse one slot per stage: the largest step's.
+void costCommunicationBuffers(Context& ctx) {
+  std::vector<int64_t> largest(ctx.report.stages.size(), 0);
+  for (const auto& edge : ctx.report.redistributions) {
+    int64_t& slot = largest[static_cast<size_t>(ctx.stageOf[edge.consumer])];
+    for (const auto& step : edge.redistribution.steps) slot = std::max(slot, step.bytesPerDevice);
+  }
+  for (size_t s = 0; s < largest.size(); ++s) {
+    ctx.report.stages[s].memory.communicationBytes += largest[s];
+  }
+}
+
+void fuseParameterCollectives(Context& ctx) {
+  FusionResult fused = fuseCollectives(ctx.parameterCollectives, ctx.options.fusion,
+                                       ctx.stageBackwardSeconds, ctx.cluster);
+  const bool perMicroBatch = ctx.options.optimizerParallel.enabled &&
+                             ctx.options.optimizerParallel.gradientAccumulationShard;
+  for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
+    StageCost& stage = ctx.report.stages[s];
+    stage.forwardCommSeconds += fused.gatherSeconds[s];
+    if (perMicroBatch) {
+      // Sharded accumulation reduce-scatters every micro-batch's gradients as they are made.
+      stage.backwardCommSeconds += fused.gradientSyncSeconds[s];
+    } else {
+      stage.gradientSyncSeconds += fused.gradientSyncSeconds[s];
+      stage.exposedGradientSyncSeconds += fused.exposedGradientSyncSeconds[s];
+    }
+  }
+  ctx.report.fusionGroups = std::move(fused.groups);
+}
+
+void summarise(Context& ctx) {
+  StepTime& time = ctx.report.time;
+  int64_t peak = -1;
+  for (StageCost& stage : ctx.report.stages) {
+    stage.forwardSeconds =
+        stage.forwardComputeSeconds + stage.forwardCommSeconds + stage.hostTransferSeconds / 2;
+    stage.backwardSeconds = stage.backwardComputeSeconds + stage.backwardCommSeconds +
+                            stage.recomputeSeconds + stage.hostTransferSeconds / 2;
+    time.computeSeconds += stage.forwardComputeSeconds + stage.backwardComputeSeconds;
+    time.communicationSeconds += stage.forwardCommSeconds + stage.backwardCommSeconds +
+                                 stage.recomputeSeconds + stage.hostTransferSeconds +
+                                 stage.sendSeconds;
+    time.gradientSyncSeconds = std::max(time.gradientSyncSeconds, stage.exposedGradientSyncSeconds);
+    time.optimizerSeconds = std::max(time.optimizerSeconds, stage.optimizerSeconds);
+    if (stage.memory.total() > peak) {
+      peak = stage.memory.total();
+      ctx.report.memory = stage.memory;
+    }
+  }
 }
 
 }  // namespace
@@ -204,13 +408,25 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
                              graph.ops().size())};
   }
   if (graph.ops().empty()) return Error{fmt::format("graph '{}': has no ops", graph.name())};
-  Context ctx{graph, sharded, cluster, options, {}};
+  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}};
+  ctx.stageOf = options.stageOfOp;
+  if (ctx.stageOf.empty()) ctx.stageOf.assign(graph.ops().size(), 0);
+  if (ctx.stageOf.size() != graph.ops().size()) {
+    return Error{fmt::format("evaluateGraph: {} stage entries for {} ops", ctx.stageOf.size(),
+                             graph.ops().size())};
+  }
+  ctx.report.stages.resize(static_cast<size_t>(std::max(options.stages, 1)));
+  ctx.report.parameters = placeParameters(graph, sharded, options.optimizerParallel);
+  placeSources(ctx);
   if (auto status = costOps(ctx); !status) return status.error();
   if (auto status = costForwardEdges(ctx); !status) return status.error();
   if (auto status = costBackwardEdges(ctx); !status) return status.error();
   costParameters(ctx);
+  costStageSends(ctx);
   costActivations(ctx);
   costCommunicationBuffers(ctx);
+  fuseParameterCollectives(ctx);
+  summarise(ctx);
   const auto numDevices = sharded.front().matrix.numDevices();
   ctx.report.memoryBytesByDevice.assign(static_cast<size_t>(numDevices), ctx.report.memory.total());
   return std::move(ctx.report);

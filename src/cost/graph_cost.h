@@ -11,14 +11,23 @@
 /// identical layouts are summed locally first, so column-parallel Q, K and V cost one all-reduce.
 /// The summed gradient is redistributed to the producer's output layout without partial sums; for
 /// a parameter, to its storage layout (this is data parallelism's gradient all-reduce).
+///
+/// Plan features (cost/training.h): parameters are stored per cost/parameters.h (optimizer
+/// parallel), activations kept per cost/activations.h (recompute), parameter collectives fused per
+/// cost/fusion.h. With pipeline stages, every op belongs to a stage; costs are split by stage and
+/// tensors crossing stages are sent point-to-point on the link joining the stages' devices.
+/// Ops placed on the host compute at the host's speed and move their activations over PCIe.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/fusion.h"
 #include "cost/memory.h"
 #include "cost/op_cost.h"
+#include "cost/parameters.h"
+#include "cost/training.h"
 #include "ir/graph.h"
 #include "layout/redistribution.h"
 #include "rules/sharded_op.h"
@@ -29,6 +38,15 @@ namespace autopar::cost {
 struct EvaluateOptions {
   OptimizerSpec optimizer;
   layout::RedistributionOptions redistribution;
+  OptimizerParallelOptions optimizerParallel;
+  RecomputeOptions recompute;
+  FusionOptions fusion;
+  /// Pipeline: the stage of every op, by OpId (empty: all in stage 0), and the stage count.
+  std::vector<int> stageOfOp;
+  int stages = 1;
+  /// Rank distance between a device and its peer in the next stage (the devices per stage); the
+  /// sharded ops' ranks are stage 0's.
+  int rankStride = 0;
 };
 
 enum class EdgeDirection { kForward, kBackward };
@@ -53,11 +71,37 @@ struct StepTime {
   }
 };
 
+/// One pipeline stage's costs (the whole graph when there is one stage).
+struct StageCost {
+  /// One micro-batch, compute and activation communication; backward includes recompute.
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  double forwardComputeSeconds = 0;
+  double backwardComputeSeconds = 0;
+  double recomputeSeconds = 0;  ///< forward computed again and gathers redone, in backward
+  double forwardCommSeconds = 0;
+  double backwardCommSeconds = 0;
+  double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd
+  /// One micro-batch's activations sent to the next stage, and the time on the link between.
+  int64_t sendBytes = 0;
+  double sendSeconds = 0;
+  /// Once per step.
+  double gradientSyncSeconds = 0;
+  double exposedGradientSyncSeconds = 0;
+  double optimizerSeconds = 0;
+  /// activationBytes holds one micro-batch; the schedule decides how many are in flight.
+  MemoryBreakdown memory;
+};
+
 struct CostReport {
   std::vector<OpCost> ops;  ///< indexed by OpId
   std::vector<EdgeRedistribution> redistributions;
+  std::vector<ParameterPlacement> parameters;
+  std::vector<FusionGroup> fusionGroups;  ///< empty without fusion
+  std::vector<StageCost> stages;
+  /// The whole step for one micro-batch without pipelining (every stage summed).
   StepTime time;
-  MemoryBreakdown memory;                    ///< of the most loaded device
+  MemoryBreakdown memory;                    ///< of the most loaded stage, one micro-batch
   std::vector<int64_t> memoryBytesByDevice;  ///< indexed by position in the ranks list
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace autopar::ir {
 
 Expected<TensorId> Graph::addTensor(const std::string& name, TensorType type, TensorRole role) {
@@ -14,7 +16,7 @@ Expected<TensorId> Graph::addTensor(const std::string& name, TensorType type, Te
     }
   }
   const auto id = static_cast<TensorId>(tensors_.size());
-  tensors_.push_back(Tensor{id, name, std::move(type), role, kNoOp, {}});
+  tensors_.push_back(Tensor{id, name, std::move(type), role, kNoOp, {}, {}});
   tensorByName_.emplace(name, id);
   return id;
 }
@@ -111,6 +113,44 @@ int64_t Graph::forwardBytes(const Op& op) const {
 
 BackwardRule Graph::backwardRule(const Op& op) const {
   return ir::backwardRule(op.kind, op.attrs, inputTypes(op), outputTypes(op));
+}
+
+bool blockInScope(std::string_view block, std::string_view scope) {
+  if (!block.starts_with(scope)) return false;
+  return block.size() == scope.size() || block[scope.size()] == '.';
+}
+
+Status Graph::setBlockSettings(const std::string& scope, const BlockSettings& settings) {
+  const bool found = std::any_of(ops_.begin(), ops_.end(),
+                                 [&](const Op& op) { return blockInScope(op.block, scope); });
+  if (!found) {
+    return Error{fmt::format("block '{}': no op of graph '{}' is in this block", scope, name_)};
+  }
+  BlockSettings& current = blockSettings_[scope];
+  if (settings.pipelineStage) current.pipelineStage = settings.pipelineStage;
+  if (settings.commFusion) current.commFusion = settings.commFusion;
+  current.recompute = current.recompute || settings.recompute;
+  return {};
+}
+
+BlockSettings Graph::settingsOf(const Op& op) const {
+  BlockSettings result;
+  size_t stageScope = 0;
+  size_t fusionScope = 0;
+  // Scopes are few (one per block a user names); the innermost (longest) setting wins.
+  for (const auto& [scope, settings] : blockSettings_) {
+    if (!blockInScope(op.block, scope)) continue;
+    if (settings.pipelineStage && scope.size() + 1 > stageScope) {
+      result.pipelineStage = settings.pipelineStage;
+      stageScope = scope.size() + 1;
+    }
+    if (settings.commFusion && scope.size() + 1 > fusionScope) {
+      result.commFusion = settings.commFusion;
+      fusionScope = scope.size() + 1;
+    }
+    result.recompute = result.recompute || settings.recompute;
+  }
+  return result;
 }
 
 }  // namespace autopar::ir

@@ -10,6 +10,7 @@
 ///   auto y = g.addOp("dense1", OpKind::kMatMul, {}, {*x, *w}, {"h1"});  // h1: [32,512]
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,20 @@
 #include "util/expected.h"
 
 namespace autopar::ir {
+
+/// What a user sets on a block (a Cell in MindSpore), applying to every op in it and in the
+/// blocks nested in it: seed 001's pipeline_stage(value) and Cell.recompute(), seed 004's
+/// set_comm_fusion(id).
+struct BlockSettings {
+  std::optional<int> pipelineStage;
+  std::optional<int> commFusion;
+  bool recompute = false;
+  bool operator==(const BlockSettings&) const = default;
+};
+
+/// True when `block` is `scope` or nested in it: "llm.layer.3" is in "llm.layer.3" and in "llm",
+/// not in "llm.layer.30" nor "llm.lay".
+bool blockInScope(std::string_view block, std::string_view scope);
 
 class Graph {
  public:
@@ -63,12 +78,23 @@ class Graph {
   [[nodiscard]] int64_t forwardBytes(const Op& op) const;
   [[nodiscard]] BackwardRule backwardRule(const Op& op) const;
 
+  /// Sets what a user gave block `scope`; the fields that are set replace earlier ones. Fails
+  /// when no op's block is in `scope`.
+  Status setBlockSettings(const std::string& scope, const BlockSettings& settings);
+  /// Settings per scope, as given.
+  [[nodiscard]] const std::map<std::string, BlockSettings>& blockSettings() const {
+    return blockSettings_;
+  }
+  /// The settings that apply to `op`: per field, the innermost scope that sets it.
+  [[nodiscard]] BlockSettings settingsOf(const Op& op) const;
+
  private:
   std::string name_;
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
   std::unordered_map<std::string, TensorId> tensorByName_;
   std::unordered_map<std::string, OpId> opByName_;
+  std::map<std::string, BlockSettings> blockSettings_;
 };
 
 }  // namespace autopar::ir

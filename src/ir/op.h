@@ -17,13 +17,13 @@ namespace autopar::ir {
 /// Attributes of all op kinds in one plain struct; each kind reads only the fields its comment in
 /// op_kind.h names. Defaults are the common case.
 struct OpAttrs {
-  bool transposeA = false;  ///< MatMul/BatchMatMul: use A^T (last two dims swapped)
-  bool transposeB = false;  ///< MatMul/BatchMatMul: use B^T
-  std::vector<int64_t> axes;  ///< Reduce: axes reduced (negative counts from the end)
-  bool keepDims = false;      ///< Reduce
-  std::vector<int64_t> perm;  ///< Transpose
-  Shape newShape;             ///< Reshape; one entry may be -1
-  int64_t axis = -1;          ///< Softmax (default last), Concat
+  bool transposeA = false;      ///< MatMul/BatchMatMul: use A^T (last two dims swapped)
+  bool transposeB = false;      ///< MatMul/BatchMatMul: use B^T
+  std::vector<int64_t> axes;    ///< Reduce: axes reduced (negative counts from the end)
+  bool keepDims = false;        ///< Reduce
+  std::vector<int64_t> perm;    ///< Transpose
+  Shape newShape;               ///< Reshape; one entry may be -1
+  int64_t axis = -1;            ///< Softmax (default last), Concat
   std::vector<int64_t> starts;  ///< Slice: per-dim start (inclusive)
   std::vector<int64_t> ends;    ///< Slice: per-dim end (exclusive)
   int64_t numHeads = 0;         ///< FlashAttention, Rotary
@@ -32,6 +32,9 @@ struct OpAttrs {
   DType castTo = DType::kF32;   ///< Cast
   double dropoutRate = 0.0;     ///< Dropout
   double epsilon = 1e-5;        ///< LayerNorm/RMSNorm
+  /// Gather: sizes of the parts input 0's dim 0 is split into, one per cut (seed 001's
+  /// manual_split, e.g. (10, 20, 30, 4)); empty for an even split. The parts must sum to dim 0.
+  std::vector<int64_t> manualSplit;
 
   bool operator==(const OpAttrs&) const = default;
 };
@@ -39,6 +42,10 @@ struct OpAttrs {
 /// Cut counts per input per dimension, the seeds' notation: MatMul ((2,1),(1,4)) cuts X's rows in
 /// two and W's columns in four.
 using StrategyCuts = std::vector<std::vector<int64_t>>;
+
+/// Where an op runs: on the accelerator, or on the host CPU with its parameters in host memory
+/// (seed 001's primitive_target "CPU" for a large EmbeddingLookUp).
+enum class Placement { kDevice, kHost };
 
 struct Op {
   OpId id = -1;
@@ -51,6 +58,9 @@ struct Op {
   std::string block;
   /// A user shard annotation (semi-auto parallel); empty when the search decides.
   StrategyCuts shard;
+  /// Seed 001's primitive recompute: the output is not kept for backward but computed again.
+  bool recompute = false;
+  Placement placement = Placement::kDevice;
 };
 
 }  // namespace autopar::ir

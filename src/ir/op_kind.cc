@@ -93,4 +93,8 @@ const std::vector<OpKind>& allOpKinds() {
   return kinds;
 }
 
+bool isAttentionCore(OpKind kind) {
+  return kind == OpKind::kFlashAttention || kind == OpKind::kSoftmax;
+}
+
 }  // namespace autopar::ir

@@ -12,7 +12,8 @@ namespace autopar::ir {
 
 enum class OpKind {
   // matmul family
-  kMatMul,       ///< [..., m, k] x [k, n] -> [..., m, n]; attrs.transposeA/B. Leading dims of A are batch.
+  kMatMul,       ///< [..., m, k] x [k, n] -> [..., m, n]; attrs.transposeA/B. Leading dims of A are
+                 ///< batch.
   kBatchMatMul,  ///< [b..., m, k] x [b..., k, n] -> [b..., m, n]; batch dims must match.
   // elementwise binary, numpy broadcasting
   kAdd,
@@ -31,7 +32,7 @@ enum class OpKind {
   kCast,     ///< attrs.castTo
   kDropout,  ///< attrs.dropoutRate; keeps a 1-byte mask for backward
   // normalisation and softmax
-  kSoftmax,  ///< over attrs.axis (default last)
+  kSoftmax,    ///< over attrs.axis (default last)
   kLayerNorm,  ///< inputs: x, gamma, beta; normalises the last dim
   kRMSNorm,    ///< inputs: x, gamma; normalises the last dim
   // reductions over attrs.axes, attrs.keepDims
@@ -39,13 +40,15 @@ enum class OpKind {
   kReduceMean,
   kReduceMax,
   // data movement
-  kGather,     ///< inputs: table [v, h...], indices [i...] -> [i..., h...] (embedding lookup on axis 0)
-  kReshape,    ///< attrs.newShape (one -1 allowed)
+  kGather,   ///< inputs: table [v, h...], indices [i...] -> [i..., h...] (embedding lookup on axis
+             ///< 0)
+  kReshape,  ///< attrs.newShape (one -1 allowed)
   kTranspose,  ///< attrs.perm
   kConcat,     ///< along attrs.axis
   kSlice,      ///< attrs.starts/ends per dim (half-open)
   // fused transformer ops
-  kFlashAttention,  ///< q [b,s,hq*d], k [b,s,hk*d], v [b,s,hk*d] -> [b,s,hq*d]; attrs.numHeads/numKvHeads, causal
+  kFlashAttention,  ///< q [b,s,hq*d], k [b,s,hk*d], v [b,s,hk*d] -> [b,s,hq*d];
+                    ///< attrs.numHeads/numKvHeads, causal
   kRotary,          ///< x [b,s,h*d] -> same; rotates pairs inside each head; attrs.numHeads
   kCrossEntropy,    ///< logits [..., v], labels [...] (int) -> scalar mean loss
 };
@@ -69,6 +72,10 @@ enum class OpFamily {
 };
 
 OpFamily familyOf(OpKind kind);
+
+/// The attention core Korthikanti et al. 2022 recompute selectively: ops whose saved activations
+/// grow with the square of the sequence (softmax over scores) or that are fused attention.
+bool isAttentionCore(OpKind kind);
 
 /// The name used in graph JSON and plans, e.g. "MatMul", "ReLU", "FlashAttention".
 std::string_view opKindName(OpKind kind);

@@ -33,15 +33,15 @@ int64_t forwardBytes(OpKind kind, const OpAttrs& attrs, std::span<const TensorTy
 struct SavedTensor {
   enum class Source { kInput, kOutput, kExtra };
   Source source = Source::kInput;
-  int index = 0;        ///< which input/output; unused for kExtra
-  int64_t bytes = 0;    ///< for kExtra only (masks, softmax statistics, norm rstd)
+  int index = 0;      ///< which input/output; unused for kExtra
+  int64_t bytes = 0;  ///< for kExtra only (masks, softmax statistics, norm rstd)
   /// How the saved bytes scale when the op is sharded: for kInput/kOutput the saved tensor's own
   /// shard; for kExtra the op's output shard ratio is used.
 };
 
 struct BackwardRule {
-  double flops = 0;                 ///< FLOPs of the backward pass (grads of all inputs)
-  std::vector<SavedTensor> saved;   ///< what the forward pass must keep
+  double flops = 0;                ///< FLOPs of the backward pass (grads of all inputs)
+  std::vector<SavedTensor> saved;  ///< what the forward pass must keep
 };
 
 /// The backward rule at full size. Example: MatMul keeps both inputs and costs 2x forward FLOPs

@@ -3,6 +3,7 @@
 /// Tensors of the graph: a shape, an element type and a role.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,11 @@ struct Tensor {
   std::string name;
   TensorType type;
   TensorRole role = TensorRole::kActivation;
-  OpId producer = kNoOp;         ///< kNoOp for inputs and parameters
-  std::vector<OpId> consumers;   ///< in graph order; an op using it twice appears twice
+  OpId producer = kNoOp;        ///< kNoOp for inputs and parameters
+  std::vector<OpId> consumers;  ///< in graph order; an op using it twice appears twice
+  /// Parameters: seed 004's per-parameter parallel_optimizer flag; unset follows the global
+  /// setting and its size threshold.
+  std::optional<bool> parallelOptimizer;
 
   [[nodiscard]] bool isParameter() const { return role == TensorRole::kParameter; }
 };

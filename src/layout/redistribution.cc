@@ -84,6 +84,7 @@ int64_t priceStep(RedistStep& step, int64_t elements, const cluster::Cluster& cl
     const cluster::CollectiveCost cost =
         cluster::collectiveCost(cluster, collective, group, collectiveBytes);
     step.seconds = cost.seconds;
+    step.collectiveBytes = collectiveBytes;
     step.algorithm = std::string(cluster::algorithmName(cost.algorithm));
     step.bytesPerDevice = sentBytes;
   };
@@ -160,6 +161,30 @@ Expected<Redistribution> redistribute(const TensorLayout& from, const TensorLayo
     result.bytesPerDevice += step.bytesPerDevice;
   }
   return result;
+}
+
+double collectiveSeconds(const RedistStep& step, int64_t collectiveBytes,
+                         const cluster::Cluster& cluster) {
+  cluster::Collective collective;
+  switch (step.kind) {
+    case PrimitiveKind::kAllGather:
+      collective = cluster::Collective::kAllGather;
+      break;
+    case PrimitiveKind::kReduceScatter:
+      collective = cluster::Collective::kReduceScatter;
+      break;
+    case PrimitiveKind::kAllReduce:
+      collective = cluster::Collective::kAllReduce;
+      break;
+    case PrimitiveKind::kAllToAll:
+      collective = cluster::Collective::kAllToAll;
+      break;
+    default:
+      return 0;
+  }
+  const int axes[] = {step.axis};
+  return cluster::collectiveCost(cluster, collective, step.matrix.group(0, axes), collectiveBytes)
+      .seconds;
 }
 
 }  // namespace autopar::layout

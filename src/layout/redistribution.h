@@ -51,6 +51,9 @@ struct RedistStep {
   /// devices, all-gather and reduce-scatter send (p-1)/p of the gathered / unscattered buffer,
   /// all-reduce 2(p-1)/p of the buffer, all-to-all (p-1)/p of the local buffer.
   int64_t bytesPerDevice = 0;
+  /// The buffer the collective was priced on (cluster/collective.h's convention); 0 for local
+  /// steps. Fusing collectives sums these.
+  int64_t collectiveBytes = 0;
   double seconds = 0;     ///< cost of the step (0 for local steps)
   std::string algorithm;  ///< collective algorithm chosen, empty for local steps
 
@@ -74,5 +77,10 @@ struct RedistributionOptions {
 Expected<Redistribution> redistribute(const TensorLayout& from, const TensorLayout& to,
                                       const cluster::Cluster& cluster, int64_t elementBytes,
                                       const RedistributionOptions& options = {});
+
+/// Seconds of `step`'s collective over the same device group on a buffer of `collectiveBytes`
+/// (what fusing several such collectives into one costs); 0 for local steps.
+double collectiveSeconds(const RedistStep& step, int64_t collectiveBytes,
+                         const cluster::Cluster& cluster);
 
 }  // namespace autopar::layout

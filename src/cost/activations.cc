@@ -1,0 +1,181 @@
+#include "cost/activations.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+
+namespace autopar::cost {
+
+namespace {
+
+/// A block tagged "<prefix>.<index>" is one layer of a stack ("llm.layer.12", "vit.layer.3").
+bool isStackLayer(const std::string& block) {
+  const auto dot = block.rfind('.');
+  if (dot == std::string::npos || dot + 1 == block.size()) return false;
+  return std::all_of(block.begin() + static_cast<std::ptrdiff_t>(dot) + 1, block.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+/// Union-find over ops, for connected sets of op-flagged recompute (hand-written: a few lines,
+/// no library in DESIGN.md's list offers it).
+int findRoot(std::vector<int>& parent, int op) {
+  while (parent[static_cast<size_t>(op)] != op) {
+    parent[static_cast<size_t>(op)] = parent[static_cast<size_t>(parent[static_cast<size_t>(op)])];
+    op = parent[static_cast<size_t>(op)];
+  }
+  return op;
+}
+
+}  // namespace
+
+RecomputeRegions recomputeRegions(const ir::Graph& graph, LayerRecompute layers) {
+  const auto& ops = graph.ops();
+  RecomputeRegions regions;
+  regions.regionOf.assign(ops.size(), -1);
+  regions.dropsOutput.assign(ops.size(), false);
+  std::map<std::string, int> blockRegion;
+  std::vector<int> parent(ops.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  for (const ir::Op& op : ops) {
+    const bool blockRecompute = graph.settingsOf(op).recompute ||
+                                (layers == LayerRecompute::kFull && isStackLayer(op.block));
+    if (blockRecompute) {
+      auto [it, added] = blockRegion.emplace(op.block, regions.count);
+      if (added) ++regions.count;
+      regions.regionOf[static_cast<size_t>(op.id)] = it->second;
+    } else if (op.recompute) {
+      regions.dropsOutput[static_cast<size_t>(op.id)] = true;
+      for (ir::TensorId input : op.inputs) {
+        const ir::OpId producer = graph.tensor(input).producer;
+        if (producer != ir::kNoOp && regions.dropsOutput[static_cast<size_t>(producer)]) {
+          parent[static_cast<size_t>(findRoot(parent, op.id))] = findRoot(parent, producer);
+        }
+      }
+    } else if (layers == LayerRecompute::kSelective && ir::isAttentionCore(op.kind)) {
+      regions.regionOf[static_cast<size_t>(op.id)] = regions.count++;
+    }
+  }
+  std::map<int, int> rootRegion;
+  for (const ir::Op& op : ops) {
+    if (!regions.dropsOutput[static_cast<size_t>(op.id)]) continue;
+    auto [it, added] = rootRegion.emplace(findRoot(parent, op.id), regions.count);
+    if (added) ++regions.count;
+    regions.regionOf[static_cast<size_t>(op.id)] = it->second;
+  }
+  return regions;
+}
+
+namespace {
+
+struct Accumulator {
+  const ActivationInputs& in;
+  ActivationCost cost;
+  std::set<std::pair<ir::TensorId, int>> counted;  ///< (tensor, stage)
+
+  int64_t bytesOf(const layout::TensorLayout& layout, ir::TensorId tensor) const {
+    return layout.sliceElements() * ir::dtypeBytes(in.graph.tensor(tensor).type.dtype);
+  }
+
+  /// Keeps `tensor` as `use` needs it on `stage`; `stash` allows keeping the smaller source slice
+  /// and gathering it again in backward.
+  void keep(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool stash) {
+    if (!counted.insert({tensor, stage}).second) return;
+    const layout::TensorLayout& source = in.sources[static_cast<size_t>(tensor)];
+    const int64_t useBytes = bytesOf(use, tensor);
+    const int64_t sourceBytes = bytesOf(source, tensor);
+    auto s = static_cast<size_t>(stage);
+    if (stash && sourceBytes < useBytes) {
+      cost.bytes[s] += sourceBytes;
+      cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
+    } else {
+      cost.bytes[s] += useBytes;
+    }
+  }
+
+  /// An optimizer-parallel parameter a consumer saves: its gathered copy, or a gather again.
+  void keepParameter(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool replay) {
+    const layout::TensorLayout& storage = in.sources[static_cast<size_t>(tensor)];
+    if (storage == use.withoutPartial()) return;
+    if (!counted.insert({tensor, stage}).second) return;
+    auto s = static_cast<size_t>(stage);
+    if (replay) {
+      cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
+    } else {
+      cost.gatheredParameters[s] += bytesOf(use, tensor);
+    }
+  }
+
+  void recomputedOp(const ir::Op& op, int region, int stage) {
+    const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const ir::TensorId t = op.inputs[i];
+      const ir::Tensor& tensor = in.graph.tensor(t);
+      if (tensor.isParameter()) {
+        keepParameter(t, shard.inputs[i], stage, in.options.parallelOptimizerCommRecompute);
+        continue;
+      }
+      const ir::OpId producer = tensor.producer;
+      if (producer != ir::kNoOp && in.regions.regionOf[static_cast<size_t>(producer)] == region) {
+        continue;
+      }
+      if (producer != ir::kNoOp && in.regions.dropsOutput[static_cast<size_t>(producer)]) continue;
+      keep(t, shard.inputs[i], stage, in.options.mpCommRecompute);
+    }
+  }
+
+  void keptOp(const ir::Op& op, int stage) {
+    const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
+    for (const ir::SavedTensor& saved : in.graph.backwardRule(op).saved) {
+      using Source = ir::SavedTensor::Source;
+      if (saved.source == Source::kExtra) {
+        const auto& output = in.graph.tensor(op.outputs.front()).type;
+        const double share = static_cast<double>(shard.outputs.front().sliceElements()) /
+                             static_cast<double>(ir::numElements(output.shape));
+        cost.bytes[static_cast<size_t>(stage)] +=
+            static_cast<int64_t>(static_cast<double>(saved.bytes) * share);
+        continue;
+      }
+      if (saved.source == Source::kOutput) {
+        const ir::TensorId t = op.outputs[saved.index];
+        keep(t, shard.outputs[saved.index].withoutPartial(), stage, false);
+        continue;
+      }
+      const ir::TensorId t = op.inputs[saved.index];
+      const ir::Tensor& tensor = in.graph.tensor(t);
+      if (tensor.isParameter()) {
+        keepParameter(t, shard.inputs[saved.index], stage, false);
+        continue;
+      }
+      if (tensor.producer != ir::kNoOp &&
+          in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
+        continue;
+      }
+      keep(t, shard.inputs[saved.index], stage, true);
+    }
+  }
+};
+
+}  // namespace
+
+ActivationCost keptActivations(const ActivationInputs& inputs) {
+  const auto stages = static_cast<size_t>(inputs.stages);
+  Accumulator acc{inputs, {}, {}};
+  acc.cost.bytes.assign(stages, 0);
+  acc.cost.gatheredParameters.assign(stages, 0);
+  acc.cost.replaySeconds.assign(stages, 0.0);
+  for (const ir::Op& op : inputs.graph.ops()) {
+    const int stage = inputs.stageOf[static_cast<size_t>(op.id)];
+    const int region = inputs.regions.regionOf[static_cast<size_t>(op.id)];
+    if (region >= 0) {
+      acc.recomputedOp(op, region, stage);
+    } else {
+      acc.keptOp(op, stage);
+    }
+  }
+  return std::move(acc.cost);
+}
+
+}  // namespace autopar::cost

@@ -1,0 +1,61 @@
+#pragma once
+/// \file
+/// Activations kept from forward to backward, per pipeline stage and micro-batch, under seed
+/// 001's recompute.
+///
+/// Recompute regions. An op is recomputed when it is in a recomputed block (Cell.recompute(), or
+/// every layer of a stack under full recompute), is an attention core under selective recompute,
+/// or carries its own recompute flag. Each block, each attention core and each connected set of
+/// flagged ops forms one region. A recomputed op keeps none of its saved tensors; its region keeps
+/// the inputs that come from outside it. A block or attention-core region hands its outputs on as
+/// usual (PyTorch's checkpoint, Megatron-LM's recompute, MindSpore's Cell recompute), so an output
+/// a later op saves is kept; an op-flagged op's output is not kept but computed again.
+///
+/// Stashing. An activation a consumer saves after a gathering redistribution (all-gather; e.g.
+/// the sequence-parallel input of a column-parallel MatMul) is kept as its smaller source slice
+/// and gathered again in backward, as Megatron-LM does under sequence parallelism. Inside a
+/// recomputed region, mp_comm_recompute false keeps the gathered copy instead. An optimizer-
+/// parallel parameter's gathered copy is kept from forward to backward (a communication buffer),
+/// unless its consumer is recomputed with parallel_optimizer_comm_recompute on.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cost/training.h"
+#include "ir/graph.h"
+#include "layout/tensor_layout.h"
+#include "rules/sharded_op.h"
+
+namespace autopar::cost {
+
+struct RecomputeRegions {
+  std::vector<int> regionOf;      ///< per op: region index, or -1 when not recomputed
+  std::vector<bool> dropsOutput;  ///< per op: op-level recompute, its output is not kept
+  int count = 0;
+};
+
+RecomputeRegions recomputeRegions(const ir::Graph& graph, LayerRecompute layers);
+
+struct ActivationInputs {
+  const ir::Graph& graph;
+  const std::vector<rules::ShardedOp>& sharded;
+  const RecomputeOptions& options;
+  const RecomputeRegions& regions;
+  /// Where each tensor lives before its consumers read it (storage layout for parameters).
+  const std::vector<layout::TensorLayout>& sources;
+  const std::vector<int>& stageOf;  ///< per op
+  int stages = 1;
+  /// Seconds of the forward redistribution of a tensor into a consumer's layout.
+  std::function<double(ir::TensorId, const layout::TensorLayout&)> forwardSeconds;
+};
+
+struct ActivationCost {
+  std::vector<int64_t> bytes;               ///< per stage, one micro-batch
+  std::vector<int64_t> gatheredParameters;  ///< per stage: optimizer-parallel copies kept
+  std::vector<double> replaySeconds;        ///< per stage, one micro-batch: gathers redone
+};
+
+ActivationCost keptActivations(const ActivationInputs& inputs);
+
+}  // namespace autopar::cost

@@ -1,0 +1,65 @@
+#pragma once
+/// \file
+/// Plan features that change a step's memory and time on top of its operator strategies (seeds
+/// 001 and 004): optimizer parallel, recompute and communication fusion. Per-op and per-block
+/// settings live in the graph (ir::Op::recompute, ir::Op::placement, ir::BlockSettings,
+/// ir::Tensor::parallelOptimizer); these are the global switches.
+
+#include <cstdint>
+#include <string_view>
+
+#include "util/expected.h"
+
+namespace autopar::cost {
+
+/// Seed 004's enable_parallel_optimizer and parallel_optimizer_config.
+struct OptimizerParallelOptions {
+  bool enabled = false;
+  /// Parameters whose per-device slice is at most this many KB stay unsharded.
+  int64_t thresholdKb = 64;
+  /// Accumulated gradients are sharded too (reduce-scattered every micro-batch).
+  bool gradientAccumulationShard = false;
+  /// Data-parallel mode (seed 004's first table row): each device updates whole parameters,
+  /// then broadcasts them, instead of storing parameters as minimal slices.
+  bool groupUpdate = false;
+};
+
+enum class LayerRecompute {
+  kNone,
+  /// Korthikanti et al. 2022's selective recompute: the attention core of every op kind
+  /// ir::isAttentionCore names is recomputed, keeping its inputs and output.
+  kSelective,
+  /// Every layer of a stack (a block tagged "<prefix>.<index>") is recomputed from its input.
+  kFull,
+};
+
+/// Seed 001's recompute options.
+struct RecomputeOptions {
+  LayerRecompute layers = LayerRecompute::kNone;
+  /// Inside recomputed blocks, model-parallel communication is replayed in backward instead of
+  /// keeping its output (MindSpore's default true).
+  bool mpCommRecompute = true;
+  /// Inside recomputed blocks, optimizer-parallel parameter all-gathers are replayed in backward
+  /// instead of keeping the gathered parameter (MindSpore's default false).
+  bool parallelOptimizerCommRecompute = false;
+};
+
+enum class Bucketing {
+  kNone,     ///< gradients synchronise after the backward pass, one collective per parameter
+  kBySize,   ///< buckets of FusionOptions::bucketBytes in backward order (PyTorch DDP, Megatron)
+  kByLayer,  ///< one bucket per block
+};
+
+/// Seed 004's set_comm_fusion, and automatic bucketing when no block has a fusion id.
+struct FusionOptions {
+  Bucketing bucketing = Bucketing::kNone;
+  /// PyTorch DistributedDataParallel's default bucket_cap_mb of 25.
+  int64_t bucketBytes = int64_t{25} << 20;
+};
+
+Expected<LayerRecompute> parseLayerRecompute(std::string_view text);
+std::string_view layerRecomputeName(LayerRecompute recompute);
+Expected<Bucketing> parseBucketing(std::string_view text);
+std::string_view bucketingName(Bucketing bucketing);
+
+}  // namespace autopar::cost

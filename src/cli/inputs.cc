@@ -59,6 +59,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     }
     config->tensorParallel = options.tensorParallel;
     config->dataParallel = dataParallel;
+    config->sequenceParallel = options.sequenceParallel;
   }
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);

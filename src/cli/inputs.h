@@ -18,9 +18,10 @@ struct ModelOptions {
   /// Per data-parallel replica (Megatron's --micro-batch-size); 0: the preset's default (1). The
   /// graph's batch dim is this times the data-parallel degree (all devices without --tp).
   int64_t microBatch = 0;
-  int64_t sequence = 0;        ///< 0: the preset's default
-  int64_t tensorParallel = 0;  ///< >0: annotate Megatron-style with this TP degree
-  int64_t dataParallel = 0;    ///< with tensorParallel; 0: devices / tensorParallel
+  int64_t sequence = 0;           ///< 0: the preset's default
+  int64_t tensorParallel = 0;     ///< >0: annotate Megatron-style with this TP degree
+  int64_t dataParallel = 0;       ///< with tensorParallel; 0: devices / tensorParallel
+  bool sequenceParallel = false;  ///< Megatron-LM's --sequence-parallel, with tensorParallel
   /// A transformer given by a run yaml (--config) instead of a preset name.
   std::optional<frontend::TransformerConfig> transformer;
 };

@@ -68,23 +68,90 @@ plan::RedistributionRecord redistributionRecord(const ir::Graph& graph,
   return record;
 }
 
-plan::EstimateRecord estimateRecord(const cost::CostReport& report,
+plan::MemoryRecord memoryRecord(const cost::MemoryBreakdown& memory) {
+  return plan::MemoryRecord{memory.parameterBytes,     memory.gradientBytes,
+                            memory.optimizerBytes,     memory.activationBytes,
+                            memory.communicationBytes, memory.hostBytes};
+}
+
+/// The first and last block among a stage's ops, and how many ops it runs.
+void describeStageOps(const ir::Graph& graph, const PlanContext& context, int stage,
+                      plan::StageRecord& record) {
+  for (const ir::Op& op : graph.ops()) {
+    if (context.virtualStageOf[op.id] % context.pipeline.stages != stage) continue;
+    ++record.ops;
+    if (record.blocks.empty()) record.blocks = {op.block, op.block};
+    record.blocks.back() = op.block;
+  }
+}
+
+plan::EstimateRecord estimateRecord(const ir::Graph& graph, const PlanContext& context,
                                     const cluster::Cluster& cluster) {
+  const sim::StepEstimate& step = context.estimate;
   plan::EstimateRecord estimate;
-  estimate.stepTimeSeconds = report.time.totalSeconds();
-  estimate.computeSeconds = report.time.computeSeconds;
-  estimate.communicationSeconds = report.time.communicationSeconds;
-  estimate.gradientSyncSeconds = report.time.gradientSyncSeconds;
-  estimate.optimizerSeconds = report.time.optimizerSeconds;
-  estimate.peakMemoryBytes = report.memory.total();
+  estimate.stepTimeSeconds = step.stepSeconds;
+  estimate.computeSeconds = step.computeSeconds;
+  estimate.communicationSeconds = step.exposedCommunicationSeconds;
+  estimate.bubbleSeconds = step.bubbleSeconds;
+  estimate.bubbleFraction = step.bubbleFraction;
+  estimate.gradientSyncSeconds =
+      step.stages[static_cast<size_t>(step.peakStage)].exposedGradientSyncSeconds;
+  estimate.optimizerSeconds = step.optimizerSeconds;
+  estimate.peakMemoryBytes = step.peakMemory().total();
   estimate.deviceMemoryBytes = cluster.device.memoryBytes;
-  estimate.fits = report.memory.total() <= cluster.device.memoryBytes;
-  estimate.memoryByDevice = report.memoryBytesByDevice;
-  const cost::MemoryBreakdown& memory = report.memory;
-  estimate.memory =
-      plan::MemoryRecord{memory.parameterBytes,  memory.gradientBytes,      memory.optimizerBytes,
-                         memory.activationBytes, memory.communicationBytes, memory.hostBytes};
+  estimate.fits = estimate.peakMemoryBytes <= cluster.device.memoryBytes;
+  estimate.memory = memoryRecord(step.peakMemory());
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const sim::StageEstimate& stage = step.stages[s];
+    plan::StageRecord record;
+    record.stage = static_cast<int>(s);
+    describeStageOps(graph, context, record.stage, record);
+    record.forwardSeconds = stage.forwardSeconds;
+    record.backwardSeconds = stage.backwardSeconds;
+    record.busySeconds = stage.busySeconds;
+    record.sendSeconds = stage.sendSeconds;
+    record.peakInFlight = stage.peakInFlight;
+    record.exposedGradientSyncSeconds = stage.exposedGradientSyncSeconds;
+    record.optimizerSeconds = stage.optimizerSeconds;
+    record.peakMemoryBytes = stage.memory.total();
+    record.memory = memoryRecord(stage.memory);
+    for (size_t d = 0; d < context.devicesPerStage; ++d) {
+      estimate.memoryByDevice.push_back(record.peakMemoryBytes);
+    }
+    estimate.stages.push_back(std::move(record));
+  }
   return estimate;
+}
+
+plan::FeaturesRecord featuresRecord(const cost::EvaluateOptions& options) {
+  plan::FeaturesRecord features;
+  features.optimizerParallel = options.optimizerParallel.enabled;
+  features.optimizerThresholdKb = options.optimizerParallel.thresholdKb;
+  features.gradientAccumulationShard = options.optimizerParallel.gradientAccumulationShard;
+  features.optimizerGroupUpdate = options.optimizerParallel.groupUpdate;
+  features.recompute = std::string(cost::layerRecomputeName(options.recompute.layers));
+  features.mpCommRecompute = options.recompute.mpCommRecompute;
+  features.parallelOptimizerCommRecompute = options.recompute.parallelOptimizerCommRecompute;
+  features.bucketing = std::string(cost::bucketingName(options.fusion.bucketing));
+  features.bucketBytes = options.fusion.bucketBytes;
+  features.enableAllToAll = options.redistribution.enableAllToAll;
+  return features;
+}
+
+void addParameterRecords(const ir::Graph& graph, const cost::CostReport& report,
+                         plan::Plan& result) {
+  for (const auto& placement : report.parameters) {
+    result.parameters.push_back(plan::ParameterRecord{
+        graph.tensor(placement.tensor).name, placement.optimizerShards, placement.shardDim,
+        placement.onHost ? "host" : "device", placement.note});
+  }
+  for (const auto& group : report.fusionGroups) {
+    plan::FusionGroupRecord record{group.name, group.stage, group.parameters, {}};
+    for (const auto& c : group.collectives) {
+      record.collectives.push_back({c.primitive, c.gradient, c.bytes, c.seconds, c.unfusedSeconds});
+    }
+    result.fusionGroups.push_back(std::move(record));
+  }
 }
 
 }  // namespace
@@ -115,8 +182,8 @@ std::string describeCluster(const cluster::Cluster& cluster) {
 }
 
 plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sharding,
-                        const cost::CostReport& report, const cluster::Cluster& cluster,
-                        const std::string& clusterName) {
+                        const cost::CostReport& report, const PlanContext& context,
+                        const cluster::Cluster& cluster, const std::string& clusterName) {
   const ir::Graph& graph = model.graph;
   plan::Plan result;
   result.devices = cluster.numDevices;
@@ -126,11 +193,25 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
       plan::InputsRecord{model.source,     plan::fingerprint(frontend::graphToJson(graph).dump()),
                          clusterName,      plan::fingerprint(describeCluster(cluster)),
                          model.microBatch, model.sequence};
-  for (const ir::Op& op : graph.ops()) result.ops.push_back(opRecord(graph, op, sharding, report));
+  for (const ir::Op& op : graph.ops()) {
+    plan::OpRecord record = opRecord(graph, op, sharding, report);
+    const int virtualStage = context.virtualStageOf[op.id];
+    record.stage = virtualStage % context.pipeline.stages;
+    record.chunk = virtualStage / context.pipeline.stages;
+    record.recomputed = report.recomputeRegionOf[op.id] >= 0;
+    record.placement = op.placement == ir::Placement::kHost ? "host" : "device";
+    record.manualSplit = op.attrs.manualSplit;
+    result.ops.push_back(std::move(record));
+  }
   for (const auto& edge : report.redistributions) {
     result.redistributions.push_back(redistributionRecord(graph, edge));
   }
-  result.estimate = estimateRecord(report, cluster);
+  result.pipeline = plan::PipelineRecord{
+      context.pipeline.stages, context.pipeline.virtualStages, context.pipeline.microBatches,
+      std::string(sim::scheduleKindName(context.pipeline.schedule))};
+  result.features = featuresRecord(context.options);
+  addParameterRecords(graph, report, result);
+  result.estimate = estimateRecord(graph, context, cluster);
   return result;
 }
 

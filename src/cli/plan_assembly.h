@@ -7,12 +7,22 @@
 #include "cost/graph_cost.h"
 #include "plan/plan.h"
 #include "rules/graph_sharding.h"
+#include "sim/step_estimate.h"
 
 namespace autopar::cli {
 
+/// What the plan was evaluated with beyond its strategies.
+struct PlanContext {
+  const cost::EvaluateOptions& options;
+  const sim::PipelineConfig& pipeline;
+  const std::vector<int>& virtualStageOf;  ///< per op
+  const sim::StepEstimate& estimate;
+  size_t devicesPerStage = 1;
+};
+
 plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sharding,
-                        const cost::CostReport& report, const cluster::Cluster& cluster,
-                        const std::string& clusterName);
+                        const cost::CostReport& report, const PlanContext& context,
+                        const cluster::Cluster& cluster, const std::string& clusterName);
 
 /// A redistribution step as a plan records it.
 plan::StepRecord stepRecord(const layout::RedistStep& step);

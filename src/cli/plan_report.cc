@@ -102,23 +102,106 @@ void appendRedistributions(std::string& out, const plan::Plan& plan) {
   }
 }
 
+std::string pipelineTitle(const plan::Plan& plan) {
+  const auto& p = plan.pipeline;
+  if (p.stages == 1) {
+    return p.microBatches == 1 ? "one micro-batch step, no pipeline"
+                               : fmt::format("{} micro-batches, no pipeline", p.microBatches);
+  }
+  const std::string chunks =
+      p.virtualStages > 1 ? fmt::format(", {} chunks per stage", p.virtualStages) : "";
+  return fmt::format("{} stages{}, {} micro-batches, schedule {}", p.stages, chunks, p.microBatches,
+                     p.schedule);
+}
+
+void appendFeatures(std::string& out, const plan::Plan& plan) {
+  const auto& f = plan.features;
+  std::vector<std::string> lines;
+  if (f.recompute != "none") lines.push_back(fmt::format("recompute {}", f.recompute));
+  int64_t recomputed = 0;
+  int64_t onHost = 0;
+  for (const auto& op : plan.ops) {
+    recomputed += op.recomputed ? 1 : 0;
+    onHost += op.placement == "host" ? 1 : 0;
+  }
+  if (recomputed > 0) lines.push_back(fmt::format("{} ops recomputed in backward", recomputed));
+  if (onHost > 0) lines.push_back(fmt::format("{} ops on the host", onHost));
+  if (f.optimizerParallel) {
+    int64_t sharded = 0;
+    for (const auto& p : plan.parameters) sharded += p.optimizerShards > 1 ? 1 : 0;
+    lines.push_back(
+        fmt::format("optimizer parallel{}: {} of {} parameters sharded (threshold "
+                    "{} KB)",
+                    f.optimizerGroupUpdate ? " (group update)" : "", sharded,
+                    plan.parameters.size(), f.optimizerThresholdKb));
+  }
+  if (!plan.fusionGroups.empty()) {
+    int64_t fused = 0;
+    for (const auto& group : plan.fusionGroups) fused += group.parameters.size() > 1 ? 1 : 0;
+    lines.push_back(fmt::format("communication fusion: {} groups ({} of several parameters)",
+                                plan.fusionGroups.size(), fused));
+  }
+  if (lines.empty()) return;
+  out += "\nFeatures\n";
+  for (const auto& line : lines) out += "  " + line + "\n";
+}
+
+void appendStageTable(std::string& out, const plan::Plan& plan) {
+  if (plan.estimate.stages.size() < 2) return;
+  out += fmt::format("\n  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+                     "stage", "blocks", "fwd/mb", "bwd/mb", "flight", "params", "grads", "optim",
+                     "activ", "comm", "peak");
+  for (const auto& stage : plan.estimate.stages) {
+    const std::string blocks =
+        stage.blocks.empty() ? "" : stage.blocks.front() + " .. " + stage.blocks.back();
+    const auto& m = stage.memory;
+    out += fmt::format("  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+                       stage.stage, blocks.substr(0, 30), formatSeconds(stage.forwardSeconds),
+                       formatSeconds(stage.backwardSeconds), stage.peakInFlight,
+                       formatBytes(m.parameters), formatBytes(m.gradients),
+                       formatBytes(m.optimizerStates), formatBytes(m.activations),
+                       formatBytes(m.communicationBuffers), formatBytes(stage.peakMemoryBytes));
+  }
+}
+
+int peakStage(const plan::Plan& plan) {
+  int best = 0;
+  for (const auto& stage : plan.estimate.stages) {
+    if (stage.peakMemoryBytes > plan.estimate.stages[static_cast<size_t>(best)].peakMemoryBytes) {
+      best = stage.stage;
+    }
+  }
+  return best;
+}
+
 void appendEstimate(std::string& out, const plan::Plan& plan) {
   const auto& estimate = plan.estimate;
   const auto& memory = estimate.memory;
-  out += "\nEstimate per device (one micro-batch step, no pipeline)\n";
-  out += fmt::format("  step time          {:>12}\n", formatSeconds(estimate.stepTimeSeconds));
-  out += fmt::format("    compute          {:>12}\n", formatSeconds(estimate.computeSeconds));
-  out += fmt::format("    communication    {:>12}\n", formatSeconds(estimate.communicationSeconds));
-  out += fmt::format("    gradient sync    {:>12}\n", formatSeconds(estimate.gradientSyncSeconds));
-  out += fmt::format("    optimizer        {:>12}\n", formatSeconds(estimate.optimizerSeconds));
-  out +=
-      fmt::format("  peak memory        {:>12} of {} ({})\n", formatBytes(estimate.peakMemoryBytes),
-                  formatBytes(estimate.deviceMemoryBytes), estimate.fits ? "fits" : "DOES NOT FIT");
-  out += fmt::format("    parameters       {:>12}\n", formatBytes(memory.parameters));
-  out += fmt::format("    gradients        {:>12}\n", formatBytes(memory.gradients));
-  out += fmt::format("    optimizer states {:>12}\n", formatBytes(memory.optimizerStates));
-  out += fmt::format("    activations      {:>12}\n", formatBytes(memory.activations));
-  out += fmt::format("    comm buffers     {:>12}\n", formatBytes(memory.communicationBuffers));
+  out += fmt::format("\nEstimate per device ({})\n", pipelineTitle(plan));
+  out += fmt::format("  step time            {:>12}\n", formatSeconds(estimate.stepTimeSeconds));
+  out += fmt::format("    compute            {:>12}\n", formatSeconds(estimate.computeSeconds));
+  out += fmt::format("    exposed comm       {:>12}   (gradient sync {})\n",
+                     formatSeconds(estimate.communicationSeconds),
+                     formatSeconds(estimate.gradientSyncSeconds));
+  if (plan.pipeline.stages > 1) {
+    out += fmt::format("    pipeline bubble    {:>12}   ({:.1f}% of the busy time)\n",
+                       formatSeconds(estimate.bubbleSeconds), 100.0 * estimate.bubbleFraction);
+  }
+  out += fmt::format("    optimizer step     {:>12}\n", formatSeconds(estimate.optimizerSeconds));
+  const std::string where =
+      estimate.stages.size() > 1 ? fmt::format(" on stage {}", peakStage(plan)) : "";
+  out += fmt::format("  peak memory{:<9} {:>12} of {} ({})\n", where,
+                     formatBytes(estimate.peakMemoryBytes), formatBytes(estimate.deviceMemoryBytes),
+                     estimate.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("    parameters         {:>12}\n", formatBytes(memory.parameters));
+  out += fmt::format("    gradients          {:>12}\n", formatBytes(memory.gradients));
+  out += fmt::format("    optimizer states   {:>12}\n", formatBytes(memory.optimizerStates));
+  out += fmt::format("    activations        {:>12}\n", formatBytes(memory.activations));
+  out += fmt::format("    comm buffers       {:>12}\n", formatBytes(memory.communicationBuffers));
+  if (memory.host > 0) {
+    out += fmt::format("    host (not counted) {:>12}\n", formatBytes(memory.host));
+  }
+  appendStageTable(out, plan);
 }
 
 }  // namespace
@@ -139,6 +222,7 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
     out += fmt::format("\nConflicts reconciled ({})\n", plan.conflicts.size());
     for (const auto& conflict : plan.conflicts) out += "  " + conflict + "\n";
   }
+  appendFeatures(out, plan);
   appendEstimate(out, plan);
   return out;
 }

@@ -9,12 +9,15 @@
 #include "cli/inputs.h"
 #include "cli/plan_assembly.h"
 #include "cli/plan_report.h"
+#include "cli/training_flags.h"
 #include "cli/verbs.h"
 #include "cost/graph_cost.h"
 #include "frontend/mindformers_yaml.h"
 #include "plan/plan_json.h"
 #include "rules/graph_sharding.h"
 #include "search/driver.h"
+#include "search/pipeline.h"
+#include "sim/step_estimate.h"
 
 namespace autopar::cli {
 
@@ -35,6 +38,7 @@ struct PlanOptions {
   double memCoeff = 0.1;
   std::string config;      ///< a MindFormers-style run yaml
   std::string configNote;  ///< what the yaml set, printed with the report
+  TrainingFlags training;
 };
 
 Expected<std::map<std::string, layout::Strategy>> parseShards(
@@ -56,13 +60,28 @@ Expected<std::map<std::string, layout::Strategy>> parseShards(
 struct Evaluated {
   LoadedModel model;
   search::SearchOutcome outcome;
+  cost::EvaluateOptions evaluateOptions;
+  sim::PipelineConfig pipeline;
+  search::StageAssignment stages;
   cost::CostReport report;
+  sim::StepEstimate estimate;
+  int64_t devicesPerStage = 0;
+
+  [[nodiscard]] int64_t peakBytes() const { return estimate.peakMemory().total(); }
 };
 
 Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
                              const ModelOptions& modelOptions) {
-  auto model = loadModel(options.model, modelOptions, cluster.numDevices);
+  auto pipeline = pipelineConfig(options.training, cluster.numDevices);
+  if (!pipeline) return pipeline.error();
+  const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;
+  auto model = loadModel(options.model, modelOptions, devicesPerStage);
   if (!model) return model.error();
+  if (auto status = applyTrainingFlags(options.training, model->graph); !status) {
+    return status.error();
+  }
+  auto stages = search::assignStages(model->graph, pipeline->stages, pipeline->virtualStages);
+  if (!stages) return stages.error();
   search::SearchRequest request;
   auto mode = search::parseSearchMode(options.search);
   if (!mode) return mode.error().in("--search");
@@ -73,15 +92,25 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   request.explain = options.explain;
   request.memCoeff = options.memCoeff;
   request.enableAllToAll = options.enableAllToAll;
-  std::vector<int> ranks(static_cast<size_t>(cluster.numDevices));
+  std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
-  cost::EvaluateOptions evaluateOptions;
-  evaluateOptions.redistribution.enableAllToAll = options.enableAllToAll;
-  auto report = cost::evaluateGraph(model->graph, outcome->sharding.ops, cluster, evaluateOptions);
+  auto evaluateOptions =
+      cli::evaluateOptions(options.training, request.mode == search::SearchMode::kDataParallel);
+  if (!evaluateOptions) return evaluateOptions.error();
+  evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
+  evaluateOptions->stageOfOp = stages->virtualStageOf;
+  evaluateOptions->stages = pipeline->stages * pipeline->virtualStages;
+  evaluateOptions->physicalStages = pipeline->stages;
+  evaluateOptions->rankStride = static_cast<int>(devicesPerStage);
+  auto report = cost::evaluateGraph(model->graph, outcome->sharding.ops, cluster, *evaluateOptions);
   if (!report) return report.error();
-  return Evaluated{std::move(*model), std::move(*outcome), std::move(*report)};
+  auto estimate = sim::estimateStep(*report, *pipeline);
+  if (!estimate) return estimate.error();
+  return Evaluated{
+      std::move(*model),  std::move(*outcome), std::move(*evaluateOptions), *pipeline,
+      std::move(*stages), std::move(*report),  std::move(*estimate),        devicesPerStage};
 }
 
 /// For a transformer preset that does not fit: the smallest tensor-parallel degree that would.
@@ -96,7 +125,7 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
       candidate.memCoeff = memCoeff;
       auto evaluated = evaluate(candidate, cluster, options.modelOptions);
       if (!evaluated) break;
-      const int64_t peak = evaluated->report.memory.total();
+      const int64_t peak = evaluated->peakBytes();
       if (peak <= cluster.device.memoryBytes) {
         return fmt::format("it would fit with --mem-coeff {:g} (estimated peak {})", memCoeff,
                            formatBytes(peak));
@@ -111,7 +140,7 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
     candidate.dataParallel = cluster.numDevices / tp;
     auto evaluated = evaluate(options, cluster, candidate);
     if (!evaluated) continue;
-    const int64_t peak = evaluated->report.memory.total();
+    const int64_t peak = evaluated->peakBytes();
     if (peak <= cluster.device.memoryBytes) {
       return fmt::format("it would fit with --tp {} --dp {} (estimated peak {})", tp,
                          cluster.numDevices / tp, formatBytes(peak));
@@ -188,8 +217,11 @@ int runPlan(PlanOptions options) {
     return reportError(Error{"--model: required (or --config with a model)"});
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
+  const PlanContext context{evaluated->evaluateOptions, evaluated->pipeline,
+                            evaluated->stages.virtualStageOf, evaluated->estimate,
+                            static_cast<size_t>(evaluated->devicesPerStage)};
   plan::Plan result = assemblePlan(evaluated->model, evaluated->outcome.sharding, evaluated->report,
-                                   *cluster, options.cluster);
+                                   context, *cluster, options.cluster);
   result.search = options.search;
   for (const auto& conflict : evaluated->outcome.conflicts) {
     result.conflicts.push_back(conflict.description);
@@ -263,6 +295,9 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
+  addTrainingFlags(*verb, options->training);
+  verb->add_flag("--sequence-parallel", options->modelOptions.sequenceParallel,
+                 "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   verb->callback([&action, options] { action = [options] { return runPlan(*options); }; });

@@ -240,7 +240,10 @@ std::set<int> stagesUsing(const Context& ctx, const ir::Tensor& tensor) {
 /// Point-to-point cost between the devices of stage `from` and `to` holding the same slice.
 double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
   if (bytes == 0) return 0;
-  const int ranks[] = {from * ctx.options.rankStride, to * ctx.options.rankStride};
+  const int physical = std::max(ctx.options.physicalStages, 1);
+  const int ranks[] = {(from % physical) * ctx.options.rankStride,
+                       (to % physical) * ctx.options.rankStride};
+  if (ranks[0] == ranks[1]) return 0;
   return cluster::collectiveCost(ctx.cluster, cluster::Collective::kSendRecv, ranks, bytes).seconds;
 }
 
@@ -330,6 +333,7 @@ void costActivations(Context& ctx) {
                             return forwardEdgeSeconds(ctx, t, to);
                           }};
   const ActivationCost kept = keptActivations(inputs);
+  ctx.report.recomputeRegionOf = regions.regionOf;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
     StageCost& stage = ctx.report.stages[s];
     stage.memory.activationBytes = kept.bytes[s];

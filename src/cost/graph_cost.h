@@ -44,9 +44,10 @@ struct EvaluateOptions {
   /// Pipeline: the stage of every op, by OpId (empty: all in stage 0), and the stage count.
   std::vector<int> stageOfOp;
   int stages = 1;
-  /// Rank distance between a device and its peer in the next stage (the devices per stage); the
-  /// sharded ops' ranks are stage 0's.
+  /// Stages hold devices [s * rankStride, (s + 1) * rankStride); virtual stage k of an
+  /// interleaved schedule runs on stage k % physicalStages. The sharded ops' ranks are stage 0's.
   int rankStride = 0;
+  int physicalStages = 1;
 };
 
 enum class EdgeDirection { kForward, kBackward };
@@ -99,6 +100,7 @@ struct CostReport {
   std::vector<ParameterPlacement> parameters;
   std::vector<FusionGroup> fusionGroups;  ///< empty without fusion
   std::vector<StageCost> stages;
+  std::vector<int> recomputeRegionOf;  ///< per op: its recompute region, or -1
   /// The whole step for one micro-batch without pipelining (every stage summed).
   StepTime time;
   MemoryBreakdown memory;                    ///< of the most loaded stage, one micro-batch

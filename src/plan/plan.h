@@ -34,6 +34,11 @@ struct OpRecord {
   std::vector<LayoutRecord> outputs;
   double forwardSeconds = 0;
   double backwardSeconds = 0;
+  int stage = 0;  ///< pipeline stage
+  int chunk = 0;  ///< model chunk on its stage (interleaved schedule)
+  bool recomputed = false;
+  std::string placement = "device";  ///< or "host"
+  std::vector<int64_t> manualSplit;  ///< Gather's non-uniform table split
 };
 
 struct StepRecord {
@@ -67,17 +72,84 @@ struct MemoryRecord {
   int64_t host = 0;
 };
 
+/// One pipeline stage (the whole device group without pipelining) in the estimate.
+struct StageRecord {
+  int stage = 0;
+  std::vector<std::string> blocks;  ///< first and last block of its ops
+  int64_t ops = 0;
+  double forwardSeconds = 0;   ///< one micro-batch
+  double backwardSeconds = 0;  ///< one micro-batch, recompute included
+  double busySeconds = 0;
+  double sendSeconds = 0;
+  int peakInFlight = 0;
+  double exposedGradientSyncSeconds = 0;
+  double optimizerSeconds = 0;
+  int64_t peakMemoryBytes = 0;
+  MemoryRecord memory;
+};
+
 struct EstimateRecord {
   double stepTimeSeconds = 0;
+  /// The step splits into compute (recompute included), exposed communication (activation
+  /// redistributions, point-to-point sends and gradient synchronisation not hidden behind the
+  /// backward), the pipeline bubble and the optimizer step.
   double computeSeconds = 0;
-  double communicationSeconds = 0;
-  double gradientSyncSeconds = 0;
+  double communicationSeconds = 0;  ///< exposed
+  double bubbleSeconds = 0;
+  double bubbleFraction = 0;
+  double gradientSyncSeconds = 0;  ///< part of communicationSeconds
   double optimizerSeconds = 0;
   int64_t peakMemoryBytes = 0;
   int64_t deviceMemoryBytes = 0;  ///< capacity of one device
   bool fits = true;
   std::vector<int64_t> memoryByDevice;
-  MemoryRecord memory;
+  MemoryRecord memory;  ///< of the peak stage
+  std::vector<StageRecord> stages;
+};
+
+struct PipelineRecord {
+  int stages = 1;
+  int virtualStages = 1;
+  int microBatches = 1;
+  std::string schedule = "1f1b";
+};
+
+/// The global plan features (seeds 001 and 004).
+struct FeaturesRecord {
+  bool optimizerParallel = false;
+  int64_t optimizerThresholdKb = 64;
+  bool gradientAccumulationShard = false;
+  bool optimizerGroupUpdate = false;
+  std::string recompute = "none";
+  bool mpCommRecompute = true;
+  bool parallelOptimizerCommRecompute = false;
+  std::string bucketing = "none";
+  int64_t bucketBytes = 0;
+  bool enableAllToAll = false;
+};
+
+/// How a parameter is stored (optimizer parallel) and where (device or host).
+struct ParameterRecord {
+  std::string name;
+  int64_t optimizerShards = 1;
+  int shardDim = -1;
+  std::string placement = "device";
+  std::string note;  ///< why it is not sharded
+};
+
+struct FusedCollectiveRecord {
+  std::string primitive;
+  bool gradient = true;
+  int64_t bytes = 0;
+  double seconds = 0;
+  double unfusedSeconds = 0;
+};
+
+struct FusionGroupRecord {
+  std::string name;
+  int stage = 0;
+  std::vector<std::string> parameters;
+  std::vector<FusedCollectiveRecord> collectives;
 };
 
 struct InputsRecord {
@@ -99,6 +171,10 @@ struct Plan {
   std::vector<RedistributionRecord> redistributions;
   /// Conflicts a search reconciled, one line each (sharding propagation).
   std::vector<std::string> conflicts;
+  PipelineRecord pipeline;
+  FeaturesRecord features;
+  std::vector<ParameterRecord> parameters;
+  std::vector<FusionGroupRecord> fusionGroups;
   EstimateRecord estimate;
 };
 

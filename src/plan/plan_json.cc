@@ -33,7 +33,88 @@ OrderedJson opToJson(const OpRecord& op) {
                      {"inputs", inputs},
                      {"outputs", outputs},
                      {"forward_s", op.forwardSeconds},
-                     {"backward_s", op.backwardSeconds}};
+                     {"backward_s", op.backwardSeconds},
+                     {"stage", op.stage},
+                     {"chunk", op.chunk},
+                     {"recompute", op.recomputed},
+                     {"placement", op.placement},
+                     {"manual_split", op.manualSplit}};
+}
+
+OrderedJson memoryToJson(const MemoryRecord& memory) {
+  return OrderedJson{{"parameters", memory.parameters},
+                     {"gradients", memory.gradients},
+                     {"optimizer_states", memory.optimizerStates},
+                     {"activations", memory.activations},
+                     {"communication_buffers", memory.communicationBuffers},
+                     {"host", memory.host}};
+}
+
+OrderedJson stageToJson(const StageRecord& stage) {
+  return OrderedJson{{"stage", stage.stage},
+                     {"blocks", stage.blocks},
+                     {"ops", stage.ops},
+                     {"forward_s", stage.forwardSeconds},
+                     {"backward_s", stage.backwardSeconds},
+                     {"busy_s", stage.busySeconds},
+                     {"send_s", stage.sendSeconds},
+                     {"peak_in_flight", stage.peakInFlight},
+                     {"exposed_gradient_sync_s", stage.exposedGradientSyncSeconds},
+                     {"optimizer_s", stage.optimizerSeconds},
+                     {"peak_memory_bytes", stage.peakMemoryBytes},
+                     {"memory", memoryToJson(stage.memory)}};
+}
+
+OrderedJson featuresToJson(const Plan& plan) {
+  const FeaturesRecord& f = plan.features;
+  const PipelineRecord& p = plan.pipeline;
+  return OrderedJson{{"pipeline",
+                      {{"stages", p.stages},
+                       {"virtual_stages", p.virtualStages},
+                       {"micro_batches", p.microBatches},
+                       {"schedule", p.schedule}}},
+                     {"optimizer_parallel",
+                      {{"enabled", f.optimizerParallel},
+                       {"threshold_kb", f.optimizerThresholdKb},
+                       {"gradient_accumulation_shard", f.gradientAccumulationShard},
+                       {"group_update", f.optimizerGroupUpdate}}},
+                     {"recompute",
+                      {{"layers", f.recompute},
+                       {"mp_comm_recompute", f.mpCommRecompute},
+                       {"parallel_optimizer_comm_recompute", f.parallelOptimizerCommRecompute}}},
+                     {"fusion", {{"bucketing", f.bucketing}, {"bucket_bytes", f.bucketBytes}}},
+                     {"enable_alltoall", f.enableAllToAll}};
+}
+
+OrderedJson parametersToJson(const Plan& plan) {
+  OrderedJson list = OrderedJson::array();
+  for (const auto& p : plan.parameters) {
+    list.push_back(OrderedJson{{"name", p.name},
+                               {"optimizer_shards", p.optimizerShards},
+                               {"shard_dim", p.shardDim},
+                               {"placement", p.placement},
+                               {"note", p.note}});
+  }
+  return list;
+}
+
+OrderedJson fusionGroupsToJson(const Plan& plan) {
+  OrderedJson list = OrderedJson::array();
+  for (const auto& group : plan.fusionGroups) {
+    OrderedJson collectives = OrderedJson::array();
+    for (const auto& c : group.collectives) {
+      collectives.push_back(OrderedJson{{"primitive", c.primitive},
+                                        {"gradient", c.gradient},
+                                        {"bytes", c.bytes},
+                                        {"seconds", c.seconds},
+                                        {"unfused_seconds", c.unfusedSeconds}});
+    }
+    list.push_back(OrderedJson{{"name", group.name},
+                               {"stage", group.stage},
+                               {"parameters", group.parameters},
+                               {"collectives", collectives}});
+  }
+  return list;
 }
 
 OrderedJson redistributionToJson(const RedistributionRecord& record) {
@@ -51,22 +132,21 @@ OrderedJson redistributionToJson(const RedistributionRecord& record) {
 
 OrderedJson estimateToJson(const EstimateRecord& estimate) {
   const MemoryRecord& memory = estimate.memory;
+  OrderedJson stages = OrderedJson::array();
+  for (const auto& stage : estimate.stages) stages.push_back(stageToJson(stage));
   return OrderedJson{{"step_time_s", estimate.stepTimeSeconds},
                      {"compute_s", estimate.computeSeconds},
                      {"communication_s", estimate.communicationSeconds},
+                     {"bubble_s", estimate.bubbleSeconds},
+                     {"bubble_fraction", estimate.bubbleFraction},
                      {"gradient_sync_s", estimate.gradientSyncSeconds},
                      {"optimizer_s", estimate.optimizerSeconds},
                      {"peak_memory_bytes", estimate.peakMemoryBytes},
                      {"device_memory_bytes", estimate.deviceMemoryBytes},
                      {"fits", estimate.fits},
                      {"memory_by_device", estimate.memoryByDevice},
-                     {"memory",
-                      {{"parameters", memory.parameters},
-                       {"gradients", memory.gradients},
-                       {"optimizer_states", memory.optimizerStates},
-                       {"activations", memory.activations},
-                       {"communication_buffers", memory.communicationBuffers},
-                       {"host", memory.host}}}};
+                     {"memory", memoryToJson(memory)},
+                     {"stages", stages}};
 }
 
 }  // namespace
@@ -101,6 +181,9 @@ OrderedJson planToJson(const Plan& plan) {
                      {"ops", ops},
                      {"redistributions", redistributions},
                      {"conflicts", plan.conflicts},
+                     {"features", featuresToJson(plan)},
+                     {"parameters", parametersToJson(plan)},
+                     {"fusion_groups", fusionGroupsToJson(plan)},
                      {"estimate", estimateToJson(plan.estimate)}};
 }
 

@@ -1,0 +1,221 @@
+#include "cli/training_flags.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "ir/op_semantics.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct Assignment {
+  std::string name;
+  std::string value;
+};
+
+Expected<Assignment> splitAssignment(const std::string& flag, const std::string& text,
+                                     const std::string& example) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return Error{fmt::format("{} '{}': expected {}", flag, text, example)};
+  }
+  return Assignment{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Expected<int64_t> parseInteger(const std::string& flag, const std::string& text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return Error{fmt::format("{}: '{}' is not an integer", flag, text)};
+  }
+  return value;
+}
+
+Expected<ir::OpId> findOp(const ir::Graph& graph, const std::string& flag,
+                          const std::string& name) {
+  auto id = graph.findOp(name);
+  if (!id)
+    return Error{fmt::format("{} {}: graph '{}' has no op of this name", flag, name, graph.name())};
+  return *id;
+}
+
+Status setBlock(ir::Graph& graph, const std::string& flag, const std::string& text,
+                const std::string& example, void (*apply)(ir::BlockSettings&, int64_t)) {
+  auto assignment = splitAssignment(flag, text, example);
+  if (!assignment) return assignment.error();
+  auto value = parseInteger(flag + " " + assignment->name, assignment->value);
+  if (!value) return value.error();
+  ir::BlockSettings settings;
+  apply(settings, *value);
+  auto status = graph.setBlockSettings(assignment->name, settings);
+  if (!status) return status.error().in(flag);
+  return {};
+}
+
+Status setManualSplit(ir::Graph& graph, const std::string& text) {
+  const std::string flag = "--manual-split";
+  auto assignment = splitAssignment(flag, text, "OP=SIZES, e.g. embedding=10,20,30,4");
+  if (!assignment) return assignment.error();
+  auto id = findOp(graph, flag, assignment->name);
+  if (!id) return id.error();
+  ir::Op& op = graph.mutableOp(*id);
+  if (op.kind != ir::OpKind::kGather) {
+    return Error{fmt::format("{} {}: manual_split applies to Gather, not {}", flag, op.name,
+                             ir::opKindName(op.kind))};
+  }
+  std::vector<int64_t> parts;
+  size_t start = 0;
+  while (start <= assignment->value.size()) {
+    const auto comma = std::min(assignment->value.find(',', start), assignment->value.size());
+    auto part = parseInteger(flag + " " + op.name, assignment->value.substr(start, comma - start));
+    if (!part) return part.error();
+    parts.push_back(*part);
+    start = comma + 1;
+  }
+  ir::OpAttrs attrs = op.attrs;
+  attrs.manualSplit = parts;
+  auto inferred = ir::inferOutputTypes(op.kind, attrs, graph.inputTypes(op));
+  if (!inferred) return inferred.error().in(fmt::format("{} {}", flag, op.name));
+  op.attrs = std::move(attrs);
+  return {};
+}
+
+}  // namespace
+
+void addTrainingFlags(CLI::App& verb, TrainingFlags& flags) {
+  verb.add_option("--pipeline-stages", flags.pipelineStages,
+                  "pipeline stages (MindSpore pipeline_stages); layers split evenly unless "
+                  "--stage places blocks")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--micro-batches", flags.microBatches,
+                  "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--schedule", flags.schedule, "pipeline schedule: 1f1b | interleaved | gpipe")
+      ->capture_default_str();
+  verb.add_option("--virtual-stages", flags.virtualStages,
+                  "model chunks per stage for the interleaved schedule (default 2)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--stage", flags.stages,
+                  "BLOCK=STAGE: run a block on a stage (Cell.pipeline_stage)");
+  verb.add_option("--recompute", flags.recompute,
+                  "layer recompute: none | selective (attention core) | full (every layer)")
+      ->capture_default_str();
+  verb.add_option("--recompute-block", flags.recomputeBlocks, "recompute a block (Cell.recompute)");
+  verb.add_option("--recompute-op", flags.recomputeOps, "recompute one op (primitive recompute)");
+  verb.add_flag("--no-mp-comm-recompute", flags.noMpCommRecompute,
+                "keep model-parallel communication outputs of recomputed blocks");
+  verb.add_flag("--parallel-optimizer-comm-recompute", flags.parallelOptimizerCommRecompute,
+                "gather optimizer-parallel parameters again in recomputed blocks");
+  verb.add_flag("--optimizer-parallel", flags.optimizerParallel,
+                "shard parameters and optimizer states over their replicas "
+                "(enable_parallel_optimizer)");
+  verb.add_option("--optimizer-threshold", flags.optimizerThresholdKb,
+                  "parallel_optimizer_threshold in KB: smaller parameter slices stay whole")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  verb.add_flag("--gradient-accumulation-shard", flags.gradientAccumulationShard,
+                "shard accumulated gradients too (reduce-scatter every micro-batch)");
+  verb.add_option("--comm-fusion", flags.fusion,
+                  "BLOCK=ID: fuse the parameter collectives of blocks with the same id "
+                  "(set_comm_fusion)");
+  verb.add_option("--bucketing", flags.bucketing,
+                  "automatic gradient buckets when no fusion ids are given: none | size | layer")
+      ->capture_default_str();
+  verb.add_option("--bucket-mb", flags.bucketMb, "bucket size for --bucketing size, MiB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  verb.add_option(
+      "--host-op", flags.hostOps,
+      "run an op on the host with its parameters in host memory (primitive_target CPU)");
+  verb.add_option(
+      "--manual-split", flags.manualSplits,
+      "OP=SIZES: non-uniform split of a Gather's table rows, e.g. embedding=10,20,30,4");
+}
+
+Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
+  for (const auto& text : flags.stages) {
+    auto status =
+        setBlock(graph, "--stage", text, "BLOCK=STAGE, e.g. llm.layer.3=1",
+                 [](ir::BlockSettings& s, int64_t v) { s.pipelineStage = static_cast<int>(v); });
+    if (!status) return status;
+  }
+  for (const auto& text : flags.fusion) {
+    auto status =
+        setBlock(graph, "--comm-fusion", text, "BLOCK=ID, e.g. layer1=0",
+                 [](ir::BlockSettings& s, int64_t v) { s.commFusion = static_cast<int>(v); });
+    if (!status) return status;
+  }
+  for (const auto& block : flags.recomputeBlocks) {
+    ir::BlockSettings settings;
+    settings.recompute = true;
+    if (auto status = graph.setBlockSettings(block, settings); !status) {
+      return status.error().in("--recompute-block");
+    }
+  }
+  for (const auto& name : flags.recomputeOps) {
+    auto id = findOp(graph, "--recompute-op", name);
+    if (!id) return id.error();
+    graph.mutableOp(*id).recompute = true;
+  }
+  for (const auto& name : flags.hostOps) {
+    auto id = findOp(graph, "--host-op", name);
+    if (!id) return id.error();
+    graph.mutableOp(*id).placement = ir::Placement::kHost;
+  }
+  for (const auto& text : flags.manualSplits) {
+    if (auto status = setManualSplit(graph, text); !status) return status;
+  }
+  return {};
+}
+
+Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t numDevices) {
+  sim::PipelineConfig config;
+  auto schedule = sim::parseScheduleKind(flags.schedule);
+  if (!schedule) return schedule.error().in("--schedule");
+  config.schedule = *schedule;
+  config.stages = flags.pipelineStages;
+  config.virtualStages = flags.virtualStages > 0                            ? flags.virtualStages
+                         : *schedule == sim::ScheduleKind::kInterleaved1F1B ? 2
+                                                                            : 1;
+  config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
+  if (numDevices % config.stages != 0) {
+    return Error{
+        fmt::format("--pipeline-stages {}: the {} devices do not split into {} equal "
+                    "stages",
+                    config.stages, numDevices, config.stages)};
+  }
+  if (config.stages > 1 && config.microBatches < config.stages) {
+    return Error{
+        fmt::format("--micro-batches {}: fewer than the {} pipeline stages; a pipeline "
+                    "needs at least one micro-batch per stage (micro_size >= stages)",
+                    config.microBatches, config.stages)};
+  }
+  if (auto status = sim::validateShape(
+          {config.stages, config.microBatches, config.virtualStages, config.schedule});
+      !status) {
+    return status.error();
+  }
+  return config;
+}
+
+Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate) {
+  cost::EvaluateOptions options;
+  auto recompute = cost::parseLayerRecompute(flags.recompute);
+  if (!recompute) return recompute.error().in("--recompute");
+  options.recompute.layers = *recompute;
+  options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
+  options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
+  options.optimizerParallel.enabled = flags.optimizerParallel;
+  options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
+  options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
+  options.optimizerParallel.groupUpdate = groupUpdate;
+  auto bucketing = cost::parseBucketing(flags.bucketing);
+  if (!bucketing) return bucketing.error().in("--bucketing");
+  options.fusion.bucketing = *bucketing;
+  options.fusion.bucketBytes = static_cast<int64_t>(flags.bucketMb * 1024 * 1024);
+  return options;
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,112 @@
+#include "search/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+
+namespace autopar::search {
+
+namespace {
+
+bool isStackLayer(const std::string& block) {
+  const auto dot = block.rfind('.');
+  if (dot == std::string::npos || dot + 1 == block.size()) return false;
+  return std::all_of(block.begin() + static_cast<std::ptrdiff_t>(dot) + 1, block.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+/// Stages given per block; -1 where none is.
+Expected<std::vector<int>> givenStages(const ir::Graph& graph, int stages) {
+  std::vector<int> given(graph.ops().size(), -1);
+  for (const auto& [scope, settings] : graph.blockSettings()) {
+    if (settings.pipelineStage &&
+        (*settings.pipelineStage < 0 || *settings.pipelineStage >= stages)) {
+      return Error{
+          fmt::format("block '{}': pipeline_stage {} is out of range for {} stage(s) "
+                      "(expected 0..{})",
+                      scope, *settings.pipelineStage, stages, stages - 1)};
+    }
+  }
+  for (const ir::Op& op : graph.ops()) {
+    if (auto stage = graph.settingsOf(op).pipelineStage) given[op.id] = *stage;
+  }
+  return given;
+}
+
+/// Layers of stacks split evenly over `virtualStages` total virtual stages.
+Expected<std::vector<int>> layerStages(const ir::Graph& graph, int total) {
+  std::map<std::string, int> layerIndex;
+  std::vector<std::string> layers;
+  for (const ir::Op& op : graph.ops()) {
+    if (isStackLayer(op.block) && layerIndex.emplace(op.block, layers.size()).second) {
+      layers.push_back(op.block);
+    }
+  }
+  if (static_cast<int>(layers.size()) < total) {
+    return Error{
+        fmt::format("graph '{}': {} layer(s) cannot fill {} pipeline stage(s); use fewer "
+                    "stages or give blocks a pipeline_stage",
+                    graph.name(), layers.size(), total)};
+  }
+  std::vector<int> stages(graph.ops().size(), -1);
+  const auto count = static_cast<int64_t>(layers.size());
+  for (const ir::Op& op : graph.ops()) {
+    auto it = layerIndex.find(op.block);
+    if (it != layerIndex.end()) stages[op.id] = static_cast<int>(it->second * total / count);
+  }
+  return stages;
+}
+
+}  // namespace
+
+Expected<StageAssignment> assignStages(const ir::Graph& graph, int stages, int virtualStages) {
+  if (stages < 1) return Error{fmt::format("pipeline_stages: {} must be at least 1", stages)};
+  StageAssignment result{std::vector<int>(graph.ops().size(), 0), stages, virtualStages};
+  if (stages * virtualStages == 1) return result;
+  auto given = givenStages(graph, stages);
+  if (!given) return given.error();
+  const bool anyGiven = std::any_of(given->begin(), given->end(), [](int s) { return s >= 0; });
+  if (anyGiven && virtualStages > 1) {
+    return Error{
+        "pipeline_stage per block: not supported with the interleaved schedule (use "
+        "automatic placement, or virtual stages 1)"};
+  }
+  std::vector<int> fixed = *given;
+  if (!anyGiven) {
+    auto layers = layerStages(graph, stages * virtualStages);
+    if (!layers) return layers.error();
+    fixed = std::move(*layers);
+  }
+  auto& of = result.virtualStageOf;
+  for (const ir::Op& op : graph.ops()) {
+    int latest = -1;
+    for (ir::TensorId input : op.inputs) {
+      const ir::OpId producer = graph.tensor(input).producer;
+      if (producer != ir::kNoOp) latest = std::max(latest, of[producer]);
+    }
+    const int own = fixed[op.id];
+    if (own >= 0 && own < latest) {
+      return Error{
+          fmt::format("op '{}' (block '{}'): on stage {} but reads an output of stage {}; "
+                      "a stage may only read from earlier stages",
+                      op.name, op.block, own, latest)};
+    }
+    of[op.id] = own >= 0 ? own : latest;
+  }
+  // Ops that read nothing staged (an embedding) join the stage of their first consumer.
+  for (size_t i = graph.ops().size(); i-- > 0;) {
+    if (of[i] >= 0) continue;
+    int first = stages * virtualStages - 1;
+    for (ir::TensorId output : graph.ops()[i].outputs) {
+      for (ir::OpId consumer : graph.tensor(output).consumers)
+        first = std::min(first, of[consumer]);
+    }
+    of[i] = first;
+  }
+  return result;
+}
+
+}  // namespace autopar::search

@@ -1,0 +1,96 @@
+#include "sim/step_estimate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/simulator.h"
+
+namespace autopar::sim {
+
+namespace {
+
+SimulationInput simulationInput(const cost::CostReport& report, const PipelineConfig& config) {
+  SimulationInput input;
+  input.shape =
+      PipelineShape{config.stages, config.microBatches, config.virtualStages, config.schedule};
+  input.stages.resize(static_cast<size_t>(config.stages));
+  input.p2pSeconds.assign(static_cast<size_t>(config.stages), 0.0);
+  for (size_t k = 0; k < report.stages.size(); ++k) {
+    const cost::StageCost& cost = report.stages[k];
+    StageCosts& stage = input.stages[k % static_cast<size_t>(config.stages)];
+    stage.forwardSeconds.push_back(cost.forwardSeconds);
+    stage.backwardSeconds.push_back(cost.backwardSeconds);
+    stage.activationBytes.push_back(cost.memory.activationBytes);
+    // The link from virtual stage k to k + 1 leaves stage k % p; chunks share it.
+    double& link = input.p2pSeconds[k % static_cast<size_t>(config.stages)];
+    link = std::max(link, cost.sendSeconds);
+  }
+  return input;
+}
+
+/// Adds a virtual stage's static costs to its stage.
+void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
+  stage.forwardSeconds += cost.forwardSeconds;
+  stage.backwardSeconds += cost.backwardSeconds;
+  stage.sendSeconds = std::max(stage.sendSeconds, cost.sendSeconds);
+  stage.exposedGradientSyncSeconds += cost.exposedGradientSyncSeconds;
+  stage.optimizerSeconds += cost.optimizerSeconds;
+  stage.memory.parameterBytes += cost.memory.parameterBytes;
+  stage.memory.gradientBytes += cost.memory.gradientBytes;
+  stage.memory.optimizerBytes += cost.memory.optimizerBytes;
+  stage.memory.hostBytes += cost.memory.hostBytes;
+  stage.memory.communicationBytes += cost.memory.communicationBytes;
+}
+
+}  // namespace
+
+Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config) {
+  const size_t expected = static_cast<size_t>(config.stages) * config.virtualStages;
+  if (report.stages.size() != expected) {
+    return Error{fmt::format("estimateStep: {} stage costs for {} stages x {} chunks",
+                             report.stages.size(), config.stages, config.virtualStages)};
+  }
+  auto simulated = simulate(simulationInput(report, config));
+  if (!simulated) return simulated.error();
+  StepEstimate estimate;
+  estimate.stages.resize(static_cast<size_t>(config.stages));
+  for (size_t k = 0; k < report.stages.size(); ++k) {
+    addStatic(estimate.stages[k % static_cast<size_t>(config.stages)], report.stages[k]);
+  }
+  double tail = 0;
+  size_t busiest = 0;
+  for (size_t s = 0; s < estimate.stages.size(); ++s) {
+    StageEstimate& stage = estimate.stages[s];
+    const StageResult& result = simulated->stages[s];
+    stage.busySeconds = result.busySeconds;
+    stage.peakInFlight = result.peakInFlight;
+    stage.memory.activationBytes = result.peakActivationBytes;
+    tail = std::max(tail, stage.exposedGradientSyncSeconds + stage.optimizerSeconds);
+    if (stage.busySeconds > estimate.stages[busiest].busySeconds) busiest = s;
+    if (stage.memory.total() > estimate.peakMemory().total())
+      estimate.peakStage = static_cast<int>(s);
+  }
+  double compute = 0;
+  double gradientSync = 0;
+  for (size_t k = busiest; k < report.stages.size(); k += static_cast<size_t>(config.stages)) {
+    const cost::StageCost& cost = report.stages[k];
+    compute += cost.forwardComputeSeconds + cost.backwardComputeSeconds;
+  }
+  for (const StageEstimate& stage : estimate.stages) {
+    if (stage.exposedGradientSyncSeconds + stage.optimizerSeconds == tail) {
+      gradientSync = stage.exposedGradientSyncSeconds;
+      estimate.optimizerSeconds = stage.optimizerSeconds;
+      break;
+    }
+  }
+  estimate.computeSeconds = compute * config.microBatches;
+  estimate.bubbleSeconds = simulated->bubbleSeconds;
+  estimate.bubbleFraction = simulated->bubbleFraction;
+  estimate.exposedCommunicationSeconds =
+      simulated->idealSeconds - estimate.computeSeconds + gradientSync;
+  estimate.stepSeconds = simulated->makespanSeconds + tail;
+  return estimate;
+}
+
+}  // namespace autopar::sim

@@ -1,0 +1,56 @@
+#pragma once
+/// \file
+/// The estimate of one training step: a cost report's per-(virtual-)stage costs run through a
+/// pipeline schedule.
+///
+///   step = makespan of the schedule (compute, activation communication, point-to-point sends
+///          and the bubble) + the slowest stage's exposed gradient synchronisation + optimizer.
+/// The makespan splits into compute (recompute included), exposed communication and the bubble;
+/// memory per stage is its parameters, gradients, optimizer states, communication buffers and
+/// the activations of the micro-batches the schedule holds in flight at its peak.
+
+#include <cstdint>
+#include <vector>
+
+#include "cost/graph_cost.h"
+#include "sim/schedule.h"
+#include "util/expected.h"
+
+namespace autopar::sim {
+
+struct PipelineConfig {
+  int stages = 1;
+  int virtualStages = 1;
+  int microBatches = 1;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+};
+
+struct StageEstimate {
+  double forwardSeconds = 0;   ///< one micro-batch, all chunks of the stage
+  double backwardSeconds = 0;  ///< one micro-batch, recompute included
+  double busySeconds = 0;      ///< the whole step's forward and backward work
+  double sendSeconds = 0;      ///< one micro-batch to the next stage
+  int peakInFlight = 0;        ///< micro-batches (chunk-micro-batches when interleaved)
+  double exposedGradientSyncSeconds = 0;
+  double optimizerSeconds = 0;
+  cost::MemoryBreakdown memory;  ///< activations at the schedule's peak
+};
+
+struct StepEstimate {
+  double stepSeconds = 0;
+  double computeSeconds = 0;  ///< busiest stage: forward, backward and recompute compute
+  double exposedCommunicationSeconds = 0;
+  double bubbleSeconds = 0;
+  double bubbleFraction = 0;  ///< bubble / (makespan - bubble)
+  double optimizerSeconds = 0;
+  std::vector<StageEstimate> stages;
+  int peakStage = 0;  ///< the stage with the most memory
+  [[nodiscard]] const cost::MemoryBreakdown& peakMemory() const {
+    return stages.at(static_cast<size_t>(peakStage)).memory;
+  }
+};
+
+/// `report` holds stages * virtualStages stage costs, virtual stage k on stage k % stages.
+Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config);
+
+}  // namespace autopar::sim

@@ -419,6 +419,7 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
     return Error{fmt::format("evaluateGraph: {} stage entries for {} ops", ctx.stageOf.size(),
                              graph.ops().size())};
   }
+  if (auto status = checkManualSplits(graph, sharded); !status) return status.error();
   ctx.report.stages.resize(static_cast<size_t>(std::max(options.stages, 1)));
   ctx.report.parameters = placeParameters(graph, sharded, options.optimizerParallel);
   placeSources(ctx);

@@ -86,18 +86,42 @@ std::vector<ParameterPlacement> placeParameters(const ir::Graph& graph,
     placement.replicas =
         placement.use.deviceMatrix.numDevices() /
         std::max<int64_t>(1, ir::numElements(placement.use.shape) / placement.use.sliceElements());
+    if (!consumer.attrs.manualSplit.empty() && consumer.inputs.front() == id) {
+      const auto& parts = consumer.attrs.manualSplit;
+      placement.unevenScale = static_cast<double>(*std::max_element(parts.begin(), parts.end())) *
+                              static_cast<double>(parts.size()) /
+                              static_cast<double>(tensor.type.shape.front());
+    }
     if (options.enabled) shardForOptimizer(tensor, placement, options);
     placements.push_back(std::move(placement));
   }
   return placements;
 }
 
+Status checkManualSplits(const ir::Graph& graph, const std::vector<rules::ShardedOp>& sharded) {
+  for (const ir::Op& op : graph.ops()) {
+    const auto& parts = op.attrs.manualSplit;
+    if (parts.empty()) continue;
+    const int64_t cuts = sharded[op.id].inputs.front().cutsOfDim(0);
+    if (static_cast<int64_t>(parts.size()) != cuts) {
+      return Error{
+          fmt::format("op '{}': attrs.manual_split has {} parts but its strategy cuts dim 0 "
+                      "of input 0 into {}",
+                      op.name, parts.size(), cuts)};
+    }
+  }
+  return {};
+}
+
 ParameterStateBytes placedStateBytes(const ir::Graph& graph, const ParameterPlacement& placement,
                                      const OptimizerParallelOptions& options,
                                      const OptimizerSpec& optimizer) {
   const ir::Tensor& tensor = graph.tensor(placement.tensor);
-  const int64_t useElements = placement.use.sliceElements();
-  const int64_t storedElements = placement.storage.sliceElements();
+  auto scaled = [&](int64_t elements) {
+    return static_cast<int64_t>(static_cast<double>(elements) * placement.unevenScale);
+  };
+  const int64_t useElements = scaled(placement.use.sliceElements());
+  const int64_t storedElements = scaled(placement.storage.sliceElements());
   const auto use = parameterStateBytes(useElements, tensor.type.dtype, optimizer);
   const auto stored = parameterStateBytes(storedElements, tensor.type.dtype, optimizer);
   ParameterStateBytes bytes;

@@ -22,6 +22,7 @@
 #include "ir/graph.h"
 #include "layout/tensor_layout.h"
 #include "rules/sharded_op.h"
+#include "util/expected.h"
 
 namespace autopar::cost {
 
@@ -34,6 +35,8 @@ struct ParameterPlacement {
   int64_t optimizerShards = 1;   ///< the states' share is 1/optimizerShards
   int shardDim = -1;             ///< dim split further by optimizer parallel, or -1
   bool onHost = false;
+  /// Gather's manual_split: the largest part's rows over the even split's (1 without one).
+  double unevenScale = 1.0;
   std::string note;  ///< why it is not sharded, when optimizer parallel is on
 };
 
@@ -41,6 +44,11 @@ struct ParameterPlacement {
 std::vector<ParameterPlacement> placeParameters(const ir::Graph& graph,
                                                 const std::vector<rules::ShardedOp>& sharded,
                                                 const OptimizerParallelOptions& options);
+
+/// Checks every Gather's manual_split against its strategy: one part per cut of the table's rows.
+/// Example error: "op 'lookup': attrs.manual_split has 4 parts but its strategy cuts dim 0 of
+/// input 0 into 2".
+Status checkManualSplits(const ir::Graph& graph, const std::vector<rules::ShardedOp>& sharded);
 
 /// Per-device state bytes of one placed parameter: weight, gradient and optimizer states.
 ParameterStateBytes placedStateBytes(const ir::Graph& graph, const ParameterPlacement& placement,

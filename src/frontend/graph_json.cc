@@ -31,8 +31,8 @@ struct ReadState {
 };
 
 Status readHeader(const json& document, const std::string& sourceName, std::string& name) {
-  auto status =
-      checkObject(document, "", {"format", "version", "name", "description", "tensors", "ops"});
+  auto status = checkObject(
+      document, "", {"format", "version", "name", "description", "tensors", "ops", "blocks"});
   if (!status) return status;
   auto format = requireField(document, "", "format");
   if (!format) return format.error();
@@ -96,7 +96,8 @@ Expected<ir::DType> readDType(const json& object, const std::string& path) {
 }
 
 Status readTensor(const json& tensorJson, const std::string& path, ReadState& state) {
-  auto status = checkObject(tensorJson, path, {"name", "shape", "dtype", "role"});
+  auto status =
+      checkObject(tensorJson, path, {"name", "shape", "dtype", "role", "parallel_optimizer"});
   if (!status) return status;
   auto name = readName(tensorJson, path);
   if (!name) return name.error();
@@ -116,6 +117,15 @@ Status readTensor(const json& tensorJson, const std::string& path, ReadState& st
   if (!role) return role.error();
   auto id = state.graph.addTensor(*name, ir::TensorType{*shape, *dtype}, *role);
   if (!id) return id.error().in(path);
+  if (auto it = tensorJson.find("parallel_optimizer"); it != tensorJson.end()) {
+    const std::string flagPath = childPath(path, "parallel_optimizer");
+    if (*role != ir::TensorRole::kParameter) {
+      return Error{fmt::format("{}: only parameters take this flag", flagPath)};
+    }
+    auto flag = readBool(*it, flagPath);
+    if (!flag) return flag.error();
+    state.graph.mutableTensor(*id).parallelOptimizer = *flag;
+  }
   state.definedAt.emplace(*name, path);
   return {};
 }
@@ -222,13 +232,35 @@ struct OpFields {
   ir::OpAttrs attrs;
   std::vector<ir::TensorId> inputs;
   std::string block;
+  bool recompute = false;
+  ir::Placement placement = ir::Placement::kDevice;
 };
+
+/// Seed 001's primitive recompute and primitive_target.
+Status readOpExecution(const json& opJson, const std::string& path, OpFields& fields) {
+  if (auto it = opJson.find("recompute"); it != opJson.end()) {
+    auto recompute = readBool(*it, childPath(path, "recompute"));
+    if (!recompute) return recompute.error();
+    fields.recompute = *recompute;
+  }
+  if (auto it = opJson.find("placement"); it != opJson.end()) {
+    const std::string placementPath = childPath(path, "placement");
+    auto placement = readString(*it, placementPath);
+    if (!placement) return placement.error();
+    if (*placement != "device" && *placement != "host") {
+      return Error{fmt::format("{}: expected \"device\" or \"host\", got \"{}\"", placementPath,
+                               *placement)};
+    }
+    fields.placement = *placement == "host" ? ir::Placement::kHost : ir::Placement::kDevice;
+  }
+  return {};
+}
 
 Expected<OpFields> readOpFields(const json& opJson, const std::string& path, size_t index,
                                 const ReadState& state) {
-  auto status = checkObject(
-      opJson, path,
-      {"name", "kind", "inputs", "outputs", "attrs", "block", "shard", "output_shapes"});
+  auto status = checkObject(opJson, path,
+                            {"name", "kind", "inputs", "outputs", "attrs", "block", "shard",
+                             "output_shapes", "recompute", "placement"});
   if (!status) return status.error();
   OpFields fields;
   auto name = readName(opJson, path);
@@ -250,6 +282,7 @@ Expected<OpFields> readOpFields(const json& opJson, const std::string& path, siz
   auto block = readBlock(opJson, path);
   if (!block) return block.error();
   fields.block = std::move(*block);
+  if (auto status = readOpExecution(opJson, path, fields); !status) return status.error();
   return fields;
 }
 
@@ -273,10 +306,44 @@ Status readOp(const json& opJson, size_t index, ReadState& state) {
   auto id = state.graph.addOp(fields->name, fields->kind, fields->attrs, fields->inputs, *outputs,
                               fields->block);
   if (!id) return id.error().in(path);
-  state.graph.mutableOp(*id).shard = std::move(shard);
+  ir::Op& op = state.graph.mutableOp(*id);
+  op.shard = std::move(shard);
+  op.recompute = fields->recompute;
+  op.placement = fields->placement;
   state.opIndexByName.emplace(fields->name, index);
   for (size_t i = 0; i < outputs->size(); ++i) {
     state.definedAt.emplace((*outputs)[i], indexPath(childPath(path, "outputs"), i));
+  }
+  return {};
+}
+
+/// "blocks": {"layer1": {"pipeline_stage": 0, "comm_fusion": 0, "recompute": true}}: what a user
+/// sets on a Cell (seeds 001 and 004).
+Status readBlocks(const json& blocks, ir::Graph& graph) {
+  if (!blocks.is_object()) {
+    return Error{fmt::format("blocks: expected an object, got {}", jsonTypeName(blocks))};
+  }
+  for (const auto& item : blocks.items()) {
+    const std::string path = childPath("blocks", item.key());
+    auto status = checkObject(item.value(), path, {"pipeline_stage", "comm_fusion", "recompute"});
+    if (!status) return status;
+    ir::BlockSettings settings;
+    if (auto it = item.value().find("pipeline_stage"); it != item.value().end()) {
+      auto stage = readInt(*it, childPath(path, "pipeline_stage"));
+      if (!stage) return stage.error();
+      settings.pipelineStage = static_cast<int>(*stage);
+    }
+    if (auto it = item.value().find("comm_fusion"); it != item.value().end()) {
+      auto fusion = readInt(*it, childPath(path, "comm_fusion"));
+      if (!fusion) return fusion.error();
+      settings.commFusion = static_cast<int>(*fusion);
+    }
+    if (auto it = item.value().find("recompute"); it != item.value().end()) {
+      auto recompute = readBool(*it, childPath(path, "recompute"));
+      if (!recompute) return recompute.error();
+      settings.recompute = *recompute;
+    }
+    if (auto set = graph.setBlockSettings(item.key(), settings); !set) return set.error().in(path);
   }
   return {};
 }
@@ -315,6 +382,7 @@ Status readBody(const json& document, ReadState& state) {
   for (size_t i = 0; i < (*ops)->size(); ++i) {
     if (auto status = readOp((**ops)[i], i, state); !status) return status;
   }
+  if (auto it = document.find("blocks"); it != document.end()) return readBlocks(*it, state.graph);
   return {};
 }
 

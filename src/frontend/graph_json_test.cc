@@ -211,7 +211,7 @@ TEST(GraphJsonErrors, Header) {
   document["nodes"] = json::array();
   EXPECT_EQ(errorOf(document),
             "ffn.json: top level: unknown field 'nodes' (expected one of: format, version, name, "
-            "description, tensors, ops)");
+            "description, tensors, ops, blocks)");
   EXPECT_EQ(errorOfText("[1, 2]"), "ffn.json: top level: expected an object, got array");
   document = tinyDocument();
   document["ops"] = json::object();
@@ -250,7 +250,7 @@ TEST(GraphJsonErrors, Tensors) {
   document["tensors"][0]["layout"] = "nchw";
   EXPECT_EQ(errorOf(document),
             "ffn.json: tensors[0]: unknown field 'layout' (expected one of: name, shape, dtype, "
-            "role)");
+            "role, parallel_optimizer)");
 }
 
 TEST(GraphJsonErrors, OpNamesKindsAndInputs) {
@@ -364,6 +364,68 @@ TEST(GraphJsonFiles, WriteThenReadRoundTrips) {
   ASSERT_TRUE(reread) << reread.error().message;
   expectSameGraph(*ffn, *reread);
   EXPECT_FALSE(writeGraphJson(*ffn, "/nonexistent/dir/out.json"));
+}
+
+}  // namespace
+}  // namespace autopar::frontend
+
+namespace autopar::frontend {
+namespace {
+
+json planFeaturesDocument() {
+  return json::parse(R"({
+    "format": "autopar.graph", "version": 1, "name": "features",
+    "tensors": [{"name": "ids", "shape": [8, 4], "dtype": "int32", "role": "input"},
+                {"name": "table", "shape": [64, 16], "role": "parameter",
+                 "parallel_optimizer": false},
+                {"name": "w", "shape": [16, 16], "role": "parameter"}],
+    "ops": [{"name": "lookup", "kind": "Gather", "inputs": ["table", "ids"], "outputs": ["e"],
+             "attrs": {"manual_split": [10, 20, 30, 4]}, "placement": "host",
+             "block": "embedding"},
+            {"name": "dense", "kind": "MatMul", "inputs": ["e", "w"], "outputs": ["y"],
+             "recompute": true, "block": "layer1.dense"}],
+    "blocks": {"layer1": {"pipeline_stage": 0, "comm_fusion": 2, "recompute": true}}
+  })");
+}
+
+TEST(GraphJsonPlanFeatures, ReadsOpParameterAndBlockSettingsAndWritesThemBack) {
+  auto graph = parseGraphJson(planFeaturesDocument().dump(), "features.json");
+  ASSERT_TRUE(graph) << graph.error().message;
+  const ir::Op& lookup = graph->op(*graph->findOp("lookup"));
+  EXPECT_EQ(lookup.attrs.manualSplit, (std::vector<int64_t>{10, 20, 30, 4}));
+  EXPECT_EQ(lookup.placement, ir::Placement::kHost);
+  const ir::Op& dense = graph->op(*graph->findOp("dense"));
+  EXPECT_TRUE(dense.recompute);
+  EXPECT_EQ(graph->tensor(*graph->findTensor("table")).parallelOptimizer, false);
+  EXPECT_FALSE(graph->tensor(*graph->findTensor("w")).parallelOptimizer.has_value());
+  const ir::BlockSettings settings = graph->settingsOf(dense);
+  EXPECT_EQ(settings.pipelineStage, 0);
+  EXPECT_EQ(settings.commFusion, 2);
+  EXPECT_TRUE(settings.recompute);
+  EXPECT_FALSE(graph->settingsOf(lookup).recompute);
+  auto again = parseGraphJson(dumpGraphJson(graphToJson(*graph)), "again.json");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(graphToJson(*again), graphToJson(*graph));
+}
+
+TEST(GraphJsonPlanFeatures, ErrorsNameTheField) {
+  json document = planFeaturesDocument();
+  document["ops"][0]["attrs"]["manual_split"] = {10, 20, 30};
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[0]: Gather: attrs.manual_split [10,20,30] sums to 60, expected the 64 "
+            "rows of input 0 (dim 0)");
+  document = planFeaturesDocument();
+  document["blocks"]["layer9"] = {{"comm_fusion", 1}};
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: blocks.layer9: block 'layer9': no op of graph 'features' is in this block");
+  document = planFeaturesDocument();
+  document["ops"][1]["placement"] = "cpu";
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1].placement: expected \"device\" or \"host\", got \"cpu\"");
+  document = planFeaturesDocument();
+  document["tensors"][0]["parallel_optimizer"] = true;
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: tensors[0].parallel_optimizer: only parameters take this flag");
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ json tensorToJson(const ir::Tensor& tensor) {
   entry["shape"] = tensor.type.shape;
   entry["dtype"] = std::string(ir::dtypeName(tensor.type.dtype));
   entry["role"] = tensor.role == ir::TensorRole::kParameter ? "parameter" : "input";
+  if (tensor.parallelOptimizer) entry["parallel_optimizer"] = *tensor.parallelOptimizer;
   return entry;
 }
 
@@ -41,6 +42,8 @@ json opToJson(const ir::Graph& graph, const ir::Op& op) {
   if (json attrs = attrsToJson(op.kind, op.attrs); !attrs.empty()) entry["attrs"] = attrs;
   if (!op.block.empty()) entry["block"] = op.block;
   if (!op.shard.empty()) entry["shard"] = shardToJson(op.shard);
+  if (op.recompute) entry["recompute"] = true;
+  if (op.placement == ir::Placement::kHost) entry["placement"] = "host";
   json shapes = json::array();
   for (ir::TensorId id : op.outputs) shapes.push_back(graph.tensor(id).type.shape);
   entry["output_shapes"] = shapes;
@@ -50,9 +53,13 @@ json opToJson(const ir::Graph& graph, const ir::Op& op) {
 /// The order keys are printed in: the order docs/graph-format.md introduces them. nlohmann::json
 /// keeps object keys sorted, so the printer reorders them.
 int keyRank(const std::string& key) {
-  static constexpr std::array<std::string_view, 16> kOrder = {
-      "format", "version", "name",   "description", "tensors", "ops",   "kind",  "shape",
-      "dtype",  "role",    "inputs", "outputs",     "attrs",   "block", "shard", "output_shapes"};
+  static constexpr std::array<std::string_view, 23> kOrder = {
+      "format",         "version",     "name",        "description",
+      "tensors",        "ops",         "blocks",      "kind",
+      "shape",          "dtype",       "role",        "parallel_optimizer",
+      "inputs",         "outputs",     "attrs",       "block",
+      "shard",          "recompute",   "placement",   "output_shapes",
+      "pipeline_stage", "comm_fusion", "manual_split"};
   auto it = std::find(kOrder.begin(), kOrder.end(), key);
   return static_cast<int>(it - kOrder.begin());
 }
@@ -106,6 +113,17 @@ json graphToJson(const ir::Graph& graph) {
   json ops = json::array();
   for (const auto& op : graph.ops()) ops.push_back(opToJson(graph, op));
   document["ops"] = std::move(ops);
+  if (!graph.blockSettings().empty()) {
+    json blocks = json::object();
+    for (const auto& [scope, settings] : graph.blockSettings()) {
+      json entry = json::object();
+      if (settings.pipelineStage) entry["pipeline_stage"] = *settings.pipelineStage;
+      if (settings.commFusion) entry["comm_fusion"] = *settings.commFusion;
+      if (settings.recompute) entry["recompute"] = true;
+      blocks[scope] = entry;
+    }
+    document["blocks"] = std::move(blocks);
+  }
   return document;
 }
 

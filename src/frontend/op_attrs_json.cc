@@ -81,8 +81,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 15>& allCodecs() {
-  static const std::array<AttrCodec, 15> kCodecs = {
+const std::array<AttrCodec, 16>& allCodecs() {
+  static const std::array<AttrCodec, 16> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -99,6 +99,7 @@ const std::array<AttrCodec, 15>& allCodecs() {
       AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,
                 isDefaultField<&A::dropoutRate>},
       AttrCodec{"epsilon", readEpsilon, writeField<&A::epsilon>, isDefaultField<&A::epsilon>},
+      codec<&A::manualSplit, readPositiveIntList>("manual_split"),
   };
   return kCodecs;
 }
@@ -155,6 +156,8 @@ std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
     case K::kLayerNorm:
     case K::kRMSNorm:
       return {"epsilon"};
+    case K::kGather:
+      return {"manual_split"};
     default:
       return {};
   }

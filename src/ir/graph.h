@@ -60,6 +60,8 @@ class Graph {
   [[nodiscard]] const Op& op(OpId id) const { return ops_.at(id); }
   [[nodiscard]] Op& mutableOp(OpId id) { return ops_.at(id); }
   [[nodiscard]] const Tensor& tensor(TensorId id) const { return tensors_.at(id); }
+  /// For flags that do not change the graph's structure (parallelOptimizer).
+  [[nodiscard]] Tensor& mutableTensor(TensorId id) { return tensors_.at(id); }
 
   [[nodiscard]] std::optional<TensorId> findTensor(std::string_view name) const;
   [[nodiscard]] std::optional<OpId> findOp(std::string_view name) const;

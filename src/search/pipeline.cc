@@ -82,7 +82,8 @@ Expected<StageAssignment> assignStages(const ir::Graph& graph, int stages, int v
   }
   auto& of = result.virtualStageOf;
   for (const ir::Op& op : graph.ops()) {
-    int latest = -1;
+    // Given stages: what no block places starts on stage 0, as in MindSpore.
+    int latest = anyGiven ? 0 : -1;
     for (ir::TensorId input : op.inputs) {
       const ir::OpId producer = graph.tensor(input).producer;
       if (producer != ir::kNoOp) latest = std::max(latest, of[producer]);

@@ -10,8 +10,8 @@
 /// stage of its first consumer.
 ///
 /// With stages given per block (seed 001's Cell.pipeline_stage), those ops keep them and every
-/// other op joins the latest stage among its inputs' producers. Either way no op may read a
-/// tensor produced on a later stage.
+/// other op joins the latest stage among its inputs' producers, or stage 0 (MindSpore's default).
+/// Either way no op may read a tensor produced on a later stage.
 
 #include <vector>
 

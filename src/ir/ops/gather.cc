@@ -16,14 +16,14 @@ Status checkManualSplit(const OpAttrs& attrs, const TensorType& table) {
   int64_t sum = 0;
   for (int64_t part : attrs.manualSplit) {
     if (part <= 0) {
-      return Error{fmt::format("Gather: attrs.manual_split {} has a part of {}, expected sizes > 0",
+      return Error{fmt::format("attrs.manual_split {} has a part of {}, expected sizes > 0",
                                shapeToString(attrs.manualSplit), part)};
     }
     sum += part;
   }
   if (sum != table.shape[0]) {
     return Error{fmt::format(
-        "Gather: attrs.manual_split {} sums to {}, expected the {} rows of input 0 (dim 0)",
+        "attrs.manual_split {} sums to {}, expected the {} rows of input 0 (dim 0)",
         shapeToString(attrs.manualSplit), sum, table.shape[0])};
   }
   return {};

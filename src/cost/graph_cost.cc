@@ -345,6 +345,7 @@ void costActivations(Context& ctx) {
     const OpCost& cost = ctx.report.ops[op.id];
     StageCost& stage = ctx.stage(op.id);
     stage.recomputeSeconds += cost.forwardSeconds;
+    stage.recomputeComputeSeconds += cost.forwardSeconds;
     if (ctx.options.recompute.mpCommRecompute) stage.recomputeSeconds += cost.internalCommSeconds;
   }
 }

@@ -80,6 +80,7 @@ struct StageCost {
   double forwardComputeSeconds = 0;
   double backwardComputeSeconds = 0;
   double recomputeSeconds = 0;  ///< forward computed again and gathers redone, in backward
+  double recomputeComputeSeconds = 0;  ///< the compute part of recomputeSeconds
   double forwardCommSeconds = 0;
   double backwardCommSeconds = 0;
   double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd

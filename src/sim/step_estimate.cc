@@ -75,7 +75,8 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
   double gradientSync = 0;
   for (size_t k = busiest; k < report.stages.size(); k += static_cast<size_t>(config.stages)) {
     const cost::StageCost& cost = report.stages[k];
-    compute += cost.forwardComputeSeconds + cost.backwardComputeSeconds;
+    compute += cost.forwardComputeSeconds + cost.backwardComputeSeconds +
+               cost.recomputeComputeSeconds;
   }
   for (const StageEstimate& stage : estimate.stages) {
     if (stage.exposedGradientSyncSeconds + stage.optimizerSeconds == tail) {

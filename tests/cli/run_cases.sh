@@ -8,7 +8,7 @@
 #   reject: <a substring that must NOT appear>                          (any number)
 #   lines: <exact number of lines on stderr>                            (optional)
 # Lines starting with # are comments.
-# Usage: run_cases.sh AUTOPAR_BINARY CASES_DIR
+# Usage: run_cases.sh AUTOPAR_BINARY CASES_DIR [NAME]   (NAME: run only NAME.test)
 set -u
 binary=$1
 cases_dir=$2
@@ -55,7 +55,7 @@ run_case() {
   fi
 }
 
-for file in "$cases_dir"/*.test; do
+for file in "$cases_dir"/${3:-*}.test; do
   command="" exit_expected=0 lines_expected="" start=0 number=0
   checks=()
   flush() {

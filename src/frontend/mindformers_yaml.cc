@@ -82,8 +82,46 @@ Status readParallelFlags(const YAML::Node& root, ParallelSettings& settings) {
                                  std::pair{"full_batch", &settings.fullBatch}}) {
     if (auto s = readInto(root, {"parallel", key}, readYamlBool, *out); !s) return s;
   }
+  if (auto s =
+          readInto(root, {"parallel", "enable_alltoall"}, readYamlBool, settings.enableAllToAll);
+      !s) {
+    return s;
+  }
+  if (auto s =
+          readInto(root, {"parallel", "parallel_optimizer_config", "gradient_accumulation_shard"},
+                   readYamlBool, settings.gradientAccumulationShard);
+      !s) {
+    return s;
+  }
+  if (auto s =
+          readInto(root, {"parallel", "parallel_optimizer_config", "parallel_optimizer_threshold"},
+                   readYamlInt, settings.parallelOptimizerThresholdKb);
+      !s) {
+    return s;
+  }
+  if (settings.parallelOptimizerThresholdKb < 0) {
+    return Error{
+        fmt::format("parallel.parallel_optimizer_config.parallel_optimizer_threshold: "
+                    "expected a size in KB >= 0, got {}",
+                    settings.parallelOptimizerThresholdKb)};
+  }
   return readYamlKey(root, {"parallel", "enable_parallel_optimizer"}, readYamlBool,
                      settings.enableParallelOptimizer);
+}
+
+/// MindFormers' recompute_config block and parallel_config.use_seq_parallel.
+Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
+  const std::pair<const char*, bool*> flags[] = {
+      {"recompute", &settings.recompute},
+      {"select_recompute", &settings.selectRecompute},
+      {"mp_comm_recompute", &settings.mpCommRecompute},
+      {"parallel_optimizer_comm_recompute", &settings.parallelOptimizerCommRecompute},
+  };
+  for (const auto& [key, out] : flags) {
+    if (auto s = readInto(root, {"recompute_config", key}, readYamlBool, *out); !s) return s;
+  }
+  return readInto(root, {"parallel_config", "use_seq_parallel"}, readYamlBool,
+                  settings.useSeqParallel);
 }
 
 Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
@@ -129,6 +167,7 @@ Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::st
   }
   if (auto status = readParallelFlags(root, config.parallel); !status) return status.error();
   if (auto status = readParallelConfig(root, config.parallel); !status) return status.error();
+  if (auto status = readRecomputeConfig(root, config.parallel); !status) return status.error();
   if (auto status = checkPipeline(config.parallel); !status) return status.error();
   if (auto status =
           readAliasedCount(root, {"runner_config", "batch_size"}, {"batch_size"}, config.batchSize);

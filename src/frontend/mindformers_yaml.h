@@ -72,6 +72,16 @@ struct ParallelSettings {
   int64_t microBatchInterleaveNum = 1;
   /// parallel_config.gradient_accumulation_steps, or runner_config.gradient_accumulation_steps.
   int64_t gradientAccumulationSteps = 1;
+  bool useSeqParallel = false;  ///< parallel_config.use_seq_parallel
+  bool enableAllToAll = false;  ///< parallel.enable_alltoall
+  /// parallel.parallel_optimizer_config.parallel_optimizer_threshold (KB) and
+  /// .gradient_accumulation_shard.
+  int64_t parallelOptimizerThresholdKb = 64;
+  bool gradientAccumulationShard = false;
+  bool recompute = false;                       ///< recompute_config.recompute (full)
+  bool selectRecompute = false;                 ///< recompute_config.select_recompute
+  bool mpCommRecompute = true;                  ///< recompute_config.mp_comm_recompute
+  bool parallelOptimizerCommRecompute = false;  ///< .parallel_optimizer_comm_recompute
 };
 
 struct MindFormersConfig {

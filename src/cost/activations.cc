@@ -108,6 +108,18 @@ struct Accumulator {
     }
   }
 
+  /// A tensor made and used inside a recomputed region is made again; so is any communication
+  /// between the two (replayed under mp_comm_recompute, else its output is kept).
+  void insideRegion(ir::TensorId tensor, const layout::TensorLayout& use, int stage) {
+    const double seconds = in.forwardSeconds(tensor, use);
+    if (seconds == 0) return;
+    if (in.options.mpCommRecompute) {
+      cost.replaySeconds[static_cast<size_t>(stage)] += seconds;
+    } else {
+      keep(tensor, use, stage, false);
+    }
+  }
+
   void recomputedOp(const ir::Op& op, int region, int stage) {
     const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
     for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -119,6 +131,7 @@ struct Accumulator {
       }
       const ir::OpId producer = tensor.producer;
       if (producer != ir::kNoOp && in.regions.regionOf[static_cast<size_t>(producer)] == region) {
+        insideRegion(t, shard.inputs[i], stage);
         continue;
       }
       if (producer != ir::kNoOp && in.regions.dropsOutput[static_cast<size_t>(producer)]) continue;

@@ -14,9 +14,10 @@
 /// Stashing. An activation a consumer saves after a gathering redistribution (all-gather; e.g.
 /// the sequence-parallel input of a column-parallel MatMul) is kept as its smaller source slice
 /// and gathered again in backward, as Megatron-LM does under sequence parallelism. Inside a
-/// recomputed region, mp_comm_recompute false keeps the gathered copy instead. An optimizer-
-/// parallel parameter's gathered copy is kept from forward to backward (a communication buffer),
-/// unless its consumer is recomputed with parallel_optimizer_comm_recompute on.
+/// recomputed region, communication between its ops is replayed with the recompute; with
+/// mp_comm_recompute false its output is kept instead, and so is a gathered region input. An
+/// optimizer-parallel parameter's gathered copy is kept from forward to backward (a communication
+/// buffer), unless its consumer is recomputed with parallel_optimizer_comm_recompute on.
 
 #include <cstdint>
 #include <functional>

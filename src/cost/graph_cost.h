@@ -79,7 +79,7 @@ struct StageCost {
   double backwardSeconds = 0;
   double forwardComputeSeconds = 0;
   double backwardComputeSeconds = 0;
-  double recomputeSeconds = 0;  ///< forward computed again and gathers redone, in backward
+  double recomputeSeconds = 0;         ///< forward computed again and gathers redone, in backward
   double recomputeComputeSeconds = 0;  ///< the compute part of recomputeSeconds
   double forwardCommSeconds = 0;
   double backwardCommSeconds = 0;

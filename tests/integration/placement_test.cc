@@ -1,0 +1,125 @@
+// Seed 001's host placement and non-uniform Gather split, the recompute options of Cell
+// recompute, and point-to-point sends between pipeline stages, on small LLaMA-style models.
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "cost/graph_cost.h"
+#include "frontend/model_presets.h"
+#include "frontend/transformer.h"
+#include "rules/graph_sharding.h"
+#include "search/pipeline.h"
+
+namespace autopar {
+namespace {
+
+frontend::TransformerConfig smallLlama(int64_t tp) {
+  auto config = frontend::transformerPreset("llama2-7b");
+  EXPECT_TRUE(config.ok());
+  config->layers = 4;
+  config->seq = 512;
+  config->tensorParallel = tp;
+  config->dataParallel = 1;
+  config->microBatch = 1;
+  return *config;
+}
+
+cost::CostReport evaluate(const ir::Graph& graph, int devices,
+                          const cost::EvaluateOptions& options = {}, int clusterNodes = 1) {
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", clusterNodes);
+  EXPECT_TRUE(cluster.ok());
+  std::vector<int> ranks(static_cast<size_t>(devices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharding = rules::shardGraph(graph, ranks);
+  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
+  auto report = cost::evaluateGraph(graph, sharding->ops, *cluster, options);
+  EXPECT_TRUE(report.ok()) << report.error().message;
+  return std::move(*report);
+}
+
+TEST(HostPlacement, TheEmbeddingTableMovesToHostMemoryAndItsActivationsCrossPcie) {
+  auto graph = frontend::buildTransformer(smallLlama(2));
+  ASSERT_TRUE(graph.ok());
+  const cost::CostReport device = evaluate(*graph, 2);
+  graph->mutableOp(*graph->findOp("embedding")).placement = ir::Placement::kHost;
+  const cost::CostReport host = evaluate(*graph, 2);
+  // The table [32000, 4096] bf16 split over tp 2: 18 bytes of states per element.
+  const int64_t tableStates = int64_t{32000} * 4096 / 2 * 18;
+  EXPECT_EQ(host.memory.hostBytes, tableStates);
+  EXPECT_EQ(device.memory.total() - host.memory.total(), tableStates);
+  EXPECT_EQ(device.stages[0].hostTransferSeconds, 0.0);
+  // Token ids in and the [1, 512, 4096] bf16 output out, and back in backward, at 25 GB/s.
+  const double bytes = 512 * 4.0 + 512 * 4096 * 2.0;
+  EXPECT_NEAR(host.stages[0].hostTransferSeconds, 2 * bytes / 25e9, 1e-12);
+}
+
+TEST(ManualSplit, TheLargestPartSetsTheTableSlice) {
+  auto graph = frontend::buildTransformer(smallLlama(2));
+  ASSERT_TRUE(graph.ok());
+  const cost::CostReport even = evaluate(*graph, 2);
+  graph->mutableOp(*graph->findOp("embedding")).attrs.manualSplit = {24000, 8000};
+  const cost::CostReport uneven = evaluate(*graph, 2);
+  // Parameter bytes per device: the table's slice grows from 16000 to 24000 rows (2 bytes each).
+  EXPECT_EQ(uneven.memory.parameterBytes - even.memory.parameterBytes, int64_t{8000} * 4096 * 2);
+  graph->mutableOp(*graph->findOp("embedding")).attrs.manualSplit = {10000, 12000, 10000};
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  auto sharding = rules::shardGraph(*graph, {0, 1});
+  auto report = cost::evaluateGraph(*graph, sharding->ops, *cluster);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.error().message,
+            "op 'embedding': attrs.manual_split has 3 parts but its strategy cuts dim 0 of input 0 "
+            "into 2");
+}
+
+TEST(RecomputeOptions, MpCommRecomputeTradesTheGatheredInputForAReplayedGather) {
+  auto config = smallLlama(4);
+  config.sequenceParallel = true;
+  auto graph = frontend::buildTransformer(config);
+  ASSERT_TRUE(graph.ok());
+  ir::BlockSettings recompute;
+  recompute.recompute = true;
+  ASSERT_TRUE(graph->setBlockSettings("llm.layer.1", recompute).ok());
+  cost::EvaluateOptions options;
+  const cost::CostReport replay = evaluate(*graph, 4, options);
+  options.recompute.mpCommRecompute = false;
+  const cost::CostReport keep = evaluate(*graph, 4, options);
+  // Keeping the all-gathered layer input costs memory (tp times the slice) and saves time.
+  EXPECT_GT(keep.memory.activationBytes, replay.memory.activationBytes);
+  EXPECT_LT(keep.stages[0].recomputeSeconds, replay.stages[0].recomputeSeconds);
+}
+
+TEST(RecomputeOptions, OpRecomputeDropsTheOutputAndKeepsTheInputs) {
+  auto graph = frontend::buildTransformer(smallLlama(1));
+  ASSERT_TRUE(graph.ok());
+  const cost::CostReport plain = evaluate(*graph, 1);
+  // SiLU's output feeds the gating Mul, which keeps it; recomputing SiLU drops it ([1,512,11008]
+  // bf16) while SiLU's own input is kept anyway.
+  graph->mutableOp(*graph->findOp("layer0.mlp.act")).recompute = true;
+  const cost::CostReport recomputed = evaluate(*graph, 1);
+  EXPECT_EQ(plain.memory.activationBytes - recomputed.memory.activationBytes,
+            int64_t{512} * 11008 * 2);
+  EXPECT_GT(recomputed.stages[0].recomputeSeconds, 0.0);
+}
+
+TEST(PipelineSends, StagesOnDifferentNodesSendOverTheSlowerLink) {
+  auto graph = frontend::buildTransformer(smallLlama(1));
+  ASSERT_TRUE(graph.ok());
+  auto stages = search::assignStages(*graph, 2, 1);
+  ASSERT_TRUE(stages.ok());
+  cost::EvaluateOptions options;
+  options.stageOfOp = stages->virtualStageOf;
+  options.stages = 2;
+  options.physicalStages = 2;
+  options.rankStride = 1;  // stages on ranks 0 and 1: one node, NVLink
+  const cost::CostReport nvlink = evaluate(*graph, 1, options, 2);
+  options.rankStride = 8;  // stages on ranks 0 and 8: two nodes, InfiniBand
+  const cost::CostReport infiniband = evaluate(*graph, 1, options, 2);
+  // The hidden state [1, 512, 4096] bf16 crosses once.
+  EXPECT_EQ(nvlink.stages[0].sendBytes, int64_t{512} * 4096 * 2);
+  EXPECT_EQ(nvlink.stages[1].sendBytes, 0);
+  EXPECT_GT(infiniband.stages[0].sendSeconds, 5 * nvlink.stages[0].sendSeconds);
+}
+
+}  // namespace
+}  // namespace autopar

@@ -11,6 +11,8 @@
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
 #include "search/driver.h"
+#include "search/pipeline.h"
+#include "sim/step_estimate.h"
 
 namespace autopar {
 namespace {
@@ -73,6 +75,47 @@ void BM_ShardingPropagation(benchmark::State& state) {
 void BM_RecursiveProgramming(benchmark::State& state) {
   runSearch(state, search::SearchMode::kRecursiveProgramming, 0);
 }
+
+/// LLaMA2-70B, 80 layers, 1024 H100s, TP 8 within each of `stages` pipeline stages, 64
+/// micro-batches of 1F1B, with optimizer parallel, full recompute and size buckets: stage
+/// assignment, the cost report and the schedule simulation (the strategies are sharded once).
+void BM_PipelineFeaturesEstimate(benchmark::State& state) {
+  const int stages = static_cast<int>(state.range(0));
+  const int devices = 1024;
+  Setup setup = llama70b(80, devices / stages, 8);
+  auto cluster = cluster::clusterPreset("dgx-h100", devices / 8);
+  auto outcome = search::searchStrategies(setup.graph, setup.ranks, setup.cluster, {});
+  if (!outcome || !cluster) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  const sim::PipelineConfig pipeline{stages, 1, 64, sim::ScheduleKind::k1F1B};
+  for (auto _ : state) {
+    auto assignment = search::assignStages(setup.graph, stages, 1);
+    cost::EvaluateOptions options;
+    options.optimizerParallel.enabled = true;
+    options.recompute.layers = cost::LayerRecompute::kFull;
+    options.fusion.bucketing = cost::Bucketing::kBySize;
+    options.stageOfOp = assignment->virtualStageOf;
+    options.stages = stages;
+    options.physicalStages = stages;
+    options.rankStride = devices / stages;
+    auto report = cost::evaluateGraph(setup.graph, outcome->sharding.ops, *cluster, options);
+    if (!report) {
+      state.SkipWithError(report.error().message.c_str());
+      break;
+    }
+    auto estimate = sim::estimateStep(*report, pipeline);
+    benchmark::DoNotOptimize(estimate);
+  }
+}
+
+BENCHMARK(BM_PipelineFeaturesEstimate)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
 
 void layersAndDevices(benchmark::internal::Benchmark* bench) {
   for (int64_t layers : {20, 40, 80}) bench->Args({layers, 1024});

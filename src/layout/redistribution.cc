@@ -24,6 +24,11 @@ std::string rankSetDifference(const std::vector<int>& fromRanks, const std::vect
   return "";
 }
 
+Status badElementBytes(int64_t elementBytes) {
+  return Error{"redistribution: elementBytes must be positive, got " +
+               std::to_string(elementBytes)};
+}
+
 Status checkInputs(const TensorLayout& from, const TensorLayout& to,
                    const cluster::Cluster& cluster, int64_t elementBytes) {
   if (auto ok = from.validate(); !ok) return ok.error().in("redistribution source layout");
@@ -32,22 +37,34 @@ Status checkInputs(const TensorLayout& from, const TensorLayout& to,
     return Error{"redistribution: source shape " + ir::shapeToString(from.shape) +
                  " differs from target shape " + ir::shapeToString(to.shape)};
   }
-  if (std::string difference =
-          rankSetDifference(from.deviceMatrix.ranks(), to.deviceMatrix.ranks());
+  const cluster::Mesh& fromMesh = from.deviceMatrix;
+  const cluster::Mesh& toMesh = to.deviceMatrix;
+  // Meshes over 0..n-1 (the common case) need no rank-by-rank comparison.
+  const bool defaultRanks = fromMesh.hasDefaultRanks() && toMesh.hasDefaultRanks();
+  if (defaultRanks && fromMesh.numDevices() != toMesh.numDevices()) {
+    return Error{"redistribution: source and target cover different ranks: " +
+                 std::to_string(fromMesh.numDevices()) + " and " +
+                 std::to_string(toMesh.numDevices()) + " devices"};
+  }
+  if (defaultRanks) {
+    if (fromMesh.numDevices() > cluster.numDevices) {
+      return Error{"redistribution: rank " + std::to_string(cluster.numDevices) +
+                   " is not in cluster '" + cluster.name + "' of " +
+                   std::to_string(cluster.numDevices) + " devices"};
+    }
+    return elementBytes > 0 ? Status{} : badElementBytes(elementBytes);
+  }
+  if (std::string difference = rankSetDifference(fromMesh.ranks(), toMesh.ranks());
       !difference.empty()) {
     return Error{"redistribution: source and target cover different ranks: " + difference};
   }
-  for (int rank : from.deviceMatrix.ranks()) {
+  for (int rank : fromMesh.ranks()) {
     if (rank < 0 || rank >= cluster.numDevices) {
       return Error{"redistribution: rank " + std::to_string(rank) + " is not in cluster '" +
                    cluster.name + "' of " + std::to_string(cluster.numDevices) + " devices"};
     }
   }
-  if (elementBytes <= 0) {
-    return Error{"redistribution: elementBytes must be positive, got " +
-                 std::to_string(elementBytes)};
-  }
-  return {};
+  return elementBytes > 0 ? Status{} : badElementBytes(elementBytes);
 }
 
 /// `layout` on its own matrix with axes of size 1 dropped, so no step runs over one device. A

@@ -1,0 +1,112 @@
+#include "cli/plan_evaluation.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <numeric>
+
+#include "rules/graph_sharding.h"
+
+namespace autopar::cli {
+
+namespace {
+
+Expected<std::map<std::string, layout::Strategy>> parseShards(
+    const std::vector<std::string>& shards) {
+  std::map<std::string, layout::Strategy> overrides;
+  for (const auto& text : shards) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error{fmt::format(
+          "--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))", text)};
+    }
+    auto strategy = layout::parseStrategy(text.substr(eq + 1));
+    if (!strategy) return strategy.error().in(fmt::format("--shard {}", text.substr(0, eq)));
+    overrides[text.substr(0, eq)] = std::move(*strategy);
+  }
+  return overrides;
+}
+
+}  // namespace
+
+Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
+                             const ModelOptions& modelOptions) {
+  auto pipeline = pipelineConfig(options.training, cluster.numDevices);
+  if (!pipeline) return pipeline.error();
+  const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;
+  auto model = loadModel(options.model, modelOptions, devicesPerStage);
+  if (!model) return model.error();
+  if (auto status = applyTrainingFlags(options.training, model->graph); !status) {
+    return status.error();
+  }
+  auto stages = search::assignStages(model->graph, pipeline->stages, pipeline->virtualStages);
+  if (!stages) return stages.error();
+  search::SearchRequest request;
+  auto mode = search::parseSearchMode(options.search);
+  if (!mode) return mode.error().in("--search");
+  request.mode = *mode;
+  auto overrides = parseShards(options.shards);
+  if (!overrides) return overrides.error();
+  request.overrides = std::move(*overrides);
+  request.explain = options.explain;
+  request.memCoeff = options.memCoeff;
+  request.enableAllToAll = options.enableAllToAll;
+  std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
+  if (!outcome) return outcome.error();
+  auto evaluateOptions =
+      cli::evaluateOptions(options.training, request.mode == search::SearchMode::kDataParallel);
+  if (!evaluateOptions) return evaluateOptions.error();
+  evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
+  evaluateOptions->stageOfOp = stages->virtualStageOf;
+  evaluateOptions->stages = pipeline->stages * pipeline->virtualStages;
+  evaluateOptions->physicalStages = pipeline->stages;
+  evaluateOptions->rankStride = static_cast<int>(devicesPerStage);
+  auto report = cost::evaluateGraph(model->graph, outcome->sharding.ops, cluster, *evaluateOptions);
+  if (!report) return report.error();
+  auto estimate = sim::estimateStep(*report, *pipeline);
+  if (!estimate) return estimate.error();
+  return Evaluated{
+      std::move(*model),  std::move(*outcome), std::move(*evaluateOptions), *pipeline,
+      std::move(*stages), std::move(*report),  std::move(*estimate),        devicesPerStage};
+}
+
+std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster) {
+  if (options.model.ends_with(".json")) {
+    return "shard the largest parameters with --shard (see the strategies above)";
+  }
+  if (options.search == "recursive_programming") {
+    // Seed 000: raise mem_coeff (by factors of 4) to trade data parallelism for memory.
+    for (double memCoeff = options.memCoeff * 4; memCoeff <= 1e4; memCoeff *= 4) {
+      PlanOptions candidate = options;
+      candidate.memCoeff = memCoeff;
+      auto evaluated = evaluate(candidate, cluster, options.modelOptions);
+      if (!evaluated) break;
+      const int64_t peak = evaluated->peakBytes();
+      if (peak <= cluster.device.memoryBytes) {
+        return fmt::format("it would fit with --mem-coeff {:g} (estimated peak {})", memCoeff,
+                           formatBytes(peak));
+      }
+    }
+  }
+  const int64_t currentTp = std::max<int64_t>(options.modelOptions.tensorParallel, 1);
+  for (int64_t tp = currentTp * 2; tp <= cluster.numDevices; tp *= 2) {
+    if (cluster.numDevices % tp != 0) break;
+    ModelOptions candidate = options.modelOptions;
+    candidate.tensorParallel = tp;
+    candidate.dataParallel = cluster.numDevices / tp;
+    auto evaluated = evaluate(options, cluster, candidate);
+    if (!evaluated) continue;
+    const int64_t peak = evaluated->peakBytes();
+    if (peak <= cluster.device.memoryBytes) {
+      return fmt::format("it would fit with --tp {} --dp {} (estimated peak {})", tp,
+                         cluster.numDevices / tp, formatBytes(peak));
+    }
+  }
+  return fmt::format("no tensor-parallel degree up to {} makes it fit; add devices (--nodes)",
+                     cluster.numDevices);
+}
+
+/// The plan features a run yaml sets (seed 001's and 004's keys as MindFormers spells them).
+}  // namespace autopar::cli

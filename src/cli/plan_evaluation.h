@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// What `autopar plan` evaluates: its options, and one evaluation of them (model, stage
+/// assignment, operator search, cost report and step estimate).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/inputs.h"
+#include "cli/training_flags.h"
+#include "cluster/cluster.h"
+#include "cost/graph_cost.h"
+#include "search/driver.h"
+#include "search/pipeline.h"
+#include "sim/step_estimate.h"
+#include "util/expected.h"
+
+namespace autopar::cli {
+
+/// The options of `autopar plan`, after a run yaml (if any) has set its part.
+struct PlanOptions {
+  std::string model;
+  std::string cluster = "dgx-a100-80g";
+  int nodes = 1;
+  int devices = 0;
+  ModelOptions modelOptions;
+  std::vector<std::string> shards;
+  std::string out;
+  bool json = false;
+  bool enableAllToAll = false;
+  std::string search = "semi_auto";
+  bool explain = false;
+  double memCoeff = 0.1;
+  std::string config;      ///< a MindFormers-style run yaml
+  std::string configNote;  ///< what the yaml set, printed with the report
+  TrainingFlags training;
+};
+
+struct Evaluated {
+  LoadedModel model;
+  search::SearchOutcome outcome;
+  cost::EvaluateOptions evaluateOptions;
+  sim::PipelineConfig pipeline;
+  search::StageAssignment stages;
+  cost::CostReport report;
+  sim::StepEstimate estimate;
+  int64_t devicesPerStage = 0;
+
+  [[nodiscard]] int64_t peakBytes() const { return estimate.peakMemory().total(); }
+};
+
+/// Loads the model with `modelOptions`, applies the plan features, assigns stages, searches and
+/// costs. Errors are the first bad input met, one line each.
+Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
+                             const ModelOptions& modelOptions);
+
+/// For a plan that does not fit: a mem_coeff (recursive search) or tensor-parallel degree that
+/// would, as one phrase ("it would fit with --tp 2 --dp 4 (estimated peak 60.1 GiB)").
+std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster);
+
+}  // namespace autopar::cli

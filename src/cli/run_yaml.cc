@@ -1,0 +1,177 @@
+#include "cli/run_yaml.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace autopar::cli {
+
+namespace {
+
+void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& options) {
+  TrainingFlags& training = options.training;
+  training.pipelineStages = static_cast<int>(parallel.pipelineStage);
+  training.optimizerParallel = parallel.enableParallelOptimizer.value_or(false);
+  training.optimizerThresholdKb = parallel.parallelOptimizerThresholdKb;
+  training.gradientAccumulationShard = parallel.gradientAccumulationShard;
+  training.recompute = parallel.recompute         ? "full"
+                       : parallel.selectRecompute ? "selective"
+                                                  : "none";
+  training.noMpCommRecompute = !parallel.mpCommRecompute;
+  training.parallelOptimizerCommRecompute = parallel.parallelOptimizerCommRecompute;
+  options.enableAllToAll = parallel.enableAllToAll;
+  options.modelOptions.sequenceParallel = parallel.useSeqParallel;
+}
+
+/// Sets the micro-batch per data-parallel replica for `stages` pipeline stages: a stage's devices
+/// share one micro-batch of the cluster's batch formula over those devices.
+Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevices, int stages,
+                      PlanOptions& options) {
+  const frontend::ParallelSettings& parallel = config.parallel;
+  const int64_t stageDevices = numDevices / stages;
+  const int64_t dataParallel = parallel.parallelMode == frontend::ParallelMode::kSemiAuto
+                                   ? options.modelOptions.dataParallel
+                                   : stageDevices;
+  const int64_t stageBatch = frontend::clusterMicroBatchSize(config, stageDevices);
+  if (stageBatch % dataParallel != 0) {
+    return Error{fmt::format("{}: a micro-batch of {} samples does not split over data parallel {}",
+                             options.config, stageBatch, dataParallel)};
+  }
+  options.modelOptions.microBatch = stageBatch / dataParallel;
+  // A pipeline runs micro_batch_num micro-batches per step; without one, MindFormers accumulates
+  // gradient_accumulation_steps of them.
+  options.training.microBatches =
+      static_cast<int>(stages > 1 ? parallel.microBatchNum : parallel.gradientAccumulationSteps);
+  return {};
+}
+
+std::string configSummary(const PlanOptions& options, const frontend::MindFormersConfig& config,
+                          int64_t numDevices) {
+  const frontend::ParallelSettings& parallel = config.parallel;
+  return fmt::format("{}: {}, search {}, mem_coeff {}; {}", options.config,
+                     frontend::parallelModeName(parallel.parallelMode), options.search,
+                     parallel.memCoeff, frontend::globalBatchSizeReport(config, numDevices));
+}
+
+/// Seed 000's auto_pipeline: among stage counts that divide the devices and do not exceed
+/// micro_batch_num, the fastest plan whose peak memory leaves 10% of the device free. Returns the
+/// stage count and one line on how it was chosen.
+std::pair<int, std::string> choosePipelineStages(const PlanOptions& options,
+                                                 const frontend::MindFormersConfig& config,
+                                                 const cluster::Cluster& cluster) {
+  constexpr double kHeadroom = 0.9;
+  const auto budget =
+      static_cast<int64_t>(kHeadroom * static_cast<double>(cluster.device.memoryBytes));
+  int best = 0;
+  double bestStep = 0;
+  std::vector<std::string> tried;
+  for (int stages = 1; stages <= config.parallel.microBatchNum; ++stages) {
+    if (cluster.numDevices % stages != 0) continue;
+    PlanOptions candidate = options;
+    candidate.training.pipelineStages = stages;
+    if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
+      // Semi-auto keeps model_parallel; data parallelism takes the devices the stages leave.
+      const int64_t perStage = cluster.numDevices / stages;
+      if (perStage % config.parallel.modelParallel != 0) continue;
+      candidate.modelOptions.dataParallel = perStage / config.parallel.modelParallel;
+    }
+    if (!applyYamlBatch(config, cluster.numDevices, stages, candidate)) continue;
+    auto evaluated = evaluate(candidate, cluster, candidate.modelOptions);
+    if (!evaluated) continue;
+    const int64_t peak = evaluated->peakBytes();
+    // Step times cover different batches (micro_batch_num with a pipeline, the accumulation steps
+    // without one): compare time per sample.
+    const double samples =
+        static_cast<double>(candidate.training.microBatches *
+                            frontend::clusterMicroBatchSize(config, cluster.numDevices / stages));
+    const double perSample = evaluated->estimate.stepSeconds / samples;
+    tried.push_back(
+        fmt::format("{}: {}/sample {}", stages, formatSeconds(perSample), formatBytes(peak)));
+    if (peak > budget) continue;
+    if (best == 0 || perSample < bestStep) {
+      best = stages;
+      bestStep = perSample;
+    }
+  }
+  const std::string summary =
+      fmt::format("stages tried (time per sample, peak memory): {}", fmt::join(tried, "; "));
+  if (best == 0) {
+    return {static_cast<int>(config.parallel.pipelineStage),
+            fmt::format("no stage count up to micro_batch_num {} fits within 90% of device "
+                        "memory; {}",
+                        config.parallel.microBatchNum, summary)};
+  }
+  return {best, fmt::format("the fastest within 90% of device memory; {}", summary)};
+}
+
+}  // namespace
+
+/// Applies a run yaml's parallel settings and model to the options, as MindFormers would.
+Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t numDevices) {
+  auto config = frontend::loadMindFormersYaml(options.config);
+  if (!config) return config.error();
+  if (auto status = frontend::checkDeviceCount(*config, numDevices); !status) return status.error();
+  const frontend::ParallelSettings& parallel = config->parallel;
+  switch (parallel.parallelMode) {
+    case frontend::ParallelMode::kDataParallel:
+      options.search = "data_parallel";
+      break;
+    case frontend::ParallelMode::kSemiAuto:
+      options.search = "semi_auto";
+      options.modelOptions.tensorParallel = parallel.modelParallel;
+      options.modelOptions.dataParallel = parallel.dataParallel;
+      break;
+    case frontend::ParallelMode::kAuto:
+      options.search = std::string(frontend::searchModeName(parallel.searchMode));
+      break;
+  }
+  options.memCoeff = parallel.memCoeff;
+  applyYamlFeatures(parallel, options);
+  if (numDevices % parallel.pipelineStage != 0) {
+    return Error{
+        fmt::format("{}: parallel_config.pipeline_stage: {} stages do not split {} devices",
+                    options.config, parallel.pipelineStage, numDevices)};
+  }
+  if (auto status = applyYamlBatch(*config, numDevices, options.training.pipelineStages, options);
+      !status) {
+    return status.error();
+  }
+  if (config->model) {
+    options.modelOptions.transformer = config->model;
+    if (options.model.empty()) options.model = config->model->name;
+  }
+  if (options.model.empty()) {
+    return Error{
+        fmt::format("{}: model.model_config: missing; give the model there or with "
+                    "--model",
+                    options.config)};
+  }
+  options.configNote = configSummary(options, *config, numDevices);
+  return config;
+}
+
+void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,
+                       const cluster::Cluster& cluster) {
+  auto [stages, how] = choosePipelineStages(options, config, cluster);
+  if (config.parallel.autoPipeline) {
+    options.training.pipelineStages = stages;
+    if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
+      options.modelOptions.dataParallel =
+          cluster.numDevices / stages / config.parallel.modelParallel;
+    }
+    (void)applyYamlBatch(config, cluster.numDevices, stages, options);
+    frontend::MindFormersConfig chosen = config;
+    chosen.parallel.pipelineStage = stages;
+    options.configNote = configSummary(options, chosen, cluster.numDevices);
+    options.configNote += fmt::format("\nauto_pipeline: {} stage(s), {}", stages, how);
+  } else if (stages != options.training.pipelineStages) {
+    options.configNote +=
+        fmt::format("\npipeline_stage {} as configured; auto_pipeline would choose {} ({})",
+                    options.training.pipelineStages, stages, how);
+  }
+}
+
+}  // namespace autopar::cli

@@ -120,6 +120,12 @@ plan::EstimateRecord estimateRecord(const ir::Graph& graph, const PlanContext& c
     }
     estimate.stages.push_back(std::move(record));
   }
+  const auto stages = static_cast<size_t>(context.pipeline.stages);
+  for (size_t k = 0; k < context.report.stages.size(); ++k) {
+    plan::StageRecord& record = estimate.stages[k % stages];
+    record.optimizerParallelSavedBytes += context.report.stages[k].optimizerParallelSavedBytes;
+    record.optimizerParallelCommSeconds += context.report.stages[k].optimizerParallelCommSeconds;
+  }
   return estimate;
 }
 

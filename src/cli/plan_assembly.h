@@ -17,6 +17,7 @@ struct PlanContext {
   const sim::PipelineConfig& pipeline;
   const std::vector<int>& virtualStageOf;  ///< per op
   const sim::StepEstimate& estimate;
+  const cost::CostReport& report;
   size_t devicesPerStage = 1;
 };
 

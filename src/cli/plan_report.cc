@@ -114,6 +114,16 @@ std::string pipelineTitle(const plan::Plan& plan) {
                      p.schedule);
 }
 
+int peakStage(const plan::Plan& plan) {
+  int best = 0;
+  for (const auto& stage : plan.estimate.stages) {
+    if (stage.peakMemoryBytes > plan.estimate.stages[static_cast<size_t>(best)].peakMemoryBytes) {
+      best = stage.stage;
+    }
+  }
+  return best;
+}
+
 void appendFeatures(std::string& out, const plan::Plan& plan) {
   const auto& f = plan.features;
   std::vector<std::string> lines;
@@ -129,11 +139,14 @@ void appendFeatures(std::string& out, const plan::Plan& plan) {
   if (f.optimizerParallel) {
     int64_t sharded = 0;
     for (const auto& p : plan.parameters) sharded += p.optimizerShards > 1 ? 1 : 0;
-    lines.push_back(
-        fmt::format("optimizer parallel{}: {} of {} parameters sharded (threshold "
-                    "{} KB)",
-                    f.optimizerGroupUpdate ? " (group update)" : "", sharded,
-                    plan.parameters.size(), f.optimizerThresholdKb));
+    const auto& peak = plan.estimate.stages.at(static_cast<size_t>(peakStage(plan)));
+    lines.push_back(fmt::format(
+        "optimizer parallel{}: {} of {} parameters sharded (threshold "
+        "{} KB); saves {} per device, adds {} of all-gathers and "
+        "reduce-scatters",
+        f.optimizerGroupUpdate ? " (group update)" : "", sharded, plan.parameters.size(),
+        f.optimizerThresholdKb, formatBytes(peak.optimizerParallelSavedBytes),
+        formatSeconds(peak.optimizerParallelCommSeconds)));
   }
   if (!plan.fusionGroups.empty()) {
     int64_t fused = 0;
@@ -162,16 +175,6 @@ void appendStageTable(std::string& out, const plan::Plan& plan) {
                        formatBytes(m.optimizerStates), formatBytes(m.activations),
                        formatBytes(m.communicationBuffers), formatBytes(stage.peakMemoryBytes));
   }
-}
-
-int peakStage(const plan::Plan& plan) {
-  int best = 0;
-  for (const auto& stage : plan.estimate.stages) {
-    if (stage.peakMemoryBytes > plan.estimate.stages[static_cast<size_t>(best)].peakMemoryBytes) {
-      best = stage.stage;
-    }
-  }
-  return best;
 }
 
 void appendEstimate(std::string& out, const plan::Plan& plan) {

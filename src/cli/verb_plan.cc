@@ -29,8 +29,11 @@ int runPlan(PlanOptions options) {
     return reportError(Error{"--model: required (or --config with a model)"});
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
-  const PlanContext context{evaluated->evaluateOptions, evaluated->pipeline,
-                            evaluated->stages.virtualStageOf, evaluated->estimate,
+  const PlanContext context{evaluated->evaluateOptions,
+                            evaluated->pipeline,
+                            evaluated->stages.virtualStageOf,
+                            evaluated->estimate,
+                            evaluated->report,
                             static_cast<size_t>(evaluated->devicesPerStage)};
   plan::Plan result = assemblePlan(evaluated->model, evaluated->outcome.sharding, evaluated->report,
                                    context, *cluster, options.cluster);

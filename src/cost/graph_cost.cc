@@ -255,6 +255,10 @@ void costParameters(Context& ctx) {
     const ir::Tensor& tensor = ctx.graph.tensor(placement.tensor);
     const auto state =
         placedStateBytes(ctx.graph, placement, options.optimizerParallel, options.optimizer);
+    const auto whole = parameterStateBytes(
+        static_cast<int64_t>(static_cast<double>(placement.use.sliceElements()) *
+                             placement.unevenScale),
+        tensor.type.dtype, options.optimizer);
     const std::set<int> stages = stagesUsing(ctx, tensor);
     const double elements =
         static_cast<double>(options.optimizerParallel.groupUpdate
@@ -270,6 +274,7 @@ void costParameters(Context& ctx) {
         }
         continue;
       }
+      stage.optimizerParallelSavedBytes += whole.total() - state.total();
       stage.memory.parameterBytes += state.weight;
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;
@@ -362,7 +367,21 @@ void costCommunicationBuffers(Context& ctx) {
   }
 }
 
+/// The seconds optimizer parallel adds: its all-gathers and its gradient reduce-scatters.
+void costOptimizerParallelCollectives(Context& ctx) {
+  for (const ParameterCollective& collective : ctx.parameterCollectives) {
+    for (const layout::RedistStep& step : collective.redistribution.steps) {
+      if (step.kind == layout::PrimitiveKind::kAllGather ||
+          step.kind == layout::PrimitiveKind::kReduceScatter) {
+        ctx.report.stages[static_cast<size_t>(collective.stage)].optimizerParallelCommSeconds +=
+            step.seconds;
+      }
+    }
+  }
+}
+
 void fuseParameterCollectives(Context& ctx) {
+  costOptimizerParallelCollectives(ctx);
   FusionResult fused = fuseCollectives(ctx.parameterCollectives, ctx.options.fusion,
                                        ctx.stageBackwardSeconds, ctx.cluster);
   const bool perMicroBatch = ctx.options.optimizerParallel.enabled &&

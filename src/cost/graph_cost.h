@@ -93,6 +93,10 @@ struct StageCost {
   double optimizerSeconds = 0;
   /// activationBytes holds one micro-batch; the schedule decides how many are in flight.
   MemoryBreakdown memory;
+  /// Optimizer parallel: parameter-state bytes saved against whole parameters, and the seconds
+  /// of its all-gathers (one micro-batch) and gradient reduce-scatters (one step).
+  int64_t optimizerParallelSavedBytes = 0;
+  double optimizerParallelCommSeconds = 0;
 };
 
 struct CostReport {

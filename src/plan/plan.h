@@ -86,6 +86,10 @@ struct StageRecord {
   double optimizerSeconds = 0;
   int64_t peakMemoryBytes = 0;
   MemoryRecord memory;
+  /// Optimizer parallel: state bytes saved per device, and the seconds of its all-gathers (one
+  /// micro-batch) and gradient reduce-scatters.
+  int64_t optimizerParallelSavedBytes = 0;
+  double optimizerParallelCommSeconds = 0;
 };
 
 struct EstimateRecord {

@@ -62,7 +62,9 @@ OrderedJson stageToJson(const StageRecord& stage) {
                      {"exposed_gradient_sync_s", stage.exposedGradientSyncSeconds},
                      {"optimizer_s", stage.optimizerSeconds},
                      {"peak_memory_bytes", stage.peakMemoryBytes},
-                     {"memory", memoryToJson(stage.memory)}};
+                     {"memory", memoryToJson(stage.memory)},
+                     {"optimizer_parallel_saved_bytes", stage.optimizerParallelSavedBytes},
+                     {"optimizer_parallel_comm_s", stage.optimizerParallelCommSeconds}};
 }
 
 OrderedJson featuresToJson(const Plan& plan) {

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   addRedistributeVerb(app, action);
   addListVerbs(app, action);
   addValidateVerb(app, action);
+  addIopddlVerb(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

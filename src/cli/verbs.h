@@ -25,5 +25,6 @@ void addLayoutVerb(CLI::App& app, Action& action);
 void addRedistributeVerb(CLI::App& app, Action& action);
 void addListVerbs(CLI::App& app, Action& action);
 void addValidateVerb(CLI::App& app, Action& action);
+void addIopddlVerb(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

@@ -1,0 +1,111 @@
+/// `autopar iopddl`: solve or evaluate an ASPLOS 2025 IOPDDL contest instance.
+///   autopar iopddl FILE TIMEOUT           prints the contest's final line, [s0, s1, ...]
+///   autopar iopddl --evaluate FILE SOLUTION  prints the cost and checks the usage limit
+/// Progress and the cost go to stderr, so stdout's last line is the solution. An instance with no
+/// feasible solution prints [] and says why (exit status 3).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/verbs.h"
+#include "frontend/iopddl.h"
+#include "search/intra_op_solver.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct IopddlOptions {
+  std::string file;
+  std::string second;  ///< TIMEOUT, or the solution file with --evaluate
+  bool evaluate = false;
+  std::string solver = "auto";
+  uint64_t seed = 1;
+  int threads = 2;
+};
+
+/// Problems up to this many nodes go to the exact ILP under `--solver auto`.
+constexpr size_t kIlpNodes = 200;
+
+int runEvaluate(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
+  std::ifstream file(options.second);
+  if (!file) return reportError(Error{fmt::format("{}: cannot open file", options.second)});
+  std::stringstream text;
+  text << file.rdbuf();
+  auto solution = frontend::parseIopddlSolution(text.str(), options.second);
+  if (!solution) return reportError(solution.error());
+  auto evaluation = ir::evaluateSolution(problem, *solution);
+  if (!evaluation) return reportError(evaluation.error().in(options.second));
+  fmt::print("cost {}\npeak usage {} of limit {}\n{}\n", evaluation->cost, evaluation->peakUsage,
+             problem.usageLimit,
+             evaluation->feasible ? "feasible" : "INFEASIBLE: " + evaluation->reason);
+  return evaluation->feasible ? kExitOk : kExitDoesNotFit;
+}
+
+int runSolve(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
+  search::SolveOptions solve;
+  try {
+    solve.timeLimitSeconds = std::stod(options.second);
+  } catch (const std::exception&) {
+    return reportError(Error{fmt::format("TIMEOUT '{}': expected seconds", options.second)});
+  }
+  if (!(solve.timeLimitSeconds > 0)) {
+    return reportError(Error{fmt::format("TIMEOUT '{}': expected seconds > 0", options.second)});
+  }
+  // Leave a margin for reading the file and printing the answer.
+  solve.timeLimitSeconds = std::max(0.1, solve.timeLimitSeconds * 0.95 - 1.0);
+  solve.seed = options.seed;
+  solve.threads = options.threads;
+  const bool exact =
+      options.solver == "ilp" || (options.solver == "auto" && problem.nodes.size() <= kIlpNodes);
+  auto result = exact ? search::solveIlp(problem, solve) : search::solveLocalSearch(problem, solve);
+  if (!result) return reportError(result.error().in(options.file));
+  if (result->solution.empty()) {
+    fmt::print(stderr, "{}: {}\n", options.file, result->status);
+    fmt::print("[]\n");
+    return kExitDoesNotFit;
+  }
+  fmt::print(stderr, "{}: cost {}, peak usage {} of limit {} ({})\n", options.file,
+             result->evaluation.cost, result->evaluation.peakUsage, problem.usageLimit,
+             result->status);
+  fmt::print("[{}]\n", fmt::join(result->solution, ", "));
+  return kExitOk;
+}
+
+int runIopddl(const IopddlOptions& options) {
+  if (options.solver != "auto" && options.solver != "ilp" && options.solver != "local") {
+    return reportError(
+        Error{fmt::format("--solver '{}': expected auto, ilp or local", options.solver)});
+  }
+  auto problem = frontend::readIopddl(options.file);
+  if (!problem) return reportError(problem.error());
+  return options.evaluate ? runEvaluate(options, *problem) : runSolve(options, *problem);
+}
+
+}  // namespace
+
+void addIopddlVerb(CLI::App& app, Action& action) {
+  auto options = std::make_shared<IopddlOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "iopddl",
+      "Solve an IOPDDL contest instance (FILE TIMEOUT) and print [s0, s1, ...], or evaluate a "
+      "solution (--evaluate FILE SOLUTION)");
+  verb->add_option("FILE", options->file, "instance, .json or .json.gz")->required();
+  verb->add_option("TIMEOUT_OR_SOLUTION", options->second,
+                   "seconds to solve within, or with --evaluate the solution file")
+      ->required();
+  verb->add_flag("--evaluate", options->evaluate, "evaluate the solution in the second argument");
+  verb->add_option("--solver", options->solver,
+                   "auto (exact ILP up to 200 nodes, else local search) | ilp | local")
+      ->capture_default_str();
+  verb->add_option("--seed", options->seed, "seed of the local search")->capture_default_str();
+  verb->add_option("--threads", options->threads, "local searches run in parallel")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  verb->callback([&action, options] { action = [options] { return runIopddl(*options); }; });
+}
+
+}  // namespace autopar::cli

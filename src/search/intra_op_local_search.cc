@@ -17,6 +17,12 @@ using ir::IntraOpProblem;
 using ir::kInfiniteCost;
 using Clock = std::chrono::steady_clock;
 
+/// Infinite costs ("never") are searched as this penalty, far above any real total yet small
+/// enough that a sum of many never overflows; the final evaluation rejects any that remain.
+constexpr int64_t kNever = 1'000'000'000'000'000;
+
+int64_t capped(int64_t cost) { return cost >= kInfiniteCost ? kNever : cost; }
+
 /// Range add, range max over the timeline's segments (hand-written: a lazy segment tree is a few
 /// lines and no library in DESIGN.md's list has one).
 class UsageTree {
@@ -95,8 +101,8 @@ class Search {
   Search(const Indexed& index, uint64_t seed)
       : ix_(index), tree_(index.timeline), rng_(seed), choice_(index.problem.nodes.size(), -1) {}
 
-  /// Each node's least-memory finite strategy. False when that is over the limit (then nothing
-  /// fits) or a node has only infinite strategies.
+  /// Each node's least-memory strategy (finite ones first). False when that is over the limit:
+  /// then nothing fits, as usage only adds up.
   bool start() {
     const auto& nodes = ix_.problem.nodes;
     for (size_t v = 0; v < nodes.size(); ++v) {
@@ -173,19 +179,17 @@ class Search {
     const int other = choice_[static_cast<size_t>(inc.isFrom ? edge.to : edge.from)];
     const size_t k = inc.isFrom ? static_cast<size_t>(mine) * width + other
                                 : static_cast<size_t>(other) * width + mine;
-    return edge.costs[k];
+    return capped(edge.costs[k]);
   }
 
-  /// Cost change of `v` taking `s`; kInfiniteCost when s meets an infinite cost.
+  /// Cost change of `v` taking `s`, with infinite costs as kNever.
   [[nodiscard]] int64_t moveDelta(int v, int s) const {
     const auto& node = ix_.problem.nodes[static_cast<size_t>(v)];
     const int cur = choice_[static_cast<size_t>(v)];
-    if (node.costs[static_cast<size_t>(s)] >= kInfiniteCost) return kInfiniteCost;
-    int64_t delta = node.costs[static_cast<size_t>(s)] - node.costs[static_cast<size_t>(cur)];
+    int64_t delta = capped(node.costs[static_cast<size_t>(s)]) -
+                    capped(node.costs[static_cast<size_t>(cur)]);
     for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
-      const int64_t next = edgeCost(inc, s);
-      if (next >= kInfiniteCost) return kInfiniteCost;
-      delta += next - edgeCost(inc, cur);
+      delta += edgeCost(inc, s) - edgeCost(inc, cur);
     }
     return delta;
   }
@@ -234,13 +238,11 @@ class Search {
   [[nodiscard]] int64_t totalCost() const {
     int64_t total = 0;
     for (size_t v = 0; v < choice_.size(); ++v) {
-      total += ix_.problem.nodes[v].costs[static_cast<size_t>(choice_[v])];
-      if (total >= kInfiniteCost) return kInfiniteCost;
+      total += capped(ix_.problem.nodes[v].costs[static_cast<size_t>(choice_[v])]);
     }
     for (size_t e = 0; e < ix_.problem.edges.size(); ++e) {
       total += edgeCost({static_cast<int>(e), true},
                         choice_[static_cast<size_t>(ix_.problem.edges[e].from)]);
-      if (total >= kInfiniteCost) return kInfiniteCost;
     }
     return total;
   }
@@ -287,7 +289,7 @@ Outcome runSearch(const Indexed& index, uint64_t seed, const SolveOptions& optio
     if ((i & 63) == 0 && Clock::now() >= deadline) break;
     search.perturb();
   }
-  return Outcome{true, search.cost(), search.choice()};
+  return Outcome{search.cost() < kNever, search.cost(), search.choice()};
 }
 
 }  // namespace
@@ -319,8 +321,8 @@ Expected<SolveResult> solveLocalSearch(const IntraOpProblem& problem, const Solv
   }
   if (best == nullptr) {
     result.status =
-        "infeasible: every node's least-memory strategy together exceeds the usage limit, or a "
-        "node has only infinite-cost strategies";
+        "infeasible: every node's least-memory strategy together exceeds the usage limit, or no "
+        "solution within it avoids infinite costs";
     return result;
   }
   result.solution = best->choice;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -19,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 /// Infinite costs ("never") are searched as this penalty, far above any real total yet small
 /// enough that a sum of many never overflows; the final evaluation rejects any that remain.
-constexpr int64_t kNever = 1'000'000'000'000'000;
+constexpr int64_t kNever = 10'000'000'000'000;
 
 int64_t capped(int64_t cost) { return cost >= kInfiniteCost ? kNever : cost; }
 
@@ -31,6 +32,23 @@ class UsageTree {
       : size_(std::max<size_t>(size, 1)), max_(4 * size_), add_(4 * size_) {}
   void add(size_t lo, size_t hi, int64_t value) { add(1, 0, size_, lo, hi, value); }
   [[nodiscard]] int64_t max(size_t lo, size_t hi) const { return max(1, 0, size_, lo, hi); }
+  /// The leftmost segment holding the maximum.
+  [[nodiscard]] size_t argmax() const {
+    size_t n = 1;
+    size_t l = 0;
+    size_t r = size_;
+    while (r - l > 1) {
+      const size_t m = (l + r) / 2;
+      if (max_[2 * n] >= max_[2 * n + 1]) {
+        n = 2 * n;
+        r = m;
+      } else {
+        n = 2 * n + 1;
+        l = m;
+      }
+    }
+    return l;
+  }
 
  private:
   void add(size_t n, size_t l, size_t r, size_t lo, size_t hi, int64_t value) {
@@ -101,25 +119,16 @@ class Search {
   Search(const Indexed& index, uint64_t seed)
       : ix_(index), tree_(index.timeline), rng_(seed), choice_(index.problem.nodes.size(), -1) {}
 
-  /// Each node's least-memory strategy (finite ones first). False when that is over the limit:
-  /// then nothing fits, as usage only adds up.
+  /// A feasible start: the cheapest strategies improved without regard to memory, then repaired
+  /// until memory fits; failing that, every node's least-memory strategy, which fits whenever
+  /// anything does (usage only adds up). False when nothing fits.
   bool start() {
-    const auto& nodes = ix_.problem.nodes;
-    for (size_t v = 0; v < nodes.size(); ++v) {
-      int best = -1;
-      for (int s = 0; s < static_cast<int>(nodes[v].costs.size()); ++s) {
-        if (nodes[v].costs[static_cast<size_t>(s)] >= kInfiniteCost) continue;
-        if (best < 0 ||
-            nodes[v].usages[static_cast<size_t>(s)] < nodes[v].usages[static_cast<size_t>(best)])
-          best = s;
-      }
-      if (best < 0) return false;
-      set(static_cast<int>(v), best);
-    }
-    cost_ = totalCost();
-    const int64_t peak = ix_.timeline > 0 ? tree_.max(0, ix_.timeline) : 0;
-    return cost_ < kInfiniteCost && peak <= ix_.limit;
+    if (greedyStart() && repair()) return true;
+    if (cheapStart() && repair()) return true;
+    return leastMemoryStart();
   }
+
+  [[nodiscard]] int64_t peak() const { return ix_.timeline > 0 ? tree_.max(0, ix_.timeline) : 0; }
 
   /// Improves nodes from the worklist until none can improve.
   void descend(std::vector<int> work) {
@@ -169,10 +178,232 @@ class Search {
     cost_ = before;
   }
 
+  /// Re-solves a random tree of up to `size` nodes exactly, the rest fixed (dynamic programming
+  /// over the tree's edges; edges closing cycles inside it are left to the evaluation). Kept
+  /// when cheaper and within memory, else undone.
+  void treeMove(size_t size) {
+    const Tree tree = randomTree(size);
+    if (tree.nodes.size() < 2) return;
+    const std::vector<int> best = solveTree(tree);
+    const int64_t before = regionCost(tree.nodes);
+    std::vector<int> old;
+    for (size_t i = 0; i < tree.nodes.size(); ++i) {
+      old.push_back(choice_[static_cast<size_t>(tree.nodes[i])]);
+      set(tree.nodes[i], best[i]);
+    }
+    const int64_t after = regionCost(tree.nodes);
+    if (after < before && peak() <= limit_) {
+      cost_ += after - before;
+      return;
+    }
+    for (size_t i = tree.nodes.size(); i-- > 0;) set(tree.nodes[i], old[i]);
+  }
+
   [[nodiscard]] int64_t cost() const { return cost_; }
   [[nodiscard]] const std::vector<int>& choice() const { return choice_; }
 
  private:
+  struct Tree {
+    std::vector<int> nodes;        ///< breadth-first; nodes[0] is the root
+    std::vector<int> parent;       ///< index into nodes, -1 for the root
+    std::vector<Incidence> up;     ///< the edge to the parent, seen from the node
+  };
+
+  Tree randomTree(size_t size) {
+    Tree tree;
+    const int root = static_cast<int>(rng_() % choice_.size());
+    tree.nodes.push_back(root);
+    tree.parent.push_back(-1);
+    tree.up.push_back({-1, false});
+    inTree_.assign(choice_.size(), -1);
+    inTree_[static_cast<size_t>(root)] = 0;
+    for (size_t i = 0; i < tree.nodes.size() && tree.nodes.size() < size; ++i) {
+      const auto& incident = ix_.incident[static_cast<size_t>(tree.nodes[i])];
+      const size_t offset = incident.empty() ? 0 : rng_() % incident.size();
+      for (size_t k = 0; k < incident.size() && tree.nodes.size() < size; ++k) {
+        const Incidence& inc = incident[(k + offset) % incident.size()];
+        const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
+        const int other = inc.isFrom ? edge.to : edge.from;
+        if (inTree_[static_cast<size_t>(other)] >= 0) continue;
+        inTree_[static_cast<size_t>(other)] = static_cast<int>(tree.nodes.size());
+        tree.nodes.push_back(other);
+        tree.parent.push_back(static_cast<int>(i));
+        tree.up.push_back({inc.edge, !inc.isFrom});
+      }
+    }
+    return tree;
+  }
+
+  /// Cost of an edge from the node's side: `mine` for the node, `theirs` for the other end.
+  [[nodiscard]] int64_t pairCost(const Incidence& inc, int mine, int theirs) const {
+    const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
+    const int width = ix_.problem.strategies(edge.to);
+    const size_t k = inc.isFrom ? static_cast<size_t>(mine) * width + theirs
+                                : static_cast<size_t>(theirs) * width + mine;
+    return capped(edge.costs[k]);
+  }
+
+  /// The cheapest strategies for the tree's nodes, the rest fixed.
+  std::vector<int> solveTree(const Tree& tree) {
+    const size_t n = tree.nodes.size();
+    std::vector<std::vector<int64_t>> f(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int v = tree.nodes[i];
+      const auto& node = ix_.problem.nodes[static_cast<size_t>(v)];
+      f[i].resize(node.costs.size());
+      for (size_t s = 0; s < node.costs.size(); ++s) {
+        int64_t cost = capped(node.costs[s]);
+        for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
+          const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
+          const int other = inc.isFrom ? edge.to : edge.from;
+          if (inTree_[static_cast<size_t>(other)] >= 0) continue;
+          cost += pairCost(inc, static_cast<int>(s), choice_[static_cast<size_t>(other)]);
+        }
+        f[i][s] = cost;
+      }
+    }
+    // Children fold into their parents, deepest first; pick[i][s] is child i's best strategy
+    // when its parent takes s.
+    std::vector<std::vector<int>> pick(n);
+    for (size_t i = n; i-- > 1;) {
+      const size_t p = static_cast<size_t>(tree.parent[i]);
+      pick[i].resize(f[p].size());
+      for (size_t s = 0; s < f[p].size(); ++s) {
+        int64_t best = INT64_MAX;
+        for (size_t t = 0; t < f[i].size(); ++t) {
+          const int64_t cost = f[i][t] + pairCost(tree.up[i], static_cast<int>(t), static_cast<int>(s));
+          if (cost < best) {
+            best = cost;
+            pick[i][s] = static_cast<int>(t);
+          }
+        }
+        f[p][s] += best;
+      }
+    }
+    std::vector<int> choice(n);
+    choice[0] = static_cast<int>(std::min_element(f[0].begin(), f[0].end()) - f[0].begin());
+    for (size_t i = 1; i < n; ++i) {
+      choice[i] = pick[i][static_cast<size_t>(choice[static_cast<size_t>(tree.parent[i])])];
+    }
+    return choice;
+  }
+
+  /// Node costs of `nodes` and every edge touching them, each edge once.
+  [[nodiscard]] int64_t regionCost(const std::vector<int>& nodes) const {
+    int64_t total = 0;
+    for (int v : nodes) {
+      total += capped(ix_.problem.nodes[static_cast<size_t>(v)].costs[static_cast<size_t>(choice_[static_cast<size_t>(v)])]);
+      for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
+        const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
+        const int other = inc.isFrom ? edge.to : edge.from;
+        if (inTree_[static_cast<size_t>(other)] >= 0 && !inc.isFrom) continue;  // counted from the other end
+        total += edgeCost(inc, choice_[static_cast<size_t>(v)]);
+      }
+    }
+    return total;
+  }
+
+  void assignAll(const std::function<int(size_t)>& pick) {
+    for (size_t v = 0; v < choice_.size(); ++v) set(static_cast<int>(v), pick(v));
+    cost_ = totalCost();
+  }
+
+  /// Nodes in index order (the contest's files list them topologically) each take the strategy
+  /// cheapest against the neighbours already placed that still fits in memory, or the least
+  /// memory when none fits (repair() follows).
+  bool greedyStart() {
+    const auto& nodes = ix_.problem.nodes;
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      const auto [lo, hi] = ix_.segments[v];
+      const int64_t room = lo < hi ? limit_ - tree_.max(lo, hi) : INT64_MAX;
+      int best = -1;
+      int64_t bestCost = 0;
+      int leanest = 0;
+      for (int s = 0; s < static_cast<int>(nodes[v].costs.size()); ++s) {
+        const int64_t usage = nodes[v].usages[static_cast<size_t>(s)];
+        if (usage < nodes[v].usages[static_cast<size_t>(leanest)]) leanest = s;
+        if (usage > room) continue;
+        int64_t cost = capped(nodes[v].costs[static_cast<size_t>(s)]);
+        for (const Incidence& inc : ix_.incident[v]) {
+          const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
+          if (choice_[static_cast<size_t>(inc.isFrom ? edge.to : edge.from)] >= 0) {
+            cost += edgeCost(inc, s);
+          }
+        }
+        if (best < 0 || cost < bestCost) {
+          best = s;
+          bestCost = cost;
+        }
+      }
+      set(static_cast<int>(v), best >= 0 ? best : leanest);
+    }
+    cost_ = totalCost();
+    return true;
+  }
+
+  bool leastMemoryStart() {
+    const auto& nodes = ix_.problem.nodes;
+    assignAll([&](size_t v) {
+      int best = 0;
+      auto key = [&](int s) {
+        return std::make_pair(nodes[v].usages[static_cast<size_t>(s)],
+                              capped(nodes[v].costs[static_cast<size_t>(s)]));
+      };
+      for (int s = 1; s < static_cast<int>(nodes[v].costs.size()); ++s) {
+        if (key(s) < key(best)) best = s;
+      }
+      return best;
+    });
+    return peak() <= ix_.limit;
+  }
+
+  /// Cheapest node strategies, then a descent with memory ignored.
+  bool cheapStart() {
+    const auto& nodes = ix_.problem.nodes;
+    assignAll([&](size_t v) {
+      const auto& costs = nodes[v].costs;
+      return static_cast<int>(std::min_element(costs.begin(), costs.end()) - costs.begin());
+    });
+    const int64_t limit = limit_;
+    limit_ = INT64_MAX / 4;
+    std::vector<int> all(choice_.size());
+    for (size_t v = 0; v < all.size(); ++v) all[v] = static_cast<int>(all.size() - 1 - v);
+    descend(all);
+    limit_ = limit;
+    return true;
+  }
+
+  /// While memory is over the limit somewhere, the node live at the fullest moment whose change
+  /// frees memory at the least cost per byte changes.
+  bool repair() {
+    while (peak() > limit_) {
+      const size_t moment = tree_.argmax();
+      int bestNode = -1;
+      int bestStrategy = -1;
+      double bestRatio = 0;
+      for (size_t v = 0; v < choice_.size(); ++v) {
+        const auto [lo, hi] = ix_.segments[v];
+        if (moment < lo || moment >= hi) continue;
+        const auto& node = ix_.problem.nodes[v];
+        const int64_t usage = node.usages[static_cast<size_t>(choice_[v])];
+        for (int s = 0; s < static_cast<int>(node.costs.size()); ++s) {
+          const int64_t freed = usage - node.usages[static_cast<size_t>(s)];
+          if (freed <= 0) continue;
+          const double ratio =
+              static_cast<double>(moveDelta(static_cast<int>(v), s)) / static_cast<double>(freed);
+          if (bestNode < 0 || ratio < bestRatio) {
+            bestNode = static_cast<int>(v);
+            bestStrategy = s;
+            bestRatio = ratio;
+          }
+        }
+      }
+      if (bestNode < 0) return false;
+      move(bestNode, bestStrategy, moveDelta(bestNode, bestStrategy));
+    }
+    return true;
+  }
+
   [[nodiscard]] int64_t edgeCost(const Incidence& inc, int mine) const {
     const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
     const int width = ix_.problem.strategies(edge.to);
@@ -200,7 +431,7 @@ class Search {
                          node.usages[static_cast<size_t>(choice_[static_cast<size_t>(v)])];
     if (grow <= 0) return true;
     const auto [lo, hi] = ix_.segments[static_cast<size_t>(v)];
-    return lo >= hi || tree_.max(lo, hi) + grow <= ix_.limit;
+    return lo >= hi || tree_.max(lo, hi) + grow <= limit_;
   }
 
   [[nodiscard]] std::pair<int, int64_t> bestMove(int v) const {
@@ -264,12 +495,14 @@ class Search {
   }
 
   const Indexed& ix_;
+  int64_t limit_ = ix_.limit;
   UsageTree tree_;
   std::mt19937_64 rng_;
   std::vector<int> choice_;
   int64_t cost_ = 0;
   bool logging_ = false;
   std::vector<std::pair<int, int>> log_;
+  std::vector<int> inTree_;  ///< per node: its index in the current tree, or -1
 };
 
 struct Outcome {
@@ -287,7 +520,11 @@ Outcome runSearch(const Indexed& index, uint64_t seed, const SolveOptions& optio
   search.descend(all);
   for (int64_t i = 0; options.iterations <= 0 || i < options.iterations; ++i) {
     if ((i & 63) == 0 && Clock::now() >= deadline) break;
-    search.perturb();
+    if (i % 4 == 3) {
+      search.perturb();
+    } else {
+      search.treeMove(4 + i % 29);
+    }
   }
   return Outcome{search.cost() < kNever, search.cost(), search.choice()};
 }

@@ -51,6 +51,8 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   request.explain = options.explain;
   request.memCoeff = options.memCoeff;
   request.enableAllToAll = options.enableAllToAll;
+  request.memoryLimitBytes = cluster.device.memoryBytes;
+  request.timeLimitSeconds = options.ilpTimeLimit;
   std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);

@@ -128,6 +128,8 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
       options.search = std::string(frontend::searchModeName(parallel.searchMode));
       break;
   }
+  // An explicit --search wins over the yaml's mode (auto parallel with another search).
+  if (!options.searchFlag.empty()) options.search = options.searchFlag;
   options.memCoeff = parallel.memCoeff;
   applyYamlFeatures(parallel, options);
   if (numDevices % parallel.pipelineStage != 0) {

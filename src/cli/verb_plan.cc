@@ -102,7 +102,12 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
-  verb->add_option("--search", options->search, "data_parallel | semi_auto | sharding_propagation")
+  verb->add_option("--search", options->search,
+                   "data_parallel | semi_auto | sharding_propagation | recursive_programming | ilp")
+      ->capture_default_str();
+  verb->add_option("--ilp-time", options->ilpTimeLimit,
+                   "--search ilp: seconds CBC may take; past them the plan is the best found")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   verb->add_option("--mem-coeff", options->memCoeff,
                    "recursive_programming: price of replicated weights against data parallelism "
@@ -115,7 +120,10 @@ void addPlanVerb(CLI::App& app, Action& action) {
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
-  verb->callback([&action, options] { action = [options] { return runPlan(*options); }; });
+  verb->callback([&action, options, verb] {
+    if (verb->count("--search") > 0) options->searchFlag = options->search;
+    action = [options] { return runPlan(*options); };
+  });
 }
 
 }  // namespace autopar::cli

@@ -322,4 +322,15 @@ Expected<ShardedOp> applyFactorCuts(const ShardingRule& rule, const FactorCuts& 
   return op;
 }
 
+std::vector<FactorCuts> fullDeviceCuts(const ShardingRule& rule, int64_t numDevices) {
+  auto all = enumerateFactorCuts(rule, numDevices);
+  std::vector<FactorCuts> full;
+  for (const auto& cuts : all) {
+    int64_t product = 1;
+    for (int64_t cut : cuts) product *= cut;
+    if (product == numDevices) full.push_back(cuts);
+  }
+  return full.empty() ? all : full;
+}
+
 }  // namespace autopar::rules

@@ -55,6 +55,10 @@ layout::Strategy strategyFromFactorCuts(const ShardingRule& rule, const FactorCu
 /// (1,1,1) (1,1,2) (1,1,4) (1,2,1) (1,2,2) (1,4,1) (2,1,1) (2,1,2) (2,2,1) (4,1,1).
 std::vector<FactorCuts> enumerateFactorCuts(const ShardingRule& rule, int64_t numDevices);
 
+/// The candidates an automatic search considers: the cuts that use every device (MindSpore's auto
+/// mode only considers those), or all of them when the op is too small to use every device.
+std::vector<FactorCuts> fullDeviceCuts(const ShardingRule& rule, int64_t numDevices);
+
 /// The default semi-auto strategy for an unannotated op: the batch factor cut by the largest
 /// divisor of `numDevices` that divides it, everything else whole (data parallel).
 FactorCuts defaultFactorCuts(const ShardingRule& rule, int64_t numDevices);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "search/ilp.h"
 #include "search/recursive.h"
 
 namespace autopar::search {
@@ -13,6 +14,7 @@ constexpr std::pair<SearchMode, std::string_view> kModeNames[] = {
     {SearchMode::kSemiAuto, "semi_auto"},
     {SearchMode::kShardingPropagation, "sharding_propagation"},
     {SearchMode::kRecursiveProgramming, "recursive_programming"},
+    {SearchMode::kIlp, "ilp"},
 };
 
 Expected<SearchOutcome> dataParallel(const ir::Graph& graph, const std::vector<int>& ranks) {
@@ -63,6 +65,31 @@ Expected<SearchOutcome> recursive(const ir::Graph& graph, const std::vector<int>
   return SearchOutcome{std::move(*sharding), std::move(result->explanation), {}};
 }
 
+Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& ranks,
+                            const cluster::Cluster& cluster, const SearchRequest& request) {
+  auto fixed = rules::annotatedCuts(graph, request.overrides);
+  if (!fixed) return fixed.error();
+  SolveOptions options;
+  options.timeLimitSeconds = request.timeLimitSeconds;
+  auto result = searchIlp(graph, ranks, cluster, *fixed, request.memoryLimitBytes, options,
+                          request.enableAllToAll);
+  if (!result) return result.error();
+  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
+  for (const auto& [opId, cuts] : *fixed) {
+    sources[opId] = request.overrides.contains(graph.op(opId).name)
+                        ? rules::StrategySource::kOverride
+                        : rules::StrategySource::kAnnotation;
+  }
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
+  if (!sharding) return sharding.error();
+  SearchOutcome outcome{std::move(*sharding), {}, {}, result->solve.status};
+  outcome.explanation.push_back(
+      fmt::format("ilp: {} ops, {} strategies, objective {} ns, lower bound {:.0f} ns, {}",
+                  graph.ops().size(), result->variables, result->solve.evaluation.cost,
+                  result->solve.lowerBound, result->solve.status));
+  return outcome;
+}
+
 }  // namespace
 
 std::string_view searchModeName(SearchMode mode) {
@@ -77,8 +104,8 @@ Expected<SearchMode> parseSearchMode(std::string_view name) {
     if (candidate == name) return mode;
   }
   return Error{
-      fmt::format("unknown search mode '{}'; expected data_parallel, semi_auto or "
-                  "sharding_propagation",
+      fmt::format("unknown search mode '{}'; expected data_parallel, semi_auto, "
+                  "sharding_propagation, recursive_programming or ilp",
                   name)};
 }
 
@@ -97,6 +124,8 @@ Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vect
       return propagation(graph, ranks, cluster, request);
     case SearchMode::kRecursiveProgramming:
       return recursive(graph, ranks, cluster, request);
+    case SearchMode::kIlp:
+      return ilp(graph, ranks, cluster, request);
   }
   return Error{"unknown search mode"};
 }

@@ -23,9 +23,15 @@
 
 namespace autopar::search {
 
-enum class SearchMode { kDataParallel, kSemiAuto, kShardingPropagation, kRecursiveProgramming };
+enum class SearchMode {
+  kDataParallel,
+  kSemiAuto,
+  kShardingPropagation,
+  kRecursiveProgramming,
+  kIlp,
+};
 
-/// "data_parallel", "semi_auto", "sharding_propagation", "recursive_programming".
+/// "data_parallel", "semi_auto", "sharding_propagation", "recursive_programming", "ilp".
 std::string_view searchModeName(SearchMode mode);
 Expected<SearchMode> parseSearchMode(std::string_view name);
 
@@ -35,12 +41,16 @@ struct SearchRequest {
   double memCoeff = 0.1;  ///< recursive_programming: seed 000's mem_coeff
   bool explain = false;   ///< keep the search's decision log
   bool enableAllToAll = false;
+  /// ilp: device memory for parameters' states and kept activations (< 0: none), and CBC's time.
+  int64_t memoryLimitBytes = -1;
+  double timeLimitSeconds = 60;
 };
 
 struct SearchOutcome {
   rules::GraphSharding sharding;
   std::vector<std::string> explanation;  ///< the search's decisions, one line each
   std::vector<Conflict> conflicts;       ///< sharding_propagation
+  std::string solverStatus;              ///< ilp: "optimal" or the gap at the time limit
 };
 
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,

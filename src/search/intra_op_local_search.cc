@@ -204,9 +204,9 @@ class Search {
 
  private:
   struct Tree {
-    std::vector<int> nodes;        ///< breadth-first; nodes[0] is the root
-    std::vector<int> parent;       ///< index into nodes, -1 for the root
-    std::vector<Incidence> up;     ///< the edge to the parent, seen from the node
+    std::vector<int> nodes;     ///< breadth-first; nodes[0] is the root
+    std::vector<int> parent;    ///< index into nodes, -1 for the root
+    std::vector<Incidence> up;  ///< the edge to the parent, seen from the node
   };
 
   Tree randomTree(size_t size) {
@@ -271,7 +271,8 @@ class Search {
       for (size_t s = 0; s < f[p].size(); ++s) {
         int64_t best = INT64_MAX;
         for (size_t t = 0; t < f[i].size(); ++t) {
-          const int64_t cost = f[i][t] + pairCost(tree.up[i], static_cast<int>(t), static_cast<int>(s));
+          const int64_t cost =
+              f[i][t] + pairCost(tree.up[i], static_cast<int>(t), static_cast<int>(s));
           if (cost < best) {
             best = cost;
             pick[i][s] = static_cast<int>(t);
@@ -292,11 +293,13 @@ class Search {
   [[nodiscard]] int64_t regionCost(const std::vector<int>& nodes) const {
     int64_t total = 0;
     for (int v : nodes) {
-      total += capped(ix_.problem.nodes[static_cast<size_t>(v)].costs[static_cast<size_t>(choice_[static_cast<size_t>(v)])]);
+      total += capped(ix_.problem.nodes[static_cast<size_t>(v)]
+                          .costs[static_cast<size_t>(choice_[static_cast<size_t>(v)])]);
       for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
         const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
         const int other = inc.isFrom ? edge.to : edge.from;
-        if (inTree_[static_cast<size_t>(other)] >= 0 && !inc.isFrom) continue;  // counted from the other end
+        if (inTree_[static_cast<size_t>(other)] >= 0 && !inc.isFrom)
+          continue;  // counted from the other end
         total += edgeCost(inc, choice_[static_cast<size_t>(v)]);
       }
     }
@@ -417,8 +420,8 @@ class Search {
   [[nodiscard]] int64_t moveDelta(int v, int s) const {
     const auto& node = ix_.problem.nodes[static_cast<size_t>(v)];
     const int cur = choice_[static_cast<size_t>(v)];
-    int64_t delta = capped(node.costs[static_cast<size_t>(s)]) -
-                    capped(node.costs[static_cast<size_t>(cur)]);
+    int64_t delta =
+        capped(node.costs[static_cast<size_t>(s)]) - capped(node.costs[static_cast<size_t>(cur)]);
     for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
       delta += edgeCost(inc, s) - edgeCost(inc, cur);
     }

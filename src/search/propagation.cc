@@ -16,19 +16,6 @@ namespace {
 
 std::string formatSeconds(double seconds) { return fmt::format("{:.3g} s", seconds); }
 
-/// Candidates of an op: the strategies that use every device (MindSpore's auto mode only
-/// considers those), or all of them when the op is too small to use every device.
-std::vector<rules::FactorCuts> candidatesOf(const rules::ShardingRule& rule, int64_t numDevices) {
-  auto all = rules::enumerateFactorCuts(rule, numDevices);
-  std::vector<rules::FactorCuts> full;
-  for (const auto& cuts : all) {
-    int64_t product = 1;
-    for (int64_t cut : cuts) product *= cut;
-    if (product == numDevices) full.push_back(cuts);
-  }
-  return full.empty() ? all : full;
-}
-
 class Propagator {
  public:
   Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
@@ -217,7 +204,7 @@ class Propagator {
     using Key = std::tuple<double, double, rules::FactorCuts>;
     std::optional<Key> best;
     std::optional<rules::ShardedOp> bestShard;
-    for (const auto& cuts : candidatesOf(rules_[op], numDevices())) {
+    for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;
       auto edge = edgeSeconds(op, *shard);

@@ -27,9 +27,6 @@ struct IopddlOptions {
   int threads = 2;
 };
 
-/// Problems up to this many nodes go to the exact ILP under `--solver auto`.
-constexpr size_t kIlpNodes = 200;
-
 int runEvaluate(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
   std::ifstream file(options.second);
   if (!file) return reportError(Error{fmt::format("{}: cannot open file", options.second)});
@@ -59,9 +56,9 @@ int runSolve(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
   solve.timeLimitSeconds = std::max(0.1, solve.timeLimitSeconds * 0.95 - 1.0);
   solve.seed = options.seed;
   solve.threads = options.threads;
-  const bool exact =
-      options.solver == "ilp" || (options.solver == "auto" && problem.nodes.size() <= kIlpNodes);
-  auto result = exact ? search::solveIlp(problem, solve) : search::solveLocalSearch(problem, solve);
+  auto result = options.solver == "ilp"     ? search::solveIlp(problem, solve)
+                : options.solver == "local" ? search::solveLocalSearch(problem, solve)
+                                            : search::solvePortfolio(problem, solve);
   if (!result) return reportError(result.error().in(options.file));
   if (result->solution.empty()) {
     fmt::print(stderr, "{}: {}\n", options.file, result->status);
@@ -99,7 +96,8 @@ void addIopddlVerb(CLI::App& app, Action& action) {
       ->required();
   verb->add_flag("--evaluate", options->evaluate, "evaluate the solution in the second argument");
   verb->add_option("--solver", options->solver,
-                   "auto (exact ILP up to 200 nodes, else local search) | ilp | local")
+                   "auto (the exact ILP beside the local search when the problem is small "
+                   "enough for CBC, else local search) | ilp | local")
       ->capture_default_str();
   verb->add_option("--seed", options->seed, "seed of the local search")->capture_default_str();
   verb->add_option("--threads", options->threads, "local searches run in parallel")

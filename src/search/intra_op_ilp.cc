@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "search/intra_op_solver.h"
 
@@ -194,6 +195,33 @@ Expected<SolveResult> solveIlp(const IntraOpProblem& problem, const SolveOptions
                       : fmt::format("time limit, gap {:.2f}%",
                                     cost > 0 ? 100.0 * (cost - result.lowerBound) / cost : 0.0);
   return result;
+}
+
+Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem,
+                                     const SolveOptions& options) {
+  int64_t entries = 0;
+  for (const auto& edge : problem.edges) entries += static_cast<int64_t>(edge.costs.size());
+  if (entries > kIlpEdgeEntries || options.threads < 2) return solveLocalSearch(problem, options);
+  std::atomic<bool> proven{false};
+  SolveOptions local = options;
+  local.threads = options.threads - 1;
+  local.stop = &proven;
+  Expected<SolveResult> exact = Error{"not run"};
+  std::thread ilp([&] {
+    exact = solveIlp(problem, options);
+    proven = exact && exact->optimal;
+  });
+  auto heuristic = solveLocalSearch(problem, local);
+  ilp.join();
+  if (!exact) return exact.error();
+  if (!heuristic) return heuristic.error();
+  if (exact->optimal || heuristic->solution.empty()) return exact;
+  if (exact->solution.empty() || heuristic->evaluation.cost < exact->evaluation.cost) {
+    heuristic->lowerBound = exact->lowerBound;
+    heuristic->status += fmt::format(" (ILP: {})", exact->status);
+    return heuristic;
+  }
+  return exact;
 }
 
 }  // namespace autopar::search

@@ -522,7 +522,7 @@ Outcome runSearch(const Indexed& index, uint64_t seed, const SolveOptions& optio
   for (size_t v = 0; v < all.size(); ++v) all[v] = static_cast<int>(all.size() - 1 - v);
   search.descend(all);
   for (int64_t i = 0; options.iterations <= 0 || i < options.iterations; ++i) {
-    if ((i & 63) == 0 && Clock::now() >= deadline) break;
+    if ((i & 63) == 0 && (Clock::now() >= deadline || (options.stop && *options.stop))) break;
     if (i % 4 == 3) {
       search.perturb();
     } else {

@@ -20,6 +20,7 @@
 /// and column sums equal the two nodes' choices, and a memory row at every moment a node starts.
 /// Dominated strategies (no cheaper in cost, memory and every edge) are removed first.
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct SolveOptions {
   int64_t iterations = 0;
   uint64_t seed = 1;
   int threads = 2;
+  /// When set and true, the local search stops early (solvePortfolio sets it once the ILP has
+  /// proven its optimum).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct SolveResult {
@@ -50,6 +54,13 @@ Expected<SolveResult> solveLocalSearch(const ir::IntraOpProblem& problem,
                                        const SolveOptions& options);
 
 Expected<SolveResult> solveIlp(const ir::IntraOpProblem& problem, const SolveOptions& options);
+
+/// Both: on problems small enough for CBC (at most `kIlpEdgeEntries` edge cost entries) the ILP
+/// runs on one thread and the local search on the other, and the cheaper feasible result wins;
+/// larger problems get the local search on every thread.
+inline constexpr int64_t kIlpEdgeEntries = 1'000'000;
+Expected<SolveResult> solvePortfolio(const ir::IntraOpProblem& problem,
+                                     const SolveOptions& options);
 
 /// For tests: the optimum by enumerating every combination (problems of a few nodes only).
 SolveResult solveBruteForce(const ir::IntraOpProblem& problem);

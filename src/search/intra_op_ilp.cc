@@ -197,8 +197,7 @@ Expected<SolveResult> solveIlp(const IntraOpProblem& problem, const SolveOptions
   return result;
 }
 
-Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem,
-                                     const SolveOptions& options) {
+Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem, const SolveOptions& options) {
   int64_t entries = 0;
   for (const auto& edge : problem.edges) entries += static_cast<int64_t>(edge.costs.size());
   if (entries > kIlpEdgeEntries || options.threads < 2) return solveLocalSearch(problem, options);

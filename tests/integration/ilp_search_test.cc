@@ -1,0 +1,93 @@
+// The exact search on a transformer block: its optimum is no worse, in the extracted problem's
+// own objective, than the strategies sharding propagation and the recursive search choose, and it
+// honours a memory limit.
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "cluster/cluster.h"
+#include "frontend/model_presets.h"
+#include "frontend/transformer.h"
+#include "search/driver.h"
+#include "search/ilp.h"
+
+namespace autopar {
+namespace {
+
+struct Block {
+  ir::Graph graph;
+  cluster::Cluster cluster;
+  std::vector<int> ranks;
+};
+
+Block llamaBlock(int devices) {
+  auto config = frontend::transformerPreset("llama2-7b");
+  config->layers = 2;
+  config->seq = 1024;
+  config->microBatch = devices;
+  auto graph = frontend::buildTransformer(*config);
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", devices > 8 ? 2 : 1);
+  std::vector<int> ranks(static_cast<size_t>(devices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return Block{std::move(*graph), *cluster::takeDevices(*cluster, devices), std::move(ranks)};
+}
+
+/// The cost, in the extracted problem, of the strategies a search chose; -1 when a choice is not
+/// among the problem's candidates.
+int64_t problemCost(const search::IlpExtraction& extraction, const rules::GraphSharding& sharding) {
+  std::vector<int> solution;
+  for (size_t op = 0; op < extraction.candidates.size(); ++op) {
+    const auto& candidates = extraction.candidates[op];
+    auto it = std::find(candidates.begin(), candidates.end(), sharding.ops[op].cuts);
+    if (it == candidates.end()) return -1;
+    solution.push_back(static_cast<int>(it - candidates.begin()));
+  }
+  return ir::evaluateSolution(extraction.problem, solution)->cost;
+}
+
+TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
+  for (int devices : {4, 8}) {
+    const Block block = llamaBlock(devices);
+    auto extraction =
+        search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
+    ASSERT_TRUE(extraction.ok()) << extraction.error().message;
+    auto solved = search::solveIlp(extraction->problem, {60, 0, 1, 1});
+    ASSERT_TRUE(solved.ok());
+    ASSERT_TRUE(solved->optimal) << solved->status;
+    int compared = 0;
+    for (auto mode :
+         {search::SearchMode::kShardingPropagation, search::SearchMode::kRecursiveProgramming}) {
+      search::SearchRequest request;
+      request.mode = mode;
+      auto outcome = search::searchStrategies(block.graph, block.ranks, block.cluster, request);
+      ASSERT_TRUE(outcome.ok());
+      const int64_t cost = problemCost(*extraction, outcome->sharding);
+      if (cost < 0) continue;
+      ++compared;
+      EXPECT_LE(solved->evaluation.cost, cost) << search::searchModeName(mode);
+    }
+    EXPECT_GE(compared, 1);
+  }
+}
+
+TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
+  const Block block = llamaBlock(8);
+  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 0, 1, 1});
+  ASSERT_TRUE(free.ok());
+  const int64_t used = free->solve.evaluation.peakUsage;
+  auto tight =
+      search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4, {60, 0, 1, 1});
+  ASSERT_TRUE(tight.ok()) << tight.error().message;
+  EXPECT_LE(tight->solve.evaluation.peakUsage, used * 3 / 4);
+  EXPECT_GE(tight->solve.evaluation.cost, free->solve.evaluation.cost);
+  auto impossible =
+      search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1, {60, 0, 1, 1});
+  ASSERT_FALSE(impossible.ok());
+  EXPECT_EQ(impossible.error().message,
+            "--search ilp: infeasible: no choice of strategies keeps memory within the usage limit "
+            "(memory limit 1 bytes per device)");
+}
+
+}  // namespace
+}  // namespace autopar

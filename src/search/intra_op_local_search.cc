@@ -123,7 +123,7 @@ class Search {
   /// until memory fits; failing that, every node's least-memory strategy, which fits whenever
   /// anything does (usage only adds up). False when nothing fits.
   bool start() {
-    if (greedyStart() && repair()) return true;
+    if (greedyStart() && forestPass() && repair()) return true;
     if (cheapStart() && repair()) return true;
     return leastMemoryStart();
   }
@@ -132,8 +132,15 @@ class Search {
 
   /// Improves nodes from the worklist until none can improve.
   void descend(std::vector<int> work) {
-    std::vector<char> queued(choice_.size(), 0);
-    for (int v : work) queued[static_cast<size_t>(v)] = 1;
+    // Every entry is back to 0 when the worklist empties, so the flags are kept between calls.
+    auto& queued = queued_;
+    if (queued.size() != choice_.size()) queued.assign(choice_.size(), 0);
+    std::vector<int> unique;
+    for (int v : work) {
+      if (!queued[static_cast<size_t>(v)]) unique.push_back(v);
+      queued[static_cast<size_t>(v)] = 1;
+    }
+    work = std::move(unique);
     while (!work.empty()) {
       const int v = work.back();
       work.pop_back();
@@ -209,14 +216,18 @@ class Search {
     std::vector<Incidence> up;  ///< the edge to the parent, seen from the node
   };
 
-  Tree randomTree(size_t size) {
+  Tree randomTree(size_t size, int root = -1) {
     Tree tree;
-    const int root = static_cast<int>(rng_() % choice_.size());
+    if (root < 0) root = static_cast<int>(rng_() % choice_.size());
     tree.nodes.push_back(root);
     tree.parent.push_back(-1);
     tree.up.push_back({-1, false});
-    inTree_.assign(choice_.size(), -1);
+    // Unmark the previous tree only: clearing every node would cost O(nodes) per move.
+    if (inTree_.size() != choice_.size()) inTree_.assign(choice_.size(), -1);
+    for (int v : marked_) inTree_[static_cast<size_t>(v)] = -1;
+    marked_.clear();
     inTree_[static_cast<size_t>(root)] = 0;
+    marked_.push_back(root);
     for (size_t i = 0; i < tree.nodes.size() && tree.nodes.size() < size; ++i) {
       const auto& incident = ix_.incident[static_cast<size_t>(tree.nodes[i])];
       const size_t offset = incident.empty() ? 0 : rng_() % incident.size();
@@ -226,12 +237,18 @@ class Search {
         const int other = inc.isFrom ? edge.to : edge.from;
         if (inTree_[static_cast<size_t>(other)] >= 0) continue;
         inTree_[static_cast<size_t>(other)] = static_cast<int>(tree.nodes.size());
+        marked_.push_back(other);
         tree.nodes.push_back(other);
         tree.parent.push_back(static_cast<int>(i));
         tree.up.push_back({inc.edge, !inc.isFrom});
       }
     }
     return tree;
+  }
+
+  [[nodiscard]] static bool isTreeEdge(const Tree& tree, size_t a, size_t b, int edge) {
+    return (tree.parent[a] == static_cast<int>(b) && tree.up[a].edge == edge) ||
+           (tree.parent[b] == static_cast<int>(a) && tree.up[b].edge == edge);
   }
 
   /// Cost of an edge from the node's side: `mine` for the node, `theirs` for the other end.
@@ -256,7 +273,13 @@ class Search {
         for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
           const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
           const int other = inc.isFrom ? edge.to : edge.from;
-          if (inTree_[static_cast<size_t>(other)] >= 0) continue;
+          const int at = inTree_[static_cast<size_t>(other)];
+          // Tree edges are the dynamic program's; an edge closing a cycle inside the tree is
+          // priced against the other end's current strategy, from the later node only.
+          if (at >= 0 && (isTreeEdge(tree, i, static_cast<size_t>(at), inc.edge) ||
+                          static_cast<size_t>(at) > i)) {
+            continue;
+          }
           cost += pairCost(inc, static_cast<int>(s), choice_[static_cast<size_t>(other)]);
         }
         f[i][s] = cost;
@@ -339,6 +362,23 @@ class Search {
         }
       }
       set(static_cast<int>(v), best >= 0 ? best : leanest);
+    }
+    cost_ = totalCost();
+    return true;
+  }
+
+  /// Re-solves the whole graph tree by tree (a breadth-first spanning forest; edges closing
+  /// cycles priced against the current strategies), memory ignored; repair() follows.
+  bool forestPass() {
+    std::vector<char> done(choice_.size(), 0);
+    for (size_t v = 0; v < choice_.size(); ++v) {
+      if (done[v]) continue;
+      const Tree tree = randomTree(choice_.size(), static_cast<int>(v));
+      const std::vector<int> best = solveTree(tree);
+      for (size_t i = 0; i < tree.nodes.size(); ++i) {
+        set(tree.nodes[i], best[i]);
+        done[static_cast<size_t>(tree.nodes[i])] = 1;
+      }
     }
     cost_ = totalCost();
     return true;
@@ -505,7 +545,9 @@ class Search {
   int64_t cost_ = 0;
   bool logging_ = false;
   std::vector<std::pair<int, int>> log_;
-  std::vector<int> inTree_;  ///< per node: its index in the current tree, or -1
+  std::vector<int> inTree_;   ///< per node: its index in the current tree, or -1
+  std::vector<int> marked_;   ///< the nodes inTree_ marks
+  std::vector<char> queued_;  ///< descend(): nodes on the worklist
 };
 
 struct Outcome {
@@ -523,10 +565,12 @@ Outcome runSearch(const Indexed& index, uint64_t seed, const SolveOptions& optio
   search.descend(all);
   for (int64_t i = 0; options.iterations <= 0 || i < options.iterations; ++i) {
     if ((i & 63) == 0 && (Clock::now() >= deadline || (options.stop && *options.stop))) break;
-    if (i % 4 == 3) {
+    if (i % 8 == 7) {
       search.perturb();
+    } else if (i % 8 == 6) {
+      search.treeMove(32 + static_cast<size_t>(i % 97));
     } else {
-      search.treeMove(4 + i % 29);
+      search.treeMove(4 + static_cast<size_t>(i % 29));
     }
   }
   return Outcome{search.cost() < kNever, search.cost(), search.choice()};

@@ -1,7 +1,6 @@
 #include "cost/activations.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <numeric>
 #include <set>
@@ -10,14 +9,6 @@
 namespace autopar::cost {
 
 namespace {
-
-/// A block tagged "<prefix>.<index>" is one layer of a stack ("llm.layer.12", "vit.layer.3").
-bool isStackLayer(const std::string& block) {
-  const auto dot = block.rfind('.');
-  if (dot == std::string::npos || dot + 1 == block.size()) return false;
-  return std::all_of(block.begin() + static_cast<std::ptrdiff_t>(dot) + 1, block.end(),
-                     [](unsigned char c) { return std::isdigit(c) != 0; });
-}
 
 /// Union-find over ops, for connected sets of op-flagged recompute (hand-written: a few lines,
 /// no library in DESIGN.md's list offers it).
@@ -41,7 +32,7 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, LayerRecompute layers)
   std::iota(parent.begin(), parent.end(), 0);
   for (const ir::Op& op : ops) {
     const bool blockRecompute = graph.settingsOf(op).recompute ||
-                                (layers == LayerRecompute::kFull && isStackLayer(op.block));
+                                (layers == LayerRecompute::kFull && ir::isStackLayer(op.block));
     if (blockRecompute) {
       auto [it, added] = blockRegion.emplace(op.block, regions.count);
       if (added) ++regions.count;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace autopar::ir {
 
@@ -113,6 +114,13 @@ int64_t Graph::forwardBytes(const Op& op) const {
 
 BackwardRule Graph::backwardRule(const Op& op) const {
   return ir::backwardRule(op.kind, op.attrs, inputTypes(op), outputTypes(op));
+}
+
+bool isStackLayer(std::string_view block) {
+  const auto dot = block.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == block.size()) return false;
+  return std::all_of(block.begin() + static_cast<std::ptrdiff_t>(dot) + 1, block.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
 bool blockInScope(std::string_view block, std::string_view scope) {

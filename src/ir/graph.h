@@ -39,6 +39,10 @@ struct BlockSettings {
 /// not in "llm.layer.30" nor "llm.lay".
 bool blockInScope(std::string_view block, std::string_view scope);
 
+/// True when `block` is one layer of a stack: tagged "<prefix>.<index>" ("llm.layer.12",
+/// "vit.layer.3"). Full recompute and pipeline placement work on these.
+bool isStackLayer(std::string_view block);
+
 class Graph {
  public:
   explicit Graph(std::string name = "graph") : name_(std::move(name)) {}

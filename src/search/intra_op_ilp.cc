@@ -7,9 +7,9 @@
 #include <CoinModel.hpp>
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
-#include <thread>
 
 #include "search/intra_op_solver.h"
 
@@ -63,7 +63,9 @@ std::vector<std::vector<int>> undominated(const IntraOpProblem& problem,
 
 struct Model {
   CoinModel model;
-  std::vector<std::vector<int>> column;  ///< per node, per kept strategy: its column
+  std::vector<std::vector<int>> column;      ///< per node, per kept strategy: its column
+  std::vector<std::vector<int>> pairColumn;  ///< per edge, per kept pair (i * |b| + j), or -1
+  int columns = 0;
 };
 
 Model buildModel(const IntraOpProblem& problem, const std::vector<std::vector<int>>& kept) {
@@ -91,11 +93,13 @@ Model buildModel(const IntraOpProblem& problem, const std::vector<std::vector<in
     const int width = problem.strategies(edge.to);
     std::vector<std::vector<int>> rowsA(a.size());
     std::vector<std::vector<int>> rowsB(b.size());
+    std::vector<int>& pairs = m.pairColumn.emplace_back(a.size() * b.size(), -1);
     for (size_t i = 0; i < a.size(); ++i) {
       for (size_t j = 0; j < b.size(); ++j) {
         const int64_t cost = edge.costs[static_cast<size_t>(a[i]) * width + b[j]];
         if (cost >= kInfiniteCost) continue;
         const int col = columns++;
+        pairs[i * b.size() + j] = col;
         m.model.setColumnBounds(col, 0.0, 1.0);
         m.model.setObjective(col, static_cast<double>(cost));
         rowsA[i].push_back(col);
@@ -113,6 +117,7 @@ Model buildModel(const IntraOpProblem& problem, const std::vector<std::vector<in
     for (size_t j = 0; j < b.size(); ++j)
       marginal(rowsB[j], m.column[static_cast<size_t>(edge.to)][j]);
   }
+  m.columns = columns;
   return m;
 }
 
@@ -145,6 +150,30 @@ void addMemoryRows(const IntraOpProblem& problem, const std::vector<std::vector<
   }
 }
 
+/// The columns of `solution` (kept strategies only), or empty when it uses a pruned strategy or a
+/// forbidden pair.
+std::vector<double> startColumns(const IntraOpProblem& problem,
+                                 const std::vector<std::vector<int>>& kept, const Model& m,
+                                 const std::vector<int>& solution) {
+  std::vector<double> columns(static_cast<size_t>(m.columns), 0.0);
+  std::vector<size_t> index(problem.nodes.size());
+  for (size_t v = 0; v < problem.nodes.size(); ++v) {
+    auto it = std::find(kept[v].begin(), kept[v].end(), solution[v]);
+    if (it == kept[v].end()) return {};
+    index[v] = static_cast<size_t>(it - kept[v].begin());
+    columns[static_cast<size_t>(m.column[v][index[v]])] = 1.0;
+  }
+  for (size_t e = 0; e < problem.edges.size(); ++e) {
+    const auto& edge = problem.edges[e];
+    const size_t width = kept[static_cast<size_t>(edge.to)].size();
+    const int col = m.pairColumn[e][index[static_cast<size_t>(edge.from)] * width +
+                                    index[static_cast<size_t>(edge.to)]];
+    if (col < 0) return {};
+    columns[static_cast<size_t>(col)] = 1.0;
+  }
+  return columns;
+}
+
 }  // namespace
 
 Expected<SolveResult> solveIlp(const IntraOpProblem& problem, const SolveOptions& options) {
@@ -172,6 +201,14 @@ Expected<SolveResult> solveIlp(const IntraOpProblem& problem, const SolveOptions
   cbc.setMaximumSeconds(options.timeLimitSeconds);
   cbc.setRandomSeed(static_cast<int>(options.seed));
   cbc.setNumberThreads(1);
+  if (options.incumbent.size() == problem.nodes.size()) {
+    auto evaluation = ir::evaluateSolution(problem, options.incumbent);
+    const auto start = startColumns(problem, kept, m, options.incumbent);
+    if (evaluation && evaluation->feasible && !start.empty()) {
+      cbc.setBestSolution(start.data(), static_cast<int>(start.size()),
+                          static_cast<double>(evaluation->cost), true);
+    }
+  }
   cbc.branchAndBound();
   result.lowerBound = cbc.getBestPossibleObjValue();
   if (cbc.bestSolution() == nullptr) {
@@ -200,27 +237,26 @@ Expected<SolveResult> solveIlp(const IntraOpProblem& problem, const SolveOptions
 Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem, const SolveOptions& options) {
   int64_t entries = 0;
   for (const auto& edge : problem.edges) entries += static_cast<int64_t>(edge.costs.size());
-  if (entries > kIlpEdgeEntries || options.threads < 2) return solveLocalSearch(problem, options);
-  std::atomic<bool> proven{false};
+  if (entries > kIlpEdgeEntries) return solveLocalSearch(problem, options);
+  const auto begin = std::chrono::steady_clock::now();
   SolveOptions local = options;
-  local.threads = options.threads - 1;
-  local.stop = &proven;
-  Expected<SolveResult> exact = Error{"not run"};
-  std::thread ilp([&] {
-    exact = solveIlp(problem, options);
-    proven = exact && exact->optimal;
-  });
+  local.timeLimitSeconds = options.timeLimitSeconds / 10;
   auto heuristic = solveLocalSearch(problem, local);
-  ilp.join();
-  if (!exact) return exact.error();
   if (!heuristic) return heuristic.error();
-  if (exact->optimal || heuristic->solution.empty()) return exact;
-  if (exact->solution.empty() || heuristic->evaluation.cost < exact->evaluation.cost) {
-    heuristic->lowerBound = exact->lowerBound;
-    heuristic->status += fmt::format(" (ILP: {})", exact->status);
+  SolveOptions exact = options;
+  exact.incumbent = heuristic->solution;
+  exact.timeLimitSeconds = std::max(
+      0.1, options.timeLimitSeconds -
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+  auto ilp = solveIlp(problem, exact);
+  if (!ilp) return ilp.error();
+  if (ilp->optimal || heuristic->solution.empty()) return ilp;
+  if (ilp->solution.empty() || heuristic->evaluation.cost < ilp->evaluation.cost) {
+    heuristic->lowerBound = ilp->lowerBound;
+    heuristic->status += fmt::format(" (ILP: {})", ilp->status);
     return heuristic;
   }
-  return exact;
+  return ilp;
 }
 
 }  // namespace autopar::search

@@ -40,6 +40,8 @@ struct SolveOptions {
   /// When set and true, the local search stops early (solvePortfolio sets it once the ILP has
   /// proven its optimum).
   const std::atomic<bool>* stop = nullptr;
+  /// solveIlp: a feasible solution to start from (CBC's incumbent), or empty.
+  std::vector<int> incumbent;
 };
 
 struct SolveResult {
@@ -55,9 +57,10 @@ Expected<SolveResult> solveLocalSearch(const ir::IntraOpProblem& problem,
 
 Expected<SolveResult> solveIlp(const ir::IntraOpProblem& problem, const SolveOptions& options);
 
-/// Both: on problems small enough for CBC (at most `kIlpEdgeEntries` edge cost entries) the ILP
-/// runs on one thread and the local search on the other, and the cheaper feasible result wins;
-/// larger problems get the local search on every thread.
+/// Both: on problems small enough for CBC (at most `kIlpEdgeEntries` edge cost entries) the local
+/// search runs for a tenth of the time, then the ILP alone (sharing the machine slows CBC badly)
+/// starting from the local search's solution, and the cheaper feasible result wins; larger
+/// problems get the local search on every thread.
 inline constexpr int64_t kIlpEdgeEntries = 1'000'000;
 Expected<SolveResult> solvePortfolio(const ir::IntraOpProblem& problem,
                                      const SolveOptions& options);

@@ -93,6 +93,13 @@ TEST(IntraOpSolvers, IlpMatchesBruteForceOnTwoHundredRandomProblems) {
     ASSERT_EQ(ilp->solution.empty(), brute.solution.empty()) << "trial " << trial;
     auto local = solveLocalSearch(problem, {1, 300, 7, 1});
     ASSERT_TRUE(local.ok());
+    // The portfolio starts CBC from the local search's solution.
+    auto portfolio = solvePortfolio(problem, {10, 20, 3, 1});
+    ASSERT_TRUE(portfolio.ok());
+    ASSERT_EQ(portfolio->solution.empty(), brute.solution.empty()) << "trial " << trial;
+    if (!brute.solution.empty()) {
+      EXPECT_EQ(portfolio->evaluation.cost, brute.evaluation.cost) << "trial " << trial;
+    }
     ASSERT_EQ(local->solution.empty(), brute.solution.empty()) << "trial " << trial;
     if (brute.solution.empty()) continue;
     ++feasible;

@@ -3,20 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <string>
 
 namespace autopar::search {
 
 namespace {
-
-bool isStackLayer(const std::string& block) {
-  const auto dot = block.rfind('.');
-  if (dot == std::string::npos || dot + 1 == block.size()) return false;
-  return std::all_of(block.begin() + static_cast<std::ptrdiff_t>(dot) + 1, block.end(),
-                     [](unsigned char c) { return std::isdigit(c) != 0; });
-}
 
 /// Stages given per block; -1 where none is.
 Expected<std::vector<int>> givenStages(const ir::Graph& graph, int stages) {
@@ -41,7 +33,7 @@ Expected<std::vector<int>> layerStages(const ir::Graph& graph, int total) {
   std::map<std::string, int> layerIndex;
   std::vector<std::string> layers;
   for (const ir::Op& op : graph.ops()) {
-    if (isStackLayer(op.block) && layerIndex.emplace(op.block, layers.size()).second) {
+    if (ir::isStackLayer(op.block) && layerIndex.emplace(op.block, layers.size()).second) {
       layers.push_back(op.block);
     }
   }

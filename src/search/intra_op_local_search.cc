@@ -22,6 +22,9 @@ using Clock = std::chrono::steady_clock;
 /// enough that a sum of many never overflows; the final evaluation rejects any that remain.
 constexpr int64_t kNever = 10'000'000'000'000;
 
+/// Memory above this share of the limit counts as crowded for tree moves' usage price.
+constexpr double kCrowded = 0.98;
+
 int64_t capped(int64_t cost) { return cost >= kInfiniteCost ? kNever : cost; }
 
 /// Range add, range max over the timeline's segments (hand-written: a lazy segment tree is a few
@@ -199,7 +202,10 @@ class Search {
       set(tree.nodes[i], best[i]);
     }
     const int64_t after = regionCost(tree.nodes);
-    if (after < before && peak() <= limit_) {
+    const bool fitsMemory = peak() <= limit_;
+    // The usage price rises while proposals overflow memory and decays while they fit.
+    usagePrice_ = fitsMemory ? usagePrice_ * 0.99 : std::max(usagePrice_ * 1.2, 1e-6);
+    if (after < before && fitsMemory) {
       cost_ += after - before;
       return;
     }
@@ -268,8 +274,14 @@ class Search {
       const int v = tree.nodes[i];
       const auto& node = ix_.problem.nodes[static_cast<size_t>(v)];
       f[i].resize(node.costs.size());
+      // Where memory is nearly full, the program pays for usage, so it proposes changes that fit.
+      const auto [lo, hi] = ix_.segments[static_cast<size_t>(v)];
+      const bool crowded =
+          lo<hi&& static_cast<double>(tree_.max(lo, hi))> kCrowded * static_cast<double>(limit_);
       for (size_t s = 0; s < node.costs.size(); ++s) {
         int64_t cost = capped(node.costs[s]);
+        if (crowded)
+          cost += static_cast<int64_t>(usagePrice_ * static_cast<double>(node.usages[s]));
         for (const Incidence& inc : ix_.incident[static_cast<size_t>(v)]) {
           const auto& edge = ix_.problem.edges[static_cast<size_t>(inc.edge)];
           const int other = inc.isFrom ? edge.to : edge.from;
@@ -548,6 +560,8 @@ class Search {
   std::vector<int> inTree_;   ///< per node: its index in the current tree, or -1
   std::vector<int> marked_;   ///< the nodes inTree_ marks
   std::vector<char> queued_;  ///< descend(): nodes on the worklist
+  /// Cost per byte charged in tree moves on nodes live where memory is above kCrowded of the limit.
+  double usagePrice_ = 0;
 };
 
 struct Outcome {

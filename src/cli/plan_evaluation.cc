@@ -53,6 +53,7 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   request.enableAllToAll = options.enableAllToAll;
   request.memoryLimitBytes = cluster.device.memoryBytes;
   request.timeLimitSeconds = options.ilpTimeLimit;
+  request.tieLayers = options.ilpTieLayers;
   std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);

@@ -35,8 +35,9 @@ struct PlanOptions {
   std::string config;      ///< a MindFormers-style run yaml
   std::string configNote;  ///< what the yaml set, printed with the report
   TrainingFlags training;
-  double ilpTimeLimit = 60;  ///< --search ilp: seconds for CBC
-  std::string searchFlag;    ///< --search as given on the command line, empty when not
+  double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
+  bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack
+  std::string searchFlag;     ///< --search as given on the command line, empty when not
 };
 
 struct Evaluated {

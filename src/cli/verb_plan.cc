@@ -105,6 +105,8 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--search", options->search,
                    "data_parallel | semi_auto | sharding_propagation | recursive_programming | ilp")
       ->capture_default_str();
+  verb->add_flag("--ilp-tie-layers", options->ilpTieLayers,
+                 "--search ilp: the layers of each stack share one decision (a smaller problem)");
   verb->add_option("--ilp-time", options->ilpTimeLimit,
                    "--search ilp: seconds CBC may take; past them the plan is the best found")
       ->check(CLI::PositiveNumber)

@@ -72,7 +72,7 @@ Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& rank
   SolveOptions options;
   options.timeLimitSeconds = request.timeLimitSeconds;
   auto result = searchIlp(graph, ranks, cluster, *fixed, request.memoryLimitBytes, options,
-                          request.enableAllToAll);
+                          request.enableAllToAll, request.tieLayers);
   if (!result) return result.error();
   std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
   for (const auto& [opId, cuts] : *fixed) {

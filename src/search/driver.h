@@ -44,6 +44,7 @@ struct SearchRequest {
   /// ilp: device memory for parameters' states and kept activations (< 0: none), and CBC's time.
   int64_t memoryLimitBytes = -1;
   double timeLimitSeconds = 60;
+  bool tieLayers = false;  ///< ilp: the layers of each stack share one decision
 };
 
 struct SearchOutcome {

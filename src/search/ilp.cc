@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "cost/memory.h"
 #include "cost/op_cost.h"
@@ -132,15 +134,88 @@ Expected<IlpExtraction> extractIntraOpProblem(const ir::Graph& graph, const std:
   return out;
 }
 
+TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extraction) {
+  const ir::IntraOpProblem& original = extraction.problem;
+  // The k-th op of each layer, keyed by (stack prefix, k); the first layer's op represents them.
+  std::map<std::string, int> ordinal;  // block -> ops seen in it
+  std::map<std::pair<std::string, int>, int> first;
+  std::vector<int> rep(original.nodes.size());
+  for (const ir::Op& op : graph.ops()) {
+    rep[op.id] = op.id;
+    if (!ir::isStackLayer(op.block)) continue;
+    const std::string prefix = op.block.substr(0, op.block.rfind('.'));
+    const int k = ordinal[op.block]++;
+    auto [it, added] = first.emplace(std::make_pair(prefix, k), op.id);
+    const ir::Op& leader = graph.op(it->second);
+    if (!added && leader.kind == op.kind &&
+        extraction.candidates[leader.id] == extraction.candidates[op.id]) {
+      rep[op.id] = it->second;
+    }
+  }
+  TiedProblem tied;
+  tied.problem.name = original.name;
+  tied.problem.usageLimit = original.usageLimit;
+  std::vector<int> index(original.nodes.size(), -1);
+  for (size_t v = 0; v < original.nodes.size(); ++v) {
+    if (rep[v] != static_cast<int>(v)) continue;
+    index[v] = static_cast<int>(tied.problem.nodes.size());
+    tied.problem.nodes.push_back(original.nodes[v]);
+  }
+  auto saturate = [](int64_t a, int64_t b) {
+    return a >= ir::kInfiniteCost - b ? ir::kInfiniteCost : a + b;
+  };
+  for (size_t v = 0; v < original.nodes.size(); ++v) {
+    tied.representative.push_back(index[static_cast<size_t>(rep[v])]);
+    if (rep[v] == static_cast<int>(v)) continue;
+    auto& node = tied.problem.nodes[static_cast<size_t>(tied.representative.back())];
+    for (size_t s = 0; s < node.costs.size(); ++s) {
+      node.costs[s] = saturate(node.costs[s], original.nodes[v].costs[s]);
+      node.usages[s] += original.nodes[v].usages[s];
+    }
+  }
+  std::map<std::pair<int, int>, size_t> edgeIndex;
+  for (const auto& edge : original.edges) {
+    const int a = tied.representative[static_cast<size_t>(edge.from)];
+    const int b = tied.representative[static_cast<size_t>(edge.to)];
+    const int width = original.strategies(edge.to);
+    if (a == b) {  // both ends tied to one node: only equal strategies can occur
+      auto& node = tied.problem.nodes[static_cast<size_t>(a)];
+      for (size_t s = 0; s < node.costs.size(); ++s) {
+        node.costs[s] = saturate(node.costs[s], edge.costs[s * static_cast<size_t>(width) + s]);
+      }
+      continue;
+    }
+    auto [it, added] = edgeIndex.emplace(std::make_pair(a, b), tied.problem.edges.size());
+    if (added) tied.problem.edges.push_back({a, b, std::vector<int64_t>(edge.costs.size(), 0)});
+    auto& costs = tied.problem.edges[it->second].costs;
+    for (size_t k = 0; k < costs.size(); ++k) costs[k] = saturate(costs[k], edge.costs[k]);
+  }
+  return tied;
+}
+
 Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
-                                    bool enableAllToAll) {
+                                    bool enableAllToAll, bool tieLayers) {
   auto extraction =
       extractIntraOpProblem(graph, ranks, cluster, fixed, memoryLimitBytes, enableAllToAll);
   if (!extraction) return extraction.error();
-  auto solve = solveIlp(extraction->problem, options);
+  Expected<SolveResult> solve = Error{"not solved"};
+  if (!tieLayers) {
+    solve = solvePortfolio(extraction->problem, options);
+  } else {
+    const TiedProblem tied = tieRepeatedLayers(graph, *extraction);
+    solve = solvePortfolio(tied.problem, options);
+    if (solve && !solve->solution.empty()) {
+      std::vector<int> expanded;
+      for (int r : tied.representative) expanded.push_back(solve->solution[static_cast<size_t>(r)]);
+      solve->solution = std::move(expanded);
+      solve->evaluation = *ir::evaluateSolution(extraction->problem, solve->solution);
+      solve->status += fmt::format(" (layers tied: {} of {} ops decided)",
+                                   tied.problem.nodes.size(), extraction->problem.nodes.size());
+    }
+  }
   if (!solve) return solve.error();
   if (solve->solution.empty()) {
     return Error{fmt::format("--search ilp: {} (memory limit {} bytes per device)", solve->status,

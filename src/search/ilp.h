@@ -38,6 +38,17 @@ Expected<IlpExtraction> extractIntraOpProblem(const ir::Graph& graph, const std:
                                               const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                               int64_t memoryLimitBytes, bool enableAllToAll);
 
+/// The problem with the layers of each stack tied to one decision: the k-th op of every layer
+/// (ir::isStackLayer) takes the same strategy as the k-th op of the stack's first layer, when
+/// their kinds and candidates agree. Tied nodes merge into their representative: costs and
+/// usages add up, edges move onto the representatives (an edge that lands on one node adds its
+/// diagonal to that node). `representative[v]` maps each original node to its node in `problem`.
+struct TiedProblem {
+  ir::IntraOpProblem problem;
+  std::vector<int> representative;
+};
+TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extraction);
+
 struct IlpSearchResult {
   std::vector<rules::FactorCuts> cuts;  ///< per op
   SolveResult solve;
@@ -49,6 +60,6 @@ Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<in
                                     const cluster::Cluster& cluster,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
-                                    bool enableAllToAll = false);
+                                    bool enableAllToAll = false, bool tieLayers = false);
 
 }  // namespace autopar::search

@@ -52,7 +52,7 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
     auto extraction =
         search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
     ASSERT_TRUE(extraction.ok()) << extraction.error().message;
-    auto solved = search::solveIlp(extraction->problem, {60, 0, 1, 1});
+    auto solved = search::solveIlp(extraction->problem, {60, 200, 1, 1});
     ASSERT_TRUE(solved.ok());
     ASSERT_TRUE(solved->optimal) << solved->status;
     int compared = 0;
@@ -73,20 +73,45 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
 
 TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
   const Block block = llamaBlock(8);
-  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 0, 1, 1});
+  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1});
   ASSERT_TRUE(free.ok());
   const int64_t used = free->solve.evaluation.peakUsage;
   auto tight =
-      search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4, {60, 0, 1, 1});
+      search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4, {60, 200, 1, 1});
   ASSERT_TRUE(tight.ok()) << tight.error().message;
   EXPECT_LE(tight->solve.evaluation.peakUsage, used * 3 / 4);
   EXPECT_GE(tight->solve.evaluation.cost, free->solve.evaluation.cost);
   auto impossible =
-      search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1, {60, 0, 1, 1});
+      search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1, {60, 200, 1, 1});
   ASSERT_FALSE(impossible.ok());
   EXPECT_EQ(impossible.error().message,
             "--search ilp: infeasible: no choice of strategies keeps memory within the usage limit "
             "(memory limit 1 bytes per device)");
+}
+
+}  // namespace
+}  // namespace autopar
+
+namespace autopar {
+namespace {
+
+TEST(IlpSearch, TiedLayersShareOneDecisionAndNeverBeatTheUntiedOptimum) {
+  const Block block = llamaBlock(8);
+  auto extraction =
+      search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
+  ASSERT_TRUE(extraction.ok());
+  const search::TiedProblem tied = search::tieRepeatedLayers(block.graph, *extraction);
+  // Two layers of 16 ops tie to one; the 4 ops outside the stack stay.
+  EXPECT_EQ(tied.problem.nodes.size(), 20u);
+  EXPECT_EQ(tied.representative.size(), block.graph.ops().size());
+  auto untied = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1});
+  auto shared = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1},
+                                  false, true);
+  ASSERT_TRUE(untied.ok() && shared.ok());
+  EXPECT_GE(shared->solve.evaluation.cost, untied->solve.evaluation.cost);
+  const auto q0 = block.graph.findOp("layer0.attn.q_proj");
+  const auto q1 = block.graph.findOp("layer1.attn.q_proj");
+  EXPECT_EQ(shared->cuts[*q0], shared->cuts[*q1]);
 }
 
 }  // namespace

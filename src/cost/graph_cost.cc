@@ -31,6 +31,9 @@ struct Context {
   std::vector<int> stageOf;                   ///< per op
   std::vector<layout::TensorLayout> sources;  ///< per tensor with consumers
   std::vector<ParameterCollective> parameterCollectives;
+  /// Per tensor: the forward redistributions costed, by target layout (activations look them up
+  /// when a gather is redone in backward).
+  std::vector<std::vector<std::pair<layout::TensorLayout, double>>> forwardSeconds;
   /// Per op: backward seconds of it and of the later ops of its stage (backward runs in reverse,
   /// so this is when its backward ends); per stage: the whole backward.
   std::vector<double> backwardDoneSeconds;
@@ -123,6 +126,7 @@ void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId con
 
 /// Consumers that need the same layout on the same stage share one redistribution.
 Status costForwardEdges(Context& ctx) {
+  ctx.forwardSeconds.resize(ctx.graph.tensors().size());
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.consumers.empty()) continue;
     const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
@@ -131,6 +135,8 @@ Status costForwardEdges(Context& ctx) {
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
           auto redistribution = plan(ctx, tensor.id, source, target);
           if (!redistribution) return Status{redistribution.error()};
+          ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
+                                                                          redistribution->seconds);
           if (redistribution->empty()) return Status{};
           EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kForward,
                                   false,     *redistribution};
@@ -319,6 +325,10 @@ void costStageSends(Context& ctx) {
 /// Seconds of the forward redistribution of `tensor` into `target`, from the edges costed.
 double forwardEdgeSeconds(const Context& ctx, ir::TensorId tensor,
                           const layout::TensorLayout& target) {
+  for (const auto& [layout, seconds] : ctx.forwardSeconds[static_cast<size_t>(tensor)]) {
+    if (layout == target) return seconds;
+  }
+  // Every consumer's input layout was costed by costForwardEdges; this is only a safety net.
   auto redistribution =
       layout::redistribute(ctx.sources[static_cast<size_t>(tensor)], target, ctx.cluster,
                            elementBytes(ctx.graph, tensor), ctx.options.redistribution);
@@ -432,7 +442,7 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
                              graph.ops().size())};
   }
   if (graph.ops().empty()) return Error{fmt::format("graph '{}': has no ops", graph.name())};
-  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}};
+  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}, {}};
   ctx.stageOf = options.stageOfOp;
   if (ctx.stageOf.empty()) ctx.stageOf.assign(graph.ops().size(), 0);
   if (ctx.stageOf.size() != graph.ops().size()) {

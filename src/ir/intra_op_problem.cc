@@ -9,10 +9,6 @@ namespace autopar::ir {
 
 namespace {
 
-int64_t saturatingAdd(int64_t a, int64_t b) {
-  return a >= kInfiniteCost - b ? kInfiniteCost : a + b;
-}
-
 Status validateNode(const IntraOpProblem::Node& node, size_t index) {
   if (node.costs.empty()) {
     return Error{fmt::format("nodes.costs[{}]: expected at least one strategy", index)};

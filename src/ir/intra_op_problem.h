@@ -19,6 +19,11 @@ namespace autopar::ir {
 /// A cost at or above this is "never pick this" (the contest writes 10^18).
 inline constexpr int64_t kInfiniteCost = 1'000'000'000'000'000'000;
 
+/// a + b for non-negative costs, stopping at kInfiniteCost.
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  return a >= kInfiniteCost - b ? kInfiniteCost : a + b;
+}
+
 struct IntraOpProblem {
   std::string name;
   struct Node {

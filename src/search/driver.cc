@@ -30,6 +30,19 @@ Expected<SearchOutcome> dataParallel(const ir::Graph& graph, const std::vector<i
   return SearchOutcome{std::move(*sharding), {}, {}};
 }
 
+/// Where each op's strategy came from when a search started from the user's fixed ops.
+std::vector<rules::StrategySource> searchSources(const ir::Graph& graph,
+                                                 const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                                                 const SearchRequest& request) {
+  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
+  for (const auto& [opId, cuts] : fixed) {
+    sources[opId] = request.overrides.contains(graph.op(opId).name)
+                        ? rules::StrategySource::kOverride
+                        : rules::StrategySource::kAnnotation;
+  }
+  return sources;
+}
+
 Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster, const SearchRequest& request) {
   auto fixed = rules::annotatedCuts(graph, request.overrides);
@@ -37,12 +50,7 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
   auto result = propagateStrategies(graph, ranks, cluster, *fixed,
                                     PropagationOptions{request.enableAllToAll});
   if (!result) return result.error();
-  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
-  for (const auto& [opId, cuts] : *fixed) {
-    sources[opId] = request.overrides.contains(graph.op(opId).name)
-                        ? rules::StrategySource::kOverride
-                        : rules::StrategySource::kAnnotation;
-  }
+  const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();
   return SearchOutcome{std::move(*sharding), std::move(result->log), std::move(result->conflicts)};
@@ -74,15 +82,10 @@ Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& rank
   auto result = searchIlp(graph, ranks, cluster, *fixed, request.memoryLimitBytes, options,
                           request.enableAllToAll, request.tieLayers);
   if (!result) return result.error();
-  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
-  for (const auto& [opId, cuts] : *fixed) {
-    sources[opId] = request.overrides.contains(graph.op(opId).name)
-                        ? rules::StrategySource::kOverride
-                        : rules::StrategySource::kAnnotation;
-  }
+  const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();
-  SearchOutcome outcome{std::move(*sharding), {}, {}, result->solve.status};
+  SearchOutcome outcome{std::move(*sharding), {}, {}};
   outcome.explanation.push_back(
       fmt::format("ilp: {} ops, {} strategies, objective {} ns, lower bound {:.0f} ns, {}",
                   graph.ops().size(), result->variables, result->solve.evaluation.cost,

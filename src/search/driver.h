@@ -51,7 +51,6 @@ struct SearchOutcome {
   rules::GraphSharding sharding;
   std::vector<std::string> explanation;  ///< the search's decisions, one line each
   std::vector<Conflict> conflicts;       ///< sharding_propagation
-  std::string solverStatus;              ///< ilp: "optimal" or the gap at the time limit
 };
 
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,

@@ -161,15 +161,12 @@ TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extra
     index[v] = static_cast<int>(tied.problem.nodes.size());
     tied.problem.nodes.push_back(original.nodes[v]);
   }
-  auto saturate = [](int64_t a, int64_t b) {
-    return a >= ir::kInfiniteCost - b ? ir::kInfiniteCost : a + b;
-  };
   for (size_t v = 0; v < original.nodes.size(); ++v) {
     tied.representative.push_back(index[static_cast<size_t>(rep[v])]);
     if (rep[v] == static_cast<int>(v)) continue;
     auto& node = tied.problem.nodes[static_cast<size_t>(tied.representative.back())];
     for (size_t s = 0; s < node.costs.size(); ++s) {
-      node.costs[s] = saturate(node.costs[s], original.nodes[v].costs[s]);
+      node.costs[s] = ir::saturatingAdd(node.costs[s], original.nodes[v].costs[s]);
       node.usages[s] += original.nodes[v].usages[s];
     }
   }
@@ -181,14 +178,15 @@ TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extra
     if (a == b) {  // both ends tied to one node: only equal strategies can occur
       auto& node = tied.problem.nodes[static_cast<size_t>(a)];
       for (size_t s = 0; s < node.costs.size(); ++s) {
-        node.costs[s] = saturate(node.costs[s], edge.costs[s * static_cast<size_t>(width) + s]);
+        node.costs[s] =
+            ir::saturatingAdd(node.costs[s], edge.costs[s * static_cast<size_t>(width) + s]);
       }
       continue;
     }
     auto [it, added] = edgeIndex.emplace(std::make_pair(a, b), tied.problem.edges.size());
     if (added) tied.problem.edges.push_back({a, b, std::vector<int64_t>(edge.costs.size(), 0)});
     auto& costs = tied.problem.edges[it->second].costs;
-    for (size_t k = 0; k < costs.size(); ++k) costs[k] = saturate(costs[k], edge.costs[k]);
+    for (size_t k = 0; k < costs.size(); ++k) costs[k] = ir::saturatingAdd(costs[k], edge.costs[k]);
   }
   return tied;
 }

@@ -58,7 +58,11 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
   for (size_t k = 0; k < report.stages.size(); ++k) {
     addStatic(estimate.stages[k % static_cast<size_t>(config.stages)], report.stages[k]);
   }
-  double tail = 0;
+  // The step ends with the slowest stage's exposed gradient sync and optimizer step (its tail).
+  size_t slowestTail = 0;
+  auto tailOf = [&](size_t s) {
+    return estimate.stages[s].exposedGradientSyncSeconds + estimate.stages[s].optimizerSeconds;
+  };
   size_t busiest = 0;
   for (size_t s = 0; s < estimate.stages.size(); ++s) {
     StageEstimate& stage = estimate.stages[s];
@@ -66,31 +70,25 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
     stage.busySeconds = result.busySeconds;
     stage.peakInFlight = result.peakInFlight;
     stage.memory.activationBytes = result.peakActivationBytes;
-    tail = std::max(tail, stage.exposedGradientSyncSeconds + stage.optimizerSeconds);
+    if (tailOf(s) > tailOf(slowestTail)) slowestTail = s;
     if (stage.busySeconds > estimate.stages[busiest].busySeconds) busiest = s;
     if (stage.memory.total() > estimate.peakMemory().total())
       estimate.peakStage = static_cast<int>(s);
   }
   double compute = 0;
-  double gradientSync = 0;
   for (size_t k = busiest; k < report.stages.size(); k += static_cast<size_t>(config.stages)) {
     const cost::StageCost& cost = report.stages[k];
-    compute += cost.forwardComputeSeconds + cost.backwardComputeSeconds +
-               cost.recomputeComputeSeconds;
+    compute +=
+        cost.forwardComputeSeconds + cost.backwardComputeSeconds + cost.recomputeComputeSeconds;
   }
-  for (const StageEstimate& stage : estimate.stages) {
-    if (stage.exposedGradientSyncSeconds + stage.optimizerSeconds == tail) {
-      gradientSync = stage.exposedGradientSyncSeconds;
-      estimate.optimizerSeconds = stage.optimizerSeconds;
-      break;
-    }
-  }
+  const double gradientSync = estimate.stages[slowestTail].exposedGradientSyncSeconds;
+  estimate.optimizerSeconds = estimate.stages[slowestTail].optimizerSeconds;
   estimate.computeSeconds = compute * config.microBatches;
   estimate.bubbleSeconds = simulated->bubbleSeconds;
   estimate.bubbleFraction = simulated->bubbleFraction;
   estimate.exposedCommunicationSeconds =
       simulated->idealSeconds - estimate.computeSeconds + gradientSync;
-  estimate.stepSeconds = simulated->makespanSeconds + tail;
+  estimate.stepSeconds = simulated->makespanSeconds + tailOf(slowestTail);
   return estimate;
 }
 

@@ -7,6 +7,16 @@
 namespace autopar::search {
 namespace {
 
+/// Solver options without the brace list, which leaves the later fields to warnings.
+SolveOptions solveOptions(double seconds, int64_t iterations, uint64_t seed, int threads) {
+  SolveOptions options;
+  options.timeLimitSeconds = seconds;
+  options.iterations = iterations;
+  options.seed = seed;
+  options.threads = threads;
+  return options;
+}
+
 /// The IOPDDL contest's example (shared/data/iopddl/example.json).
 ir::IntraOpProblem contestExample() {
   ir::IntraOpProblem p;
@@ -33,7 +43,7 @@ TEST(IntraOpSolvers, ContestExampleOptimum) {
   ASSERT_TRUE(ilp.ok()) << ilp.error().message;
   EXPECT_TRUE(ilp->optimal);
   EXPECT_EQ(ilp->evaluation.cost, brute.evaluation.cost);
-  auto local = solveLocalSearch(problem, {0.5, 200, 1, 1});
+  auto local = solveLocalSearch(problem, solveOptions(0.5, 200, 1, 1));
   ASSERT_TRUE(local.ok());
   EXPECT_EQ(local->evaluation.cost, brute.evaluation.cost);
   EXPECT_TRUE(local->evaluation.feasible);
@@ -88,13 +98,13 @@ TEST(IntraOpSolvers, IlpMatchesBruteForceOnTwoHundredRandomProblems) {
   for (int trial = 0; trial < 300; ++trial) {
     const auto problem = randomProblem(rng, 1 + trial % 12, 20000);
     const SolveResult brute = solveBruteForce(problem);
-    auto ilp = solveIlp(problem, {10, 0, 1, 1});
+    auto ilp = solveIlp(problem, solveOptions(10, 0, 1, 1));
     ASSERT_TRUE(ilp.ok()) << ilp.error().message;
     ASSERT_EQ(ilp->solution.empty(), brute.solution.empty()) << "trial " << trial;
-    auto local = solveLocalSearch(problem, {1, 300, 7, 1});
+    auto local = solveLocalSearch(problem, solveOptions(1, 300, 7, 1));
     ASSERT_TRUE(local.ok());
     // The portfolio starts CBC from the local search's solution.
-    auto portfolio = solvePortfolio(problem, {10, 20, 3, 1});
+    auto portfolio = solvePortfolio(problem, solveOptions(10, 20, 3, 1));
     ASSERT_TRUE(portfolio.ok());
     ASSERT_EQ(portfolio->solution.empty(), brute.solution.empty()) << "trial " << trial;
     if (!brute.solution.empty()) {
@@ -124,7 +134,7 @@ TEST(IntraOpSolvers, InfeasibleLimitIsReported) {
   ASSERT_TRUE(ilp.ok());
   EXPECT_TRUE(ilp->solution.empty());
   EXPECT_EQ(ilp->status, "infeasible: no choice of strategies keeps memory within the usage limit");
-  auto local = solveLocalSearch(problem, {0.2, 10, 1, 1});
+  auto local = solveLocalSearch(problem, solveOptions(0.2, 10, 1, 1));
   ASSERT_TRUE(local.ok());
   EXPECT_TRUE(local->solution.empty());
 }
@@ -132,8 +142,8 @@ TEST(IntraOpSolvers, InfeasibleLimitIsReported) {
 TEST(IntraOpSolvers, LocalSearchIsDeterministicForASeedAndIterationBudget) {
   std::mt19937_64 rng(7);
   const auto problem = randomProblem(rng, 12, 1 << 20);
-  auto first = solveLocalSearch(problem, {30, 500, 3, 2});
-  auto second = solveLocalSearch(problem, {30, 500, 3, 2});
+  auto first = solveLocalSearch(problem, solveOptions(30, 500, 3, 2));
+  auto second = solveLocalSearch(problem, solveOptions(30, 500, 3, 2));
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->solution, second->solution);
 }

@@ -15,6 +15,16 @@
 namespace autopar {
 namespace {
 
+/// Solver options without the brace list, which leaves the later fields to warnings.
+search::SolveOptions solveOptions(double seconds, int64_t iterations, uint64_t seed, int threads) {
+  search::SolveOptions options;
+  options.timeLimitSeconds = seconds;
+  options.iterations = iterations;
+  options.seed = seed;
+  options.threads = threads;
+  return options;
+}
+
 struct Block {
   ir::Graph graph;
   cluster::Cluster cluster;
@@ -52,7 +62,7 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
     auto extraction =
         search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
     ASSERT_TRUE(extraction.ok()) << extraction.error().message;
-    auto solved = search::solveIlp(extraction->problem, {60, 200, 1, 1});
+    auto solved = search::solveIlp(extraction->problem, solveOptions(60, 200, 1, 1));
     ASSERT_TRUE(solved.ok());
     ASSERT_TRUE(solved->optimal) << solved->status;
     int compared = 0;
@@ -73,16 +83,17 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
 
 TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
   const Block block = llamaBlock(8);
-  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1});
+  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+                                solveOptions(60, 200, 1, 1));
   ASSERT_TRUE(free.ok());
   const int64_t used = free->solve.evaluation.peakUsage;
-  auto tight =
-      search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4, {60, 200, 1, 1});
+  auto tight = search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4,
+                                 solveOptions(60, 200, 1, 1));
   ASSERT_TRUE(tight.ok()) << tight.error().message;
   EXPECT_LE(tight->solve.evaluation.peakUsage, used * 3 / 4);
   EXPECT_GE(tight->solve.evaluation.cost, free->solve.evaluation.cost);
-  auto impossible =
-      search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1, {60, 200, 1, 1});
+  auto impossible = search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1,
+                                      solveOptions(60, 200, 1, 1));
   ASSERT_FALSE(impossible.ok());
   EXPECT_EQ(impossible.error().message,
             "--search ilp: infeasible: no choice of strategies keeps memory within the usage limit "
@@ -104,9 +115,10 @@ TEST(IlpSearch, TiedLayersShareOneDecisionAndNeverBeatTheUntiedOptimum) {
   // Two layers of 16 ops tie to one; the 4 ops outside the stack stay.
   EXPECT_EQ(tied.problem.nodes.size(), 20u);
   EXPECT_EQ(tied.representative.size(), block.graph.ops().size());
-  auto untied = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1});
-  auto shared = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1, {60, 200, 1, 1},
-                                  false, true);
+  auto untied = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+                                  solveOptions(60, 200, 1, 1));
+  auto shared = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+                                  solveOptions(60, 200, 1, 1), false, true);
   ASSERT_TRUE(untied.ok() && shared.ok());
   EXPECT_GE(shared->solve.evaluation.cost, untied->solve.evaluation.cost);
   const auto q0 = block.graph.findOp("layer0.attn.q_proj");

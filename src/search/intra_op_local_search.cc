@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "search/intra_op_solver.h"
+#include "search/usage_tree.h"
 
 namespace autopar::search {
 
@@ -26,56 +27,6 @@ constexpr int64_t kNever = 10'000'000'000'000;
 constexpr double kCrowded = 0.98;
 
 int64_t capped(int64_t cost) { return cost >= kInfiniteCost ? kNever : cost; }
-
-/// Range add, range max over the timeline's segments (hand-written: a lazy segment tree is a few
-/// lines and no library in DESIGN.md's list has one).
-class UsageTree {
- public:
-  explicit UsageTree(size_t size)
-      : size_(std::max<size_t>(size, 1)), max_(4 * size_), add_(4 * size_) {}
-  void add(size_t lo, size_t hi, int64_t value) { add(1, 0, size_, lo, hi, value); }
-  [[nodiscard]] int64_t max(size_t lo, size_t hi) const { return max(1, 0, size_, lo, hi); }
-  /// The leftmost segment holding the maximum.
-  [[nodiscard]] size_t argmax() const {
-    size_t n = 1;
-    size_t l = 0;
-    size_t r = size_;
-    while (r - l > 1) {
-      const size_t m = (l + r) / 2;
-      if (max_[2 * n] >= max_[2 * n + 1]) {
-        n = 2 * n;
-        r = m;
-      } else {
-        n = 2 * n + 1;
-        l = m;
-      }
-    }
-    return l;
-  }
-
- private:
-  void add(size_t n, size_t l, size_t r, size_t lo, size_t hi, int64_t value) {
-    if (hi <= l || r <= lo) return;
-    if (lo <= l && r <= hi) {
-      max_[n] += value;
-      add_[n] += value;
-      return;
-    }
-    const size_t m = (l + r) / 2;
-    add(2 * n, l, m, lo, hi, value);
-    add(2 * n + 1, m, r, lo, hi, value);
-    max_[n] = add_[n] + std::max(max_[2 * n], max_[2 * n + 1]);
-  }
-  [[nodiscard]] int64_t max(size_t n, size_t l, size_t r, size_t lo, size_t hi) const {
-    if (hi <= l || r <= lo) return INT64_MIN / 4;
-    if (lo <= l && r <= hi) return max_[n];
-    const size_t m = (l + r) / 2;
-    return add_[n] + std::max(max(2 * n, l, m, lo, hi), max(2 * n + 1, m, r, lo, hi));
-  }
-  size_t size_;
-  std::vector<int64_t> max_;
-  std::vector<int64_t> add_;
-};
 
 struct Incidence {
   int edge;
@@ -626,27 +577,6 @@ Expected<SolveResult> solveLocalSearch(const IntraOpProblem& problem, const Solv
   result.solution = best->choice;
   result.evaluation = *ir::evaluateSolution(problem, result.solution);
   result.status = "local search, best found by the deadline";
-  return result;
-}
-
-SolveResult solveBruteForce(const IntraOpProblem& problem) {
-  SolveResult result;
-  std::vector<int> choice(problem.nodes.size(), 0);
-  while (true) {
-    auto evaluation = ir::evaluateSolution(problem, choice);
-    if (evaluation && evaluation->feasible &&
-        (result.solution.empty() || evaluation->cost < result.evaluation.cost)) {
-      result.solution = choice;
-      result.evaluation = *evaluation;
-    }
-    size_t v = 0;
-    while (v < choice.size() && ++choice[v] == problem.strategies(static_cast<int>(v))) {
-      choice[v++] = 0;
-    }
-    if (v == choice.size()) break;
-  }
-  result.optimal = !result.solution.empty();
-  result.status = result.optimal ? "optimal (enumeration)" : "infeasible";
   return result;
 }
 

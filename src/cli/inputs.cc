@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "frontend/graph_json.h"
+#include "frontend/json_fields.h"
+#include "frontend/model_config.h"
 #include "frontend/model_presets.h"
 #include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
@@ -25,6 +29,15 @@ Expected<LoadedModel> loadFfn(const ModelOptions& options) {
   return LoadedModel{std::move(*graph), "ffn", batch, 0};
 }
 
+Expected<std::string> readText(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return Error{fmt::format("{}: read error", path)};
+  return text.str();
+}
+
 }  // namespace
 
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
@@ -34,13 +47,25 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     if (!graph) return graph.error();
     return LoadedModel{std::move(*graph), model, 0, 0};
   }
+  std::optional<frontend::TransformerConfig> fromFile;
   if (endsWith(model, ".json")) {
-    auto graph = frontend::readGraphJson(model);
-    if (!graph) return graph.error();
-    return LoadedModel{std::move(*graph), model, 0, 0};
+    // A model configuration (Hugging Face config.json or dimensions) builds a transformer;
+    // anything else is a graph.
+    auto text = readText(model);
+    if (!text) return text.error();
+    auto document = frontend::parseJsonText(*text);
+    if (!document || !frontend::isModelConfig(*document)) {
+      auto graph = frontend::parseGraphJson(*text, model);
+      if (!graph) return graph.error();
+      return LoadedModel{std::move(*graph), model, 0, 0};
+    }
+    auto config = frontend::modelConfigFromJson(*document);
+    if (!config) return config.error().in(model);
+    fromFile = std::move(*config);
   }
   if (model == "ffn" && !options.transformer) return loadFfn(options);
   auto config = options.transformer ? Expected<frontend::TransformerConfig>(*options.transformer)
+                : fromFile          ? Expected<frontend::TransformerConfig>(*fromFile)
                                     : frontend::transformerPreset(model);
   if (!config) return config.error();
   if (options.sequence > 0) config->seq = options.sequence;

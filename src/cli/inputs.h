@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Loading the CLI's inputs: a model (a preset name or a graph JSON file) and a cluster (a preset
+/// Loading the CLI's inputs: a model (a preset name, a model config or a graph file) and a cluster (a preset
 /// name or a yaml spec), with the options that shape them.
 
 #include <cstdint>
@@ -33,8 +33,8 @@ struct LoadedModel {
   int64_t sequence = 0;
 };
 
-/// `model` is a preset name (see `autopar models`), a graph JSON file (.json) or an ONNX model
-/// (.onnx).
+/// `model` is a preset name (see `autopar models`), a .json file (a Hugging Face config.json or
+/// a dimensions object, see frontend/model_config.h; otherwise a graph) or an ONNX model (.onnx).
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices);
 

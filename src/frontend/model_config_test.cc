@@ -1,0 +1,100 @@
+#include "frontend/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "frontend/model_presets.h"
+
+namespace autopar::frontend {
+namespace {
+
+using nlohmann::json;
+
+TEST(ModelConfig, LlamaConfigJsonMatchesThePreset) {
+  // meta-llama/Llama-2-7b-hf config.json, abridged to the fields that matter plus a few others.
+  const json document = {{"architectures", {"LlamaForCausalLM"}},
+                         {"model_type", "llama"},
+                         {"hidden_size", 4096},
+                         {"intermediate_size", 11008},
+                         {"num_attention_heads", 32},
+                         {"num_hidden_layers", 32},
+                         {"num_key_value_heads", 32},
+                         {"max_position_embeddings", 4096},
+                         {"rms_norm_eps", 1e-5},
+                         {"tie_word_embeddings", false},
+                         {"torch_dtype", "float16"},
+                         {"vocab_size", 32000}};
+  auto config = modelConfigFromJson(document);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(transformerParameterCount(*config), 6'738'415'616);
+  auto preset = transformerPreset("llama2-7b");
+  ASSERT_TRUE(preset.ok());
+  EXPECT_EQ(config->seq, preset->seq);
+  EXPECT_EQ(config->mlp, TransformerConfig::Mlp::kSwiGLU);
+}
+
+TEST(ModelConfig, Qwen2HasQkvBiasAndGqa) {
+  // Qwen/Qwen2-7B config.json.
+  const json document = {{"model_type", "qwen2"},         {"hidden_size", 3584},
+                         {"intermediate_size", 18944},    {"num_attention_heads", 28},
+                         {"num_hidden_layers", 28},       {"num_key_value_heads", 4},
+                         {"max_position_embeddings", 32768}, {"vocab_size", 152064},
+                         {"tie_word_embeddings", false}};
+  auto config = modelConfigFromJson(document);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->qkvBias);
+  EXPECT_EQ(config->kvHeads, 4);
+  // Qwen2-7B's published size: 7,615,616,512 parameters.
+  EXPECT_EQ(transformerParameterCount(*config), 7'615'616'512);
+}
+
+TEST(ModelConfig, Gpt2SmallHasItsPublishedSize) {
+  // openai-community/gpt2 config.json: 124,439,808 parameters with the tied head.
+  const json document = {{"model_type", "gpt2"}, {"n_layer", 12},          {"n_embd", 768},
+                         {"n_head", 12},         {"n_positions", 1024},    {"vocab_size", 50257},
+                         {"n_inner", nullptr},   {"layer_norm_epsilon", 1e-5}};
+  auto config = modelConfigFromJson(document);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->ffn, 3072);
+  EXPECT_TRUE(config->tiedEmbeddings);
+  EXPECT_EQ(transformerParameterCount(*config), 124'439'808);
+}
+
+TEST(ModelConfig, DimensionsObjectBuildsLlamaOrGptStyle) {
+  json document = {{"num_layers", 2},          {"hidden_size", 256}, {"ffn_hidden_size", 688},
+                   {"num_attention_heads", 8}, {"vocab_size", 1024}, {"seq_length", 128},
+                   {"swiglu", true}};
+  auto llama = modelConfigFromJson(document);
+  ASSERT_TRUE(llama.ok()) << llama.error().message;
+  EXPECT_EQ(llama->kvHeads, 8);
+  EXPECT_EQ(llama->norm, TransformerConfig::Norm::kRMSNorm);
+  document["swiglu"] = false;
+  auto gpt = modelConfigFromJson(document);
+  ASSERT_TRUE(gpt.ok());
+  EXPECT_EQ(gpt->mlp, TransformerConfig::Mlp::kGeLU);
+  EXPECT_TRUE(gpt->linearBias);
+}
+
+TEST(ModelConfig, BadFieldsAreNamed) {
+  json dims = {{"num_layers", 2},          {"hidden_size", 256}, {"ffn_hidden_size", 688},
+               {"num_attention_heads", 0}, {"vocab_size", 1024}, {"seq_length", 128},
+               {"swiglu", true}};
+  EXPECT_EQ(modelConfigFromJson(dims).error().message,
+            "num_attention_heads: expected a positive integer, got 0");
+  dims["num_attention_heads"] = 8;
+  dims.erase("swiglu");
+  EXPECT_EQ(modelConfigFromJson(dims).error().message, "top level: missing required field 'swiglu'");
+  dims["swiglu"] = true;
+  dims["hidden"] = 3;
+  EXPECT_NE(modelConfigFromJson(dims).error().message.find("unknown field 'hidden'"),
+            std::string::npos);
+  const json mixtral = {{"model_type", "mixtral"}, {"num_local_experts", 8}};
+  EXPECT_EQ(modelConfigFromJson(mixtral).error().message,
+            "model_type: 'mixtral' (mixture of experts) is not supported yet; supported: llama, "
+            "qwen2, mistral, baichuan, gpt2, gpt_neox");
+  const json llama = {{"model_type", "llama"}, {"hidden_size", 4096}};
+  EXPECT_EQ(modelConfigFromJson(llama).error().message,
+            "top level: missing required field 'num_hidden_layers'");
+}
+
+}  // namespace
+}  // namespace autopar::frontend

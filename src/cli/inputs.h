@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Loading the CLI's inputs: a model (a preset name, a model config or a graph file) and a cluster (a preset
-/// name or a yaml spec), with the options that shape them.
+/// Loading the CLI's inputs: a model (a preset name, a model config or a graph file) and a cluster
+/// (a preset name or a yaml spec), with the options that shape them.
 
 #include <cstdint>
 #include <optional>
@@ -22,6 +22,8 @@ struct ModelOptions {
   int64_t tensorParallel = 0;     ///< >0: annotate Megatron-style with this TP degree
   int64_t dataParallel = 0;       ///< with tensorParallel; 0: devices / tensorParallel
   bool sequenceParallel = false;  ///< Megatron-LM's --sequence-parallel, with tensorParallel
+  /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
+  std::optional<ir::DType> dtype;
   /// A transformer given by a run yaml (--config) instead of a preset name.
   std::optional<frontend::TransformerConfig> transformer;
 };

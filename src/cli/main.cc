@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   addListVerbs(app, action);
   addValidateVerb(app, action);
   addIopddlVerb(app, action);
+  addEstimateVerb(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -59,7 +59,8 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
   auto evaluateOptions =
-      cli::evaluateOptions(options.training, request.mode == search::SearchMode::kDataParallel);
+      cli::evaluateOptions(options.training, options.training.groupUpdate ||
+                                                 request.mode == search::SearchMode::kDataParallel);
   if (!evaluateOptions) return evaluateOptions.error();
   evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
   evaluateOptions->stageOfOp = stages->virtualStageOf;

@@ -31,6 +31,9 @@ struct TrainingFlags {
   bool optimizerParallel = false;
   int64_t optimizerThresholdKb = 64;
   bool gradientAccumulationShard = false;
+  /// Optimizer parallel's data-parallel-mode variant (whole parameters, sharded optimizer states:
+  /// ZeRO-1); the data_parallel search mode implies it.
+  bool groupUpdate = false;
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";
   double bucketMb = 25;

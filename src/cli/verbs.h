@@ -26,5 +26,6 @@ void addRedistributeVerb(CLI::App& app, Action& action);
 void addListVerbs(CLI::App& app, Action& action);
 void addValidateVerb(CLI::App& app, Action& action);
 void addIopddlVerb(CLI::App& app, Action& action);
+void addEstimateVerb(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

@@ -95,8 +95,9 @@ Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
     readLlamaFields(fields, config, "max_position_embeddings");
     config.qkvBias = type == "qwen2";
   } else if (type == "baichuan") {
-    readLlamaFields(fields, config, fields.has("model_max_length") ? "model_max_length"
-                                                                   : "max_position_embeddings");
+    readLlamaFields(
+        fields, config,
+        fields.has("model_max_length") ? "model_max_length" : "max_position_embeddings");
     // Baichuan 2 13B (40 layers) replaced rotary positions with ALiBi; its config.json has no
     // field saying so, only its modelling code.
     if (config.layers == 40) config.position = TransformerConfig::Position::kAlibi;
@@ -137,10 +138,10 @@ Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
 }
 
 Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields) {
-  if (auto status = checkObject(document, "",
-                                {"name", "num_layers", "hidden_size", "ffn_hidden_size",
-                                 "num_attention_heads", "num_kv_heads", "vocab_size",
-                                 "seq_length", "swiglu", "tied_embeddings"});
+  if (auto status = checkObject(
+          document, "",
+          {"name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+           "num_kv_heads", "vocab_size", "seq_length", "swiglu", "tied_embeddings"});
       !status) {
     return status.error();
   }
@@ -164,7 +165,8 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
 }  // namespace
 
 bool isModelConfig(const json& document) {
-  return document.is_object() && (document.contains("model_type") || document.contains("num_layers"));
+  return document.is_object() &&
+         (document.contains("model_type") || document.contains("num_layers"));
 }
 
 Expected<TransformerConfig> modelConfigFromJson(const json& document) {
@@ -172,8 +174,8 @@ Expected<TransformerConfig> modelConfigFromJson(const json& document) {
     return Error{"expected an object with 'model_type' (Hugging Face config.json) or 'num_layers'"};
   }
   Fields fields(document);
-  auto config = document.contains("model_type") ? fromHuggingFace(fields)
-                                                : fromDimensions(document, fields);
+  auto config =
+      document.contains("model_type") ? fromHuggingFace(fields) : fromDimensions(document, fields);
   if (!config) return config;
   if (auto status = validateTransformerConfig(*config); !status) return status.error();
   return config;

@@ -34,10 +34,14 @@ TEST(ModelConfig, LlamaConfigJsonMatchesThePreset) {
 
 TEST(ModelConfig, Qwen2HasQkvBiasAndGqa) {
   // Qwen/Qwen2-7B config.json.
-  const json document = {{"model_type", "qwen2"},         {"hidden_size", 3584},
-                         {"intermediate_size", 18944},    {"num_attention_heads", 28},
-                         {"num_hidden_layers", 28},       {"num_key_value_heads", 4},
-                         {"max_position_embeddings", 32768}, {"vocab_size", 152064},
+  const json document = {{"model_type", "qwen2"},
+                         {"hidden_size", 3584},
+                         {"intermediate_size", 18944},
+                         {"num_attention_heads", 28},
+                         {"num_hidden_layers", 28},
+                         {"num_key_value_heads", 4},
+                         {"max_position_embeddings", 32768},
+                         {"vocab_size", 152064},
                          {"tie_word_embeddings", false}};
   auto config = modelConfigFromJson(document);
   ASSERT_TRUE(config.ok()) << config.error().message;
@@ -49,8 +53,9 @@ TEST(ModelConfig, Qwen2HasQkvBiasAndGqa) {
 
 TEST(ModelConfig, Gpt2SmallHasItsPublishedSize) {
   // openai-community/gpt2 config.json: 124,439,808 parameters with the tied head.
-  const json document = {{"model_type", "gpt2"}, {"n_layer", 12},          {"n_embd", 768},
-                         {"n_head", 12},         {"n_positions", 1024},    {"vocab_size", 50257},
+  const json document = {{"model_type", "gpt2"}, {"n_layer", 12},
+                         {"n_embd", 768},        {"n_head", 12},
+                         {"n_positions", 1024},  {"vocab_size", 50257},
                          {"n_inner", nullptr},   {"layer_norm_epsilon", 1e-5}};
   auto config = modelConfigFromJson(document);
   ASSERT_TRUE(config.ok()) << config.error().message;
@@ -60,8 +65,9 @@ TEST(ModelConfig, Gpt2SmallHasItsPublishedSize) {
 }
 
 TEST(ModelConfig, DimensionsObjectBuildsLlamaOrGptStyle) {
-  json document = {{"num_layers", 2},          {"hidden_size", 256}, {"ffn_hidden_size", 688},
-                   {"num_attention_heads", 8}, {"vocab_size", 1024}, {"seq_length", 128},
+  json document = {{"num_layers", 2},        {"hidden_size", 256},
+                   {"ffn_hidden_size", 688}, {"num_attention_heads", 8},
+                   {"vocab_size", 1024},     {"seq_length", 128},
                    {"swiglu", true}};
   auto llama = modelConfigFromJson(document);
   ASSERT_TRUE(llama.ok()) << llama.error().message;
@@ -75,14 +81,16 @@ TEST(ModelConfig, DimensionsObjectBuildsLlamaOrGptStyle) {
 }
 
 TEST(ModelConfig, BadFieldsAreNamed) {
-  json dims = {{"num_layers", 2},          {"hidden_size", 256}, {"ffn_hidden_size", 688},
-               {"num_attention_heads", 0}, {"vocab_size", 1024}, {"seq_length", 128},
+  json dims = {{"num_layers", 2},        {"hidden_size", 256},
+               {"ffn_hidden_size", 688}, {"num_attention_heads", 0},
+               {"vocab_size", 1024},     {"seq_length", 128},
                {"swiglu", true}};
   EXPECT_EQ(modelConfigFromJson(dims).error().message,
             "num_attention_heads: expected a positive integer, got 0");
   dims["num_attention_heads"] = 8;
   dims.erase("swiglu");
-  EXPECT_EQ(modelConfigFromJson(dims).error().message, "top level: missing required field 'swiglu'");
+  EXPECT_EQ(modelConfigFromJson(dims).error().message,
+            "top level: missing required field 'swiglu'");
   dims["swiglu"] = true;
   dims["hidden"] = 3;
   EXPECT_NE(modelConfigFromJson(dims).error().message.find("unknown field 'hidden'"),

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Runs every row of shared/data/published/calibration.jsonl through `autopar estimate` and
+prints the predicted figure beside the published one, per row, with the mean absolute percentage
+error (MAPE) per table and overall.
+
+Usage: bench/calibration.py [AUTOPAR_BINARY] [--rows PREFIX]
+
+Which figure is compared follows each row's metric_definition:
+  - Narayanan et al. 2021 Tables 1 and 2: teraFLOP/s per GPU counting the recomputed forward
+    pass, against autopar's hardware_tflops_per_gpu.
+  - Korthikanti et al. 2022 Table 5 and Section 6.3: iteration time, against step_time_s.
+  - Megatron-LM README (H100): model teraFLOP/s per GPU, against tflops_per_gpu.
+Rows the data cannot configure are listed as skipped with the reason: Table 4 (one layer's
+forward and backward, not a step) and the README's strong-scaling rows (no parallel config).
+Where a row leaves a setting unstated, the assumption is printed in its line:
+  - Table 2's PTD-P rows give only the model-parallel size: TP 8 x PP (size / 8), as Table 1.
+  - Table 2 states no recompute; its FLOP formula assumes full recompute, so full it is.
+  - README rows state no micro-batch, recompute or sequence parallel: micro-batch 1, no
+    recompute, sequence parallel with TP > 1, distributed optimizer (ZeRO 1), bf16.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "..", "shared", "data", "published", "calibration.jsonl")
+
+
+def recompute_of(row):
+    text = (row.get("recompute") or "").lower()
+    if "selective" in text:
+        return "selective"
+    if "full" in text:
+        return "full"
+    if row["id"].startswith("narayanan2021_t2"):
+        return "full"
+    return "none"
+
+
+def configure(row):
+    """(estimate flags, assumptions, metric, published value), or (None, reason)."""
+    rid = row["id"]
+    if "_t4_" in rid:
+        return None, "Table 4 times one layer's forward and backward, not a training step"
+    if row.get("tp") is None and row.get("dp") is None:
+        return None, "no parallel configuration published"
+    notes = []
+    tp, pp, dp = row.get("tp"), row.get("pp"), row.get("dp")
+    if tp is None or pp is None:
+        model_parallel = row["other_metrics"]["model_parallel_size"]
+        tp, pp = 8, model_parallel // 8
+        notes.append(f"TP 8 x PP {pp} assumed")
+    mbs = row.get("micro_batch_size")
+    if mbs is None:
+        mbs = 1
+        notes.append("mbs 1 assumed")
+    readme = rid.startswith("megatron_readme")
+    sequence_parallel = bool(row.get("sequence_parallel"))
+    zero = 0
+    if readme:
+        sequence_parallel = tp > 1
+        zero = 1
+        notes.append("SP with TP>1, ZeRO 1 assumed")
+    if "zero3" in rid:
+        zero = 3
+    gpu = row["gpu_type"]
+    cluster = "dgx-h100" if "H100" in gpu else "dgx-a100-80g"
+    flags = ["--cluster", cluster, "--tp", tp, "--pp", pp, "--dp", dp, "--mbs", mbs,
+             "--gbs", row["global_batch_size"], "--recompute", recompute_of(row),
+             "--zero", zero]
+    if row.get("vpp"):
+        flags += ["--vpp", row["vpp"]]
+    if sequence_parallel:
+        flags.append("--sequence-parallel")
+    if row.get("iteration_time_s") is not None:
+        return (flags, notes, "step_time_s", row["iteration_time_s"]), None
+    if rid.startswith("narayanan2021"):
+        return (flags, notes, "hardware_tflops_per_gpu", row["tflops_per_gpu"]), None
+    return (flags, notes, "tflops_per_gpu", row["tflops_per_gpu"]), None
+
+
+def dimensions(row):
+    return {"name": row["id"], "num_layers": row["num_layers"], "hidden_size": row["hidden_size"],
+            "ffn_hidden_size": row.get("ffn_hidden_size") or 4 * row["hidden_size"],
+            "num_attention_heads": row["num_attention_heads"],
+            "num_kv_heads": row.get("num_kv_heads") or row["num_attention_heads"],
+            "vocab_size": row["vocab_size"], "seq_length": row["seq_length"], "swiglu": False}
+
+
+def table_of(rid):
+    if rid.startswith("narayanan2021_t1"):
+        return "Narayanan T1"
+    if rid.startswith("narayanan2021_t2"):
+        return "Narayanan T2"
+    if rid.startswith("korthikanti2022_t5"):
+        return "Korthikanti T5"
+    if rid.startswith("korthikanti2022"):
+        return "Korthikanti 6.3"
+    return "Megatron README H100"
+
+
+def main():
+    args = sys.argv[1:]
+    autopar = os.path.join(ROOT, "build", "release", "autopar")
+    prefix = ""
+    if "--rows" in args:
+        prefix = args[args.index("--rows") + 1]
+        del args[args.index("--rows"):args.index("--rows") + 2]
+    if args:
+        autopar = args[0]
+    rows = [json.loads(line) for line in open(DATA) if line.strip()]
+    errors = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        print(f"{'row':<48} {'metric':<24} {'published':>10} {'predicted':>10} {'error':>8}  notes")
+        for row in rows:
+            if not row["id"].startswith(prefix):
+                continue
+            config, reason = configure(row)
+            if config is None:
+                print(f"{row['id']:<48} skipped: {reason}")
+                continue
+            flags, notes, metric, published = config
+            dims = os.path.join(scratch, row["id"] + ".json")
+            with open(dims, "w") as file:
+                json.dump(dimensions(row), file)
+            command = [autopar, "estimate", "--model", dims, "--json"] + [str(f) for f in flags]
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode not in (0, 3):
+                print(f"{row['id']:<48} failed: {done.stderr.strip()}")
+                continue
+            result = json.loads(done.stdout)
+            predicted = result[metric]
+            error = predicted / published - 1
+            errors.setdefault(table_of(row["id"]), []).append(error)
+            if not result["fits"]:
+                notes = notes + ["over device memory"]
+            print(f"{row['id']:<48} {metric:<24} {published:>10.2f} {predicted:>10.2f} "
+                  f"{100 * error:>+7.1f}%  {'; '.join(notes)}")
+    print()
+    everything = []
+    for table, values in errors.items():
+        everything += values
+        mape = 100 * sum(abs(e) for e in values) / len(values)
+        worst = 100 * max(abs(e) for e in values)
+        print(f"{table:<24} rows {len(values):>3}  MAPE {mape:5.1f}%  max {worst:5.1f}%")
+    if everything:
+        mape = 100 * sum(abs(e) for e in everything) / len(everything)
+        print(f"{'overall':<24} rows {len(everything):>3}  MAPE {mape:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()

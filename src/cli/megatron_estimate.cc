@@ -1,0 +1,157 @@
+#include "cli/megatron_estimate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace autopar::cli {
+
+namespace {
+
+Status checkConfig(const MegatronConfig& config) {
+  if (config.model.empty()) return Error{"--model: required"};
+  if (config.dp <= 0) return Error{"--dp: required, a positive integer"};
+  if (config.gbs <= 0) return Error{"--gbs: required, a positive integer"};
+  if (config.cp != 1) {
+    return Error{fmt::format(
+        "--cp {}: context parallelism is not modelled yet; only --cp 1 is supported", config.cp)};
+  }
+  if (config.ep != 1) {
+    return Error{
+        fmt::format("--ep {}: expert parallelism is not modelled yet (no MoE builder); only --ep 1",
+                    config.ep)};
+  }
+  if (config.gbs % (config.dp * config.mbs) != 0) {
+    return Error{fmt::format("--gbs {}: not divisible by --dp {} x --mbs {} = {}", config.gbs,
+                             config.dp, config.mbs, config.dp * config.mbs)};
+  }
+  if (config.zero < 0 || config.zero > 3) {
+    return Error{fmt::format("--zero {}: expected 0, 1, 2 or 3", config.zero)};
+  }
+  if (config.sequenceParallel && config.tp == 1) {
+    return Error{"--sequence-parallel: needs --tp greater than 1"};
+  }
+  return {};
+}
+
+Expected<ir::DType> parsePrecision(const std::string& name) {
+  if (name == "bf16") return ir::DType::kBF16;
+  if (name == "fp16") return ir::DType::kF16;
+  if (name == "fp8") return ir::DType::kFP8;
+  return Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", name)};
+}
+
+cluster::Precision devicePrecision(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF16:
+      return cluster::Precision::kF16;
+    case ir::DType::kFP8:
+      return cluster::Precision::kFP8;
+    default:
+      return cluster::Precision::kBF16;
+  }
+}
+
+/// The cluster preset (or spec) with just enough nodes for the world size, cut to it.
+Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
+  int nodes = config.nodes;
+  if (nodes <= 0) {
+    auto one = loadCluster(config.cluster, 1, 0);
+    if (!one) return one.error();
+    nodes = static_cast<int>((config.worldSize() + one->numDevices - 1) / one->numDevices);
+  }
+  auto cluster = loadCluster(config.cluster, nodes, 0);
+  if (!cluster) return cluster.error();
+  if (cluster->numDevices < config.worldSize()) {
+    return Error{fmt::format(
+        "--tp {} x --pp {} x --dp {} = {} devices, but the cluster has {} ({} nodes)", config.tp,
+        config.pp, config.dp, config.worldSize(), cluster->numDevices, nodes)};
+  }
+  if (config.interNodeGbps > 0) {
+    // Every level wider than a node carries the inter-node network.
+    for (auto& level : cluster->levels) {
+      if (level.domainSize > cluster->devicesPerNode)
+        level.bytesPerSecond = config.interNodeGbps * 1e9 / 8;
+    }
+  }
+  if (cluster->numDevices == config.worldSize()) return cluster;
+  return cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
+}
+
+PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
+  PlanOptions options;
+  options.model = config.model;
+  options.cluster = config.cluster;
+  options.modelOptions.microBatch = config.mbs;
+  options.modelOptions.sequence = config.seq;
+  options.modelOptions.tensorParallel = config.tp;
+  options.modelOptions.dataParallel = config.dp;
+  options.modelOptions.sequenceParallel = config.sequenceParallel;
+  options.modelOptions.dtype = dtype;
+  auto& training = options.training;
+  training.pipelineStages = static_cast<int>(config.pp);
+  training.microBatches = static_cast<int>(config.gbs / (config.dp * config.mbs));
+  training.schedule = config.vpp > 1 ? "interleaved" : "1f1b";
+  training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
+  training.recompute = config.recompute;
+  if (config.zero > 0) {
+    // Megatron's distributed optimizer shards every parameter's state, however small.
+    training.optimizerParallel = true;
+    training.optimizerThresholdKb = 0;
+    training.groupUpdate = config.zero < 3;
+    training.gradientAccumulationShard = config.zero >= 2;
+  }
+  return options;
+}
+
+}  // namespace
+
+bool ConfigEstimate::fits() const {
+  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
+                     [&](int64_t bytes) { return bytes <= cluster.device.memoryBytes; });
+}
+
+Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
+  if (auto status = checkConfig(config); !status) return status.error();
+  auto dtype = parsePrecision(config.precision);
+  if (!dtype) return dtype.error();
+  auto cluster = clusterFor(config);
+  if (!cluster) return cluster.error();
+  const PlanOptions options = planOptions(config, *dtype);
+  auto evaluated = evaluate(options, *cluster, options.modelOptions);
+  if (!evaluated) return evaluated.error();
+  ConfigEstimate result{std::move(*evaluated), std::move(*cluster)};
+  result.worldSize = config.worldSize();
+  result.microBatches = options.training.microBatches;
+  result.sequence = result.evaluated.model.sequence;
+  result.stepSeconds = result.evaluated.estimate.stepSeconds;
+  const ir::Graph& graph = result.evaluated.model.graph;
+  double forward = 0;
+  double recomputed = 0;
+  for (const ir::Op& op : graph.ops()) {
+    const double flops = graph.forwardFlops(op);
+    forward += flops;
+    const auto& regions = result.evaluated.report.recomputeRegionOf;
+    if (static_cast<size_t>(op.id) < regions.size() && regions[static_cast<size_t>(op.id)] >= 0) {
+      recomputed += flops;
+    }
+  }
+  // The graph holds one micro-batch of every data-parallel replica.
+  const auto micro = static_cast<double>(result.microBatches);
+  result.modelFlopsPerStep = 3 * forward * micro;
+  result.hardwareFlopsPerStep = (3 * forward + recomputed) * micro;
+  const double gpuSeconds = result.stepSeconds * static_cast<double>(result.worldSize);
+  result.tokensPerSecond = static_cast<double>(config.gbs * result.sequence) / result.stepSeconds;
+  result.tflopsPerGpu = result.modelFlopsPerStep / gpuSeconds / 1e12;
+  result.hardwareTflopsPerGpu = result.hardwareFlopsPerStep / gpuSeconds / 1e12;
+  const auto& peaks = result.cluster.device.peakFlopsPerSecond;
+  auto peak = peaks.find(devicePrecision(*dtype));
+  if (peak == peaks.end()) peak = peaks.find(cluster::Precision::kBF16);
+  if (peak != peaks.end()) result.mfu = result.tflopsPerGpu * 1e12 / peak->second;
+  for (const auto& stage : result.evaluated.estimate.stages) {
+    result.peakMemoryBytes.push_back(stage.memory.total());
+  }
+  return result;
+}
+
+}  // namespace autopar::cli

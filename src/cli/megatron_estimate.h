@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// One Megatron-LM-style training configuration (TP, PP, DP, micro-batch and global batch,
+/// sequence parallel, recompute, ZeRO stage, precision), evaluated without searching: the model
+/// is built Megatron-style with these degrees and costed by the same cost model and pipeline
+/// simulator as `autopar plan`. `autopar estimate` prints one; `autopar calibrate` runs the
+/// published rows of shared/data/published/calibration.jsonl through it.
+///
+/// The mapping onto the plan features:
+///   --pp P, --vpp V     P pipeline stages; V > 1 runs the interleaved schedule with V chunks
+///   --gbs G, --mbs B    G / (DP x B) micro-batches per step
+///   --zero 1            optimizer parallel, group update (whole parameters, states / DP)
+///   --zero 2            as 1, gradients sharded too
+///   --zero 3            optimizer parallel with parameters stored as slices (gathered for use)
+///   --precision         the transformer's compute dtype (fp8 runs at the device's fp8 peak)
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/plan_evaluation.h"
+#include "cluster/cluster.h"
+#include "util/expected.h"
+
+namespace autopar::cli {
+
+struct MegatronConfig {
+  std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
+  std::string cluster = "dgx-a100-80g";
+  int nodes = 0;  ///< 0: as many as the world size needs
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dp = 0;
+  int64_t cp = 1;  ///< context parallel; only 1 is modelled so far
+  int64_t ep = 1;  ///< expert parallel; only 1 is modelled so far
+  int64_t vpp = 1;
+  int64_t mbs = 1;
+  int64_t gbs = 0;
+  int64_t seq = 0;  ///< 0: the model's
+  bool sequenceParallel = false;
+  std::string recompute = "none";  ///< none | selective | full
+  int zero = 0;
+  std::string precision = "bf16";
+  double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
+
+  [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp * std::max<int64_t>(ep, 1); }
+};
+
+struct ConfigEstimate {
+  Evaluated evaluated;
+  cluster::Cluster cluster;
+  int64_t worldSize = 0;
+  int64_t microBatches = 0;
+  int64_t sequence = 0;
+  double stepSeconds = 0;
+  double tokensPerSecond = 0;
+  /// Model FLOPs: 3 x the forward FLOPs of one step, recompute not counted.
+  double modelFlopsPerStep = 0;
+  /// Hardware FLOPs: model FLOPs plus the recomputed forward work.
+  double hardwareFlopsPerStep = 0;
+  double tflopsPerGpu = 0;               ///< model FLOPs
+  double hardwareTflopsPerGpu = 0;       ///< recompute counted
+  double mfu = 0;                        ///< model FLOPs over the device's dense peak
+  std::vector<int64_t> peakMemoryBytes;  ///< per pipeline stage
+  [[nodiscard]] bool fits() const;
+};
+
+/// Checks the configuration (one line per problem, naming the flag) and evaluates it.
+Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
+
+}  // namespace autopar::cli

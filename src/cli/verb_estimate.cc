@@ -1,0 +1,173 @@
+/// `autopar estimate`: one Megatron-style configuration's step time, throughput, FLOPs and memory
+/// per pipeline stage, without a search (cli/megatron_estimate.h).
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/megatron_estimate.h"
+#include "cli/verbs.h"
+
+namespace autopar::cli {
+
+namespace {
+
+nlohmann::json estimateJson(const MegatronConfig& config, const ConfigEstimate& estimate) {
+  const auto& step = estimate.evaluated.estimate;
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const auto& memory = step.stages[s].memory;
+    stages.push_back({{"stage", s},
+                      {"peak_memory_bytes", memory.total()},
+                      {"parameters_bytes", memory.parameterBytes},
+                      {"gradients_bytes", memory.gradientBytes},
+                      {"optimizer_bytes", memory.optimizerBytes},
+                      {"activations_bytes", memory.activationBytes},
+                      {"communication_bytes", memory.communicationBytes},
+                      {"peak_in_flight", step.stages[s].peakInFlight}});
+  }
+  return {{"model", config.model},
+          {"cluster", estimate.cluster.name},
+          {"devices", estimate.worldSize},
+          {"parallel_config",
+           {{"TP", config.tp},
+            {"PP", config.pp},
+            {"DP", config.dp},
+            {"CP", config.cp},
+            {"EP", config.ep},
+            {"VPP", config.vpp},
+            {"MBS", config.mbs},
+            {"GBS", config.gbs},
+            {"micro_batches", estimate.microBatches},
+            {"sequence_parallel", config.sequenceParallel},
+            {"recompute", config.recompute},
+            {"zero", config.zero},
+            {"precision", config.precision}}},
+          {"step_time_s", estimate.stepSeconds},
+          {"tokens_per_s", estimate.tokensPerSecond},
+          {"tflops_per_gpu", estimate.tflopsPerGpu},
+          {"hardware_tflops_per_gpu", estimate.hardwareTflopsPerGpu},
+          {"mfu", estimate.mfu},
+          {"compute_s", step.computeSeconds},
+          {"exposed_communication_s", step.exposedCommunicationSeconds},
+          {"bubble_s", step.bubbleSeconds},
+          {"optimizer_s", step.optimizerSeconds},
+          {"peak_memory_bytes", estimate.peakMemoryBytes},
+          {"device_memory_bytes", estimate.cluster.device.memoryBytes},
+          {"fits", estimate.fits()},
+          {"stages", stages}};
+}
+
+void printEstimate(const MegatronConfig& config, const ConfigEstimate& estimate) {
+  const auto& step = estimate.evaluated.estimate;
+  fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
+             estimate.worldSize, estimate.cluster.device.name);
+  fmt::print(
+      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence {}{}\n",
+      config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
+      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "");
+  fmt::print("  recompute {}, ZeRO {}, {}\n\n", config.recompute, config.zero, config.precision);
+  fmt::print("step time        {}\n", formatSeconds(estimate.stepSeconds));
+  fmt::print("  compute        {}\n", formatSeconds(step.computeSeconds));
+  fmt::print("  exposed comm   {}\n", formatSeconds(step.exposedCommunicationSeconds));
+  fmt::print("  bubble         {}\n", formatSeconds(step.bubbleSeconds));
+  fmt::print("  optimizer      {}\n", formatSeconds(step.optimizerSeconds));
+  fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
+  fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
+             estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
+  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
+             "grads", "optimizer", "activations", "in flight");
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const auto& memory = step.stages[s].memory;
+    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s, formatBytes(memory.total()),
+               formatBytes(memory.parameterBytes), formatBytes(memory.gradientBytes),
+               formatBytes(memory.optimizerBytes), formatBytes(memory.activationBytes),
+               step.stages[s].peakInFlight);
+  }
+  fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
+             estimate.fits() ? "every stage fits" : "DOES NOT FIT");
+}
+
+/// Which stage overflows, by how much, and its largest part, with the flags that shrink it.
+std::string overflowMessage(const ConfigEstimate& estimate) {
+  const auto& step = estimate.evaluated.estimate;
+  const auto& memory = step.peakMemory();
+  const std::pair<const char*, int64_t> parts[] = {{"parameters", memory.parameterBytes},
+                                                   {"gradients", memory.gradientBytes},
+                                                   {"optimizer states", memory.optimizerBytes},
+                                                   {"activations", memory.activationBytes}};
+  const auto* largest = &parts[0];
+  for (const auto& part : parts) {
+    if (part.second > largest->second) largest = &part;
+  }
+  return fmt::format(
+      "does not fit: stage {} needs {} of {} device memory, {} {} the largest part; --zero 1-3 "
+      "shards optimizer states (and gradients, parameters), --recompute selective or full cuts "
+      "activations, a larger --tp or --pp splits everything",
+      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
+      largest->first, formatBytes(largest->second));
+}
+
+}  // namespace
+
+void addEstimateVerb(CLI::App& app, Action& action) {
+  CLI::App* verb = app.add_subcommand(
+      "estimate",
+      "Estimate one Megatron-style configuration without searching: step time, tokens/s, model "
+      "TFLOP/s per GPU, MFU and memory per pipeline stage");
+  auto config = std::make_shared<MegatronConfig>();
+  auto json = std::make_shared<bool>(false);
+  verb->add_option("--model", config->model,
+                   "preset, Hugging Face config.json, or dimensions JSON (num_layers, "
+                   "hidden_size, ffn_hidden_size, num_attention_heads, num_kv_heads, vocab_size, "
+                   "seq_length, swiglu)")
+      ->required();
+  verb->add_option("--cluster", config->cluster, "preset name or .yaml spec")
+      ->capture_default_str();
+  verb->add_option("--nodes", config->nodes, "nodes of a preset (default: what the world needs)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(CLI::PositiveNumber);
+  verb->add_option("--pp", config->pp, "pipeline stages")->check(CLI::PositiveNumber);
+  verb->add_option("--dp", config->dp, "data-parallel degree")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--cp", config->cp, "context-parallel degree (only 1 so far)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--ep", config->ep, "expert-parallel degree (only 1 so far)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--gbs", config->gbs, "global batch size")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--seq", config->seq, "sequence length (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
+  verb->add_option("--recompute", config->recompute, "none | selective | full")
+      ->capture_default_str();
+  verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
+      ->capture_default_str();
+  verb->add_option("--precision", config->precision, "bf16 | fp16 | fp8")->capture_default_str();
+  verb->add_option("--inter-node-gbps", config->interNodeGbps,
+                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
+      ->check(CLI::PositiveNumber);
+  verb->add_flag("--json", *json, "print JSON");
+  verb->callback([&action, config, json] {
+    action = [config, json] {
+      auto estimate = estimateConfig(*config);
+      if (!estimate) return reportError(estimate.error());
+      if (*json) {
+        fmt::print("{}\n", estimateJson(*config, *estimate).dump(2));
+      } else {
+        printEstimate(*config, *estimate);
+      }
+      if (estimate->fits()) return kExitOk;
+      fmt::print(stderr, "autopar: {}\n", overflowMessage(*estimate));
+      return kExitDoesNotFit;
+    };
+  });
+}
+
+}  // namespace autopar::cli

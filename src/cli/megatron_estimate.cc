@@ -120,7 +120,9 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   const PlanOptions options = planOptions(config, *dtype);
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return evaluated.error();
-  ConfigEstimate result{std::move(*evaluated), std::move(*cluster)};
+  ConfigEstimate result;
+  result.evaluated = std::move(*evaluated);
+  result.cluster = std::move(*cluster);
   result.worldSize = config.worldSize();
   result.microBatches = options.training.microBatches;
   result.sequence = result.evaluated.model.sequence;

@@ -100,6 +100,8 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
     training.optimizerThresholdKb = 0;
     training.groupUpdate = config.zero < 3;
     training.gradientAccumulationShard = config.zero >= 2;
+    // ZeRO-3 frees a gathered parameter after use and gathers it again for backward.
+    training.parallelOptimizerCommRecompute = config.zero == 3;
   }
   return options;
 }

@@ -7,6 +7,7 @@
 
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
+#include "cost/constants.h"
 
 namespace autopar::cli {
 
@@ -153,9 +154,17 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--inter-node-gbps", config->interNodeGbps,
                    "inter-node bandwidth per device, Gbit/s (overrides the preset)")
       ->check(CLI::PositiveNumber);
+  auto costModel = std::make_shared<std::string>();
+  verb->add_option("--cost-model", *costModel,
+                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
   verb->add_flag("--json", *json, "print JSON");
-  verb->callback([&action, config, json] {
-    action = [config, json] {
+  verb->callback([&action, config, json, costModel] {
+    action = [config, json, costModel] {
+      if (!costModel->empty()) {
+        if (auto status = cost::useCostModelFile(*costModel); !status) {
+          return reportError(status.error().in("--cost-model"));
+        }
+      }
       auto estimate = estimateConfig(*config);
       if (!estimate) return reportError(estimate.error());
       if (*json) {

@@ -1,27 +1,13 @@
 #include "cost/compute.h"
 
+#include "cost/constants.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace autopar::cost {
 
 namespace {
-
-/// Large bf16/fp16 GEMMs reach 75-85% of dense peak on A100 and H100 (NVIDIA, "Matrix
-/// Multiplication Background User's Guide", GEMM performance figures). 0.75 is the low end;
-/// issue 6's calibration against calibration.jsonl refines it.
-constexpr double kMatMulEfficiency = 0.75;
-/// FlashAttention-2 reaches 50-73% of peak forward and 63% backward on A100 (Dao 2023, Sec. 4.1).
-constexpr double kAttentionEfficiency = 0.6;
-/// Vector (non-tensor-core) FLOPs of elementwise, norm and softmax kernels rarely matter: those ops
-/// are memory bound. A quarter of peak stands in for the vector units' share of the device.
-constexpr double kVectorEfficiency = 0.25;
-/// Streaming kernels reach ~85% of HBM bandwidth (A100: ~1.7 of 2.0 TB/s in STREAM-like copies).
-constexpr double kMemoryEfficiency = 0.85;
-/// GEMMs below a few tile widths underfill the device: efficiency follows d / (d + kTileDim) with
-/// d the cube root of the per-device multiply-adds (a square-equivalent dimension). 128 is the
-/// tensor-core tile edge cuBLAS uses for large problems, so a 128^3 GEMM runs at half efficiency.
-constexpr double kTileDim = 128.0;
 
 bool isTensorCoreKind(ir::OpFamily family) {
   return family == ir::OpFamily::kMatMul || family == ir::OpFamily::kAttention;
@@ -49,11 +35,16 @@ cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
 
 double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction) {
   const ir::OpFamily family = ir::familyOf(op.kind);
-  if (!isTensorCoreKind(family)) return kVectorEfficiency;
-  const double base = family == ir::OpFamily::kAttention ? kAttentionEfficiency : kMatMulEfficiency;
+  // The constants and their sources are in data/cost_model.json.
+  const CostConstants& constants = costConstants();
+  if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
+  const double base = family == ir::OpFamily::kAttention ? constants.attentionEfficiency
+                                                         : constants.matmulEfficiency;
+  // Small GEMMs underfill the device: efficiency follows d / (d + tileDim), d the cube root of
+  // the per-device multiply-adds (a square-equivalent dimension).
   const double multiplyAdds = graph.forwardFlops(op) * computeFraction / 2.0;
   const double dim = std::cbrt(std::max(multiplyAdds, 1.0));
-  return base * dim / (dim + kTileDim);
+  return base * dim / (dim + constants.tileDim);
 }
 
 namespace {
@@ -78,7 +69,7 @@ double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, d
   }
   double memorySeconds = 0;
   if (bytes > 0 && device.memoryBytesPerSecond > 0) {
-    memorySeconds = bytes / (device.memoryBytesPerSecond * kMemoryEfficiency);
+    memorySeconds = bytes / (device.memoryBytesPerSecond * costConstants().memoryEfficiency);
   }
   return std::max(computeSeconds, memorySeconds);
 }

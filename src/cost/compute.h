@@ -2,9 +2,10 @@
 /// \file
 /// Compute time of one op on one device: a roofline with per-kind efficiencies.
 ///   seconds = max(flops / (peak(precision) * efficiency(kind, shape)),
-///                 bytes / (hbmBandwidth * kMemoryEfficiency))
-/// Efficiencies are what large kernels of each kind reach on A100/H100-class devices; each has
-/// its source in compute.cc. A profiled table (issue 6) overrides these per block.
+///                 bytes / (hbmBandwidth * memoryEfficiency))
+/// Efficiencies are what large kernels of each kind reach on A100/H100-class devices; they live
+/// with their sources in data/cost_model.json (cost/constants.h). A profiled table (issue 6)
+/// overrides these per block.
 
 #include <cstdint>
 
@@ -17,8 +18,8 @@ namespace autopar::cost {
 cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op);
 
 /// Fraction of the precision's peak the op's kind reaches at the given per-device size.
-/// Example: a MatMul of 4096x4096x4096 reaches kMatMulEfficiency; one whose smallest dim is 64
-/// reaches a quarter of it less (see compute.cc for the small-dimension penalty).
+/// Example: a MatMul of 4096x4096x4096 reaches nearly matmul_efficiency; smaller ones less
+/// (see compute.cc for the small-dimension penalty).
 double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction);
 
 /// Seconds for `flops` and `bytes` of `op` on one device (both already per device).

@@ -1,0 +1,31 @@
+#pragma once
+/// \file
+/// The efficiency constants of the analytic compute model, kept in the versioned data file
+/// data/cost_model.json (compiled in) and refitted by bench/calibration.py --fit. A run can
+/// replace them with another file (`--cost-model FILE`), which is how the fit tries candidates.
+
+#include <string>
+
+#include "util/expected.h"
+
+namespace autopar::cost {
+
+struct CostConstants {
+  double matmulEfficiency = 0;     ///< large GEMMs, share of dense peak
+  double attentionEfficiency = 0;  ///< fused attention, share of dense peak
+  double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
+  double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth
+  double tileDim = 0;  ///< GEMM efficiency follows d / (d + tileDim), d the cube-root size
+};
+
+/// The constants in force: data/cost_model.json unless useCostModelFile replaced them.
+const CostConstants& costConstants();
+
+/// Parses a cost-model JSON document; errors name the field ("matmul_efficiency: expected a
+/// number in (0, 1], got 1.5").
+Expected<CostConstants> parseCostConstants(const std::string& text);
+
+/// Reads `path` and puts its constants in force for the rest of the process.
+Status useCostModelFile(const std::string& path);
+
+}  // namespace autopar::cost

@@ -16,7 +16,8 @@ Expected<double> readShare(const nlohmann::json& document, const char* key, doub
   if (!document.contains(key)) return Error{fmt::format("missing field '{}'", key)};
   const auto& value = document.at(key);
   if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > upper) {
-    return Error{fmt::format("{}: expected a number in (0, {:g}], got {}", key, upper, value.dump())};
+    return Error{
+        fmt::format("{}: expected a number in (0, {:g}], got {}", key, upper, value.dump())};
   }
   return value.get<double>();
 }

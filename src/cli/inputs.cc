@@ -93,6 +93,30 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   return LoadedModel{std::move(*graph), model, perReplica, config->seq};
 }
 
+Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model) {
+  if (endsWith(model, ".json")) {
+    auto text = readText(model);
+    if (!text) return text.error();
+    auto document = frontend::parseJsonText(*text);
+    if (!document) return document.error().in(model);
+    if (!frontend::isModelConfig(*document)) {
+      return Error{fmt::format(
+          "{}: a graph, not a model config; this needs a preset, a Hugging Face config.json or a "
+          "dimensions JSON",
+          model)};
+    }
+    auto config = frontend::modelConfigFromJson(*document);
+    if (!config) return config.error().in(model);
+    return config;
+  }
+  if (endsWith(model, ".onnx")) {
+    return Error{fmt::format("{}: an ONNX graph; this needs a preset, a Hugging Face config.json "
+                             "or a dimensions JSON",
+                             model)};
+  }
+  return frontend::transformerPreset(model);
+}
+
 Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices) {
   Expected<cluster::Cluster> loaded = endsWith(name, ".yaml") || endsWith(name, ".yml")
                                           ? cluster::loadClusterYaml(name)

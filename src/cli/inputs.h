@@ -40,6 +40,10 @@ struct LoadedModel {
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices);
 
+/// The transformer a preset name or a model config file (.json: Hugging Face config.json or
+/// dimensions) describes; graph files and ONNX models are not transformers to build.
+Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model);
+
 /// `cluster` is a preset name (see `autopar clusters`) or a path ending in .yaml/.yml. `nodes`
 /// multiplies a preset; `devices` (0 = all) takes the first devices.
 Expected<cluster::Cluster> loadCluster(const std::string& cluster, int nodes, int devices);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   addValidateVerb(app, action);
   addIopddlVerb(app, action);
   addEstimateVerb(app, action);
+  addSearchVerb(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

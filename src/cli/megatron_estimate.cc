@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace autopar::cli {
 
@@ -111,6 +112,49 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
 bool ConfigEstimate::fits() const {
   return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
                      [&](int64_t bytes) { return bytes <= cluster.device.memoryBytes; });
+}
+
+void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& estimate) {
+  const auto& step = estimate.evaluated.estimate;
+  fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
+             estimate.worldSize, estimate.cluster.device.name);
+  fmt::print(
+      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence {}{}\n",
+      config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
+      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "");
+  fmt::print("  recompute {}, ZeRO {}, {}\n\n", config.recompute, config.zero, config.precision);
+  fmt::print("step time        {}\n", formatSeconds(estimate.stepSeconds));
+  fmt::print("  compute        {}\n", formatSeconds(step.computeSeconds));
+  fmt::print("  exposed comm   {}\n", formatSeconds(step.exposedCommunicationSeconds));
+  fmt::print("  bubble         {}\n", formatSeconds(step.bubbleSeconds));
+  fmt::print("  optimizer      {}\n", formatSeconds(step.optimizerSeconds));
+  fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
+  fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
+             estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
+  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
+             "grads", "optimizer", "activations", "in flight");
+  for (size_t s = 0; s < step.stages.size(); ++s) {
+    const auto& memory = step.stages[s].memory;
+    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s, formatBytes(memory.total()),
+               formatBytes(memory.parameterBytes), formatBytes(memory.gradientBytes),
+               formatBytes(memory.optimizerBytes), formatBytes(memory.activationBytes),
+               step.stages[s].peakInFlight);
+  }
+  fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
+             estimate.fits() ? "every stage fits" : "DOES NOT FIT");
+}
+
+std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages) {
+  std::vector<int64_t> layers(static_cast<size_t>(stages), 0);
+  const ir::Graph& graph = estimate.evaluated.model.graph;
+  const auto& stageOf = estimate.evaluated.stages.virtualStageOf;
+  std::set<std::string> seen;
+  for (const ir::Op& op : graph.ops()) {
+    if (!ir::isStackLayer(op.block) || !seen.insert(op.block).second) continue;
+    const int virtualStage = stageOf.at(static_cast<size_t>(op.id));
+    ++layers[static_cast<size_t>(virtualStage % stages)];
+  }
+  return layers;
 }
 
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {

@@ -68,4 +68,11 @@ struct ConfigEstimate {
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
 
+/// The report `autopar estimate` prints: configuration, step-time parts, throughput, FLOP/s and
+/// one memory row per stage.
+void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& estimate);
+
+/// Transformer layers (blocks "<stack>.<i>") per pipeline stage, in stage order.
+std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages);
+
 }  // namespace autopar::cli

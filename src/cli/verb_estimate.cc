@@ -59,36 +59,6 @@ nlohmann::json estimateJson(const MegatronConfig& config, const ConfigEstimate& 
           {"stages", stages}};
 }
 
-void printEstimate(const MegatronConfig& config, const ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
-             estimate.worldSize, estimate.cluster.device.name);
-  fmt::print(
-      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence {}{}\n",
-      config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
-      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "");
-  fmt::print("  recompute {}, ZeRO {}, {}\n\n", config.recompute, config.zero, config.precision);
-  fmt::print("step time        {}\n", formatSeconds(estimate.stepSeconds));
-  fmt::print("  compute        {}\n", formatSeconds(step.computeSeconds));
-  fmt::print("  exposed comm   {}\n", formatSeconds(step.exposedCommunicationSeconds));
-  fmt::print("  bubble         {}\n", formatSeconds(step.bubbleSeconds));
-  fmt::print("  optimizer      {}\n", formatSeconds(step.optimizerSeconds));
-  fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
-  fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
-             estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
-             "grads", "optimizer", "activations", "in flight");
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    const auto& memory = step.stages[s].memory;
-    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s, formatBytes(memory.total()),
-               formatBytes(memory.parameterBytes), formatBytes(memory.gradientBytes),
-               formatBytes(memory.optimizerBytes), formatBytes(memory.activationBytes),
-               step.stages[s].peakInFlight);
-  }
-  fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
-             estimate.fits() ? "every stage fits" : "DOES NOT FIT");
-}
-
 /// Which stage overflows, by how much, and its largest part, with the flags that shrink it.
 std::string overflowMessage(const ConfigEstimate& estimate) {
   const auto& step = estimate.evaluated.estimate;
@@ -170,7 +140,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       if (*json) {
         fmt::print("{}\n", estimateJson(*config, *estimate).dump(2));
       } else {
-        printEstimate(*config, *estimate);
+        printEstimateReport(*config, *estimate);
       }
       if (estimate->fits()) return kExitOk;
       fmt::print(stderr, "autopar: {}\n", overflowMessage(*estimate));

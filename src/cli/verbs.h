@@ -27,5 +27,6 @@ void addListVerbs(CLI::App& app, Action& action);
 void addValidateVerb(CLI::App& app, Action& action);
 void addIopddlVerb(CLI::App& app, Action& action);
 void addEstimateVerb(CLI::App& app, Action& action);
+void addSearchVerb(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

@@ -1,0 +1,207 @@
+/// `autopar search`: the multi-dimensional search (search/hybrid.h) over Megatron-style
+/// configurations, each costed by `autopar estimate`. Prints the top configurations, the best
+/// one's memory per stage and its Megatron-LM and MindSpore settings, and writes seed 003's
+/// auto_parallel_search_optimal_config.json.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/megatron_estimate.h"
+#include "cli/verbs.h"
+#include "cost/constants.h"
+#include "search/hybrid.h"
+
+namespace autopar::cli {
+
+namespace {
+
+struct SearchArgs {
+  MegatronConfig base;  ///< model, cluster, nodes, gbs, seq, precision, inter-node bandwidth
+  int top = 10;
+  std::string out = "auto_parallel_search_optimal_config.json";
+  std::string costModel;
+  bool json = false;
+};
+
+MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidate& candidate) {
+  MegatronConfig config = base;
+  config.tp = candidate.tp;
+  config.pp = candidate.pp;
+  config.dp = candidate.dp;
+  config.vpp = candidate.vpp;
+  config.mbs = candidate.mbs;
+  config.sequenceParallel = candidate.sequenceParallel;
+  config.recompute = candidate.recompute;
+  config.zero = candidate.zero;
+  return config;
+}
+
+/// Seed 003's result file: parallel_config, layer_placement, layer_recompute, e2e_time (ms) and
+/// throughput (tokens per second per device). There is no ViT here, so its lists are zeros.
+nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config, const ConfigEstimate& estimate) {
+  const std::vector<int64_t> layers = layersPerStage(estimate, config.pp);
+  std::vector<int64_t> recomputed(layers.size(), 0);
+  if (config.recompute == "full") recomputed = layers;
+  const std::vector<int64_t> none(layers.size(), 0);
+  return {{"parallel_config",
+           {{"PP", config.pp},
+            {"TP", config.tp},
+            {"DP", config.dp},
+            {"MBS", config.mbs},
+            {"CP", config.cp},
+            {"EP", config.ep},
+            {"VPP", config.vpp}}},
+          {"layer_placement", {{"vit_layer_placement", none}, {"llm_layer_placement", layers}}},
+          {"layer_recompute", {{"vit_layer_recompute", none}, {"llm_layer_recompute", recomputed}}},
+          {"e2e_time", estimate.stepSeconds * 1e3},
+          {"throughput", estimate.tokensPerSecond / static_cast<double>(estimate.worldSize)}};
+}
+
+std::string megatronArguments(const MegatronConfig& config, int64_t layers) {
+  std::string args = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
+      "--global-batch-size {}",
+      config.tp, config.pp, config.mbs, config.gbs);
+  if (config.vpp > 1) {
+    args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
+                        layers / (config.pp * config.vpp));
+  }
+  if (config.sequenceParallel) args += " --sequence-parallel";
+  if (config.recompute == "selective") args += " --recompute-granularity selective";
+  if (config.recompute == "full") {
+    args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  }
+  if (config.zero == 1) args += " --use-distributed-optimizer";
+  if (config.zero >= 2) {
+    args += fmt::format(" (ZeRO {}: no Megatron-LM flag; DeepSpeed or FSDP)", config.zero);
+  }
+  return args;
+}
+
+std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microBatches) {
+  return fmt::format(
+      "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  pipeline_stage: {}\n"
+      "  micro_batch_num: {}\n  use_seq_parallel: {}\n  optimizer_shard: {}\n"
+      "recompute_config:\n  recompute: {}\n  select_recompute: {}\n",
+      config.dp, config.tp, config.pp, microBatches, config.sequenceParallel ? "True" : "False",
+      config.zero > 0 ? "True" : "False", config.recompute == "full" ? "True" : "False",
+      config.recompute == "selective" ? "True" : "False");
+}
+
+int runSearch(const SearchArgs& args) {
+  if (!args.costModel.empty()) {
+    if (auto status = cost::useCostModelFile(args.costModel); !status) {
+      return reportError(status.error().in("--cost-model"));
+    }
+  }
+  auto transformer = transformerConfigOf(args.base.model);
+  if (!transformer) return reportError(transformer.error());
+  auto cluster = loadCluster(args.base.cluster, std::max(args.base.nodes, 1), 0);
+  if (!cluster) return reportError(cluster.error());
+  search::HybridModel model{transformer->layers, transformer->heads, transformer->kvHeads,
+                            transformer->ffn,    transformer->vocab,
+                            args.base.seq > 0 ? args.base.seq : transformer->seq};
+  search::HybridSpace space;
+  space.world = cluster->numDevices;
+  space.devicesPerNode = cluster->devicesPerNode;
+  space.globalBatch = args.base.gbs;
+  MegatronConfig base = args.base;
+  base.nodes = std::max(args.base.nodes, 1);
+  auto evaluate = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
+    auto estimate = estimateConfig(configOf(base, candidate));
+    if (!estimate) return estimate.error();
+    const auto& peaks = estimate->peakMemoryBytes;
+    return search::HybridScore{estimate->stepSeconds, *std::max_element(peaks.begin(), peaks.end()),
+                               estimate->fits()};
+  };
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  auto progress = [&](int done, int bound) {
+    if (terminal) fmt::print(stderr, "\rsearching: {} evaluated (at most {})", done, bound);
+  };
+  auto result = search::searchHybrid(model, space, evaluate, progress);
+  if (terminal) fmt::print(stderr, "\n");
+  if (!result) return reportError(result.error());
+  if (result->ranked.empty()) {
+    // Under ZeRO-3 and pipelining, memory per device falls about in proportion to the devices,
+    // so the node count that would fit is estimated from the leanest candidate's overflow.
+    const auto& [leanest, score] = result->leanest;
+    const auto nodes = static_cast<int64_t>(std::ceil(
+        static_cast<double>(base.nodes) * static_cast<double>(score.peakBytes) /
+        static_cast<double>(cluster->device.memoryBytes)));
+    return reportError(Error{fmt::format(
+        "nothing fits: the leanest configuration (TP {} PP {} DP {}, recompute {}, ZeRO {}) needs "
+        "{} per device of {}; about --nodes {} would fit it",
+        leanest.tp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
+        formatBytes(score.peakBytes), formatBytes(cluster->device.memoryBytes),
+        std::max<int64_t>(nodes, base.nodes + 1))});
+  }
+  const MegatronConfig best = configOf(base, result->ranked.front().first);
+  auto estimate = estimateConfig(best);
+  if (!estimate) return reportError(estimate.error());
+  const nlohmann::ordered_json optimal = optimalConfigJson(best, *estimate);
+  std::ofstream file(args.out);
+  if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", args.out)});
+  file << optimal.dump(4) << "\n";
+  if (args.json) {
+    fmt::print("{}\n", optimal.dump(4));
+    return kExitOk;
+  }
+  fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args.base.model,
+             cluster->name, cluster->numDevices, cluster->device.name, args.base.gbs);
+  fmt::print("{} shapes, {} evaluations, {} fit\n\n", result->shapes, result->evaluations,
+             result->ranked.size());
+  fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
+             "rank", "TP", "PP", "DP", "VPP", "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s",
+             "MFU", "peak");
+  for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < args.top; ++i) {
+    const auto& [c, score] = result->ranked[i];
+    const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
+    auto detail = estimateConfig(configOf(base, c));
+    fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% {:>11}\n",
+               i + 1, c.tp, c.pp, c.dp, c.vpp, c.mbs, c.sequenceParallel ? "on" : "off",
+               c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
+               detail ? 100 * detail->mfu : 0.0, formatBytes(score.peakBytes));
+  }
+  fmt::print("\nBest configuration:\n\n");
+  printEstimateReport(best, *estimate);
+  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best, model.layers));
+  fmt::print("\nMindSpore (MindFormers yaml):\n{}", mindsporeParallelConfig(best, estimate->microBatches));
+  fmt::print("\nwrote {}\n", args.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+void addSearchVerb(CLI::App& app, Action& action) {
+  CLI::App* verb = app.add_subcommand(
+      "search",
+      "Search TP/PP/DP/VPP/micro-batch/recompute/ZeRO for the fastest configuration that fits "
+      "(seed 003); writes auto_parallel_search_optimal_config.json");
+  auto args = std::make_shared<SearchArgs>();
+  verb->add_option("--model", args->base.model,
+                   "preset, Hugging Face config.json, or dimensions JSON")
+      ->required();
+  verb->add_option("--cluster", args->base.cluster, "preset name or .yaml spec")
+      ->capture_default_str();
+  verb->add_option("--nodes", args->base.nodes, "nodes of a preset")->check(CLI::PositiveNumber);
+  verb->add_option("--gbs", args->base.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
+  verb->add_option("--seq", args->base.seq, "sequence length (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--precision", args->base.precision, "bf16 | fp16 | fp8")->capture_default_str();
+  verb->add_option("--inter-node-gbps", args->base.interNodeGbps,
+                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
+  verb->add_option("--out", args->out, "where to write the optimal configuration")
+      ->capture_default_str();
+  verb->add_option("--cost-model", args->costModel,
+                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
+  verb->add_flag("--json", args->json, "print the optimal configuration JSON instead of the report");
+  verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,106 @@
+#include "search/hybrid.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace autopar::search {
+
+namespace {
+
+/// The memory savers in the order they add time.
+struct Rung {
+  const char* recompute;
+  int zero;
+};
+constexpr Rung kLadder[] = {{"none", 0},      {"none", 1}, {"selective", 1},
+                            {"full", 1},      {"full", 2}, {"full", 3}};
+
+bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
+
+bool tensorParallelFits(const HybridModel& model, const HybridSpace& space, int64_t tp) {
+  return divides(tp, space.devicesPerNode) && divides(tp, model.heads) &&
+         divides(tp, model.kvHeads) && divides(tp, model.ffn) && divides(tp, model.vocab);
+}
+
+}  // namespace
+
+std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space) {
+  std::vector<HybridCandidate> shapes;
+  for (int64_t tp = 1; tp <= space.world; tp *= 2) {
+    if (!divides(tp, space.world) || !tensorParallelFits(model, space, tp)) continue;
+    for (int64_t pp = 1; pp * tp <= space.world; ++pp) {
+      if (!divides(pp * tp, space.world) || pp > model.layers) continue;
+      const int64_t dp = space.world / (pp * tp);
+      for (int64_t vpp = 1; vpp <= (pp > 1 ? space.maxVirtualStages : 1); ++vpp) {
+        if (pp * vpp > model.layers) continue;
+        for (int64_t mbs : space.microBatchSizes) {
+          if (!divides(dp * mbs, space.globalBatch)) continue;
+          const int64_t microBatches = space.globalBatch / (dp * mbs);
+          if (microBatches < pp || (vpp > 1 && !divides(pp, microBatches))) continue;
+          HybridCandidate shape;
+          shape.tp = tp;
+          shape.pp = pp;
+          shape.dp = dp;
+          shape.vpp = vpp;
+          shape.mbs = mbs;
+          shape.sequenceParallel = tp > 1 && divides(tp, model.seq);
+          shapes.push_back(shape);
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace& space,
+                                    const HybridEvaluator& evaluate,
+                                    const HybridProgress& progress) {
+  HybridResult result;
+  const std::vector<HybridCandidate> shapes = hybridShapes(model, space);
+  result.shapes = static_cast<int>(shapes.size());
+  if (shapes.empty()) {
+    return Error{fmt::format(
+        "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "
+        "node, the heads ({}), key/value heads ({}), MLP width ({}) and vocabulary ({}), and the "
+        "global batch must divide into DP x micro-batch size",
+        space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads,
+        model.ffn, model.vocab)};
+  }
+  const int bound = static_cast<int>(shapes.size() * std::size(kLadder));
+  std::vector<size_t> order;  // per ranked entry, its shape's index: the deterministic tie-break
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    for (const Rung& rung : kLadder) {
+      HybridCandidate candidate = shapes[s];
+      candidate.recompute = rung.recompute;
+      candidate.zero = rung.zero;
+      auto score = evaluate(candidate);
+      ++result.evaluations;
+      if (progress) progress(result.evaluations, bound);
+      if (!score) break;  // the builder rejects this shape; no rung changes that
+      if (result.evaluations == 1 || score->peakBytes < result.leanest.second.peakBytes) {
+        result.leanest = {candidate, *score};
+      }
+      if (score->fits) {
+        result.ranked.emplace_back(candidate, *score);
+        order.push_back(s);
+        break;
+      }
+    }
+  }
+  std::vector<size_t> index(result.ranked.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::stable_sort(index.begin(), index.end(), [&](size_t a, size_t b) {
+    const auto& [ca, sa] = result.ranked[a];
+    const auto& [cb, sb] = result.ranked[b];
+    if (sa.stepSeconds != sb.stepSeconds) return sa.stepSeconds < sb.stepSeconds;
+    if (ca.tp * ca.pp != cb.tp * cb.pp) return ca.tp * ca.pp < cb.tp * cb.pp;
+    return order[a] < order[b];
+  });
+  std::vector<std::pair<HybridCandidate, HybridScore>> ranked;
+  for (size_t i : index) ranked.push_back(result.ranked[i]);
+  result.ranked = std::move(ranked);
+  return result;
+}
+
+}  // namespace autopar::search

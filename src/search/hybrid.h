@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// The multi-dimensional (hybrid) search of seed 003: which tensor, pipeline and data parallel
+/// degrees, virtual stages, micro-batch size, recompute and ZeRO stage train a layered model
+/// fastest within device memory. The search is generic: it knows the model only through a few
+/// dimensions that constrain the degrees, and it asks an injected evaluator (the CLI's
+/// `autopar estimate`, i.e. the plan's cost model and pipeline simulator) for each candidate's
+/// step time and peak memory.
+///
+/// For each shape (TP, PP, DP, VPP, micro-batch size; sequence parallel whenever TP > 1) it
+/// climbs a ladder of memory savers and stops at the first rung that fits, since each rung only
+/// adds time to the one before:
+///   no recompute, ZeRO 0 -> no recompute, ZeRO 1 -> selective, ZeRO 1 -> full, ZeRO 1 ->
+///   full, ZeRO 2 -> full, ZeRO 3.
+/// Shapes: TP divides the devices of a node, the heads, the key/value heads, the MLP width and the
+/// vocabulary; PP x TP divides the world, with at least PP x VPP layers; the micro-batch count
+/// (global batch / (DP x micro-batch size)) is whole, and a multiple of PP when interleaved.
+///
+/// Not yet: non-uniform layer placement and per-stage recompute counts (layers split evenly and
+/// recompute applies to every layer), context and expert parallelism.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/expected.h"
+
+namespace autopar::search {
+
+struct HybridCandidate {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dp = 1;
+  int64_t vpp = 1;
+  int64_t mbs = 1;
+  bool sequenceParallel = false;
+  std::string recompute = "none";  ///< none | selective | full
+  int zero = 0;
+};
+
+/// What constrains the degrees.
+struct HybridModel {
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  int64_t ffn = 0;
+  int64_t vocab = 0;
+  int64_t seq = 0;
+};
+
+struct HybridSpace {
+  int64_t world = 0;
+  int64_t devicesPerNode = 0;
+  int64_t globalBatch = 0;
+  std::vector<int64_t> microBatchSizes{1, 2, 4, 8};
+  int64_t maxVirtualStages = 2;
+};
+
+struct HybridScore {
+  double stepSeconds = 0;
+  int64_t peakBytes = 0;  ///< the fullest stage
+  bool fits = false;
+};
+
+using HybridEvaluator = std::function<Expected<HybridScore>(const HybridCandidate&)>;
+/// Called after each evaluation with the number done and an upper bound on the total.
+using HybridProgress = std::function<void(int done, int total)>;
+
+struct HybridResult {
+  /// Fitting candidates, fastest first (ties: fewer devices per replica, then the enumeration
+  /// order, so the ranking is deterministic).
+  std::vector<std::pair<HybridCandidate, HybridScore>> ranked;
+  int shapes = 0;       ///< shapes enumerated
+  int evaluations = 0;  ///< evaluator calls
+  /// With nothing fitting: the candidate with the least peak memory, for the error message.
+  std::pair<HybridCandidate, HybridScore> leanest;
+};
+
+/// The shapes (recompute none, ZeRO 0) the space allows, in a fixed order.
+std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space);
+
+/// Evaluates every shape up its memory ladder. Evaluator errors for a candidate (a shape the model
+/// builder rejects) skip that candidate; the search fails only on an empty space.
+Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace& space,
+                                    const HybridEvaluator& evaluate,
+                                    const HybridProgress& progress = {});
+
+}  // namespace autopar::search

@@ -110,9 +110,10 @@ Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& mod
     return config;
   }
   if (endsWith(model, ".onnx")) {
-    return Error{fmt::format("{}: an ONNX graph; this needs a preset, a Hugging Face config.json "
-                             "or a dimensions JSON",
-                             model)};
+    return Error{
+        fmt::format("{}: an ONNX graph; this needs a preset, a Hugging Face config.json "
+                    "or a dimensions JSON",
+                    model)};
   }
   return frontend::transformerPreset(model);
 }

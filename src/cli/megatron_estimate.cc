@@ -95,6 +95,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.schedule = config.vpp > 1 ? "interleaved" : "1f1b";
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
   training.recompute = config.recompute;
+  training.stages = config.stages;
+  training.recomputeBlocks = config.recomputeBlocks;
+  options.modelOptions.transformer = config.transformer;
   if (config.zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;

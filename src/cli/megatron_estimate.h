@@ -15,11 +15,13 @@
 ///   --precision         the transformer's compute dtype (fp8 runs at the device's fp8 peak)
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/plan_evaluation.h"
 #include "cluster/cluster.h"
+#include "frontend/transformer.h"
 #include "util/expected.h"
 
 namespace autopar::cli {
@@ -42,6 +44,12 @@ struct MegatronConfig {
   int zero = 0;
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
+  /// Non-uniform placement: BLOCK=STAGE assignments and blocks recomputed in full (the layer
+  /// placement search fills these; empty splits layers evenly).
+  std::vector<std::string> stages;
+  std::vector<std::string> recomputeBlocks;
+  /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
+  std::optional<frontend::TransformerConfig> transformer;
 
   [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp * std::max<int64_t>(ep, 1); }
 };

@@ -4,12 +4,15 @@
 /// auto_parallel_search_optimal_config.json.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "cli/layer_placement_probe.h"
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
 #include "cost/constants.h"
@@ -18,6 +21,9 @@
 namespace autopar::cli {
 
 namespace {
+
+/// How many of the fastest uniform configurations get the layer placement search.
+constexpr int kPlacedCandidates = 8;
 
 struct SearchArgs {
   MegatronConfig base;  ///< model, cluster, nodes, gbs, seq, precision, inter-node bandwidth
@@ -42,10 +48,18 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
 
 /// Seed 003's result file: parallel_config, layer_placement, layer_recompute, e2e_time (ms) and
 /// throughput (tokens per second per device). There is no ViT here, so its lists are zeros.
-nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config, const ConfigEstimate& estimate) {
+nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
+                                         const ConfigEstimate& estimate) {
   const std::vector<int64_t> layers = layersPerStage(estimate, config.pp);
   std::vector<int64_t> recomputed(layers.size(), 0);
   if (config.recompute == "full") recomputed = layers;
+  // Placed configurations recompute their first layers per stage (recomputeBlocks).
+  for (size_t s = 0, first = 0; s < layers.size(); first += static_cast<size_t>(layers[s]), ++s) {
+    for (const auto& block : config.recomputeBlocks) {
+      const auto index = static_cast<size_t>(std::stoll(block.substr(block.rfind('.') + 1)));
+      if (index >= first && index < first + static_cast<size_t>(layers[s])) ++recomputed[s];
+    }
+  }
   const std::vector<int64_t> none(layers.size(), 0);
   return {{"parallel_config",
            {{"PP", config.pp},
@@ -61,7 +75,27 @@ nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config, const Con
           {"throughput", estimate.tokensPerSecond / static_cast<double>(estimate.worldSize)}};
 }
 
-std::string megatronArguments(const MegatronConfig& config, int64_t layers) {
+/// Megatron-LM takes uneven first and last stages (--decoder-first/last-pipeline-num-layers)
+/// when the middle stages are even; other layouts have no flag.
+std::string unevenStages(const std::vector<int64_t>& layers) {
+  if (layers.size() < 2) return "";
+  const std::vector<int64_t> middle(layers.begin() + 1, layers.end() - 1);
+  const bool evenMiddle =
+      std::adjacent_find(middle.begin(), middle.end(), std::not_equal_to<>()) == middle.end();
+  if (std::adjacent_find(layers.begin(), layers.end(), std::not_equal_to<>()) == layers.end()) {
+    return "";
+  }
+  if (!evenMiddle) {
+    return fmt::format(" (stages of [{}] layers: no Megatron-LM flag for uneven middle stages)",
+                       fmt::join(layers, ", "));
+  }
+  return fmt::format(
+      " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+      layers.front(), layers.back());
+}
+
+std::string megatronArguments(const MegatronConfig& config, int64_t layers,
+                              const std::vector<int64_t>& stageLayers) {
   std::string args = fmt::format(
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
       "--global-batch-size {}",
@@ -70,7 +104,11 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers) {
     args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                         layers / (config.pp * config.vpp));
   }
+  args += unevenStages(stageLayers);
   if (config.sequenceParallel) args += " --sequence-parallel";
+  if (!config.recomputeBlocks.empty()) {
+    args += " (full recompute of the first layers of each stage, per llm_layer_recompute)";
+  }
   if (config.recompute == "selective") args += " --recompute-granularity selective";
   if (config.recompute == "full") {
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
@@ -102,9 +140,10 @@ int runSearch(const SearchArgs& args) {
   if (!transformer) return reportError(transformer.error());
   auto cluster = loadCluster(args.base.cluster, std::max(args.base.nodes, 1), 0);
   if (!cluster) return reportError(cluster.error());
-  search::HybridModel model{transformer->layers, transformer->heads, transformer->kvHeads,
-                            transformer->ffn,    transformer->vocab,
-                            args.base.seq > 0 ? args.base.seq : transformer->seq};
+  search::HybridModel model{
+      transformer->layers,  transformer->heads,
+      transformer->kvHeads, transformer->ffn,
+      transformer->vocab,   args.base.seq > 0 ? args.base.seq : transformer->seq};
   search::HybridSpace space;
   space.world = cluster->numDevices;
   space.devicesPerNode = cluster->devicesPerNode;
@@ -129,9 +168,9 @@ int runSearch(const SearchArgs& args) {
     // Under ZeRO-3 and pipelining, memory per device falls about in proportion to the devices,
     // so the node count that would fit is estimated from the leanest candidate's overflow.
     const auto& [leanest, score] = result->leanest;
-    const auto nodes = static_cast<int64_t>(std::ceil(
-        static_cast<double>(base.nodes) * static_cast<double>(score.peakBytes) /
-        static_cast<double>(cluster->device.memoryBytes)));
+    const auto nodes = static_cast<int64_t>(
+        std::ceil(static_cast<double>(base.nodes) * static_cast<double>(score.peakBytes) /
+                  static_cast<double>(cluster->device.memoryBytes)));
     return reportError(Error{fmt::format(
         "nothing fits: the leanest configuration (TP {} PP {} DP {}, recompute {}, ZeRO {}) needs "
         "{} per device of {}; about --nodes {} would fit it",
@@ -139,9 +178,32 @@ int runSearch(const SearchArgs& args) {
         formatBytes(score.peakBytes), formatBytes(cluster->device.memoryBytes),
         std::max<int64_t>(nodes, base.nodes + 1))});
   }
-  const MegatronConfig best = configOf(base, result->ranked.front().first);
+  // The leading configurations get non-uniform placement and per-stage recompute; a placed one
+  // replaces its uniform self when the full evaluation finds it faster.
+  MegatronConfig best = configOf(base, result->ranked.front().first);
   auto estimate = estimateConfig(best);
   if (!estimate) return reportError(estimate.error());
+  int placed = 0;
+  std::vector<std::string> placementLines;
+  for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
+    MegatronConfig candidate = configOf(base, result->ranked[i].first);
+    if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
+    auto placement = placeConfiguration(candidate, *transformer);
+    if (!placement) return reportError(placement.error());
+    if (!*placement || !(*placement)->estimate.fits()) continue;
+    ++placed;
+    placementLines.push_back(fmt::format(
+        "  TP {} PP {} DP {} MBS {}: layers [{}], recomputed [{}]: {} (evenly, {}: {})",
+        candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
+        fmt::join((*placement)->placement.layers, ", "),
+        fmt::join((*placement)->placement.recomputed, ", "),
+        formatSeconds((*placement)->estimate.stepSeconds), result->ranked[i].first.recompute,
+        formatSeconds(result->ranked[i].second.stepSeconds)));
+    if ((*placement)->estimate.stepSeconds < estimate->stepSeconds) {
+      best = (*placement)->config;
+      *estimate = std::move((*placement)->estimate);
+    }
+  }
   const nlohmann::ordered_json optimal = optimalConfigJson(best, *estimate);
   std::ofstream file(args.out);
   if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", args.out)});
@@ -152,8 +214,9 @@ int runSearch(const SearchArgs& args) {
   }
   fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args.base.model,
              cluster->name, cluster->numDevices, cluster->device.name, args.base.gbs);
-  fmt::print("{} shapes, {} evaluations, {} fit\n\n", result->shapes, result->evaluations,
-             result->ranked.size());
+  fmt::print(
+      "{} shapes, {} evaluations, {} fit; non-uniform placement tried on {} of the leaders\n\n",
+      result->shapes, result->evaluations, result->ranked.size(), placed);
   fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
              "rank", "TP", "PP", "DP", "VPP", "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s",
              "MFU", "peak");
@@ -161,15 +224,24 @@ int runSearch(const SearchArgs& args) {
     const auto& [c, score] = result->ranked[i];
     const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
     auto detail = estimateConfig(configOf(base, c));
-    fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% {:>11}\n",
-               i + 1, c.tp, c.pp, c.dp, c.vpp, c.mbs, c.sequenceParallel ? "on" : "off",
-               c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
-               detail ? 100 * detail->mfu : 0.0, formatBytes(score.peakBytes));
+    fmt::print(
+        "{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% "
+        "{:>11}\n",
+        i + 1, c.tp, c.pp, c.dp, c.vpp, c.mbs, c.sequenceParallel ? "on" : "off", c.recompute,
+        c.zero, formatSeconds(score.stepSeconds), tokens, detail ? 100 * detail->mfu : 0.0,
+        formatBytes(score.peakBytes));
   }
-  fmt::print("\nBest configuration:\n\n");
+  if (!placementLines.empty()) {
+    fmt::print("\nNon-uniform placement (the full model evaluated with each):\n");
+    for (const auto& line : placementLines) fmt::print("{}\n", line);
+  }
+  fmt::print("\nBest configuration{}:\n\n",
+             best.stages.empty() ? " (layers split evenly)" : " (layers placed non-uniformly)");
   printEstimateReport(best, *estimate);
-  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best, model.layers));
-  fmt::print("\nMindSpore (MindFormers yaml):\n{}", mindsporeParallelConfig(best, estimate->microBatches));
+  fmt::print("\nMegatron-LM: {}\n",
+             megatronArguments(best, model.layers, layersPerStage(*estimate, best.pp)));
+  fmt::print("\nMindSpore (MindFormers yaml):\n{}",
+             mindsporeParallelConfig(best, estimate->microBatches));
   fmt::print("\nwrote {}\n", args.out);
   return kExitOk;
 }
@@ -188,7 +260,9 @@ void addSearchVerb(CLI::App& app, Action& action) {
   verb->add_option("--cluster", args->base.cluster, "preset name or .yaml spec")
       ->capture_default_str();
   verb->add_option("--nodes", args->base.nodes, "nodes of a preset")->check(CLI::PositiveNumber);
-  verb->add_option("--gbs", args->base.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
+  verb->add_option("--gbs", args->base.gbs, "global batch size")
+      ->required()
+      ->check(CLI::PositiveNumber);
   verb->add_option("--seq", args->base.seq, "sequence length (default: the model's)")
       ->check(CLI::PositiveNumber);
   verb->add_option("--precision", args->base.precision, "bf16 | fp16 | fp8")->capture_default_str();
@@ -200,7 +274,8 @@ void addSearchVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_option("--cost-model", args->costModel,
                    "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
-  verb->add_flag("--json", args->json, "print the optimal configuration JSON instead of the report");
+  verb->add_flag("--json", args->json,
+                 "print the optimal configuration JSON instead of the report");
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
 }
 

@@ -13,8 +13,8 @@ struct Rung {
   const char* recompute;
   int zero;
 };
-constexpr Rung kLadder[] = {{"none", 0},      {"none", 1}, {"selective", 1},
-                            {"full", 1},      {"full", 2}, {"full", 3}};
+constexpr Rung kLadder[] = {{"none", 0}, {"none", 1}, {"selective", 1},
+                            {"full", 1}, {"full", 2}, {"full", 3}};
 
 bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
 
@@ -64,8 +64,8 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
         "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "
         "node, the heads ({}), key/value heads ({}), MLP width ({}) and vocabulary ({}), and the "
         "global batch must divide into DP x micro-batch size",
-        space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads,
-        model.ffn, model.vocab)};
+        space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads, model.ffn,
+        model.vocab)};
   }
   const int bound = static_cast<int>(shapes.size() * std::size(kLadder));
   std::vector<size_t> order;  // per ranked entry, its shape's index: the deterministic tie-break

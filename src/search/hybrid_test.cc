@@ -54,8 +54,8 @@ TEST(HybridSearch, LadderStopsAtTheFirstFitAndRanksFastestFirst) {
     const int saver = (c.recompute == "selective" ? 2 : c.recompute == "full" ? 3 : 0) + c.zero;
     HybridScore score;
     score.peakBytes = 100 / (c.tp * c.pp) + 40 - 8 * saver;
-    score.stepSeconds = 1.0 + 0.1 * saver + 0.01 * static_cast<double>(c.pp) +
-                        0.001 * static_cast<double>(c.mbs);
+    score.stepSeconds =
+        1.0 + 0.1 * saver + 0.01 * static_cast<double>(c.pp) + 0.001 * static_cast<double>(c.mbs);
     score.fits = score.peakBytes <= 40;
     return score;
   };

@@ -68,8 +68,8 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
   const int64_t stages = problem.stages;
   const int64_t layers = problem.layers;
   if (stages < 1 || layers < stages) {
-    return Error{fmt::format("{} layers cannot fill {} stages (one layer each at least)", layers,
-                             stages)};
+    return Error{
+        fmt::format("{} layers cannot fill {} stages (one layer each at least)", layers, stages)};
   }
   // Per stage and layer count: the recompute it needs and its time.
   const int64_t most = layers - (stages - 1);
@@ -90,9 +90,9 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
   }
   std::sort(bottlenecks.begin(), bottlenecks.end());
   bottlenecks.erase(std::unique(bottlenecks.begin(), bottlenecks.end()), bottlenecks.end());
-  const double base = static_cast<double>(layers) *
-                          (problem.layer.forwardSeconds + problem.layer.backwardSeconds) +
-                      problem.first.seconds + problem.last.seconds;
+  const double base =
+      static_cast<double>(layers) * (problem.layer.forwardSeconds + problem.layer.backwardSeconds) +
+      problem.first.seconds + problem.last.seconds;
   const double waits = static_cast<double>(problem.microBatches - 1);
   double bestStep = std::numeric_limits<double>::infinity();
   Placement best;
@@ -124,15 +124,16 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
     }
     const int64_t recomputed = least[static_cast<size_t>(stages)][static_cast<size_t>(layers)];
     if (recomputed == kNone) continue;
-    const double step =
-        base + static_cast<double>(recomputed) * problem.layer.recomputeSeconds + waits * bottleneck;
+    const double step = base + static_cast<double>(recomputed) * problem.layer.recomputeSeconds +
+                        waits * bottleneck;
     if (step >= bestStep) continue;
     std::vector<int64_t> counts(static_cast<size_t>(stages));
     std::vector<int64_t> recompute(static_cast<size_t>(stages));
     for (int64_t s = stages, used = layers; s > 0; --s) {
       const int64_t n = pick[static_cast<size_t>(s)][static_cast<size_t>(used)];
       counts[static_cast<size_t>(s - 1)] = n;
-      recompute[static_cast<size_t>(s - 1)] = need[static_cast<size_t>(s - 1)][static_cast<size_t>(n)];
+      recompute[static_cast<size_t>(s - 1)] =
+          need[static_cast<size_t>(s - 1)][static_cast<size_t>(n)];
       used -= n;
     }
     best = evaluatePlacement(problem, std::move(counts), std::move(recompute));

@@ -27,9 +27,9 @@ namespace autopar::search {
 struct LayerCost {
   double forwardSeconds = 0;
   double backwardSeconds = 0;
-  double recomputeSeconds = 0;       ///< extra backward time when the layer is recomputed
-  int64_t staticBytes = 0;           ///< parameters, gradients and optimizer states
-  int64_t activationBytes = 0;       ///< kept for backward without recompute
+  double recomputeSeconds = 0;            ///< extra backward time when the layer is recomputed
+  int64_t staticBytes = 0;                ///< parameters, gradients and optimizer states
+  int64_t activationBytes = 0;            ///< kept for backward without recompute
   int64_t recomputedActivationBytes = 0;  ///< kept when recomputed (the layer's input)
 };
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "cost/constants.h"
+
 namespace autopar::cli {
 
 namespace {
@@ -145,6 +147,32 @@ void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& est
   }
   fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
              estimate.fits() ? "every stage fits" : "DOES NOT FIT");
+}
+
+void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string& costModel) {
+  verb.add_option("--model", config.model,
+                  "preset, Hugging Face config.json, or dimensions JSON (num_layers, hidden_size, "
+                  "ffn_hidden_size, num_attention_heads, num_kv_heads, vocab_size, seq_length, "
+                  "swiglu)")
+      ->required();
+  verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
+  verb.add_option("--nodes", config.nodes, "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
+  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
+  verb.add_option("--inter-node-gbps", config.interNodeGbps,
+                  "inter-node bandwidth per device, Gbit/s (overrides the preset)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--cost-model", costModel,
+                  "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
+}
+
+Status applyCostModel(const std::string& path) {
+  if (path.empty()) return {};
+  if (auto status = cost::useCostModelFile(path); !status) return status.error().in("--cost-model");
+  return {};
 }
 
 std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages) {

@@ -14,6 +14,7 @@
 ///   --zero 3            optimizer parallel with parameters stored as slices (gathered for use)
 ///   --precision         the transformer's compute dtype (fp8 runs at the device's fp8 peak)
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -79,6 +80,13 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
 /// The report `autopar estimate` prints: configuration, step-time parts, throughput, FLOP/s and
 /// one memory row per stage.
 void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& estimate);
+
+/// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,
+/// --gbs, --seq, --precision, --inter-node-gbps and --cost-model.
+void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string& costModel);
+
+/// Puts a --cost-model file's constants in force (nothing when `path` is empty).
+Status applyCostModel(const std::string& path);
 
 /// Transformer layers (blocks "<stack>.<i>") per pipeline stage, in stage order.
 std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages);

@@ -7,7 +7,6 @@
 
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
-#include "cost/constants.h"
 
 namespace autopar::cli {
 
@@ -88,15 +87,8 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       "TFLOP/s per GPU, MFU and memory per pipeline stage");
   auto config = std::make_shared<MegatronConfig>();
   auto json = std::make_shared<bool>(false);
-  verb->add_option("--model", config->model,
-                   "preset, Hugging Face config.json, or dimensions JSON (num_layers, "
-                   "hidden_size, ffn_hidden_size, num_attention_heads, num_kv_heads, vocab_size, "
-                   "seq_length, swiglu)")
-      ->required();
-  verb->add_option("--cluster", config->cluster, "preset name or .yaml spec")
-      ->capture_default_str();
-  verb->add_option("--nodes", config->nodes, "nodes of a preset (default: what the world needs)")
-      ->check(CLI::PositiveNumber);
+  auto costModel = std::make_shared<std::string>();
+  addConfigurationOptions(*verb, *config, *costModel);
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(CLI::PositiveNumber);
   verb->add_option("--pp", config->pp, "pipeline stages")->check(CLI::PositiveNumber);
   verb->add_option("--dp", config->dp, "data-parallel degree")
@@ -110,31 +102,15 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
       ->check(CLI::PositiveNumber);
-  verb->add_option("--gbs", config->gbs, "global batch size")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--seq", config->seq, "sequence length (default: the model's)")
-      ->check(CLI::PositiveNumber);
   verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
   verb->add_option("--recompute", config->recompute, "none | selective | full")
       ->capture_default_str();
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
-  verb->add_option("--precision", config->precision, "bf16 | fp16 | fp8")->capture_default_str();
-  verb->add_option("--inter-node-gbps", config->interNodeGbps,
-                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
-      ->check(CLI::PositiveNumber);
-  auto costModel = std::make_shared<std::string>();
-  verb->add_option("--cost-model", *costModel,
-                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
   verb->add_flag("--json", *json, "print JSON");
   verb->callback([&action, config, json, costModel] {
     action = [config, json, costModel] {
-      if (!costModel->empty()) {
-        if (auto status = cost::useCostModelFile(*costModel); !status) {
-          return reportError(status.error().in("--cost-model"));
-        }
-      }
+      if (auto status = applyCostModel(*costModel); !status) return reportError(status.error());
       auto estimate = estimateConfig(*config);
       if (!estimate) return reportError(estimate.error());
       if (*json) {

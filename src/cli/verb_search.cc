@@ -15,7 +15,6 @@
 #include "cli/layer_placement_probe.h"
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
-#include "cost/constants.h"
 #include "search/hybrid.h"
 
 namespace autopar::cli {
@@ -131,11 +130,7 @@ std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microB
 }
 
 int runSearch(const SearchArgs& args) {
-  if (!args.costModel.empty()) {
-    if (auto status = cost::useCostModelFile(args.costModel); !status) {
-      return reportError(status.error().in("--cost-model"));
-    }
-  }
+  if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
   auto transformer = transformerConfigOf(args.base.model);
   if (!transformer) return reportError(transformer.error());
   auto cluster = loadCluster(args.base.cluster, std::max(args.base.nodes, 1), 0);
@@ -254,26 +249,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
       "Search TP/PP/DP/VPP/micro-batch/recompute/ZeRO for the fastest configuration that fits "
       "(seed 003); writes auto_parallel_search_optimal_config.json");
   auto args = std::make_shared<SearchArgs>();
-  verb->add_option("--model", args->base.model,
-                   "preset, Hugging Face config.json, or dimensions JSON")
-      ->required();
-  verb->add_option("--cluster", args->base.cluster, "preset name or .yaml spec")
-      ->capture_default_str();
-  verb->add_option("--nodes", args->base.nodes, "nodes of a preset")->check(CLI::PositiveNumber);
-  verb->add_option("--gbs", args->base.gbs, "global batch size")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--seq", args->base.seq, "sequence length (default: the model's)")
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--precision", args->base.precision, "bf16 | fp16 | fp8")->capture_default_str();
-  verb->add_option("--inter-node-gbps", args->base.interNodeGbps,
-                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
-      ->check(CLI::PositiveNumber);
+  addConfigurationOptions(*verb, args->base, args->costModel);
   verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
   verb->add_option("--out", args->out, "where to write the optimal configuration")
       ->capture_default_str();
-  verb->add_option("--cost-model", args->costModel,
-                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });

@@ -11,6 +11,7 @@
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
 #include "search/driver.h"
+#include "search/layer_placement.h"
 #include "search/pipeline.h"
 #include "sim/step_estimate.h"
 
@@ -112,6 +113,45 @@ void BM_PipelineFeaturesEstimate(benchmark::State& state) {
 
 BENCHMARK(BM_PipelineFeaturesEstimate)
     ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
+
+/// The hybrid search's analytic pipeline model (search/layer_placement.h): LLaMA2-70B-like
+/// per-layer figures (80 layers, TP 4), 64 micro-batches. `evaluate` prices one placement of the
+/// layers on `stages` stages (one configuration); `place` runs the exact placement program.
+search::PlacementProblem llamaLikePlacement(int64_t stages) {
+  search::PlacementProblem problem;
+  problem.layers = 80;
+  problem.stages = stages;
+  problem.microBatches = 64;
+  problem.memoryLimitBytes = int64_t{80} << 30;
+  problem.layer = {0.0125, 0.025, 0.0125, int64_t{700} << 20, int64_t{450} << 20, int64_t{30} << 20};
+  problem.first = {0.01, int64_t{500} << 20, int64_t{60} << 20};
+  problem.last = {0.03, int64_t{500} << 20, int64_t{200} << 20};
+  return problem;
+}
+
+void BM_PlacementModelEvaluate(benchmark::State& state) {
+  const int64_t stages = state.range(0);
+  const search::PlacementProblem problem = llamaLikePlacement(stages);
+  std::vector<int64_t> layers(static_cast<size_t>(stages), 80 / stages);
+  std::vector<int64_t> recomputed(static_cast<size_t>(stages), 0);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(search::evaluatePlacement(problem, layers, recomputed));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_PlaceLayersExact(benchmark::State& state) {
+  const search::PlacementProblem problem = llamaLikePlacement(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
+}
+
+BENCHMARK(BM_PlacementModelEvaluate)->Arg(4)->Arg(8)->Arg(16)->ArgNames({"stages"});
+BENCHMARK(BM_PlaceLayersExact)
+    ->Arg(4)
     ->Arg(8)
     ->Arg(16)
     ->ArgNames({"stages"})

@@ -53,7 +53,7 @@ Expected<OpId> Graph::addOp(const std::string& name, OpKind kind, const OpAttrs&
   for (size_t i = 0; i < outputNames.size(); ++i) {
     const auto id = static_cast<TensorId>(tensors_.size());
     tensors_.push_back(
-        Tensor{id, outputNames[i], (*outputTypes)[i], TensorRole::kActivation, opId, {}});
+        Tensor{id, outputNames[i], (*outputTypes)[i], TensorRole::kActivation, opId, {}, {}});
     tensorByName_.emplace(outputNames[i], id);
     op.outputs.push_back(id);
   }

@@ -85,18 +85,18 @@ Expected<search::PlacementProblem> probePlacementProblem(
   layer.recomputeSeconds = std::max(
       ((*fourFull)[0].backwardSeconds - (*twoFull)[0].backwardSeconds) - layer.backwardSeconds,
       0.0);
-  layer.staticBytes = b.staticBytes - a.staticBytes;
+  // Communication buffers (gathered parameters included) count with the static bytes: the part
+  // that grows with the layers per layer, the rest with the ends.
+  layer.staticBytes = (b.staticBytes + b.bufferBytes) - (a.staticBytes + a.bufferBytes);
   layer.activationBytes = b.activationBytes - a.activationBytes;
   layer.recomputedActivationBytes = (*fourFull)[0].activationBytes - (*twoFull)[0].activationBytes;
   const double perLayer = layer.forwardSeconds + layer.backwardSeconds;
-  problem.first = {a.seconds - perLayer, a.staticBytes - layer.staticBytes,
+  problem.first = {a.seconds - perLayer, a.staticBytes + a.bufferBytes - layer.staticBytes,
                    a.activationBytes - layer.activationBytes};
   const StageFigures& z = (*two)[1];
-  problem.last = {z.seconds - perLayer, z.staticBytes - layer.staticBytes,
+  problem.last = {z.seconds - perLayer, z.staticBytes + z.bufferBytes - layer.staticBytes,
                   z.activationBytes - layer.activationBytes};
-  // Communication buffers are transient; the largest seen is held back from every stage.
-  const int64_t buffers = std::max({a.bufferBytes, b.bufferBytes, z.bufferBytes});
-  problem.memoryLimitBytes = a.deviceBytes - buffers;
+  problem.memoryLimitBytes = a.deviceBytes;
   return problem;
 }
 

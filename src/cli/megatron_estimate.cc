@@ -13,6 +13,12 @@ namespace {
 
 Status checkConfig(const MegatronConfig& config) {
   if (config.model.empty()) return Error{"--model: required"};
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--tp", config.tp},
+                                    {"--pp", config.pp},
+                                    {"--vpp", config.vpp},
+                                    {"--mbs", config.mbs}}) {
+    if (value < 1) return Error{fmt::format("{} {}: expected a positive integer", flag, value)};
+  }
   if (config.dp <= 0) return Error{"--dp: required, a positive integer"};
   if (config.gbs <= 0) return Error{"--gbs: required, a positive integer"};
   if (config.cp != 1) {
@@ -106,7 +112,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
     training.optimizerThresholdKb = 0;
     training.groupUpdate = config.zero < 3;
     training.gradientAccumulationShard = config.zero >= 2;
-    // ZeRO-3 frees a gathered parameter after use and gathers it again for backward.
+    // ZeRO-3 frees a gathered parameter after use and gathers it again for backward. The cost
+    // model re-gathers only inside recomputed ops; other ops keep their gathered copies, counted
+    // as communication buffers, so ZeRO 3 without full recompute is costed on the heavy side.
     training.parallelOptimizerCommRecompute = config.zero == 3;
   }
   return options;
@@ -127,7 +135,11 @@ void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& est
       "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence {}{}\n",
       config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
       estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "");
-  fmt::print("  recompute {}, ZeRO {}, {}\n\n", config.recompute, config.zero, config.precision);
+  const std::string recompute = config.recomputeBlocks.empty()
+                                    ? config.recompute
+                                    : fmt::format("{}, full on {} placed layers", config.recompute,
+                                                  config.recomputeBlocks.size());
+  fmt::print("  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
   fmt::print("step time        {}\n", formatSeconds(estimate.stepSeconds));
   fmt::print("  compute        {}\n", formatSeconds(step.computeSeconds));
   fmt::print("  exposed comm   {}\n", formatSeconds(step.exposedCommunicationSeconds));
@@ -136,13 +148,14 @@ void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& est
   fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
   fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
              estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
-             "grads", "optimizer", "activations", "in flight");
+  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
+             "grads", "optimizer", "activations", "comm", "in flight");
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const auto& memory = step.stages[s].memory;
-    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s, formatBytes(memory.total()),
-               formatBytes(memory.parameterBytes), formatBytes(memory.gradientBytes),
-               formatBytes(memory.optimizerBytes), formatBytes(memory.activationBytes),
+    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
+               formatBytes(memory.total()), formatBytes(memory.parameterBytes),
+               formatBytes(memory.gradientBytes), formatBytes(memory.optimizerBytes),
+               formatBytes(memory.activationBytes), formatBytes(memory.communicationBytes),
                step.stages[s].peakInFlight);
   }
   fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
@@ -156,7 +169,8 @@ void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string
                   "swiglu)")
       ->required();
   verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
-  verb.add_option("--nodes", config.nodes, "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
+  verb.add_option("--nodes", config.nodes,
+                  "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
       ->check(CLI::PositiveNumber);
   verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
   verb.add_option("--seq", config.seq, "sequence length (default: the model's)")

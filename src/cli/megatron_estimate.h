@@ -3,8 +3,9 @@
 /// One Megatron-LM-style training configuration (TP, PP, DP, micro-batch and global batch,
 /// sequence parallel, recompute, ZeRO stage, precision), evaluated without searching: the model
 /// is built Megatron-style with these degrees and costed by the same cost model and pipeline
-/// simulator as `autopar plan`. `autopar estimate` prints one; `autopar calibrate` runs the
-/// published rows of shared/data/published/calibration.jsonl through it.
+/// simulator as `autopar plan`. `autopar estimate` prints one; `autopar search` ranks many;
+/// bench/calibration.py runs the published rows of shared/data/published/calibration.jsonl
+/// through `autopar estimate`.
 ///
 /// The mapping onto the plan features:
 ///   --pp P, --vpp V     P pipeline stages; V > 1 runs the interleaved schedule with V chunks

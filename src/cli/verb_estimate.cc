@@ -62,10 +62,12 @@ nlohmann::json estimateJson(const MegatronConfig& config, const ConfigEstimate& 
 std::string overflowMessage(const ConfigEstimate& estimate) {
   const auto& step = estimate.evaluated.estimate;
   const auto& memory = step.peakMemory();
-  const std::pair<const char*, int64_t> parts[] = {{"parameters", memory.parameterBytes},
-                                                   {"gradients", memory.gradientBytes},
-                                                   {"optimizer states", memory.optimizerBytes},
-                                                   {"activations", memory.activationBytes}};
+  const std::pair<const char*, int64_t> parts[] = {
+      {"parameters", memory.parameterBytes},
+      {"gradients", memory.gradientBytes},
+      {"optimizer states", memory.optimizerBytes},
+      {"activations", memory.activationBytes},
+      {"communication buffers and gathered parameters", memory.communicationBytes}};
   const auto* largest = &parts[0];
   for (const auto& part : parts) {
     if (part.second > largest->second) largest = &part;

@@ -131,6 +131,11 @@ std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microB
 
 int runSearch(const SearchArgs& args) {
   if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
+  if (args.base.precision != "bf16" && args.base.precision != "fp16" &&
+      args.base.precision != "fp8") {
+    return reportError(
+        Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", args.base.precision)});
+  }
   auto transformer = transformerConfigOf(args.base.model);
   if (!transformer) return reportError(transformer.error());
   auto cluster = loadCluster(args.base.cluster, std::max(args.base.nodes, 1), 0);
@@ -184,7 +189,12 @@ int runSearch(const SearchArgs& args) {
     MegatronConfig candidate = configOf(base, result->ranked[i].first);
     if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
     auto placement = placeConfiguration(candidate, *transformer);
-    if (!placement) return reportError(placement.error());
+    if (!placement) {  // the uniform result stands; say why this one was not placed
+      placementLines.push_back(fmt::format("  TP {} PP {} DP {} MBS {}: not placed: {}",
+                                           candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
+                                           placement.error().message));
+      continue;
+    }
     if (!*placement || !(*placement)->estimate.fits()) continue;
     ++placed;
     placementLines.push_back(fmt::format(

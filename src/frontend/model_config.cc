@@ -51,6 +51,7 @@ class Fields {
     return document_.contains(std::string(key)) && !document_.at(std::string(key)).is_null();
   }
   [[nodiscard]] const Status& status() const { return status_; }
+  void reject(const std::string& message) { fail(Error{message}); }
 
  private:
   void fail(const Error& error) {
@@ -85,6 +86,15 @@ void readLlamaFields(Fields& fields, TransformerConfig& config, const std::strin
   config.seq = fields.positive(sequenceKey);
   config.tiedEmbeddings = fields.flagOr("tie_word_embeddings", false);
   config.normEpsilon = fields.numberOr("rms_norm_eps", 1e-6);
+  // The builder's head size is hidden / heads; configs that set another (Mistral-Nemo) are not
+  // built wrong silently.
+  const int64_t headDim = fields.positiveOr("head_dim", 0);
+  if (headDim > 0 && config.heads > 0 && headDim * config.heads != config.hidden) {
+    fields.reject(
+        fmt::format("head_dim: {} differs from hidden_size / num_attention_heads = {}; "
+                    "a separate head size is not supported",
+                    headDim, config.hidden / config.heads));
+  }
 }
 
 Expected<TransformerConfig> fromHuggingFace(Fields& fields) {

@@ -99,6 +99,14 @@ TEST(ModelConfig, BadFieldsAreNamed) {
   EXPECT_EQ(modelConfigFromJson(mixtral).error().message,
             "model_type: 'mixtral' (mixture of experts) is not supported yet; supported: llama, "
             "qwen2, mistral, baichuan, gpt2, gpt_neox");
+  const json nemo = {{"model_type", "mistral"},         {"hidden_size", 5120},
+                     {"intermediate_size", 14336},      {"num_attention_heads", 32},
+                     {"num_hidden_layers", 40},         {"num_key_value_heads", 8},
+                     {"max_position_embeddings", 1024}, {"vocab_size", 131072},
+                     {"head_dim", 128}};
+  EXPECT_EQ(modelConfigFromJson(nemo).error().message,
+            "head_dim: 128 differs from hidden_size / num_attention_heads = 160; a separate head "
+            "size is not supported");
   const json llama = {{"model_type", "llama"}, {"hidden_size", 4096}};
   EXPECT_EQ(modelConfigFromJson(llama).error().message,
             "top level: missing required field 'num_hidden_layers'");

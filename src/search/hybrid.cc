@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace autopar::search {
 
@@ -33,7 +34,8 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
       if (!divides(pp * tp, space.world) || pp > model.layers) continue;
       const int64_t dp = space.world / (pp * tp);
       for (int64_t vpp = 1; vpp <= (pp > 1 ? space.maxVirtualStages : 1); ++vpp) {
-        if (pp * vpp > model.layers) continue;
+        // Interleaving needs the layers to split evenly into PP x VPP chunks (Megatron-LM).
+        if (pp * vpp > model.layers || (vpp > 1 && !divides(pp * vpp, model.layers))) continue;
         for (int64_t mbs : space.microBatchSizes) {
           if (!divides(dp * mbs, space.globalBatch)) continue;
           const int64_t microBatches = space.globalBatch / (dp * mbs);
@@ -69,17 +71,27 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
   }
   const int bound = static_cast<int>(shapes.size() * std::size(kLadder));
   std::vector<size_t> order;  // per ranked entry, its shape's index: the deterministic tie-break
+  bool scored = false;
+  std::optional<Error> firstError;
   for (size_t s = 0; s < shapes.size(); ++s) {
     for (const Rung& rung : kLadder) {
       HybridCandidate candidate = shapes[s];
+      // ZeRO shards over data parallelism: with DP 1 its rungs repeat ZeRO 0. ZeRO 2 and 3 do
+      // not combine with pipelining in Megatron-LM or DeepSpeed.
+      if (rung.zero > 0 && candidate.dp == 1) continue;
+      if (rung.zero >= 2 && candidate.pp > 1) continue;
       candidate.recompute = rung.recompute;
       candidate.zero = rung.zero;
       auto score = evaluate(candidate);
       ++result.evaluations;
       if (progress) progress(result.evaluations, bound);
-      if (!score) break;  // the builder rejects this shape; no rung changes that
-      if (result.evaluations == 1 || score->peakBytes < result.leanest.second.peakBytes) {
+      if (!score) {  // the builder rejects this shape; no rung changes that
+        if (!firstError) firstError = score.error();
+        break;
+      }
+      if (!scored || score->peakBytes < result.leanest.second.peakBytes) {
         result.leanest = {candidate, *score};
+        scored = true;
       }
       if (score->fits) {
         result.ranked.emplace_back(candidate, *score);
@@ -88,6 +100,7 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
       }
     }
   }
+  if (!scored && firstError) return firstError->in("every candidate failed; the first");
   std::vector<size_t> index(result.ranked.size());
   for (size_t i = 0; i < index.size(); ++i) index[i] = i;
   std::stable_sort(index.begin(), index.end(), [&](size_t a, size_t b) {

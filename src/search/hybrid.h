@@ -7,14 +7,18 @@
 /// `autopar estimate`, i.e. the plan's cost model and pipeline simulator) for each candidate's
 /// step time and peak memory.
 ///
-/// For each shape (TP, PP, DP, VPP, micro-batch size; sequence parallel whenever TP > 1) it
-/// climbs a ladder of memory savers and stops at the first rung that fits, since each rung only
-/// adds time to the one before:
+/// For each shape (TP, PP, DP, VPP, micro-batch size; sequence parallel whenever TP > 1 divides
+/// the sequence) it climbs a ladder of memory savers and stops at the first rung that fits. The
+/// rungs are in the order they usually add time; the ladder is one path through the recompute x
+/// ZeRO grid, not the whole grid:
 ///   no recompute, ZeRO 0 -> no recompute, ZeRO 1 -> selective, ZeRO 1 -> full, ZeRO 1 ->
 ///   full, ZeRO 2 -> full, ZeRO 3.
-/// Shapes: TP divides the devices of a node, the heads, the key/value heads, the MLP width and the
-/// vocabulary; PP x TP divides the world, with at least PP x VPP layers; the micro-batch count
-/// (global batch / (DP x micro-batch size)) is whole, and a multiple of PP when interleaved.
+/// ZeRO rungs are skipped with DP 1 (they repeat ZeRO 0), and ZeRO 2 and 3 with PP > 1 (neither
+/// Megatron-LM nor DeepSpeed combines them with pipelining).
+/// Shapes: TP a power of two dividing the devices of a node, the heads, the key/value heads, the
+/// MLP width and the vocabulary; PP x TP divides the world, with at least PP x VPP layers, and
+/// the layers divide into PP x VPP chunks when interleaved; the micro-batch count (global batch /
+/// (DP x micro-batch size)) is whole, at least PP, and a multiple of PP when interleaved.
 ///
 /// Not yet: non-uniform layer placement and per-stage recompute counts (layers split evenly and
 /// recompute applies to every layer), context and expert parallelism.

@@ -50,8 +50,14 @@ class Budget {
   Clock::time_point deadline_;
 };
 
-/// The best cost the hard search holds, for the soft search to measure itself against.
+/// The best cost any hard search holds, for the soft search to measure itself against.
 using Scoreboard = std::atomic<int64_t>;
+
+void record(Scoreboard& board, int64_t cost) {
+  int64_t held = board.load(std::memory_order_relaxed);
+  while (cost < held && !board.compare_exchange_weak(held, cost, std::memory_order_relaxed)) {
+  }
+}
 
 std::vector<int> everyNode(const Indexed& index) {
   std::vector<int> all(index.problem.nodes.size());
@@ -66,7 +72,7 @@ Outcome hardSearch(const Indexed& index, uint64_t seed, Budget& budget, Scoreboa
   search.descend(everyNode(index));
   for (; !budget.spent(); budget.moves += 64) {
     search.improve(budget.moves, 64);
-    board.store(search.cost(), std::memory_order_relaxed);
+    record(board, search.cost());
   }
   return Outcome{search.cost() < kNever, search.cost(), search.choice()};
 }
@@ -135,18 +141,17 @@ Outcome softSearch(const Indexed& index, uint64_t seed, Budget& budget, Scoreboa
   relaxed.relax({});
   relaxed.startRelaxed();
   relaxed.descend(all);
-  if (relaxed.peak() <= index.limit)
-    return Outcome{relaxed.cost() < kNever, relaxed.cost(),
-                   relaxed.choice()};  // memory never binds
+  // Memory never binds: the hard search is then the same search, and has the time to run.
+  if (relaxed.peak() <= index.limit) return hardSearch(index, seed, budget, board);
   const std::vector<double> start = uniformWeights(index, 2 * calibrateWeight(index, seed, budget));
   std::vector<double> weights = start;
   Outcome best;
   bool checked = false;
   for (int stalled = 0; !budget.spent(); ++stalled) {
-    if (!checked && budget.timeShare() >= kCheckpoint) {
+    const int64_t hardBest = board.load(std::memory_order_relaxed);
+    if (!checked && budget.timeShare() >= kCheckpoint && hardBest < kInfiniteCost) {
       checked = true;
-      const auto hard = static_cast<double>(board.load(std::memory_order_relaxed));
-      if (static_cast<double>(best.cost) > kBehind * hard) {
+      if (static_cast<double>(best.cost) > kBehind * static_cast<double>(hardBest)) {
         Outcome second = hardSearch(index, seed, budget, board);
         return second.cost < best.cost ? second : best;
       }

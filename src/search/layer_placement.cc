@@ -140,15 +140,31 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
     bestStep = best.stepSeconds;
   }
   if (best.layers.empty()) {
+    // Name a stage that cannot hold even one layer, else how many layers the stages can hold.
+    int64_t capacity = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      int64_t mostFitting = 0;
+      for (int64_t n = 1; n <= most; ++n) {
+        if (need[static_cast<size_t>(s)][static_cast<size_t>(n)] != kNone) mostFitting = n;
+      }
+      if (mostFitting == 0) {
+        return Error{fmt::format(
+            "no placement of {} layers on {} stages fits in {} bytes: stage {} needs {} bytes "
+            "for a single recomputed layer",
+            layers, stages, problem.memoryLimitBytes, s, stageBytes(problem, s, 1, 1))};
+      }
+      capacity += mostFitting;
+    }
     return Error{fmt::format(
-        "no placement of {} layers on {} stages fits in {} bytes: even one layer, recomputed, "
-        "needs {} bytes on the first stage",
-        layers, stages, problem.memoryLimitBytes, stageBytes(problem, 0, 1, 1))};
+        "no placement of {} layers on {} stages fits in {} bytes: with full recompute the stages "
+        "hold at most {} layers together",
+        layers, stages, problem.memoryLimitBytes, capacity)};
   }
   return best;
 }
 
 Expected<Placement> placeLayersBruteForce(const PlacementProblem& problem) {
+  if (problem.stages < 1 || problem.layers < problem.stages) return Error{"no placement fits"};
   Placement best;
   best.stepSeconds = std::numeric_limits<double>::infinity();
   std::vector<int64_t> layers(static_cast<size_t>(problem.stages));

@@ -90,6 +90,7 @@ TEST(LayerPlacement, NothingFitsIsNamed) {
   ASSERT_FALSE(placement.ok());
   EXPECT_NE(placement.error().message.find("no placement of 4 layers on 2 stages fits in 50 bytes"),
             std::string::npos);
+  EXPECT_NE(placement.error().message.find("stage 0 needs"), std::string::npos);
 }
 
 }  // namespace

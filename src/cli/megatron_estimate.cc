@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cost/compute.h"
 #include "cost/constants.h"
 
 namespace autopar::cli {
@@ -41,24 +42,6 @@ Status checkConfig(const MegatronConfig& config) {
     return Error{"--sequence-parallel: needs --tp greater than 1"};
   }
   return {};
-}
-
-Expected<ir::DType> parsePrecision(const std::string& name) {
-  if (name == "bf16") return ir::DType::kBF16;
-  if (name == "fp16") return ir::DType::kF16;
-  if (name == "fp8") return ir::DType::kFP8;
-  return Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", name)};
-}
-
-cluster::Precision devicePrecision(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF16:
-      return cluster::Precision::kF16;
-    case ir::DType::kFP8:
-      return cluster::Precision::kFP8;
-    default:
-      return cluster::Precision::kBF16;
-  }
 }
 
 /// The cluster preset (or spec) with just enough nodes for the world size, cut to it.
@@ -121,6 +104,13 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
 }
 
 }  // namespace
+
+Expected<ir::DType> parsePrecision(const std::string& name) {
+  if (name == "bf16") return ir::DType::kBF16;
+  if (name == "fp16") return ir::DType::kF16;
+  if (name == "fp8") return ir::DType::kFP8;
+  return Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", name)};
+}
 
 bool ConfigEstimate::fits() const {
   return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
@@ -237,10 +227,9 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   result.tokensPerSecond = static_cast<double>(config.gbs * result.sequence) / result.stepSeconds;
   result.tflopsPerGpu = result.modelFlopsPerStep / gpuSeconds / 1e12;
   result.hardwareTflopsPerGpu = result.hardwareFlopsPerStep / gpuSeconds / 1e12;
-  const auto& peaks = result.cluster.device.peakFlopsPerSecond;
-  auto peak = peaks.find(devicePrecision(*dtype));
-  if (peak == peaks.end()) peak = peaks.find(cluster::Precision::kBF16);
-  if (peak != peaks.end()) result.mfu = result.tflopsPerGpu * 1e12 / peak->second;
+  // The same peak the cost model computes with.
+  const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(*dtype));
+  if (peak > 0) result.mfu = result.tflopsPerGpu * 1e12 / peak;
   for (const auto& stage : result.evaluated.estimate.stages) {
     result.peakMemoryBytes.push_back(stage.memory.total());
   }

@@ -75,6 +75,9 @@ struct ConfigEstimate {
   [[nodiscard]] bool fits() const;
 };
 
+/// The compute dtype a --precision names (bf16, fp16 or fp8).
+Expected<ir::DType> parsePrecision(const std::string& name);
+
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
 

@@ -131,10 +131,8 @@ std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microB
 
 int runSearch(const SearchArgs& args) {
   if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
-  if (args.base.precision != "bf16" && args.base.precision != "fp16" &&
-      args.base.precision != "fp8") {
-    return reportError(
-        Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", args.base.precision)});
+  if (auto precision = parsePrecision(args.base.precision); !precision) {
+    return reportError(precision.error());
   }
   auto transformer = transformerConfigOf(args.base.model);
   if (!transformer) return reportError(transformer.error());

@@ -1,9 +1,10 @@
 #include "cost/compute.h"
 
-#include "cost/constants.h"
-
 #include <algorithm>
 #include <cmath>
+#include <optional>
+
+#include "cost/constants.h"
 
 namespace autopar::cost {
 
@@ -15,20 +16,24 @@ bool isTensorCoreKind(ir::OpFamily family) {
 
 }  // namespace
 
+std::optional<cluster::Precision> precisionOf(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kBF16:
+      return cluster::Precision::kBF16;
+    case ir::DType::kF16:
+      return cluster::Precision::kF16;
+    case ir::DType::kFP8:
+      return cluster::Precision::kFP8;
+    case ir::DType::kF32:
+      return cluster::Precision::kF32;
+    default:
+      return std::nullopt;
+  }
+}
+
 cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
   for (ir::TensorId input : op.inputs) {
-    switch (graph.tensor(input).type.dtype) {
-      case ir::DType::kBF16:
-        return cluster::Precision::kBF16;
-      case ir::DType::kF16:
-        return cluster::Precision::kF16;
-      case ir::DType::kFP8:
-        return cluster::Precision::kFP8;
-      case ir::DType::kF32:
-        return cluster::Precision::kF32;
-      default:
-        continue;
-    }
+    if (auto precision = precisionOf(graph.tensor(input).type.dtype)) return *precision;
   }
   return cluster::Precision::kF32;
 }
@@ -47,8 +52,7 @@ double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double comput
   return base * dim / (dim + constants.tileDim);
 }
 
-namespace {
-double peakFor(const cluster::DeviceSpec& device, cluster::Precision precision) {
+double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision) {
   auto it = device.peakFlopsPerSecond.find(precision);
   if (it != device.peakFlopsPerSecond.end() && it->second > 0) return it->second;
   // A precision the device has no quoted peak for runs at its bf16 rate (fp8 on A100 falls back).
@@ -58,13 +62,12 @@ double peakFor(const cluster::DeviceSpec& device, cluster::Precision precision) 
   for (const auto& [unused, peak] : device.peakFlopsPerSecond) best = std::max(best, peak);
   return best;
 }
-}  // namespace
 
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
                        double computeFraction, const cluster::DeviceSpec& device) {
   double computeSeconds = 0;
   if (flops > 0) {
-    const double peak = peakFor(device, precisionOf(graph, op));
+    const double peak = peakFlops(device, precisionOf(graph, op));
     computeSeconds = flops / (peak * computeEfficiency(graph, op, computeFraction));
   }
   double memorySeconds = 0;

@@ -8,14 +8,22 @@
 /// overrides these per block.
 
 #include <cstdint>
+#include <optional>
 
 #include "cluster/cluster.h"
 #include "ir/graph.h"
 
 namespace autopar::cost {
 
+/// The precision a floating dtype computes in; nullopt for integer and bool types.
+std::optional<cluster::Precision> precisionOf(ir::DType dtype);
+
 /// The precision an op computes in: from its first floating input's dtype.
 cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op);
+
+/// The device's dense peak at `precision`; a precision it quotes no peak for runs at its bf16
+/// rate (fp8 on A100), else at its highest quoted peak.
+double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision);
 
 /// Fraction of the precision's peak the op's kind reaches at the given per-device size.
 /// Example: a MatMul of 4096x4096x4096 reaches nearly matmul_efficiency; smaller ones less

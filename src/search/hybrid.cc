@@ -70,12 +70,11 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
         model.vocab)};
   }
   const int bound = static_cast<int>(shapes.size() * std::size(kLadder));
-  std::vector<size_t> order;  // per ranked entry, its shape's index: the deterministic tie-break
   bool scored = false;
   std::optional<Error> firstError;
-  for (size_t s = 0; s < shapes.size(); ++s) {
+  for (const HybridCandidate& shape : shapes) {
     for (const Rung& rung : kLadder) {
-      HybridCandidate candidate = shapes[s];
+      HybridCandidate candidate = shape;
       // ZeRO shards over data parallelism: with DP 1 its rungs repeat ZeRO 0. ZeRO 2 and 3 do
       // not combine with pipelining in Megatron-LM or DeepSpeed.
       if (rung.zero > 0 && candidate.dp == 1) continue;
@@ -95,24 +94,18 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
       }
       if (score->fits) {
         result.ranked.emplace_back(candidate, *score);
-        order.push_back(s);
         break;
       }
     }
   }
   if (!scored && firstError) return firstError->in("every candidate failed; the first");
-  std::vector<size_t> index(result.ranked.size());
-  for (size_t i = 0; i < index.size(); ++i) index[i] = i;
-  std::stable_sort(index.begin(), index.end(), [&](size_t a, size_t b) {
-    const auto& [ca, sa] = result.ranked[a];
-    const auto& [cb, sb] = result.ranked[b];
-    if (sa.stepSeconds != sb.stepSeconds) return sa.stepSeconds < sb.stepSeconds;
-    if (ca.tp * ca.pp != cb.tp * cb.pp) return ca.tp * ca.pp < cb.tp * cb.pp;
-    return order[a] < order[b];
+  // Entries were added in enumeration order, which the stable sort keeps among equals.
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
+    if (a.second.stepSeconds != b.second.stepSeconds) {
+      return a.second.stepSeconds < b.second.stepSeconds;
+    }
+    return a.first.tp * a.first.pp < b.first.tp * b.first.pp;
   });
-  std::vector<std::pair<HybridCandidate, HybridScore>> ranked;
-  for (size_t i : index) ranked.push_back(result.ranked[i]);
-  result.ranked = std::move(ranked);
   return result;
 }
 

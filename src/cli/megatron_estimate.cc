@@ -179,17 +179,21 @@ Status applyCostModel(const std::string& path) {
   return {};
 }
 
-std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages) {
-  std::vector<int64_t> layers(static_cast<size_t>(stages), 0);
+StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages) {
+  StageLayers result{std::vector<int64_t>(static_cast<size_t>(stages), 0),
+                     std::vector<int64_t>(static_cast<size_t>(stages), 0)};
   const ir::Graph& graph = estimate.evaluated.model.graph;
   const auto& stageOf = estimate.evaluated.stages.virtualStageOf;
+  const bool allRecomputed =
+      estimate.evaluated.evaluateOptions.recompute.layers == cost::LayerRecompute::kFull;
   std::set<std::string> seen;
   for (const ir::Op& op : graph.ops()) {
     if (!ir::isStackLayer(op.block) || !seen.insert(op.block).second) continue;
-    const int virtualStage = stageOf.at(static_cast<size_t>(op.id));
-    ++layers[static_cast<size_t>(virtualStage % stages)];
+    const auto stage = static_cast<size_t>(stageOf.at(static_cast<size_t>(op.id)) % stages);
+    ++result.layers[stage];
+    if (allRecomputed || graph.settingsOf(op).recompute) ++result.recomputed[stage];
   }
-  return layers;
+  return result;
 }
 
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {

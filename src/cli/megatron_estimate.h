@@ -92,7 +92,12 @@ void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string
 /// Puts a --cost-model file's constants in force (nothing when `path` is empty).
 Status applyCostModel(const std::string& path);
 
-/// Transformer layers (blocks "<stack>.<i>") per pipeline stage, in stage order.
-std::vector<int64_t> layersPerStage(const ConfigEstimate& estimate, int64_t stages);
+/// Transformer layers (blocks "<stack>.<i>") per pipeline stage, in stage order, and how many of
+/// them are recomputed in full (every layer under --recompute full, else the recomputed blocks).
+struct StageLayers {
+  std::vector<int64_t> layers;
+  std::vector<int64_t> recomputed;
+};
+StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages);
 
 }  // namespace autopar::cli

@@ -49,16 +49,7 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
 /// throughput (tokens per second per device). There is no ViT here, so its lists are zeros.
 nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
                                          const ConfigEstimate& estimate) {
-  const std::vector<int64_t> layers = layersPerStage(estimate, config.pp);
-  std::vector<int64_t> recomputed(layers.size(), 0);
-  if (config.recompute == "full") recomputed = layers;
-  // Placed configurations recompute their first layers per stage (recomputeBlocks).
-  for (size_t s = 0, first = 0; s < layers.size(); first += static_cast<size_t>(layers[s]), ++s) {
-    for (const auto& block : config.recomputeBlocks) {
-      const auto index = static_cast<size_t>(std::stoll(block.substr(block.rfind('.') + 1)));
-      if (index >= first && index < first + static_cast<size_t>(layers[s])) ++recomputed[s];
-    }
-  }
+  const auto [layers, recomputed] = layersPerStage(estimate, config.pp);
   const std::vector<int64_t> none(layers.size(), 0);
   return {{"parallel_config",
            {{"PP", config.pp},
@@ -223,15 +214,16 @@ int runSearch(const SearchArgs& args) {
   fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
              "rank", "TP", "PP", "DP", "VPP", "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s",
              "MFU", "peak");
+  // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
+  const double mfuSeconds = estimate->mfu * estimate->stepSeconds;
   for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < args.top; ++i) {
     const auto& [c, score] = result->ranked[i];
     const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
-    auto detail = estimateConfig(configOf(base, c));
     fmt::print(
         "{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% "
         "{:>11}\n",
         i + 1, c.tp, c.pp, c.dp, c.vpp, c.mbs, c.sequenceParallel ? "on" : "off", c.recompute,
-        c.zero, formatSeconds(score.stepSeconds), tokens, detail ? 100 * detail->mfu : 0.0,
+        c.zero, formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
         formatBytes(score.peakBytes));
   }
   if (!placementLines.empty()) {
@@ -242,7 +234,7 @@ int runSearch(const SearchArgs& args) {
              best.stages.empty() ? " (layers split evenly)" : " (layers placed non-uniformly)");
   printEstimateReport(best, *estimate);
   fmt::print("\nMegatron-LM: {}\n",
-             megatronArguments(best, model.layers, layersPerStage(*estimate, best.pp)));
+             megatronArguments(best, model.layers, layersPerStage(*estimate, best.pp).layers));
   fmt::print("\nMindSpore (MindFormers yaml):\n{}",
              mindsporeParallelConfig(best, estimate->microBatches));
   fmt::print("\nwrote {}\n", args.out);

@@ -48,7 +48,9 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     return LoadedModel{std::move(*graph), model, 0, 0};
   }
   std::optional<frontend::TransformerConfig> fromFile;
-  if (endsWith(model, ".json")) {
+  // A transformer given in the options (a run yaml, or the caller's already-read config) needs
+  // no file read.
+  if (endsWith(model, ".json") && !options.transformer) {
     // A model configuration (Hugging Face config.json or dimensions) builds a transformer;
     // anything else is a graph.
     auto text = readText(model);

@@ -139,6 +139,7 @@ int runSearch(const SearchArgs& args) {
   space.globalBatch = args.base.gbs;
   MegatronConfig base = args.base;
   base.nodes = std::max(args.base.nodes, 1);
+  base.transformer = *transformer;  // read once, not again for every evaluation
   auto evaluate = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
     auto estimate = estimateConfig(configOf(base, candidate));
     if (!estimate) return estimate.error();

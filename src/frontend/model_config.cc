@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "frontend/json_fields.h"
 
 namespace autopar::frontend {
@@ -188,18 +185,6 @@ Expected<TransformerConfig> modelConfigFromJson(const json& document) {
       document.contains("model_type") ? fromHuggingFace(fields) : fromDimensions(document, fields);
   if (!config) return config;
   if (auto status = validateTransformerConfig(*config); !status) return status.error();
-  return config;
-}
-
-Expected<TransformerConfig> readModelConfig(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  auto document = parseJsonText(text.str());
-  if (!document) return document.error().in(path);
-  auto config = modelConfigFromJson(*document);
-  if (!config) return config.error().in(path);
   return config;
 }
 

@@ -45,7 +45,4 @@ bool isModelConfig(const nlohmann::json& document);
 ///    mistral, baichuan, gpt2, gpt_neox"
 Expected<TransformerConfig> modelConfigFromJson(const nlohmann::json& document);
 
-/// Reads and parses `path`; errors are prefixed with the path.
-Expected<TransformerConfig> readModelConfig(const std::string& path);
-
 }  // namespace autopar::frontend

@@ -71,9 +71,8 @@ void gptStyle(TransformerConfig& config) {
   config.linearBias = true;
 }
 
-/// llama, qwen2, mistral and baichuan share Hugging Face's LLaMA field names.
-void readLlamaFields(Fields& fields, TransformerConfig& config, const std::string& sequenceKey) {
-  llamaStyle(config);
+/// The dimensions under the field names llama, qwen2, mistral, baichuan and gpt_neox share.
+void readDimensions(Fields& fields, TransformerConfig& config, const std::string& sequenceKey) {
   config.layers = fields.positive("num_hidden_layers");
   config.hidden = fields.positive("hidden_size");
   config.ffn = fields.positive("intermediate_size");
@@ -82,7 +81,6 @@ void readLlamaFields(Fields& fields, TransformerConfig& config, const std::strin
   config.vocab = fields.positive("vocab_size");
   config.seq = fields.positive(sequenceKey);
   config.tiedEmbeddings = fields.flagOr("tie_word_embeddings", false);
-  config.normEpsilon = fields.numberOr("rms_norm_eps", 1e-6);
   // The builder's head size is hidden / heads; configs that set another (Mistral-Nemo) are not
   // built wrong silently.
   const int64_t headDim = fields.positiveOr("head_dim", 0);
@@ -92,6 +90,12 @@ void readLlamaFields(Fields& fields, TransformerConfig& config, const std::strin
                     "a separate head size is not supported",
                     headDim, config.hidden / config.heads));
   }
+}
+
+void readLlamaFields(Fields& fields, TransformerConfig& config, const std::string& sequenceKey) {
+  llamaStyle(config);
+  readDimensions(fields, config, sequenceKey);
+  config.normEpsilon = fields.numberOr("rms_norm_eps", 1e-6);
 }
 
 Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
@@ -122,14 +126,7 @@ Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
   } else if (type == "gpt_neox") {
     gptStyle(config);
     config.position = TransformerConfig::Position::kRotary;
-    config.layers = fields.positive("num_hidden_layers");
-    config.hidden = fields.positive("hidden_size");
-    config.ffn = fields.positive("intermediate_size");
-    config.heads = fields.positive("num_attention_heads");
-    config.kvHeads = config.heads;
-    config.vocab = fields.positive("vocab_size");
-    config.seq = fields.positive("max_position_embeddings");
-    config.tiedEmbeddings = fields.flagOr("tie_word_embeddings", false);
+    readDimensions(fields, config, "max_position_embeddings");
     config.normEpsilon = fields.numberOr("layer_norm_eps", 1e-5);
   } else {
     const char* kind = type == "mixtral"    ? " (mixture of experts)"

@@ -203,8 +203,7 @@ class Search {
 
   /// Takes the given strategies.
   void assign(const std::vector<int>& choice) {
-    for (size_t v = 0; v < choice.size(); ++v) set(static_cast<int>(v), choice[v]);
-    cost_ = totalCost();
+    assignAll([&](size_t v) { return choice[v]; });
   }
 
   /// A start with memory ignored: greedy construction, then the spanning-forest pass.

@@ -7,9 +7,11 @@
 #include <numeric>
 
 #include "cluster/cluster.h"
+#include "cluster/collective.h"
 #include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
+#include "search/analytic_step.h"
 #include "search/driver.h"
 #include "search/layer_placement.h"
 #include "search/pipeline.h"
@@ -127,7 +129,8 @@ search::PlacementProblem llamaLikePlacement(int64_t stages) {
   problem.stages = stages;
   problem.microBatches = 64;
   problem.memoryLimitBytes = int64_t{80} << 30;
-  problem.layer = {0.0125, 0.025, 0.0125, int64_t{700} << 20, int64_t{450} << 20, int64_t{30} << 20};
+  problem.layer = {0.0125,           0.025, 0.0125, int64_t{700} << 20, int64_t{450} << 20,
+                   int64_t{30} << 20};
   problem.first = {0.01, int64_t{500} << 20, int64_t{60} << 20};
   problem.last = {0.03, int64_t{500} << 20, int64_t{200} << 20};
   return problem;
@@ -148,6 +151,79 @@ void BM_PlaceLayersExact(benchmark::State& state) {
   const search::PlacementProblem problem = llamaLikePlacement(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
 }
+
+/// The hybrid search's screen (search/analytic_step.h), one configuration per iteration: a
+/// LLaMA2-70B-like block profile (TP 4) on 1024 A100s, cycling through PP 1-16, VPP 1-2, ZeRO 0-3
+/// and recompute none/full, each with its data-parallel all-reduce priced over its own group.
+void BM_ClosedFormEstimate(benchmark::State& state) {
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", 128);
+  if (!cluster) {
+    state.SkipWithError(cluster.error().message.c_str());
+    return;
+  }
+  search::BlockProfile profile;
+  profile.layer = {0.0125,
+                   0.025,
+                   0.0125,
+                   0.0004,
+                   {int64_t{110} << 20, int64_t{220} << 20, int64_t{660} << 20},
+                   int64_t{450} << 20,
+                   int64_t{30} << 20};
+  profile.first = {0.004,
+                   0.008,
+                   0,
+                   0.0002,
+                   {int64_t{130} << 20, int64_t{260} << 20, int64_t{780} << 20},
+                   int64_t{60} << 20,
+                   int64_t{60} << 20};
+  profile.last = profile.first;
+  profile.last.activationBytes = int64_t{200} << 20;
+  profile.sendSeconds = 0.001;
+  profile.bufferBytes = int64_t{300} << 20;
+  struct Case {
+    search::AnalyticCandidate candidate;
+    std::vector<int> ranks;
+  };
+  std::vector<Case> cases;
+  const int64_t tp = 4;
+  for (int64_t pp : {1, 2, 4, 8, 16}) {
+    for (int64_t vpp : {1, 2}) {
+      for (int zero : {0, 1, 2, 3}) {
+        for (bool full : {false, true}) {
+          if ((vpp > 1 && pp == 1) || (zero >= 2 && pp > 1)) continue;
+          const int64_t dp = 1024 / (tp * pp);
+          Case c;
+          c.candidate = {
+              pp,
+              vpp,
+              1536 / dp,
+              dp,
+              zero,
+              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B,
+              search::evenLayers(80, pp, vpp),
+              {}};
+          c.candidate.recomputed =
+              full ? c.candidate.layers : std::vector<int64_t>(static_cast<size_t>(pp), 0);
+          for (int64_t d = 0; d < dp; ++d) c.ranks.push_back(static_cast<int>(d * tp));
+          cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  size_t next = 0;
+  for (auto _ : state) {
+    const Case& c = cases[next];
+    next = next + 1 == cases.size() ? 0 : next + 1;
+    auto sync = [&](int64_t bytes) {
+      return cluster::collectiveCost(*cluster, cluster::Collective::kAllReduce, c.ranks, bytes)
+          .seconds;
+    };
+    benchmark::DoNotOptimize(search::estimateAnalytic(profile, c.candidate, sync));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+BENCHMARK(BM_ClosedFormEstimate);
 
 BENCHMARK(BM_PlacementModelEvaluate)->Arg(4)->Arg(8)->Arg(16)->ArgNames({"stages"});
 BENCHMARK(BM_PlaceLayersExact)

@@ -44,7 +44,8 @@ Status checkConfig(const MegatronConfig& config) {
   return {};
 }
 
-/// The cluster preset (or spec) with just enough nodes for the world size, cut to it.
+}  // namespace
+
 Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   int nodes = config.nodes;
   if (nodes <= 0) {
@@ -69,6 +70,8 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   if (cluster->numDevices == config.worldSize()) return cluster;
   return cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
 }
+
+namespace {
 
 PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   PlanOptions options;

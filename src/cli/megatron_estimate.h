@@ -78,6 +78,10 @@ struct ConfigEstimate {
 /// The compute dtype a --precision names (bf16, fp16 or fp8).
 Expected<ir::DType> parsePrecision(const std::string& name);
 
+/// The cluster preset (or spec) with just enough nodes for the world size (or `config.nodes`),
+/// cut to the world size, with --inter-node-gbps applied.
+Expected<cluster::Cluster> clusterFor(const MegatronConfig& config);
+
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
 

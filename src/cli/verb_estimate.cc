@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/block_profile.h"
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
 
@@ -110,15 +111,43 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
   verb->add_flag("--json", *json, "print JSON");
-  verb->callback([&action, config, json, costModel] {
-    action = [config, json, costModel] {
+  auto closedForm = std::make_shared<bool>(false);
+  verb->add_flag("--closed-form", *closedForm,
+                 "also give the search's closed-form estimate (its screen) of this configuration");
+  verb->callback([&action, config, json, costModel, closedForm] {
+    action = [config, json, costModel, closedForm] {
       if (auto status = applyCostModel(*costModel); !status) return reportError(status.error());
       auto estimate = estimateConfig(*config);
       if (!estimate) return reportError(estimate.error());
+      std::optional<search::AnalyticEstimate> screen;
+      if (*closedForm) {
+        auto transformer = config->transformer
+                               ? Expected<frontend::TransformerConfig>(*config->transformer)
+                               : transformerConfigOf(config->model);
+        if (!transformer) return reportError(transformer.error());
+        BlockProfiler profiler(*config, *transformer);
+        auto closed = closedFormEstimate(*config, profiler, estimate->cluster);
+        if (!closed) return reportError(closed.error());
+        screen = *closed;
+      }
       if (*json) {
-        fmt::print("{}\n", estimateJson(*config, *estimate).dump(2));
+        nlohmann::json out = estimateJson(*config, *estimate);
+        if (screen) {
+          out["closed_form"] = {{"step_time_s", screen->stepSeconds},
+                                {"peak_memory_bytes", screen->peakBytes}};
+        }
+        fmt::print("{}\n", out.dump(2));
       } else {
         printEstimateReport(*config, *estimate);
+        if (screen) {
+          fmt::print(
+              "closed form      step {} ({:+.1f}%), peak {} ({:+.1f}%)\n",
+              formatSeconds(screen->stepSeconds),
+              100 * (screen->stepSeconds / estimate->stepSeconds - 1), formatBytes(screen->peak()),
+              100 * (static_cast<double>(screen->peak()) /
+                         static_cast<double>(estimate->evaluated.estimate.peakMemory().total()) -
+                     1));
+        }
       }
       if (estimate->fits()) return kExitOk;
       fmt::print(stderr, "autopar: {}\n", overflowMessage(*estimate));

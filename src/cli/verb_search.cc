@@ -12,7 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "cli/layer_placement_probe.h"
+#include "cli/block_profile.h"
 #include "cli/megatron_estimate.h"
 #include "cli/verbs.h"
 #include "search/hybrid.h"
@@ -21,6 +21,8 @@ namespace autopar::cli {
 
 namespace {
 
+/// How many of the fastest screened configurations the full model evaluates again.
+constexpr int kRefinedCandidates = 16;
 /// How many of the fastest uniform configurations get the layer placement search.
 constexpr int kPlacedCandidates = 8;
 
@@ -127,7 +129,14 @@ int runSearch(const SearchArgs& args) {
   }
   auto transformer = transformerConfigOf(args.base.model);
   if (!transformer) return reportError(transformer.error());
-  auto cluster = loadCluster(args.base.cluster, std::max(args.base.nodes, 1), 0);
+  MegatronConfig base = args.base;
+  base.nodes = std::max(args.base.nodes, 1);
+  base.transformer = *transformer;  // read once, not again for every evaluation
+  MegatronConfig whole = base;      // the whole cluster as one data-parallel group
+  auto one = loadCluster(base.cluster, base.nodes, 0);
+  if (!one) return reportError(one.error());
+  whole.dp = one->numDevices;
+  auto cluster = clusterFor(whole);
   if (!cluster) return reportError(cluster.error());
   search::HybridModel model{
       transformer->layers,  transformer->heads,
@@ -137,9 +146,13 @@ int runSearch(const SearchArgs& args) {
   space.world = cluster->numDevices;
   space.devicesPerNode = cluster->devicesPerNode;
   space.globalBatch = args.base.gbs;
-  MegatronConfig base = args.base;
-  base.nodes = std::max(args.base.nodes, 1);
-  base.transformer = *transformer;  // read once, not again for every evaluation
+  BlockProfiler profiler(base, *transformer);
+  auto screen = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
+    auto estimate = closedFormEstimate(configOf(base, candidate), profiler, *cluster);
+    if (!estimate) return estimate.error();
+    return search::HybridScore{estimate->stepSeconds, estimate->peak(),
+                               estimate->peak() <= cluster->device.memoryBytes};
+  };
   auto evaluate = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
     auto estimate = estimateConfig(configOf(base, candidate));
     if (!estimate) return estimate.error();
@@ -148,10 +161,10 @@ int runSearch(const SearchArgs& args) {
                                estimate->fits()};
   };
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  auto progress = [&](int done, int bound) {
-    if (terminal) fmt::print(stderr, "\rsearching: {} evaluated (at most {})", done, bound);
+  auto progress = [&](int done, int total) {
+    if (terminal) fmt::print(stderr, "\rrefining on the full model: {}/{}", done, total);
   };
-  auto result = search::searchHybrid(model, space, evaluate, progress);
+  auto result = search::searchHybrid(model, space, screen, evaluate, kRefinedCandidates, progress);
   if (terminal) fmt::print(stderr, "\n");
   if (!result) return reportError(result.error());
   if (result->ranked.empty()) {
@@ -178,7 +191,7 @@ int runSearch(const SearchArgs& args) {
   for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
     MegatronConfig candidate = configOf(base, result->ranked[i].first);
     if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
-    auto placement = placeConfiguration(candidate, *transformer);
+    auto placement = placeConfiguration(candidate, profiler);
     if (!placement) {  // the uniform result stands; say why this one was not placed
       placementLines.push_back(fmt::format("  TP {} PP {} DP {} MBS {}: not placed: {}",
                                            candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
@@ -210,8 +223,10 @@ int runSearch(const SearchArgs& args) {
   fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args.base.model,
              cluster->name, cluster->numDevices, cluster->device.name, args.base.gbs);
   fmt::print(
-      "{} shapes, {} evaluations, {} fit; non-uniform placement tried on {} of the leaders\n\n",
-      result->shapes, result->evaluations, result->ranked.size(), placed);
+      "{} shapes, {} configurations screened in closed form ({} fit, {} block probes), {} "
+      "evaluated on the full model ({} fit); non-uniform placement tried on {} of the leaders\n\n",
+      result->shapes, result->screened, result->screenFits, profiler.probes(), result->refined,
+      result->ranked.size(), placed);
   fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
              "rank", "TP", "PP", "DP", "VPP", "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s",
              "MFU", "peak");

@@ -9,13 +9,9 @@ namespace autopar::search {
 
 namespace {
 
-/// The memory savers in the order they add time.
-struct Rung {
-  const char* recompute;
-  int zero;
-};
-constexpr Rung kLadder[] = {{"none", 0}, {"none", 1}, {"selective", 1},
-                            {"full", 1}, {"full", 2}, {"full", 3}};
+/// The memory savers: recompute and ZeRO stage.
+constexpr const char* kRecompute[] = {"none", "selective", "full"};
+constexpr int kZeroStages[] = {0, 1, 2, 3};
 
 bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
 
@@ -46,8 +42,11 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
           shape.dp = dp;
           shape.vpp = vpp;
           shape.mbs = mbs;
-          shape.sequenceParallel = tp > 1 && divides(tp, model.seq);
           shapes.push_back(shape);
+          if (tp > 1 && divides(tp, model.seq)) {
+            shape.sequenceParallel = true;
+            shapes.push_back(shape);
+          }
         }
       }
     }
@@ -55,13 +54,47 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
   return shapes;
 }
 
+std::vector<HybridCandidate> hybridCandidates(const HybridModel& model, const HybridSpace& space) {
+  std::vector<HybridCandidate> candidates;
+  for (const HybridCandidate& shape : hybridShapes(model, space)) {
+    for (const char* recompute : kRecompute) {
+      for (int zero : kZeroStages) {
+        // ZeRO shards over data parallelism: with DP 1 it repeats ZeRO 0. ZeRO 2 and 3 do not
+        // combine with pipelining in Megatron-LM or DeepSpeed.
+        if ((zero > 0 && shape.dp == 1) || (zero >= 2 && shape.pp > 1)) continue;
+        HybridCandidate candidate = shape;
+        candidate.recompute = recompute;
+        candidate.zero = zero;
+        candidates.push_back(candidate);
+      }
+    }
+  }
+  return candidates;
+}
+
+namespace {
+
+using Scored = std::pair<HybridCandidate, HybridScore>;
+
+/// Fastest first; ties go to fewer devices per replica, then to the earlier entry.
+void rank(std::vector<Scored>& scored) {
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    if (a.second.stepSeconds != b.second.stepSeconds) {
+      return a.second.stepSeconds < b.second.stepSeconds;
+    }
+    return a.first.tp * a.first.pp < b.first.tp * b.first.pp;
+  });
+}
+
+}  // namespace
+
 Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace& space,
-                                    const HybridEvaluator& evaluate,
-                                    const HybridProgress& progress) {
+                                    const HybridEvaluator& screen, const HybridEvaluator& full,
+                                    int refine, const HybridProgress& progress) {
   HybridResult result;
-  const std::vector<HybridCandidate> shapes = hybridShapes(model, space);
-  result.shapes = static_cast<int>(shapes.size());
-  if (shapes.empty()) {
+  result.shapes = static_cast<int>(hybridShapes(model, space).size());
+  const std::vector<HybridCandidate> candidates = hybridCandidates(model, space);
+  if (candidates.empty()) {
     return Error{fmt::format(
         "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "
         "node, the heads ({}), key/value heads ({}), MLP width ({}) and vocabulary ({}), and the "
@@ -69,43 +102,36 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
         space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads, model.ffn,
         model.vocab)};
   }
-  const int bound = static_cast<int>(shapes.size() * std::size(kLadder));
-  bool scored = false;
+  std::vector<Scored> fitting;
   std::optional<Error> firstError;
-  for (const HybridCandidate& shape : shapes) {
-    for (const Rung& rung : kLadder) {
-      HybridCandidate candidate = shape;
-      // ZeRO shards over data parallelism: with DP 1 its rungs repeat ZeRO 0. ZeRO 2 and 3 do
-      // not combine with pipelining in Megatron-LM or DeepSpeed.
-      if (rung.zero > 0 && candidate.dp == 1) continue;
-      if (rung.zero >= 2 && candidate.pp > 1) continue;
-      candidate.recompute = rung.recompute;
-      candidate.zero = rung.zero;
-      auto score = evaluate(candidate);
-      ++result.evaluations;
-      if (progress) progress(result.evaluations, bound);
-      if (!score) {  // the builder rejects this shape; no rung changes that
-        if (!firstError) firstError = score.error();
-        break;
-      }
-      if (!scored || score->peakBytes < result.leanest.second.peakBytes) {
-        result.leanest = {candidate, *score};
-        scored = true;
-      }
-      if (score->fits) {
-        result.ranked.emplace_back(candidate, *score);
-        break;
-      }
+  bool scored = false;
+  for (const HybridCandidate& candidate : candidates) {
+    auto score = screen(candidate);
+    if (!score) {
+      if (!firstError) firstError = score.error();
+      continue;
     }
+    ++result.screened;
+    if (!scored || score->peakBytes < result.leanest.second.peakBytes) {
+      result.leanest = {candidate, *score};
+      scored = true;
+    }
+    if (score->fits) fitting.emplace_back(candidate, *score);
   }
   if (!scored && firstError) return firstError->in("every candidate failed; the first");
-  // Entries were added in enumeration order, which the stable sort keeps among equals.
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
-    if (a.second.stepSeconds != b.second.stepSeconds) {
-      return a.second.stepSeconds < b.second.stepSeconds;
-    }
-    return a.first.tp * a.first.pp < b.first.tp * b.first.pp;
-  });
+  result.screenFits = static_cast<int>(fitting.size());
+  rank(fitting);
+  // The screen can be optimistic about memory: go on down the list until `refine` candidates fit
+  // on the full evaluator, within three times as many evaluations.
+  const int budget = std::min(3 * refine, static_cast<int>(fitting.size()));
+  for (int i = 0; i < budget && static_cast<int>(result.ranked.size()) < refine; ++i) {
+    const HybridCandidate& candidate = fitting[static_cast<size_t>(i)].first;
+    auto score = full(candidate);
+    ++result.refined;
+    if (progress) progress(result.refined, budget);
+    if (score && score->fits) result.ranked.emplace_back(candidate, *score);
+  }
+  rank(result.ranked);
   return result;
 }
 

@@ -7,21 +7,19 @@
 /// `autopar estimate`, i.e. the plan's cost model and pipeline simulator) for each candidate's
 /// step time and peak memory.
 ///
-/// For each shape (TP, PP, DP, VPP, micro-batch size; sequence parallel whenever TP > 1 divides
-/// the sequence) it climbs a ladder of memory savers and stops at the first rung that fits. The
-/// rungs are in the order they usually add time; the ladder is one path through the recompute x
-/// ZeRO grid, not the whole grid:
-///   no recompute, ZeRO 0 -> no recompute, ZeRO 1 -> selective, ZeRO 1 -> full, ZeRO 1 ->
-///   full, ZeRO 2 -> full, ZeRO 3.
-/// ZeRO rungs are skipped with DP 1 (they repeat ZeRO 0), and ZeRO 2 and 3 with PP > 1 (neither
+/// Every shape (TP, PP, DP, VPP, micro-batch size, sequence parallel on and off) is tried with
+/// every memory saver (recompute none, selective or full; ZeRO 0 to 3) on a cheap screening
+/// evaluator (the closed form of search/analytic_step.h), and the fastest that fit are evaluated
+/// again on the full evaluator (the plan's cost model and pipeline simulator), which ranks them.
+/// ZeRO stages are skipped with DP 1 (they repeat ZeRO 0), and ZeRO 2 and 3 with PP > 1 (neither
 /// Megatron-LM nor DeepSpeed combines them with pipelining).
 /// Shapes: TP a power of two dividing the devices of a node, the heads, the key/value heads, the
 /// MLP width and the vocabulary; PP x TP divides the world, with at least PP x VPP layers, and
 /// the layers divide into PP x VPP chunks when interleaved; the micro-batch count (global batch /
-/// (DP x micro-batch size)) is whole, at least PP, and a multiple of PP when interleaved.
+/// (DP x micro-batch size)) is whole, at least PP, and a multiple of PP when interleaved;
+/// sequence parallel needs TP > 1 dividing the sequence.
 ///
-/// Not yet: non-uniform layer placement and per-stage recompute counts (layers split evenly and
-/// recompute applies to every layer), context and expert parallelism.
+/// Not yet: context and expert parallelism.
 
 #include <cstdint>
 #include <functional>
@@ -68,26 +66,33 @@ struct HybridScore {
 };
 
 using HybridEvaluator = std::function<Expected<HybridScore>(const HybridCandidate&)>;
-/// Called after each evaluation with the number done and an upper bound on the total.
+/// Called after each full evaluation with the number done and the total.
 using HybridProgress = std::function<void(int done, int total)>;
 
 struct HybridResult {
-  /// Fitting candidates, fastest first (ties: fewer devices per replica, then the enumeration
-  /// order, so the ranking is deterministic).
+  /// The refined candidates that fit on the full evaluator, fastest first (ties: fewer devices
+  /// per replica, then the screening order, so the ranking is deterministic).
   std::vector<std::pair<HybridCandidate, HybridScore>> ranked;
-  int shapes = 0;       ///< shapes enumerated
-  int evaluations = 0;  ///< evaluator calls
-  /// With nothing fitting: the candidate with the least peak memory, for the error message.
+  int shapes = 0;      ///< shapes enumerated
+  int screened = 0;    ///< candidates the screening evaluator scored
+  int screenFits = 0;  ///< of those, how many fit
+  int refined = 0;     ///< full evaluations
+  /// With nothing fitting: the screened candidate with the least peak memory.
   std::pair<HybridCandidate, HybridScore> leanest;
 };
 
 /// The shapes (recompute none, ZeRO 0) the space allows, in a fixed order.
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space);
 
-/// Evaluates every shape up its memory ladder. Evaluator errors for a candidate (a shape the model
-/// builder rejects) skip that candidate; the search fails only on an empty space.
+/// Every shape with every memory saver the rules allow, in a fixed order.
+std::vector<HybridCandidate> hybridCandidates(const HybridModel& model, const HybridSpace& space);
+
+/// Screens every candidate, then evaluates the fastest that fit on `full` until `refine` of them
+/// fit there too (at most 3 x `refine` evaluations). Evaluator errors for a
+/// candidate (a shape the model builder rejects) skip it; the search fails only on an empty
+/// space or when every candidate fails.
 Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace& space,
-                                    const HybridEvaluator& evaluate,
-                                    const HybridProgress& progress = {});
+                                    const HybridEvaluator& screen, const HybridEvaluator& full,
+                                    int refine, const HybridProgress& progress = {});
 
 }  // namespace autopar::search

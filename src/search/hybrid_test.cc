@@ -38,49 +38,88 @@ TEST(HybridSearch, ShapesRespectTheModelAndTheBatch) {
       EXPECT_EQ(microBatches % shape.pp, 0);
     }
     EXPECT_LE(shape.pp * shape.vpp, 8);
-    EXPECT_EQ(shape.sequenceParallel, shape.tp > 1);
+    if (shape.sequenceParallel) EXPECT_GT(shape.tp, 1);
   }
+  // Sequence parallel is tried both ways wherever TP > 1.
+  int parallel = 0;
+  int tensorParallel = 0;
+  for (const auto& shape : shapes) {
+    parallel += shape.sequenceParallel ? 1 : 0;
+    tensorParallel += shape.tp > 1 ? 1 : 0;
+  }
+  EXPECT_GT(parallel, 0);
+  EXPECT_EQ(2 * parallel, tensorParallel);
   // TP 1 and 2; PP 1, 2, 4, 8 under each; VPP 2 only with PP > 1 and enough layers.
   bool interleaved = false;
   for (const auto& shape : shapes) interleaved |= shape.vpp == 2;
   EXPECT_TRUE(interleaved);
 }
 
-TEST(HybridSearch, LadderStopsAtTheFirstFitAndRanksFastestFirst) {
-  // A toy evaluator: memory falls with each saver and with PP x TP, time rises with each saver.
-  int calls = 0;
+TEST(HybridSearch, CandidatesCrossEveryShapeWithEveryAllowedSaver) {
+  const auto shapes = hybridShapes(smallModel(), smallSpace());
+  const auto candidates = hybridCandidates(smallModel(), smallSpace());
+  size_t expected = 0;
+  for (const auto& shape : shapes) {
+    // Three recompute modes; ZeRO 0 always, 1 with DP > 1, 2 and 3 with DP > 1 and PP 1.
+    const size_t zeros = shape.dp == 1 ? 1 : shape.pp > 1 ? 2 : 4;
+    expected += 3 * zeros;
+  }
+  EXPECT_EQ(candidates.size(), expected);
+  for (const auto& c : candidates) {
+    EXPECT_FALSE(c.zero > 0 && c.dp == 1);
+    EXPECT_FALSE(c.zero >= 2 && c.pp > 1);
+  }
+}
+
+/// A toy screen: memory falls with each saver and with PP x TP, time rises with each saver.
+HybridScore toyScore(const HybridCandidate& c) {
+  const int saver = (c.recompute == "selective" ? 2 : c.recompute == "full" ? 3 : 0) + c.zero;
+  HybridScore score;
+  score.peakBytes = 100 / (c.tp * c.pp) + 40 - 8 * saver;
+  score.stepSeconds =
+      1.0 + 0.1 * saver + 0.01 * static_cast<double>(c.pp) + 0.001 * static_cast<double>(c.mbs);
+  score.fits = score.peakBytes <= 40;
+  return score;
+}
+
+TEST(HybridSearch, ScreensEverythingAndTheFullEvaluatorRanksTheLeaders) {
+  int screened = 0;
+  auto screen = [&](const HybridCandidate& c) -> Expected<HybridScore> {
+    ++screened;
+    return toyScore(c);
+  };
+  // The full evaluator disagrees: it penalises micro-batch size 1 and rejects interleaving for
+  // memory, so the ranking must come from it and the search must go on down the screened list.
+  int full = 0;
   auto evaluate = [&](const HybridCandidate& c) -> Expected<HybridScore> {
-    ++calls;
-    const int saver = (c.recompute == "selective" ? 2 : c.recompute == "full" ? 3 : 0) + c.zero;
-    HybridScore score;
-    score.peakBytes = 100 / (c.tp * c.pp) + 40 - 8 * saver;
-    score.stepSeconds =
-        1.0 + 0.1 * saver + 0.01 * static_cast<double>(c.pp) + 0.001 * static_cast<double>(c.mbs);
-    score.fits = score.peakBytes <= 40;
+    ++full;
+    HybridScore score = toyScore(c);
+    if (c.mbs == 1) score.stepSeconds += 0.5;
+    if (c.vpp == 2) score.fits = false;
     return score;
   };
-  auto result = searchHybrid(smallModel(), smallSpace(), evaluate);
+  const int refine = 5;
+  auto result = searchHybrid(smallModel(), smallSpace(), screen, evaluate, refine);
   ASSERT_TRUE(result.ok()) << result.error().message;
-  ASSERT_FALSE(result->ranked.empty());
-  EXPECT_EQ(result->evaluations, calls);
+  EXPECT_EQ(result->screened, screened);
+  EXPECT_EQ(screened, static_cast<int>(hybridCandidates(smallModel(), smallSpace()).size()));
+  EXPECT_EQ(result->refined, full);
+  EXPECT_LE(full, 3 * refine);
+  EXPECT_GT(full, refine) << "interleaved leaders were rejected, so the search went further";
+  ASSERT_EQ(result->ranked.size(), static_cast<size_t>(refine));
   for (size_t i = 1; i < result->ranked.size(); ++i) {
     EXPECT_LE(result->ranked[i - 1].second.stepSeconds, result->ranked[i].second.stepSeconds);
   }
-  for (const auto& [candidate, score] : result->ranked) EXPECT_TRUE(score.fits);
-  // PP 1, TP 1 needs 140 bytes: no rung brings it under 40, so it is not ranked.
   for (const auto& [candidate, score] : result->ranked) {
+    EXPECT_TRUE(score.fits);
+    EXPECT_EQ(candidate.vpp, 1);
+    EXPECT_EQ(score.stepSeconds, (*evaluate(candidate)).stepSeconds) << "ranked on the full score";
+    // PP 1, TP 1 needs at least 140 - 8 x 6 bytes: nothing brings it under 40.
     EXPECT_FALSE(candidate.tp == 1 && candidate.pp == 1);
   }
-  // Each ranked candidate is its shape's first rung that fits: below it nothing fits.
-  for (const auto& [candidate, score] : result->ranked) {
-    if (candidate.recompute == "none" && candidate.zero == 0) continue;
-    HybridCandidate bare = candidate;
-    bare.recompute = "none";
-    bare.zero = 0;
-    EXPECT_FALSE(evaluate(bare)->fits);
-  }
+  EXPECT_GT(result->ranked.front().first.mbs, 1) << "the full evaluator's penalty decides";
   // Same inputs, same ranking.
-  auto again = searchHybrid(smallModel(), smallSpace(), evaluate);
+  auto again = searchHybrid(smallModel(), smallSpace(), screen, evaluate, refine);
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(again->ranked.size(), result->ranked.size());
   for (size_t i = 0; i < result->ranked.size(); ++i) {
@@ -88,6 +127,7 @@ TEST(HybridSearch, LadderStopsAtTheFirstFitAndRanksFastestFirst) {
     EXPECT_EQ(again->ranked[i].first.tp, result->ranked[i].first.tp);
     EXPECT_EQ(again->ranked[i].first.mbs, result->ranked[i].first.mbs);
     EXPECT_EQ(again->ranked[i].first.recompute, result->ranked[i].first.recompute);
+    EXPECT_EQ(again->ranked[i].first.sequenceParallel, result->ranked[i].first.sequenceParallel);
   }
 }
 
@@ -95,14 +135,14 @@ TEST(HybridSearch, NothingFitsReportsTheLeanestAndAnEmptySpaceFails) {
   auto never = [](const HybridCandidate& c) -> Expected<HybridScore> {
     return HybridScore{1.0, 1000 - 10 * c.tp * c.pp, false};
   };
-  auto result = searchHybrid(smallModel(), smallSpace(), never);
+  auto result = searchHybrid(smallModel(), smallSpace(), never, never, 4);
   ASSERT_TRUE(result.ok());
   EXPECT_TRUE(result->ranked.empty());
   EXPECT_EQ(result->leanest.first.tp * result->leanest.first.pp, 8);
   HybridSpace odd = smallSpace();
   odd.globalBatch = 3;
   odd.microBatchSizes = {2};
-  auto empty = searchHybrid(smallModel(), odd, never);
+  auto empty = searchHybrid(smallModel(), odd, never, never, 4);
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.error().message.find("no parallel shape fits 8 devices"), std::string::npos);
 }

@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// The closed-form step model the hybrid search screens candidates with (its inner loop): a
+/// layered model's step time and per-stage memory from one layer's and the two ends' profiled
+/// costs, without building or simulating the graph. The costs come from the full cost model run
+/// on 2- and 4-layer probes (seed 003's block sampling, done analytically), so the closed form
+/// and the full simulator share one cost model; the search re-ranks its leaders on the latter.
+///
+/// For P stages, V chunks per stage, m micro-batches, stage s with n_s layers of which c_s are
+/// recomputed in full (T_s its forward and backward time for one micro-batch):
+///   pipeline  = m T_max + (sum_s T_s - T_max) / V + 2 (P - 1) t_send      (1F1B: V = 1)
+///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
+/// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
+/// ZeRO 1 shards the optimizer states over DP; 2 the gradients too, reduce-scattered every
+/// micro-batch; 3 the weights too, all-gathered for forward and again for backward, the gathered
+/// copies of layers not recomputed kept until their backward (as the cost model keeps them).
+/// Memory: state + k_s x activations, k_s = min(P - s, m) micro-batches in flight under 1F1B,
+/// (2 (P - s - 1) + (V - 1) P + 1) chunks of n_s / V layers when interleaved.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace autopar::search {
+
+/// Parameter, gradient and optimizer bytes on one device without ZeRO (TP-sharded only).
+struct StateBytes {
+  int64_t weights = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  /// What ZeRO stage `zero` over `dp` data-parallel ranks leaves on a device.
+  [[nodiscard]] int64_t sharded(int zero, int64_t dp) const;
+};
+
+/// One layer, or what the first (embedding) or last (head) stage adds, for one micro-batch on
+/// one device.
+struct ProfiledPart {
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;   ///< recompute not included
+  double recomputeSeconds = 0;  ///< what full recompute adds to backward
+  double optimizerSeconds = 0;  ///< the update of its parameters without ZeRO
+  StateBytes state;
+  int64_t activationBytes = 0;            ///< kept for backward, per micro-batch in flight
+  int64_t recomputedActivationBytes = 0;  ///< kept when recomputed in full
+};
+
+/// A (TP, SP, micro-batch size, recompute) setting's costs.
+struct BlockProfile {
+  ProfiledPart layer;
+  ProfiledPart first;
+  ProfiledPart last;
+  double sendSeconds = 0;  ///< one micro-batch's activations to the next stage
+  /// Every stage's largest transient communication buffer (ZeRO 3 adds two layers' gathered
+  /// weights: one in use, one prefetched).
+  int64_t bufferBytes = 0;
+};
+
+enum class PipelineSchedule { k1F1B, kInterleaved };
+
+struct AnalyticCandidate {
+  int64_t stages = 1;
+  int64_t virtualStages = 1;
+  int64_t microBatches = 1;
+  int64_t dp = 1;
+  int zero = 0;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  std::vector<int64_t> layers;      ///< per stage
+  std::vector<int64_t> recomputed;  ///< per stage, layers recomputed in full
+};
+
+/// Seconds to synchronise `bytes` of gradients per device over the candidate's DP group.
+using GradientSync = std::function<double(int64_t bytes)>;
+
+struct AnalyticEstimate {
+  double stepSeconds = 0;
+  double pipelineSeconds = 0;
+  double tailSeconds = 0;          ///< exposed gradient sync and optimizer of the slowest tail
+  std::vector<int64_t> peakBytes;  ///< per stage
+  [[nodiscard]] int64_t peak() const;
+};
+
+/// Layers per stage, split as search/pipeline.h assigns them: layer i of L on virtual stage
+/// k = floor(i P V / L), which runs on stage k mod P.
+std::vector<int64_t> evenLayers(int64_t layers, int64_t stages, int64_t virtualStages = 1);
+
+AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCandidate& candidate,
+                                  const GradientSync& gradientSync);
+
+}  // namespace autopar::search

@@ -13,13 +13,15 @@ using nlohmann::json;
 /// Reads the fields of a config document; the first error wins and later reads are skipped.
 class Fields {
  public:
-  explicit Fields(const json& document) : document_(document) {}
+  /// `path` names the document inside its file ("vision_config"), "" at the top.
+  explicit Fields(const json& document, std::string path = "")
+      : document_(document), path_(std::move(path)) {}
 
   int64_t positive(std::string_view key) {
     if (!status_) return 0;
-    auto field = requireField(document_, "", key);
+    auto field = requireField(document_, path_, key);
     if (!field) return fail(field.error()), 0;
-    auto value = readPositiveInt(**field, std::string(key));
+    auto value = readPositiveInt(**field, childPath(path_, key));
     if (!value) return fail(value.error()), 0;
     return *value;
   }
@@ -28,19 +30,19 @@ class Fields {
   }
   bool flagOr(std::string_view key, bool fallback) {
     if (!status_ || !has(key)) return fallback;
-    auto value = readBool(document_.at(std::string(key)), std::string(key));
+    auto value = readBool(document_.at(std::string(key)), childPath(path_, key));
     if (!value) return fail(value.error()), fallback;
     return *value;
   }
   double numberOr(std::string_view key, double fallback) {
     if (!status_ || !has(key)) return fallback;
-    auto value = readNumber(document_.at(std::string(key)), std::string(key));
+    auto value = readNumber(document_.at(std::string(key)), childPath(path_, key));
     if (!value) return fail(value.error()), fallback;
     return *value;
   }
   std::string stringOr(std::string_view key, const std::string& fallback) {
     if (!status_ || !has(key)) return fallback;
-    auto value = readString(document_.at(std::string(key)), std::string(key));
+    auto value = readString(document_.at(std::string(key)), childPath(path_, key));
     if (!value) return fail(value.error()), fallback;
     return *value;
   }
@@ -55,8 +57,34 @@ class Fields {
     if (status_) status_ = error;
   }
   const json& document_;
+  std::string path_;
   Status status_;
 };
+
+/// Patch tokens per sample when a config does not say: one 448 x 448 image in 14-pixel patches.
+constexpr int64_t kDefaultPatches = 1024;
+
+/// Qwen2-VL's vision_config: depth, embed_dim, num_heads, mlp_ratio, in_chans, patch_size,
+/// temporal_patch_size and spatial_merge_size.
+Status readQwen2VisionConfig(const json& document, TransformerConfig& config) {
+  auto vision = requireField(document, "", "vision_config");
+  if (!vision) return vision.error();
+  if (!(*vision)->is_object()) {
+    return Error{fmt::format("vision_config: expected an object, got {}", jsonTypeName(**vision))};
+  }
+  Fields fields(**vision, "vision_config");
+  auto& v = config.vision;
+  v.layers = fields.positive("depth");
+  v.hidden = fields.positive("embed_dim");
+  v.heads = fields.positive("num_heads");
+  v.ffn = static_cast<int64_t>(fields.numberOr("mlp_ratio", 4) * static_cast<double>(v.hidden));
+  const int64_t patch = fields.positiveOr("patch_size", 14);
+  v.patchInput = fields.positiveOr("in_chans", 3) * fields.positiveOr("temporal_patch_size", 2) *
+                 patch * patch;
+  v.merge = fields.positiveOr("spatial_merge_size", 2);
+  v.patches = kDefaultPatches;
+  return fields.status();
+}
 
 void llamaStyle(TransformerConfig& config) {
   config.mlp = TransformerConfig::Mlp::kSwiGLU;
@@ -98,13 +126,16 @@ void readLlamaFields(Fields& fields, TransformerConfig& config, const std::strin
   config.normEpsilon = fields.numberOr("rms_norm_eps", 1e-6);
 }
 
-Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
+Expected<TransformerConfig> fromHuggingFace(const json& document, Fields& fields) {
   TransformerConfig config;
   const std::string type = fields.stringOr("model_type", "");
   config.name = fields.stringOr("_name_or_path", type);
-  if (type == "llama" || type == "mistral" || type == "qwen2") {
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen2_vl") {
     readLlamaFields(fields, config, "max_position_embeddings");
-    config.qkvBias = type == "qwen2";
+    config.qkvBias = type == "qwen2" || type == "qwen2_vl";
+    if (type == "qwen2_vl") {
+      if (auto status = readQwen2VisionConfig(document, config); !status) return status.error();
+    }
   } else if (type == "baichuan") {
     readLlamaFields(
         fields, config,
@@ -129,23 +160,41 @@ Expected<TransformerConfig> fromHuggingFace(Fields& fields) {
     readDimensions(fields, config, "max_position_embeddings");
     config.normEpsilon = fields.numberOr("layer_norm_eps", 1e-5);
   } else {
-    const char* kind = type == "mixtral"    ? " (mixture of experts)"
-                       : type == "qwen2_vl" ? " (vision tower + LLM)"
-                                            : "";
+    const char* kind = type == "mixtral" ? " (mixture of experts)" : "";
     return Error{fmt::format(
-        "model_type: '{}'{} is not supported yet; supported: llama, qwen2, mistral, baichuan, "
-        "gpt2, gpt_neox",
+        "model_type: '{}'{} is not supported yet; supported: llama, qwen2, qwen2_vl, mistral, "
+        "baichuan, gpt2, gpt_neox",
         type, kind)};
   }
   if (!fields.status()) return fields.status().error();
   return config;
 }
 
+/// The dimensions JSON's "vision" object.
+Status readVisionDimensions(const json& document, TransformerConfig& config) {
+  if (auto status = checkObject(document, "vision",
+                                {"num_layers", "hidden_size", "ffn_hidden_size",
+                                 "num_attention_heads", "patches", "patch_input", "merge"});
+      !status) {
+    return status;
+  }
+  Fields fields(document, "vision");
+  auto& v = config.vision;
+  v.layers = fields.positive("num_layers");
+  v.hidden = fields.positive("hidden_size");
+  v.ffn = fields.positive("ffn_hidden_size");
+  v.heads = fields.positive("num_attention_heads");
+  v.patches = fields.positiveOr("patches", kDefaultPatches);
+  v.patchInput = fields.positiveOr("patch_input", 3 * 2 * 14 * 14);
+  v.merge = fields.positiveOr("merge", 2);
+  return fields.status();
+}
+
 Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields) {
   if (auto status = checkObject(
           document, "",
           {"name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
-           "num_kv_heads", "vocab_size", "seq_length", "swiglu", "tied_embeddings"});
+           "num_kv_heads", "vocab_size", "seq_length", "swiglu", "tied_embeddings", "vision"});
       !status) {
     return status.error();
   }
@@ -163,6 +212,11 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
   config.seq = fields.positive("seq_length");
   config.tiedEmbeddings = fields.flagOr("tied_embeddings", false);
   if (!fields.status()) return fields.status().error();
+  if (fields.has("vision")) {
+    if (auto status = readVisionDimensions(document.at("vision"), config); !status) {
+      return status.error();
+    }
+  }
   return config;
 }
 
@@ -178,8 +232,8 @@ Expected<TransformerConfig> modelConfigFromJson(const json& document) {
     return Error{"expected an object with 'model_type' (Hugging Face config.json) or 'num_layers'"};
   }
   Fields fields(document);
-  auto config =
-      document.contains("model_type") ? fromHuggingFace(fields) : fromDimensions(document, fields);
+  auto config = document.contains("model_type") ? fromHuggingFace(document, fields)
+                                                : fromDimensions(document, fields);
   if (!config) return config;
   if (auto status = validateTransformerConfig(*config); !status) return status.error();
   return config;

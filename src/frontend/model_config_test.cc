@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
+#include "frontend/json_fields.h"
 #include "frontend/model_presets.h"
 
 namespace autopar::frontend {
@@ -80,6 +84,52 @@ TEST(ModelConfig, DimensionsObjectBuildsLlamaOrGptStyle) {
   EXPECT_TRUE(gpt->linearBias);
 }
 
+TEST(ModelConfig, Qwen2VlReadsItsVisionTower) {
+  std::ifstream file(std::string(AUTOPAR_SOURCE_DIR) + "/examples/models/qwen2-vl-72b-config.json");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto document = parseJsonText(text);
+  ASSERT_TRUE(document.ok()) << document.error().message;
+  auto config = modelConfigFromJson(*document);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto preset = transformerPreset("qwen2-vl-72b");
+  ASSERT_TRUE(preset.ok());
+  EXPECT_EQ(config->vision, preset->vision);
+  EXPECT_TRUE(config->qkvBias);
+  EXPECT_EQ(config->kvHeads, 8);
+  json broken = *document;
+  broken["vision_config"]["depth"] = "32";
+  EXPECT_EQ(modelConfigFromJson(broken).error().message,
+            "vision_config.depth: expected an integer, got string");
+  broken.erase("vision_config");
+  EXPECT_EQ(modelConfigFromJson(broken).error().message,
+            "top level: missing required field 'vision_config'");
+}
+
+TEST(ModelConfig, DimensionsTakeAVisionObject) {
+  const json dims = {{"num_layers", 2},
+                     {"hidden_size", 256},
+                     {"ffn_hidden_size", 688},
+                     {"num_attention_heads", 4},
+                     {"vocab_size", 1024},
+                     {"seq_length", 512},
+                     {"swiglu", true},
+                     {"vision",
+                      {{"num_layers", 2},
+                       {"hidden_size", 128},
+                       {"ffn_hidden_size", 512},
+                       {"num_attention_heads", 4},
+                       {"patches", 64}}}};
+  auto config = modelConfigFromJson(dims);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->vision.layers, 2);
+  EXPECT_EQ(config->vision.patches, 64);
+  EXPECT_EQ(config->vision.merge, 2);
+  json bad = dims;
+  bad["vision"]["layers"] = 2;
+  EXPECT_NE(modelConfigFromJson(bad).error().message.find("vision: unknown field 'layers'"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, BadFieldsAreNamed) {
   json dims = {{"num_layers", 2},        {"hidden_size", 256},
                {"ffn_hidden_size", 688}, {"num_attention_heads", 0},
@@ -98,12 +148,11 @@ TEST(ModelConfig, BadFieldsAreNamed) {
   const json mixtral = {{"model_type", "mixtral"}, {"num_local_experts", 8}};
   EXPECT_EQ(modelConfigFromJson(mixtral).error().message,
             "model_type: 'mixtral' (mixture of experts) is not supported yet; supported: llama, "
-            "qwen2, mistral, baichuan, gpt2, gpt_neox");
-  const json nemo = {{"model_type", "mistral"},         {"hidden_size", 5120},
-                     {"intermediate_size", 14336},      {"num_attention_heads", 32},
-                     {"num_hidden_layers", 40},         {"num_key_value_heads", 8},
-                     {"max_position_embeddings", 1024}, {"vocab_size", 131072},
-                     {"head_dim", 128}};
+            "qwen2, qwen2_vl, mistral, baichuan, gpt2, gpt_neox");
+  const json nemo = {
+      {"model_type", "mistral"},         {"hidden_size", 5120},     {"intermediate_size", 14336},
+      {"num_attention_heads", 32},       {"num_hidden_layers", 40}, {"num_key_value_heads", 8},
+      {"max_position_embeddings", 1024}, {"vocab_size", 131072},    {"head_dim", 128}};
   EXPECT_EQ(modelConfigFromJson(nemo).error().message,
             "head_dim: 128 differs from hidden_size / num_attention_heads = 160; a separate head "
             "size is not supported");

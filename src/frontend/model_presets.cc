@@ -48,6 +48,13 @@ Config withQkvBias(Config config) {
   return config;
 }
 
+/// A vision tower of `layers` ViT layers over 1024 patches of 14 x 14 pixels x 3 channels x 2
+/// frames (one 448 x 448 image), 2 x 2 patches merged into one LLM token.
+Config withVision(Config config, int64_t layers, int64_t hidden, int64_t heads, int64_t ffn) {
+  config.vision = {layers, hidden, heads, ffn, 1024, 3 * 2 * 14 * 14, 2};
+  return config;
+}
+
 Config withAlibi(Config config) {
   config.position = Config::Position::kAlibi;
   return config;
@@ -85,6 +92,22 @@ const std::vector<Config>& transformerPresets() {
       // n_ctx 2048, ffn 4*d_model. The GPT-2 BPE vocab of 50257 is padded to 51200 as Megatron-LM
       // does (--make-vocab-size-divisible-by 128 times tp 8 = 1024), so tp up to 8 divides it.
       gptStyle("gpt3-175b", 96, 12288, 96, 49152, 51200, 2048),
+      // Qwen2-VL-72B with seed 003's dimensions (80 layers, hidden 8192, ffn 29568, 64 heads,
+      // vocab 152064, seq 8192, a 32-layer ViT); Qwen/Qwen2-VL-72B-Instruct config.json for the
+      // rest: num_key_value_heads 8, rms_norm_eps 1e-6, q/k/v biases, and vision_config depth 32,
+      // embed_dim 1280, num_heads 16, mlp_ratio 4, patch_size 14, temporal_patch_size 2,
+      // spatial_merge_size 2. The image is one 448 x 448 picture: 1024 patches, 256 tokens.
+      withVision(
+          withQkvBias(llamaStyle("qwen2-vl-72b", 80, 8192, 64, 8, 29568, 152064, 8192, 1e-6)), 32,
+          1280, 16, 5120),
+      // InternVL2-8B (OpenGVLab config.json): InternLM2.5-7B (32 layers, hidden 4096, 32 heads,
+      // 8 key/value heads, ffn 14336, vocab 92553 padded to 92672 as Megatron-LM's
+      // --make-vocab-size-divisible-by 128 does) after InternViT-300M (24 layers, hidden 1024,
+      // 16 heads, ffn 4096, 448 x 448 images, pixel shuffle 0.5 = 2 x 2 merge). InternViT's
+      // learned position table and its projector's exact shapes are modelled by the common
+      // vision tower (rotary, merger MLP), a difference of under 1% of the parameters.
+      withVision(llamaStyle("internvl2-8b", 32, 4096, 32, 8, 14336, 92672, 8192, 1e-5), 24, 1024,
+                 16, 4096),
   };
   return kPresets;
 }

@@ -22,7 +22,8 @@ TEST(ModelPresets, NamesAreTheDocumentedList) {
   EXPECT_EQ(modelPresetNames(),
             (std::vector<std::string>{"llama2-7b", "llama2-13b", "llama2-70b", "baichuan2-7b",
                                       "baichuan2-13b", "qwen-7b", "qwen-14b", "pangu-alpha-2.6b",
-                                      "pangu-alpha-13b", "gpt3-175b", "ffn"}));
+                                      "pangu-alpha-13b", "gpt3-175b", "qwen2-vl-72b",
+                                      "internvl2-8b", "ffn"}));
 }
 
 TEST(ModelPresets, Llama2MatchesTheOfficialParameterCounts) {
@@ -49,6 +50,39 @@ TEST(ModelPresets, OtherModelsMatchTheirArchitectures) {
   // The same with h = 5120, 40 layers ("13B"; the paper's 13.1B includes the top query layer's
   // extra position table and counts differently).
   EXPECT_EQ(builtParameterCount("pangu-alpha-13b"), 12'795'627'520);
+  // Qwen2-VL-72B: the LLM, 80 x (8192 x (8192 + 2 x 1024) + 10240 + 8192^2 + 3 x 8192 x 29568
+  // + 2 x 8192) + 2 x 152064 x 8192 + 8192 = 72,706,203,648, plus the vision tower: patch
+  // embedding 1176 x 1280, 32 x (4 x 1280^2 + 5120 + 2 x 1280 x 5120 + 6400 + 4 x 1280), merger
+  // 2560 + 5120^2 + 5120 + 5120 x 8192 + 8192 = 699,356,672 (the model card's 73.4B).
+  EXPECT_EQ(builtParameterCount("qwen2-vl-72b"), 73'405'560'320);
+}
+
+TEST(ModelPresets, VisionTowerPrecedesTheText) {
+  auto config = transformerPreset("qwen2-vl-72b");
+  ASSERT_TRUE(config.ok());
+  auto graph = buildTransformer(*config);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  // 1024 patches, 2 x 2 merged: 256 image tokens before 7936 text tokens, 8192 labels.
+  EXPECT_EQ(graph->tensor(*graph->findTensor("pixels")).type.shape, (ir::Shape{1, 1024, 1176}));
+  EXPECT_EQ(graph->tensor(*graph->findTensor("tokens")).type.shape, (ir::Shape{1, 7936}));
+  EXPECT_EQ(graph->tensor(*graph->findTensor("embedding.merge_vision")).type.shape,
+            (ir::Shape{1, 8192, 8192}));
+  int visionLayers = 0;
+  bool bidirectional = false;
+  for (const ir::Op& op : graph->ops()) {
+    if (op.name == "vit.layer31.attn.flash_attention") bidirectional = !op.attrs.causal;
+    if (op.block.starts_with("vit.layer.") && op.name.ends_with(".mlp.residual")) ++visionLayers;
+  }
+  EXPECT_EQ(visionLayers, 32);
+  EXPECT_TRUE(bidirectional);
+  // The vision tower is split over tp like the LLM: 16 heads allow tp 8.
+  config->tensorParallel = 8;
+  config->dataParallel = 1;
+  config->sequenceParallel = true;
+  EXPECT_TRUE(buildTransformer(*config).ok());
+  config->vision.patches = 1002;
+  EXPECT_EQ(validateTransformerConfig(*config).error().message,
+            "qwen2-vl-72b: vision.patches: 1002 is not divisible by merge^2 = 4");
 }
 
 TEST(ModelPresets, GraphCountMatchesTheClosedForm) {
@@ -117,7 +151,7 @@ TEST(ModelPresets, Errors) {
   EXPECT_EQ(unknown.error().message,
             "unknown model preset 'llama3-8b' (known: llama2-7b, llama2-13b, llama2-70b, "
             "baichuan2-7b, baichuan2-13b, qwen-7b, qwen-14b, pangu-alpha-2.6b, pangu-alpha-13b, "
-            "gpt3-175b, ffn)");
+            "gpt3-175b, qwen2-vl-72b, internvl2-8b, ffn)");
   auto badBatch = buildPresetGraph("llama2-7b", 0);
   ASSERT_FALSE(badBatch);
   EXPECT_EQ(badBatch.error().message, "llama2-7b: microBatch: expected a positive size, got 0");

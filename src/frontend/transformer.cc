@@ -23,18 +23,38 @@ constexpr TensorId kFailed = -1;
 /// the contracted input features (an all-reduce of partial sums after it).
 enum class Parallel { kColumn, kRow };
 
+/// The vision tower's layers as a transformer config of their own.
+Config visionTower(const Config& config) {
+  Config tower = config;
+  tower.name = config.name + ".vision";
+  tower.layers = config.vision.layers;
+  tower.hidden = config.vision.hidden;
+  tower.heads = config.vision.heads;
+  tower.kvHeads = config.vision.heads;
+  tower.ffn = config.vision.ffn;
+  tower.seq = config.vision.patches;
+  tower.mlp = Config::Mlp::kGeLU;
+  tower.norm = Config::Norm::kLayerNorm;
+  tower.linearBias = true;
+  tower.qkvBias = true;
+  tower.hiddenDropout = 0;
+  tower.vision = {};
+  return tower;
+}
+
 /// Builds the graph op by op. The first failure is kept in `error_` and every later call does
 /// nothing, so the layer code reads as a straight list of ops; build() reports the failure.
 class TransformerBuilder {
  public:
   explicit TransformerBuilder(const Config& config)
       : config_(config),
+        vision_(visionTower(config)),
+        tower_(&config_),
         graph_(config.name),
         annotate_(config.dataParallel > 0 || config.tensorParallel > 0),
         dp_(std::max<int64_t>(config.dataParallel, 1)),
         tp_(std::max<int64_t>(config.tensorParallel, 1)),
-        sequenceCuts_(config.sequenceParallel ? tp_ : 1),
-        headDim_(config.hidden / config.heads) {}
+        sequenceCuts_(config.sequenceParallel ? tp_ : 1) {}
 
   Expected<ir::Graph> build();
 
@@ -48,12 +68,15 @@ class TransformerBuilder {
   TensorId linear(const std::string& name, TensorId input, int64_t inFeatures, int64_t outFeatures,
                   bool bias, Parallel parallel);
   TensorId norm(const std::string& name, TensorId input);
-  /// "<name>" Dropout at config_.hiddenDropout, or `input` itself when the rate is 0.
+  /// "<name>" Dropout at the tower's hiddenDropout, or `input` itself when the rate is 0.
   TensorId hiddenDropout(const std::string& name, TensorId input);
   TensorId embedding(TensorId tokens);
   TensorId attention(const std::string& prefix, TensorId input);
   TensorId mlp(const std::string& prefix, TensorId input);
-  TensorId layer(int64_t index, TensorId input);
+  /// Layer `index` of the current tower: block "<stack>.layer.<index>", ops "<ops><index>.*".
+  TensorId layer(const std::string& stack, const std::string& ops, int64_t index, TensorId input);
+  /// The vision tower and merger: image tokens [b, P / merge^2, h].
+  TensorId visionTokens();
   void head(TensorId input, TensorId labels);
 
   /// The annotation, or none when the config asks for no annotations.
@@ -69,6 +92,10 @@ class TransformerBuilder {
   [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, sequenceCuts_, 1}; }
 
   const Config& config_;
+  /// The vision tower as a layer stack of its own: LayerNorm, biased linears, GeLU MLP.
+  const Config vision_;
+  /// The tower whose layers are being built (config_ or vision_).
+  const Config* tower_;
   ir::Graph graph_;
   std::optional<Error> error_;
   std::string block_;
@@ -76,7 +103,6 @@ class TransformerBuilder {
   int64_t dp_;
   int64_t tp_;
   int64_t sequenceCuts_;  ///< tp with sequence parallelism, else 1
-  int64_t headDim_;
 };
 
 TensorId TransformerBuilder::addInput(const std::string& name, ir::Shape shape, ir::DType dtype) {
@@ -127,20 +153,20 @@ TensorId TransformerBuilder::linear(const std::string& name, TensorId input, int
 
 TensorId TransformerBuilder::norm(const std::string& name, TensorId input) {
   ir::OpAttrs attrs;
-  attrs.epsilon = config_.normEpsilon;
-  TensorId gamma = addParameter(name + ".weight", {config_.hidden});
-  if (config_.norm == Config::Norm::kRMSNorm) {
+  attrs.epsilon = tower_->normEpsilon;
+  TensorId gamma = addParameter(name + ".weight", {tower_->hidden});
+  if (tower_->norm == Config::Norm::kRMSNorm) {
     return addOp(name, OpKind::kRMSNorm, {input, gamma}, cuts({hiddenState(), {1}}), attrs);
   }
-  TensorId beta = addParameter(name + ".bias", {config_.hidden});
+  TensorId beta = addParameter(name + ".bias", {tower_->hidden});
   return addOp(name, OpKind::kLayerNorm, {input, gamma, beta}, cuts({hiddenState(), {1}, {1}}),
                attrs);
 }
 
 TensorId TransformerBuilder::hiddenDropout(const std::string& name, TensorId input) {
-  if (config_.hiddenDropout <= 0) return input;
+  if (tower_->hiddenDropout <= 0) return input;
   ir::OpAttrs attrs;
-  attrs.dropoutRate = config_.hiddenDropout;
+  attrs.dropoutRate = tower_->hiddenDropout;
   return addOp(name, OpKind::kDropout, {input}, cuts({hiddenState()}), attrs);
 }
 
@@ -158,38 +184,36 @@ TensorId TransformerBuilder::embedding(TensorId tokens) {
 }
 
 TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input) {
-  const bool qkvBias = config_.qkvBias || config_.linearBias;
-  const int64_t queryWidth = config_.heads * headDim_;
-  const int64_t kvWidth = config_.kvHeads * headDim_;
-  TensorId q =
-      linear(prefix + ".q_proj", input, config_.hidden, queryWidth, qkvBias, Parallel::kColumn);
-  TensorId k =
-      linear(prefix + ".k_proj", input, config_.hidden, kvWidth, qkvBias, Parallel::kColumn);
-  TensorId v =
-      linear(prefix + ".v_proj", input, config_.hidden, kvWidth, qkvBias, Parallel::kColumn);
-  if (config_.position == Config::Position::kRotary) {
+  const Config& t = *tower_;
+  const bool qkvBias = t.qkvBias || t.linearBias;
+  const int64_t headDim = t.hidden / t.heads;
+  const int64_t queryWidth = t.heads * headDim;
+  const int64_t kvWidth = t.kvHeads * headDim;
+  TensorId q = linear(prefix + ".q_proj", input, t.hidden, queryWidth, qkvBias, Parallel::kColumn);
+  TensorId k = linear(prefix + ".k_proj", input, t.hidden, kvWidth, qkvBias, Parallel::kColumn);
+  TensorId v = linear(prefix + ".v_proj", input, t.hidden, kvWidth, qkvBias, Parallel::kColumn);
+  if (t.position == Config::Position::kRotary) {
     ir::OpAttrs queryHeads;
-    queryHeads.numHeads = config_.heads;
+    queryHeads.numHeads = t.heads;
     ir::OpAttrs kvHeads;
-    kvHeads.numHeads = config_.kvHeads;
+    kvHeads.numHeads = t.kvHeads;
     q = addOp(prefix + ".q_rotary", OpKind::kRotary, {q}, cuts({activation(true)}), queryHeads);
     k = addOp(prefix + ".k_rotary", OpKind::kRotary, {k}, cuts({activation(true)}), kvHeads);
   }
   ir::OpAttrs attrs;
-  attrs.numHeads = config_.heads;
-  attrs.numKvHeads = config_.kvHeads;
-  attrs.causal = true;
+  attrs.numHeads = t.heads;
+  attrs.numKvHeads = t.kvHeads;
+  attrs.causal = tower_ == &config_;  // the vision tower attends both ways
   TensorId context = addOp(prefix + ".flash_attention", OpKind::kFlashAttention, {q, k, v},
                            cuts({activation(true), activation(true), activation(true)}), attrs);
-  return linear(prefix + ".o_proj", context, queryWidth, config_.hidden, config_.linearBias,
-                Parallel::kRow);
+  return linear(prefix + ".o_proj", context, queryWidth, t.hidden, t.linearBias, Parallel::kRow);
 }
 
 TensorId TransformerBuilder::mlp(const std::string& prefix, TensorId input) {
-  const int64_t hidden = config_.hidden;
-  const int64_t ffn = config_.ffn;
-  const bool bias = config_.linearBias;
-  if (config_.mlp == Config::Mlp::kGeLU) {
+  const int64_t hidden = tower_->hidden;
+  const int64_t ffn = tower_->ffn;
+  const bool bias = tower_->linearBias;
+  if (tower_->mlp == Config::Mlp::kGeLU) {
     TensorId up = linear(prefix + ".fc1", input, hidden, ffn, bias, Parallel::kColumn);
     TensorId act = addOp(prefix + ".act", OpKind::kGeLU, {up}, cuts({activation(true)}));
     return linear(prefix + ".fc2", act, ffn, hidden, bias, Parallel::kRow);
@@ -202,9 +226,10 @@ TensorId TransformerBuilder::mlp(const std::string& prefix, TensorId input) {
   return linear(prefix + ".down_proj", gated, ffn, hidden, bias, Parallel::kRow);
 }
 
-TensorId TransformerBuilder::layer(int64_t index, TensorId input) {
-  block_ = fmt::format("llm.layer.{}", index);
-  const std::string prefix = fmt::format("layer{}", index);
+TensorId TransformerBuilder::layer(const std::string& stack, const std::string& ops, int64_t index,
+                                   TensorId input) {
+  block_ = fmt::format("{}.layer.{}", stack, index);
+  const std::string prefix = fmt::format("{}{}", ops, index);
   const ir::StrategyCuts residualCuts = cuts({hiddenState(), hiddenState()});
   TensorId attnOut = attention(prefix + ".attn", norm(prefix + ".attn_norm", input));
   attnOut = hiddenDropout(prefix + ".attn.dropout", attnOut);
@@ -233,12 +258,50 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
   addOp("loss", OpKind::kCrossEntropy, {logits, labels}, cuts({activation(true), {dp_, 1}}));
 }
 
+TensorId TransformerBuilder::visionTokens() {
+  const auto& v = config_.vision;
+  const int64_t b = config_.microBatch;
+  tower_ = &vision_;
+  block_ = "vit.embedding";
+  TensorId pixels = addInput("pixels", {b, v.patches, v.patchInput}, config_.dtype);
+  TensorId patchWeight = addParameter("vit.patch_embed.weight", {v.patchInput, v.hidden});
+  TensorId hidden = addOp("vit.patch_embed", OpKind::kMatMul, {pixels, patchWeight},
+                          cuts({hiddenState(), {1, 1}}));
+  for (int64_t index = 0; index < v.layers; ++index)
+    hidden = layer("vit", "vit.layer", index, hidden);
+  // The merger: merge^2 neighbouring patches (adjacent in the patch order) become one token.
+  block_ = "vit.merger";
+  hidden = norm("vit.merger.norm", hidden);
+  const int64_t group = v.merge * v.merge * v.hidden;
+  const int64_t imageTokens = v.patches / (v.merge * v.merge);
+  ir::OpAttrs reshape;
+  reshape.newShape = {b, imageTokens, group};
+  hidden =
+      addOp("vit.merger.reshape", OpKind::kReshape, {hidden}, cuts({activation(false)}), reshape);
+  hidden = linear("vit.merger.fc1", hidden, group, group, true, Parallel::kColumn);
+  hidden = addOp("vit.merger.act", OpKind::kGeLU, {hidden}, cuts({activation(true)}));
+  tower_ = &config_;
+  // fc2 projects to the LLM's width; its bias add runs on the LLM's hidden state.
+  return linear("vit.merger.fc2", hidden, group, config_.hidden, true, Parallel::kRow);
+}
+
 Expected<ir::Graph> TransformerBuilder::build() {
-  const ir::Shape tokenShape = {config_.microBatch, config_.seq};
-  TensorId tokens = addInput("tokens", tokenShape, ir::DType::kI32);
-  TensorId labels = addInput("labels", tokenShape, ir::DType::kI32);
+  const int64_t b = config_.microBatch;
+  const auto& v = config_.vision;
+  const int64_t imageTokens = v.layers > 0 ? v.patches / (v.merge * v.merge) : 0;
+  TensorId image = imageTokens > 0 ? visionTokens() : kFailed;
+  TensorId tokens = addInput("tokens", {b, config_.seq - imageTokens}, ir::DType::kI32);
+  TensorId labels = addInput("labels", {b, config_.seq}, ir::DType::kI32);
   TensorId hidden = embedding(tokens);
-  for (int64_t index = 0; index < config_.layers; ++index) hidden = layer(index, hidden);
+  if (imageTokens > 0) {
+    ir::OpAttrs concat;
+    concat.axis = 1;
+    hidden = addOp("embedding.merge_vision", OpKind::kConcat, {image, hidden},
+                   cuts({activation(false), activation(false)}), concat);
+  }
+  for (int64_t index = 0; index < config_.layers; ++index) {
+    hidden = layer("llm", "layer", index, hidden);
+  }
   head(hidden, labels);
   if (error_) return error_->in(config_.name);
   return std::move(graph_);
@@ -317,11 +380,62 @@ Status validateParallel(const Config& config) {
   return {};
 }
 
+Status validateVision(const Config& config) {
+  const auto& v = config.vision;
+  if (v.layers == 0) return {};
+  const std::pair<std::string_view, int64_t> dims[] = {
+      {"vision.layers", v.layers},   {"vision.hidden", v.hidden},
+      {"vision.heads", v.heads},     {"vision.ffn", v.ffn},
+      {"vision.patches", v.patches}, {"vision.patchInput", v.patchInput},
+      {"vision.merge", v.merge}};
+  for (const auto& [field, value] : dims) {
+    if (value <= 0) {
+      return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
+    }
+  }
+  if (v.hidden % v.heads != 0 || (v.hidden / v.heads) % 2 != 0) {
+    return fieldError(
+        config, "vision.heads",
+        fmt::format("hidden {} must split into heads {} of an even size", v.hidden, v.heads));
+  }
+  if (v.patches % (v.merge * v.merge) != 0) {
+    return fieldError(
+        config, "vision.patches",
+        fmt::format("{} is not divisible by merge^2 = {}", v.patches, v.merge * v.merge));
+  }
+  if (v.patches / (v.merge * v.merge) >= config.seq) {
+    return fieldError(config, "vision.patches",
+                      fmt::format("{} image tokens leave no text in a sequence of {}",
+                                  v.patches / (v.merge * v.merge), config.seq));
+  }
+  if (config.position == Config::Position::kLearned) {
+    return fieldError(config, "position", "a vision tower needs rotary or ALiBi positions");
+  }
+  const int64_t tp = config.tensorParallel;
+  if (tp <= 1) return {};
+  for (const auto& [field, value] :
+       {std::pair<std::string_view, int64_t>{"vision.heads", v.heads}, {"vision.ffn", v.ffn}}) {
+    if (value % tp != 0) {
+      return fieldError(config, field,
+                        fmt::format("{} is not divisible by tensorParallel {}", value, tp));
+    }
+  }
+  const int64_t imageTokens = v.patches / (v.merge * v.merge);
+  if (config.sequenceParallel && (v.patches % tp != 0 || imageTokens % tp != 0)) {
+    return fieldError(config, "vision.patches",
+                      fmt::format("{} patches ({} image tokens) do not divide by tensorParallel {} "
+                                  "(sequenceParallel)",
+                                  v.patches, imageTokens, tp));
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validateTransformerConfig(const TransformerConfig& config) {
   if (config.name.empty()) return Error{"name: expected a non-empty model name"};
   if (auto status = validateDims(config); !status) return status;
+  if (auto status = validateVision(config); !status) return status;
   return validateParallel(config);
 }
 
@@ -330,7 +444,10 @@ Expected<ir::Graph> buildTransformer(const TransformerConfig& config) {
   return TransformerBuilder(config).build();
 }
 
-int64_t transformerParameterCount(const TransformerConfig& config) {
+namespace {
+
+/// One layer's parameters: attention, MLP and the two norms.
+int64_t layerParameters(const TransformerConfig& config) {
   const int64_t hidden = config.hidden;
   const int64_t queryWidth = config.heads * (hidden / config.heads);
   const int64_t kvWidth = config.kvHeads * (hidden / config.heads);
@@ -342,12 +459,29 @@ int64_t transformerParameterCount(const TransformerConfig& config) {
   const int64_t columnProjections = config.mlp == Config::Mlp::kSwiGLU ? 2 : 1;
   const int64_t mlp = (columnProjections + 1) * hidden * config.ffn +
                       (config.linearBias ? columnProjections * config.ffn + hidden : 0);
-  const int64_t perLayer = attention + mlp + 2 * normParams;
+  return attention + mlp + 2 * normParams;
+}
+
+/// The vision tower's parameters: patch embedding, layers and merger.
+int64_t visionParameters(const TransformerConfig& config) {
+  const auto& v = config.vision;
+  if (v.layers == 0) return 0;
+  const int64_t group = v.merge * v.merge * v.hidden;
+  const int64_t merger =
+      2 * v.hidden + group * group + group + group * config.hidden + config.hidden;
+  return v.patchInput * v.hidden + v.layers * layerParameters(visionTower(config)) + merger;
+}
+
+}  // namespace
+
+int64_t transformerParameterCount(const TransformerConfig& config) {
+  const int64_t hidden = config.hidden;
+  const int64_t normParams = config.norm == Config::Norm::kLayerNorm ? 2 * hidden : hidden;
   const int64_t embedding =
       config.vocab * hidden +
       (config.position == Config::Position::kLearned ? config.seq * hidden : 0);
   const int64_t head = normParams + (config.tiedEmbeddings ? 0 : hidden * config.vocab);
-  return embedding + config.layers * perLayer + head;
+  return embedding + config.layers * layerParameters(config) + head + visionParameters(config);
 }
 
 }  // namespace autopar::frontend

@@ -26,6 +26,16 @@
 /// block "embedding"), "embedding.position_add" (learned positions only), then "final_norm",
 /// "lm_head" and "loss" (CrossEntropy with labels [b,s] int32), all in block "head".
 ///
+/// With a vision tower (Qwen2-VL, InternVL; vision.layers > 0), before the text:
+///   "vit.patch_embed" (block "vit.embedding"): MatMul of pixels [b, P, patchInput] into
+///   [b, P, hv]; `vision.layers` encoder layers "vit.layer<i>" (blocks "vit.layer.<i>"), built as
+///   the LLM's layers but with LayerNorm, biased projections, a GeLU MLP and bidirectional
+///   attention; then the merger (block "vit.merger"): "vit.merger.norm", "vit.merger.reshape" to
+///   [b, P / merge^2, merge^2 hv], "vit.merger.fc1" (+ bias, GeLU) and "vit.merger.fc2" (+ bias)
+///   to [b, P / merge^2, h]. Those image tokens are concatenated before the embedded text
+///   ("embedding.merge_vision", block "embedding"): tokens are [b, s - P / merge^2], labels
+///   [b, s]. The tower's linears are split Megatron-style over tp like the LLM's.
+///
 /// With dataParallel or tensorParallel set, every op carries a Megatron-style shard annotation
 /// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp). sp is the cut of
 /// the sequence dim s: 1, or tp with sequenceParallel.
@@ -90,6 +100,18 @@ struct TransformerConfig {
   /// hidden_dropout); 0 adds no Dropout ops.
   double hiddenDropout = 0.0;
   ir::DType dtype = ir::DType::kBF16;
+  /// A vision tower whose image tokens precede the text (multimodal models).
+  struct Vision {
+    int64_t layers = 0;  ///< 0: text only
+    int64_t hidden = 0;
+    int64_t heads = 0;
+    int64_t ffn = 0;
+    int64_t patches = 0;     ///< patch tokens per sample
+    int64_t patchInput = 0;  ///< features of one patch: channels x frames x patch x patch
+    int64_t merge = 1;       ///< merge x merge neighbouring patches make one LLM token
+    bool operator==(const Vision&) const = default;
+  };
+  Vision vision;
   /// When either is > 0, annotate ops Megatron-style as MindFormers' parallel_config does; the
   /// other then counts as 1. microBatch must divide by dataParallel; heads, kvHeads, ffn and
   /// vocab by tensorParallel.
@@ -111,7 +133,8 @@ Status validateTransformerConfig(const TransformerConfig& config);
 Expected<ir::Graph> buildTransformer(const TransformerConfig& config);
 
 /// Parameters of the config without building the graph (same count as parameterCount() of the
-/// built graph): embeddings, per layer attention + MLP + norms (+ biases), final norm, head.
+/// built graph): embeddings, per layer attention + MLP + norms (+ biases), final norm, head, and
+/// the vision tower's patch embedding, layers and merger.
 int64_t transformerParameterCount(const TransformerConfig& config);
 
 }  // namespace autopar::frontend

@@ -125,12 +125,11 @@ BENCHMARK(BM_PipelineFeaturesEstimate)
 /// layers on `stages` stages (one configuration); `place` runs the exact placement program.
 search::PlacementProblem llamaLikePlacement(int64_t stages) {
   search::PlacementProblem problem;
-  problem.layers = 80;
+  problem.stacks = {
+      {80, {0.0125, 0.025, 0.0125, int64_t{700} << 20, int64_t{450} << 20, int64_t{30} << 20}}};
   problem.stages = stages;
   problem.microBatches = 64;
   problem.memoryLimitBytes = int64_t{80} << 30;
-  problem.layer = {0.0125,           0.025, 0.0125, int64_t{700} << 20, int64_t{450} << 20,
-                   int64_t{30} << 20};
   problem.first = {0.01, int64_t{500} << 20, int64_t{60} << 20};
   problem.last = {0.03, int64_t{500} << 20, int64_t{200} << 20};
   return problem;
@@ -139,8 +138,8 @@ search::PlacementProblem llamaLikePlacement(int64_t stages) {
 void BM_PlacementModelEvaluate(benchmark::State& state) {
   const int64_t stages = state.range(0);
   const search::PlacementProblem problem = llamaLikePlacement(stages);
-  std::vector<int64_t> layers(static_cast<size_t>(stages), 80 / stages);
-  std::vector<int64_t> recomputed(static_cast<size_t>(stages), 0);
+  const search::StackCounts layers{std::vector<int64_t>(static_cast<size_t>(stages), 80 / stages)};
+  const search::StackCounts recomputed{std::vector<int64_t>(static_cast<size_t>(stages), 0)};
   for (auto _ : state) {
     benchmark::DoNotOptimize(search::evaluatePlacement(problem, layers, recomputed));
   }
@@ -162,13 +161,13 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
     return;
   }
   search::BlockProfile profile;
-  profile.layer = {0.0125,
-                   0.025,
-                   0.0125,
-                   0.0004,
-                   {int64_t{110} << 20, int64_t{220} << 20, int64_t{660} << 20},
-                   int64_t{450} << 20,
-                   int64_t{30} << 20};
+  profile.layers.push_back({0.0125,
+                            0.025,
+                            0.0125,
+                            0.0004,
+                            {int64_t{110} << 20, int64_t{220} << 20, int64_t{660} << 20},
+                            int64_t{450} << 20,
+                            int64_t{30} << 20});
   profile.first = {0.004,
                    0.008,
                    0,
@@ -200,10 +199,11 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
               dp,
               zero,
               vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B,
-              search::evenLayers(80, pp, vpp),
+              search::evenLayers({80}, pp, vpp),
               {}};
           c.candidate.recomputed =
-              full ? c.candidate.layers : std::vector<int64_t>(static_cast<size_t>(pp), 0);
+              full ? c.candidate.layers
+                   : search::StackCounts{std::vector<int64_t>(static_cast<size_t>(pp), 0)};
           for (int64_t d = 0; d < dp; ++d) c.ranks.push_back(static_cast<int>(d * tp));
           cases.push_back(std::move(c));
         }

@@ -10,37 +10,31 @@ namespace autopar::cli {
 
 namespace {
 
-search::StateBytes minus(const search::StateBytes& a, const search::StateBytes& b) {
-  return {a.weights - b.weights, a.gradients - b.gradients, a.optimizer - b.optimizer};
+const std::string kFull = "full";
+
+/// Differences of probe stages: what a layer or an end adds.
+ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
+  return {a.forwardSeconds - b.forwardSeconds,
+          a.backwardSeconds - b.backwardSeconds,
+          a.optimizerSeconds - b.optimizerSeconds,
+          a.sendSeconds,
+          {a.state.weights - b.state.weights, a.state.gradients - b.state.gradients,
+           a.state.optimizer - b.state.optimizer},
+          a.activationBytes - b.activationBytes,
+          std::max(a.bufferBytes, b.bufferBytes)};
 }
 
-/// `stage` less one layer: what an end adds.
-search::ProfiledPart endOf(const ProbeStage& stage, const search::ProfiledPart& layer) {
-  search::ProfiledPart end;
-  end.forwardSeconds = std::max(stage.forwardSeconds - layer.forwardSeconds, 0.0);
-  end.backwardSeconds = std::max(stage.backwardSeconds - layer.backwardSeconds, 0.0);
-  end.optimizerSeconds = std::max(stage.optimizerSeconds - layer.optimizerSeconds, 0.0);
-  end.state = minus(stage.state, layer.state);
-  end.activationBytes = std::max<int64_t>(stage.activationBytes - layer.activationBytes, 0);
-  end.recomputedActivationBytes = end.activationBytes;
-  return end;
-}
-
-/// Block assignments and recomputed blocks for a placement of "llm.layer.<i>" layers.
-void applyPlacement(const search::Placement& placement, MegatronConfig& config) {
-  config.stages.clear();
-  config.recomputeBlocks.clear();
-  config.stages.push_back("embedding=0");
-  config.stages.push_back(fmt::format("head={}", placement.layers.size() - 1));
-  int64_t layer = 0;
-  for (size_t s = 0; s < placement.layers.size(); ++s) {
-    for (int64_t i = 0; i < placement.layers[s]; ++i, ++layer) {
-      config.stages.push_back(fmt::format("llm.layer.{}={}", layer, s));
-      if (i < placement.recomputed[s]) {
-        config.recomputeBlocks.push_back(fmt::format("llm.layer.{}", layer));
-      }
-    }
-  }
+/// A profiled part from a probe difference; negative differences (rounding) clamp to zero.
+search::ProfiledPart partOf(const ProbeStage& d) {
+  search::ProfiledPart part;
+  part.forwardSeconds = std::max(d.forwardSeconds, 0.0);
+  part.backwardSeconds = std::max(d.backwardSeconds, 0.0);
+  part.optimizerSeconds = std::max(d.optimizerSeconds, 0.0);
+  part.state = {std::max<int64_t>(d.state.weights, 0), std::max<int64_t>(d.state.gradients, 0),
+                std::max<int64_t>(d.state.optimizer, 0)};
+  part.activationBytes = std::max<int64_t>(d.activationBytes, 0);
+  part.recomputedActivationBytes = part.activationBytes;
+  return part;
 }
 
 }  // namespace
@@ -48,9 +42,14 @@ void applyPlacement(const search::Placement& placement, MegatronConfig& config) 
 BlockProfiler::BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer)
     : base_(std::move(base)), transformer_(std::move(transformer)) {}
 
+std::vector<int64_t> BlockProfiler::stacks() const {
+  if (transformer_.vision.layers > 0) return {transformer_.vision.layers, transformer_.layers};
+  return {transformer_.layers};
+}
+
 Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   if (auto it = probes_.find(key); it != probes_.end()) return it->second;
-  const auto& [tp, sequenceParallel, mbs, recompute, layers] = key;
+  const auto& [tp, sequenceParallel, mbs, recompute, perStage] = key;
   MegatronConfig small = base_;
   small.nodes = 0;  // as many as two stages of TP need
   small.tp = tp;
@@ -62,12 +61,19 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   small.gbs = 2 * mbs;
   small.zero = 0;
   small.recompute = recompute;
-  small.stages.clear();
-  small.recomputeBlocks.clear();
   small.transformer = transformer_;
-  small.transformer->layers = layers;
+  small.transformer->layers = 2 * perStage;
+  const bool vision = transformer_.vision.layers > 0;
+  small.transformer->vision.layers = vision ? perStage : 0;
+  // Stage 0: the vision layers and the first half of the LLM's; stage 1: the rest.
+  const search::StackCounts layers = vision
+                                         ? search::StackCounts{{perStage, 0}, {perStage, perStage}}
+                                         : search::StackCounts{{perStage, perStage}};
+  applyPlacement(layers, search::StackCounts(layers.size(), {0, 0}), small);
   auto estimate = estimateConfig(small);
-  if (!estimate) return estimate.error().in(fmt::format("block probe ({} layers)", layers));
+  if (!estimate) {
+    return estimate.error().in(fmt::format("block probe ({} layers per stage)", perStage));
+  }
   deviceBytes_ = estimate->cluster.device.memoryBytes;
   std::vector<ProbeStage> stages;
   for (const auto& stage : estimate->evaluated.estimate.stages) {
@@ -85,32 +91,36 @@ Expected<search::BlockProfile> BlockProfiler::profile(int64_t tp, bool sequenceP
                                                       int64_t mbs, const std::string& recompute) {
   const ProfileKey key{tp, sequenceParallel, mbs, recompute};
   if (auto it = profiles_.find(key); it != profiles_.end()) return it->second;
-  auto two = probe({tp, sequenceParallel, mbs, recompute, 2});
-  if (!two) return two.error();
-  auto four = probe({tp, sequenceParallel, mbs, recompute, 4});
-  if (!four) return four.error();
-  auto twoFull = probe({tp, sequenceParallel, mbs, "full", 2});
-  if (!twoFull) return twoFull.error();
-  auto fourFull = probe({tp, sequenceParallel, mbs, "full", 4});
-  if (!fourFull) return fourFull.error();
-  const ProbeStage& a = (*two)[0];
-  const ProbeStage& b = (*four)[0];  // one more layer on stage 0 than `two`
+  std::vector<ProbeStage> probed[4];  // small, large, small recomputed, large recomputed
+  const std::pair<const std::string*, int64_t> probes[4] = {
+      {&recompute, 1}, {&recompute, 2}, {&kFull, 1}, {&kFull, 2}};
+  for (int i = 0; i < 4; ++i) {
+    auto stages = probe({tp, sequenceParallel, mbs, *probes[i].first, probes[i].second});
+    if (!stages) return stages.error();
+    probed[i] = std::move(*stages);
+  }
+  const auto& [small, large, smallFull, largeFull] = probed;
+  const bool vision = transformer_.vision.layers > 0;
+  // Stage 1 grows by one LLM layer; stage 0 by one LLM layer and, with a vision tower, one ViT
+  // layer.
+  const ProbeStage llm = minus(large[1], small[1]);
+  const ProbeStage llmFull = minus(largeFull[1], smallFull[1]);
+  const ProbeStage vit = minus(minus(large[0], small[0]), llm);
+  const ProbeStage vitFull = minus(minus(largeFull[0], smallFull[0]), llmFull);
   search::BlockProfile profile;
-  auto& layer = profile.layer;
-  layer.forwardSeconds = b.forwardSeconds - a.forwardSeconds;
-  layer.backwardSeconds = b.backwardSeconds - a.backwardSeconds;
-  layer.recomputeSeconds = std::max(
-      ((*fourFull)[0].backwardSeconds - (*twoFull)[0].backwardSeconds) - layer.backwardSeconds,
-      0.0);
-  layer.optimizerSeconds = b.optimizerSeconds - a.optimizerSeconds;
-  layer.state = minus(b.state, a.state);
-  layer.activationBytes = b.activationBytes - a.activationBytes;
-  layer.recomputedActivationBytes = (*fourFull)[0].activationBytes - (*twoFull)[0].activationBytes;
-  profile.first = endOf(a, layer);
-  profile.last = endOf((*two)[1], layer);
-  profile.sendSeconds = a.sendSeconds;
-  for (const auto* probed : {&*two, &*four, &*twoFull, &*fourFull}) {
-    for (const ProbeStage& stage : *probed) {
+  const auto layerOf = [](const ProbeStage& kept, const ProbeStage& full) {
+    search::ProfiledPart part = partOf(kept);
+    part.recomputeSeconds = std::max(full.backwardSeconds - kept.backwardSeconds, 0.0);
+    part.recomputedActivationBytes = std::max<int64_t>(full.activationBytes, 0);
+    return part;
+  };
+  if (vision) profile.layers.push_back(layerOf(vit, vitFull));
+  profile.layers.push_back(layerOf(llm, llmFull));
+  profile.first = partOf(vision ? minus(minus(small[0], llm), vit) : minus(small[0], llm));
+  profile.last = partOf(minus(small[1], llm));
+  profile.sendSeconds = small[0].sendSeconds;
+  for (const auto& stages : probed) {
+    for (const ProbeStage& stage : stages) {
       profile.bufferBytes = std::max(profile.bufferBytes, stage.bufferBytes);
     }
   }
@@ -122,9 +132,38 @@ Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& co
                  config.recompute == "selective" ? "selective" : "none");
 }
 
+void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
+                    MegatronConfig& config) {
+  config.stages.clear();
+  config.recomputeBlocks.clear();
+  const size_t stages = layers.front().size();
+  config.stages.push_back("embedding=0");
+  config.stages.push_back(fmt::format("head={}", stages - 1));
+  const char* names[] = {"vit", "llm"};
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const char* stack = names[k + 2 - layers.size()];  // one stack is the LLM
+    int64_t layer = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      for (int64_t i = 0; i < layers[k][s]; ++i, ++layer) {
+        config.stages.push_back(fmt::format("{}.layer.{}={}", stack, layer, s));
+        if (i < recomputed[k][s]) {
+          config.recomputeBlocks.push_back(fmt::format("{}.layer.{}", stack, layer));
+        }
+      }
+    }
+  }
+}
+
+search::StackCounts screenLayers(const MegatronConfig& config, const search::BlockProfile& profile,
+                                 const std::vector<int64_t>& stacks) {
+  if (stacks.size() == 1) return search::evenLayers(stacks, config.pp, config.vpp);
+  return search::balancedLayers(stacks, profile, config.pp);
+}
+
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
-                                                      const cluster::Cluster& cluster) {
+                                                      const cluster::Cluster& cluster,
+                                                      search::StackCounts layers) {
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
   search::AnalyticCandidate candidate;
@@ -135,10 +174,12 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   candidate.zero = config.zero;
   candidate.schedule =
       config.vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B;
-  candidate.layers = search::evenLayers(profiler.transformer().layers, config.pp, config.vpp);
-  candidate.recomputed = config.recompute == "full"
-                             ? candidate.layers
-                             : std::vector<int64_t>(candidate.layers.size(), 0);
+  candidate.layers =
+      layers.empty() ? screenLayers(config, *profile, profiler.stacks()) : std::move(layers);
+  candidate.recomputed = candidate.layers;
+  if (config.recompute != "full") {
+    for (auto& stack : candidate.recomputed) std::fill(stack.begin(), stack.end(), 0);
+  }
   std::vector<int> ranks;
   for (int64_t d = 0; d < config.dp; ++d) ranks.push_back(static_cast<int>(d * config.tp));
   auto sync = [&](int64_t bytes) {
@@ -148,18 +189,20 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
 }
 
 search::PlacementProblem placementProblem(const search::BlockProfile& profile,
-                                          const MegatronConfig& config, int64_t layers,
-                                          int64_t deviceBytes) {
+                                          const MegatronConfig& config,
+                                          const std::vector<int64_t>& stacks, int64_t deviceBytes) {
   const auto sharded = [&](const search::ProfiledPart& part) {
     return part.state.sharded(config.zero, config.dp);
   };
   search::PlacementProblem problem;
-  problem.layers = layers;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const auto& l = profile.layers[k];
+    problem.stacks.push_back({stacks[k],
+                              {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds, sharded(l),
+                               l.activationBytes, l.recomputedActivationBytes}});
+  }
   problem.stages = config.pp;
   problem.microBatches = config.gbs / (config.dp * config.mbs);
-  const auto& l = profile.layer;
-  problem.layer = {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds,
-                   sharded(l),       l.activationBytes, l.recomputedActivationBytes};
   const auto end = [&](const search::ProfiledPart& part) {
     return search::StageExtra{part.forwardSeconds + part.backwardSeconds, sharded(part),
                               part.activationBytes};
@@ -169,19 +212,19 @@ search::PlacementProblem placementProblem(const search::BlockProfile& profile,
   problem.memoryLimitBytes = deviceBytes - profile.bufferBytes;
   return problem;
 }
+
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler) {
-  const int64_t layers = profiler.transformer().layers;
-  if (config.pp < 2 || config.vpp > 1 || config.recompute == "full" || layers < 4) {
+  if (config.pp < 2 || config.vpp > 1 || config.recompute == "full") {
     return std::optional<PlacedEstimate>{};
   }
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
-  auto placement =
-      search::placeLayers(placementProblem(*profile, config, layers, profiler.deviceBytes()));
+  auto placement = search::placeLayers(
+      placementProblem(*profile, config, profiler.stacks(), profiler.deviceBytes()));
   if (!placement) return std::optional<PlacedEstimate>{};
   MegatronConfig placed = config;
-  applyPlacement(*placement, placed);
+  applyPlacement(placement->layers, placement->recomputed, placed);
   auto estimate = estimateConfig(placed);
   if (!estimate) return estimate.error();
   return std::optional<PlacedEstimate>{

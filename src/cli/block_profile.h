@@ -1,11 +1,15 @@
 #pragma once
 /// \file
 /// Block profiles for the hybrid search's closed-form inner loop (search/analytic_step.h): one
-/// layer's and the two ends' costs under a (TP, SP, micro-batch size, recompute) setting,
-/// measured by running the full cost model and pipeline simulator on the model cut to 2 and 4
-/// layers over two stages, with and without full recompute. This is seed 003's black-box block
-/// sampling done on the analytic model: 4 layers minus 2 is one layer per stage. Probes are
-/// cached, so a search over thousands of candidates runs a few dozen of them.
+/// layer's cost for each stack (the vision tower's, the LLM's) and the two ends' costs under a
+/// (TP, SP, micro-batch size, recompute) setting, measured by running the full cost model and
+/// pipeline simulator on two small versions of the model over two stages, with and without full
+/// recompute. This is seed 003's black-box block sampling done on the analytic model:
+///   small: stage 0 = [1 ViT layer,] 1 LLM layer;   stage 1 = 1 LLM layer
+///   large: stage 0 = [2 ViT layers,] 2 LLM layers; stage 1 = 2 LLM layers
+/// so stage 1's difference is one LLM layer, stage 0's is one of each, and what is left of the
+/// small probe's stages is the first stage's ends (embedding, patch embedding, merger) and the
+/// last's (head). Probes are cached, so a search over thousands of candidates runs a few dozen.
 ///
 /// The probes run with DP 1 and no ZeRO; the closed form shards the state for each candidate.
 
@@ -51,8 +55,11 @@ class BlockProfiler {
   [[nodiscard]] int probes() const { return static_cast<int>(probes_.size()); }
   [[nodiscard]] int64_t deviceBytes() const { return deviceBytes_; }
   [[nodiscard]] const frontend::TransformerConfig& transformer() const { return transformer_; }
+  /// Layers per stack, in model order: [vision tower,] LLM.
+  [[nodiscard]] std::vector<int64_t> stacks() const;
 
  private:
+  /// (TP, SP, MBS, recompute, layers per stack and stage: 1 or 2).
   using ProbeKey = std::tuple<int64_t, bool, int64_t, std::string, int64_t>;
   using ProfileKey = std::tuple<int64_t, bool, int64_t, std::string>;
   Expected<std::vector<ProbeStage>> probe(const ProbeKey& key);
@@ -64,18 +71,31 @@ class BlockProfiler {
   std::map<ProfileKey, search::BlockProfile> profiles_;
 };
 
+/// Writes a placement as the configuration's block stages ("vit.layer.<i>=S", "llm.layer.<i>=S",
+/// the embedding on the first stage and the head on the last) and recomputed blocks (the first
+/// layers of each stack on each stage).
+void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
+                    MegatronConfig& config);
+
+/// The layers the screen gives each stage: split evenly for one stack (as the full model does
+/// by default), by time for a vision tower and an LLM (search/analytic_step.h).
+search::StackCounts screenLayers(const MegatronConfig& config, const search::BlockProfile& profile,
+                                 const std::vector<int64_t>& stacks);
+
 /// The closed-form estimate (search/analytic_step.h) of a configuration on `cluster` (the search's
-/// whole cluster, or the configuration's own): its block profile, layers split evenly, gradients
-/// all-reduced over its DP group (ranks TP apart, Megatron-LM's order).
+/// whole cluster, or the configuration's own): its block profile, its layers placed as `layers`
+/// says (empty: screenLayers), gradients all-reduced over its DP group (ranks TP apart,
+/// Megatron-LM's order).
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
-                                                      const cluster::Cluster& cluster);
+                                                      const cluster::Cluster& cluster,
+                                                      search::StackCounts layers = {});
 
 /// The placement problem of a configuration (PP > 1, no interleaving) from its profile: the
 /// state sharded by its ZeRO stage, the buffers off the device's memory.
 search::PlacementProblem placementProblem(const search::BlockProfile& profile,
-                                          const MegatronConfig& config, int64_t layers,
-                                          int64_t deviceBytes);
+                                          const MegatronConfig& config,
+                                          const std::vector<int64_t>& stacks, int64_t deviceBytes);
 
 struct PlacedEstimate {
   MegatronConfig config;  ///< with the placement's stages and recompute blocks

@@ -120,10 +120,15 @@ Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& mod
   return frontend::transformerPreset(model);
 }
 
-Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices) {
-  Expected<cluster::Cluster> loaded = endsWith(name, ".yaml") || endsWith(name, ".yml")
-                                          ? cluster::loadClusterYaml(name)
-                                          : cluster::clusterPreset(name, nodes);
+Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices,
+                                       int devicesPerNode) {
+  const bool yaml = endsWith(name, ".yaml") || endsWith(name, ".yml");
+  if (yaml && devicesPerNode > 0) {
+    return Error{
+        fmt::format("--devices-per-node: resizes a preset's nodes; {} gives its own levels", name)};
+  }
+  Expected<cluster::Cluster> loaded =
+      yaml ? cluster::loadClusterYaml(name) : cluster::clusterPreset(name, nodes, devicesPerNode);
   if (!loaded) return loaded.error();
   if (devices <= 0) return loaded;
   return cluster::takeDevices(*loaded, devices);

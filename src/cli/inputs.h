@@ -46,7 +46,8 @@ Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& mod
 
 /// `cluster` is a preset name (see `autopar clusters`) or a path ending in .yaml/.yml. `nodes`
 /// multiplies a preset; `devices` (0 = all) takes the first devices.
-Expected<cluster::Cluster> loadCluster(const std::string& cluster, int nodes, int devices);
+Expected<cluster::Cluster> loadCluster(const std::string& cluster, int nodes, int devices,
+                                       int devicesPerNode = 0);
 
 /// "1.50 GiB", "312.0 MiB", "512 B".
 std::string formatBytes(int64_t bytes);

@@ -49,11 +49,11 @@ Status checkConfig(const MegatronConfig& config) {
 Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   int nodes = config.nodes;
   if (nodes <= 0) {
-    auto one = loadCluster(config.cluster, 1, 0);
+    auto one = loadCluster(config.cluster, 1, 0, config.devicesPerNode);
     if (!one) return one.error();
     nodes = static_cast<int>((config.worldSize() + one->numDevices - 1) / one->numDevices);
   }
-  auto cluster = loadCluster(config.cluster, nodes, 0);
+  auto cluster = loadCluster(config.cluster, nodes, 0, config.devicesPerNode);
   if (!cluster) return cluster.error();
   if (cluster->numDevices < config.worldSize()) {
     return Error{fmt::format(
@@ -162,8 +162,11 @@ void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string
                   "swiglu)")
       ->required();
   verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
-  verb.add_option("--nodes", config.nodes,
+  verb.add_option("--nodes,--simulated-nnodes", config.nodes,
                   "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
+      ->check(CLI::PositiveNumber);
+  verb.add_option("--devices-per-node,--simulated-nproc-per-node", config.devicesPerNode,
+                  "devices per node of a preset (default: the preset's)")
       ->check(CLI::PositiveNumber);
   verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
   verb.add_option("--seq", config.seq, "sequence length (default: the model's)")
@@ -182,7 +185,7 @@ Status applyCostModel(const std::string& path) {
   return {};
 }
 
-StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages) {
+StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages, std::string_view stack) {
   StageLayers result{std::vector<int64_t>(static_cast<size_t>(stages), 0),
                      std::vector<int64_t>(static_cast<size_t>(stages), 0)};
   const ir::Graph& graph = estimate.evaluated.model.graph;
@@ -191,7 +194,10 @@ StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages) {
       estimate.evaluated.evaluateOptions.recompute.layers == cost::LayerRecompute::kFull;
   std::set<std::string> seen;
   for (const ir::Op& op : graph.ops()) {
-    if (!ir::isStackLayer(op.block) || !seen.insert(op.block).second) continue;
+    if (!ir::isStackLayer(op.block) || !op.block.starts_with(fmt::format("{}.", stack)) ||
+        !seen.insert(op.block).second) {
+      continue;
+    }
     const auto stage = static_cast<size_t>(stageOf.at(static_cast<size_t>(op.id)) % stages);
     ++result.layers[stage];
     if (allRecomputed || graph.settingsOf(op).recompute) ++result.recomputed[stage];

@@ -31,7 +31,8 @@ namespace autopar::cli {
 struct MegatronConfig {
   std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
   std::string cluster = "dgx-a100-80g";
-  int nodes = 0;  ///< 0: as many as the world size needs
+  int nodes = 0;           ///< 0: as many as the world size needs
+  int devicesPerNode = 0;  ///< 0: the preset's
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t dp = 0;
@@ -96,12 +97,14 @@ void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string
 /// Puts a --cost-model file's constants in force (nothing when `path` is empty).
 Status applyCostModel(const std::string& path);
 
-/// Transformer layers (blocks "<stack>.<i>") per pipeline stage, in stage order, and how many of
-/// them are recomputed in full (every layer under --recompute full, else the recomputed blocks).
+/// Layers of one stack (blocks "<stack>.layer.<i>": "llm" or "vit") per pipeline stage, in stage
+/// order, and how many of them are recomputed in full (every layer under --recompute full, else
+/// the recomputed blocks).
 struct StageLayers {
   std::vector<int64_t> layers;
   std::vector<int64_t> recomputed;
 };
-StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages);
+StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages,
+                           std::string_view stack = "llm");
 
 }  // namespace autopar::cli

@@ -126,7 +126,10 @@ void addEstimateVerb(CLI::App& app, Action& action) {
                                : transformerConfigOf(config->model);
         if (!transformer) return reportError(transformer.error());
         BlockProfiler profiler(*config, *transformer);
-        auto closed = closedFormEstimate(*config, profiler, estimate->cluster);
+        // The layers as the full model splits them by default: evenly over the stages.
+        auto closed =
+            closedFormEstimate(*config, profiler, estimate->cluster,
+                               search::evenLayers(profiler.stacks(), config->pp, config->vpp));
         if (!closed) return reportError(closed.error());
         screen = *closed;
       }

@@ -48,11 +48,11 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
 }
 
 /// Seed 003's result file: parallel_config, layer_placement, layer_recompute, e2e_time (ms) and
-/// throughput (tokens per second per device). There is no ViT here, so its lists are zeros.
+/// throughput (tokens per second per device). Without a vision tower its lists are zeros.
 nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
                                          const ConfigEstimate& estimate) {
-  const auto [layers, recomputed] = layersPerStage(estimate, config.pp);
-  const std::vector<int64_t> none(layers.size(), 0);
+  const auto [layers, recomputed] = layersPerStage(estimate, config.pp, "llm");
+  const auto [vision, visionRecomputed] = layersPerStage(estimate, config.pp, "vit");
   return {{"parallel_config",
            {{"PP", config.pp},
             {"TP", config.tp},
@@ -61,8 +61,9 @@ nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
             {"CP", config.cp},
             {"EP", config.ep},
             {"VPP", config.vpp}}},
-          {"layer_placement", {{"vit_layer_placement", none}, {"llm_layer_placement", layers}}},
-          {"layer_recompute", {{"vit_layer_recompute", none}, {"llm_layer_recompute", recomputed}}},
+          {"layer_placement", {{"vit_layer_placement", vision}, {"llm_layer_placement", layers}}},
+          {"layer_recompute",
+           {{"vit_layer_recompute", visionRecomputed}, {"llm_layer_recompute", recomputed}}},
           {"e2e_time", estimate.stepSeconds * 1e3},
           {"throughput", estimate.tokensPerSecond / static_cast<double>(estimate.worldSize)}};
 }
@@ -133,15 +134,20 @@ int runSearch(const SearchArgs& args) {
   base.nodes = std::max(args.base.nodes, 1);
   base.transformer = *transformer;  // read once, not again for every evaluation
   MegatronConfig whole = base;      // the whole cluster as one data-parallel group
-  auto one = loadCluster(base.cluster, base.nodes, 0);
+  auto one = loadCluster(base.cluster, base.nodes, 0, base.devicesPerNode);
   if (!one) return reportError(one.error());
   whole.dp = one->numDevices;
   auto cluster = clusterFor(whole);
   if (!cluster) return reportError(cluster.error());
-  search::HybridModel model{
-      transformer->layers,  transformer->heads,
-      transformer->kvHeads, transformer->ffn,
-      transformer->vocab,   args.base.seq > 0 ? args.base.seq : transformer->seq};
+  search::HybridModel model;
+  model.layers = transformer->layers + transformer->vision.layers;
+  model.heads = transformer->heads;
+  model.kvHeads = transformer->kvHeads;
+  model.ffn = transformer->ffn;
+  model.vocab = transformer->vocab;
+  model.seq = args.base.seq > 0 ? args.base.seq : transformer->seq;
+  model.visionHeads = transformer->vision.layers > 0 ? transformer->vision.heads : 0;
+  model.visionFfn = transformer->vision.ffn;
   search::HybridSpace space;
   space.world = cluster->numDevices;
   space.devicesPerNode = cluster->devicesPerNode;
@@ -153,8 +159,23 @@ int runSearch(const SearchArgs& args) {
     return search::HybridScore{estimate->stepSeconds, estimate->peak(),
                                estimate->peak() <= cluster->device.memoryBytes};
   };
+  // The full model places the layers as the screen did: evenly for an LLM (its default), by time
+  // with a vision tower.
+  auto withLayers = [&](const search::HybridCandidate& candidate) -> Expected<MegatronConfig> {
+    MegatronConfig config = configOf(base, candidate);
+    if (transformer->vision.layers == 0) return config;
+    auto profile = profiler.profileOf(config);
+    if (!profile) return profile.error();
+    const search::StackCounts layers = screenLayers(config, *profile, profiler.stacks());
+    search::StackCounts none = layers;
+    for (auto& stack : none) std::fill(stack.begin(), stack.end(), 0);
+    applyPlacement(layers, none, config);
+    return config;
+  };
   auto evaluate = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
-    auto estimate = estimateConfig(configOf(base, candidate));
+    auto config = withLayers(candidate);
+    if (!config) return config.error();
+    auto estimate = estimateConfig(*config);
     if (!estimate) return estimate.error();
     const auto& peaks = estimate->peakMemoryBytes;
     return search::HybridScore{estimate->stepSeconds, *std::max_element(peaks.begin(), peaks.end()),
@@ -183,10 +204,13 @@ int runSearch(const SearchArgs& args) {
   }
   // The leading configurations get non-uniform placement and per-stage recompute; a placed one
   // replaces its uniform self when the full evaluation finds it faster.
-  MegatronConfig best = configOf(base, result->ranked.front().first);
+  auto leader = withLayers(result->ranked.front().first);
+  if (!leader) return reportError(leader.error());
+  MegatronConfig best = *leader;
   auto estimate = estimateConfig(best);
   if (!estimate) return reportError(estimate.error());
   int placed = 0;
+  bool placedBest = false;
   std::vector<std::string> placementLines;
   for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
     MegatronConfig candidate = configOf(base, result->ranked[i].first);
@@ -200,14 +224,20 @@ int runSearch(const SearchArgs& args) {
     }
     if (!*placement || !(*placement)->estimate.fits()) continue;
     ++placed;
+    const auto& layers = (*placement)->placement.layers;
+    const auto& recomputed = (*placement)->placement.recomputed;
+    const std::string vision = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
+                                                               fmt::join(layers.front(), ", "),
+                                                               fmt::join(recomputed.front(), ", "))
+                                                 : "";
     placementLines.push_back(fmt::format(
-        "  TP {} PP {} DP {} MBS {}: layers [{}], recomputed [{}]: {} (evenly, {}: {})",
-        candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
-        fmt::join((*placement)->placement.layers, ", "),
-        fmt::join((*placement)->placement.recomputed, ", "),
+        "  TP {} PP {} DP {} MBS {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})",
+        candidate.tp, candidate.pp, candidate.dp, candidate.mbs, vision,
+        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
         formatSeconds((*placement)->estimate.stepSeconds), result->ranked[i].first.recompute,
         formatSeconds(result->ranked[i].second.stepSeconds)));
     if ((*placement)->estimate.stepSeconds < estimate->stepSeconds) {
+      placedBest = true;
       best = (*placement)->config;
       *estimate = std::move((*placement)->estimate);
     }
@@ -246,11 +276,21 @@ int runSearch(const SearchArgs& args) {
     fmt::print("\nNon-uniform placement (the full model evaluated with each):\n");
     for (const auto& line : placementLines) fmt::print("{}\n", line);
   }
-  fmt::print("\nBest configuration{}:\n\n",
-             best.stages.empty() ? " (layers split evenly)" : " (layers placed non-uniformly)");
+  fmt::print("\nBest configuration{}:\n\n", placedBest ? " (layers placed non-uniformly)"
+                                            : transformer->vision.layers > 0
+                                                ? " (layers split by time)"
+                                                : " (layers split evenly)");
   printEstimateReport(best, *estimate);
-  fmt::print("\nMegatron-LM: {}\n",
-             megatronArguments(best, model.layers, layersPerStage(*estimate, best.pp).layers));
+  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best, transformer->layers,
+                                                      layersPerStage(*estimate, best.pp).layers));
+  if (transformer->vision.layers > 0) {
+    // MindSpeed-MM places each tower's layers by its model JSON.
+    fmt::print(
+        "\nMindSpeed-MM (model json): image_encoder.vision_encoder.pipeline_num_layers [{}], "
+        "text_decoder.pipeline_num_layers [{}]\n",
+        fmt::join(layersPerStage(*estimate, best.pp, "vit").layers, ", "),
+        fmt::join(layersPerStage(*estimate, best.pp, "llm").layers, ", "));
+  }
   fmt::print("\nMindSpore (MindFormers yaml):\n{}",
              mindsporeParallelConfig(best, estimate->microBatches));
   fmt::print("\nwrote {}\n", args.out);

@@ -54,7 +54,9 @@ struct Cluster {
 const std::vector<std::string>& clusterPresetNames();
 
 /// A node preset multiplied by `nodes` (>= 1). Unknown names fail with the list of presets.
-Expected<Cluster> clusterPreset(const std::string& name, int nodes = 1);
+/// `devicesPerNode` > 0 resizes the node (its intra-node links then join that many devices), as
+/// seed 003's --simulated-nproc-per-node does.
+Expected<Cluster> clusterPreset(const std::string& name, int nodes = 1, int devicesPerNode = 0);
 
 /// Reads a cluster spec file (yaml; format in docs/cluster-format.md). Errors name the file and
 /// field, e.g. "c.yaml: levels[1].bandwidth_gbytes_per_s: expected a positive number".

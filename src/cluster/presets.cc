@@ -122,11 +122,20 @@ const std::vector<std::string>& clusterPresetNames() {
   return names;
 }
 
-Expected<Cluster> clusterPreset(const std::string& name, int nodes) {
+Expected<Cluster> clusterPreset(const std::string& name, int nodes, int devicesPerNode) {
   if (nodes < 1) return Error{fmt::format("--nodes {}: expected a positive integer", nodes)};
+  if (devicesPerNode < 0) {
+    return Error{fmt::format("--devices-per-node {}: expected a positive integer", devicesPerNode)};
+  }
   auto node = nodePreset(name);
   if (!node) return node;
   Cluster cluster = std::move(*node);
+  if (devicesPerNode > 0) {
+    for (auto& level : cluster.levels) {
+      if (level.domainSize == cluster.devicesPerNode) level.domainSize = devicesPerNode;
+    }
+    cluster.devicesPerNode = devicesPerNode;
+  }
   cluster.numDevices = cluster.devicesPerNode * nodes;
   // The outermost level spans every device.
   cluster.levels.back().domainSize = cluster.numDevices;

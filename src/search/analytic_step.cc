@@ -1,6 +1,7 @@
 #include "search/analytic_step.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace autopar::search {
 
@@ -9,21 +10,75 @@ namespace {
 /// PyTorch DDP's and Megatron-LM's default bucket: the last one cannot overlap the backward.
 constexpr int64_t kBucketBytes = int64_t{25} << 20;
 
-/// A stage's parts: how many layers it runs, and whether it carries an end.
-struct StageParts {
-  double layers = 0;
-  double recomputed = 0;
-  bool first = false;
-  bool last = false;
-};
+/// One stage of a candidate: how many layers of each stack it runs and recomputes, and whether
+/// it carries an end.
+class Stage {
+ public:
+  Stage(const BlockProfile& profile, const AnalyticCandidate& c, int64_t stage)
+      : profile_(profile), first_(stage == 0), last_(stage == c.stages - 1) {
+    for (size_t k = 0; k < profile.layers.size(); ++k) {
+      layers_.push_back(static_cast<double>(c.layers[k][static_cast<size_t>(stage)]));
+      recomputed_.push_back(static_cast<double>(c.recomputed[k][static_cast<size_t>(stage)]));
+    }
+  }
 
-template <typename Field>
-double sumOf(const BlockProfile& p, const StageParts& s, Field field) {
-  double total = s.layers * field(p.layer);
-  if (s.first) total += field(p.first);
-  if (s.last) total += field(p.last);
-  return total;
-}
+  /// The sum of `field` over the stage's layers and ends.
+  template <typename Field>
+  [[nodiscard]] double sum(Field field) const {
+    double total = 0;
+    for (size_t k = 0; k < layers_.size(); ++k) total += layers_[k] * field(profile_.layers[k]);
+    if (first_) total += field(profile_.first);
+    if (last_) total += field(profile_.last);
+    return total;
+  }
+
+  [[nodiscard]] double recomputeSeconds() const {
+    double total = 0;
+    for (size_t k = 0; k < layers_.size(); ++k) {
+      total += recomputed_[k] * profile_.layers[k].recomputeSeconds;
+    }
+    return total;
+  }
+
+  /// Activations of one micro-batch: recomputed layers keep only their inputs.
+  [[nodiscard]] double activationBytes() const {
+    double total = 0;
+    for (size_t k = 0; k < layers_.size(); ++k) {
+      const ProfiledPart& layer = profile_.layers[k];
+      total += (layers_[k] - recomputed_[k]) * static_cast<double>(layer.activationBytes) +
+               recomputed_[k] * static_cast<double>(layer.recomputedActivationBytes);
+    }
+    if (first_) total += static_cast<double>(profile_.first.activationBytes);
+    if (last_) total += static_cast<double>(profile_.last.activationBytes);
+    return total;
+  }
+
+  /// The weights of the recomputed layers, which ZeRO 3 gathers again in backward.
+  [[nodiscard]] double recomputedWeightBytes() const {
+    double total = 0;
+    for (size_t k = 0; k < layers_.size(); ++k) {
+      total += recomputed_[k] * static_cast<double>(profile_.layers[k].state.weights);
+    }
+    return total;
+  }
+
+  /// The gathered weights ZeRO 3 keeps until backward: those of the layers not recomputed.
+  [[nodiscard]] double keptWeightBytes() const {
+    double total = 0;
+    for (size_t k = 0; k < layers_.size(); ++k) {
+      total +=
+          (layers_[k] - recomputed_[k]) * static_cast<double>(profile_.layers[k].state.weights);
+    }
+    return total;
+  }
+
+ private:
+  const BlockProfile& profile_;
+  bool first_;
+  bool last_;
+  std::vector<double> layers_;
+  std::vector<double> recomputed_;
+};
 
 /// Chunk-micro-batches the stage holds at its peak, in units of its whole layer set.
 double inFlight(const AnalyticCandidate& c, int64_t stage) {
@@ -34,6 +89,15 @@ double inFlight(const AnalyticCandidate& c, int64_t stage) {
   const int64_t v = c.virtualStages;
   const int64_t chunks = std::min(2 * (p - stage - 1) + (v - 1) * p + 1, c.microBatches * v);
   return static_cast<double>(chunks) / static_cast<double>(v);
+}
+
+/// Which stack position `i` of the concatenated stacks belongs to.
+size_t stackOf(const std::vector<int64_t>& stacks, int64_t i) {
+  size_t k = 0;
+  for (int64_t start = 0; k + 1 < stacks.size() && i >= start + stacks[k]; ++k) {
+    start += stacks[k];
+  }
+  return k;
 }
 
 }  // namespace
@@ -48,10 +112,45 @@ int64_t AnalyticEstimate::peak() const {
   return peakBytes.empty() ? 0 : *std::max_element(peakBytes.begin(), peakBytes.end());
 }
 
-std::vector<int64_t> evenLayers(int64_t layers, int64_t stages, int64_t virtualStages) {
-  std::vector<int64_t> counts(static_cast<size_t>(stages), 0);
+StackCounts evenLayers(const std::vector<int64_t>& stacks, int64_t stages, int64_t virtualStages) {
+  StackCounts counts(stacks.size(), std::vector<int64_t>(static_cast<size_t>(stages), 0));
+  const int64_t layers = std::accumulate(stacks.begin(), stacks.end(), int64_t{0});
   const int64_t total = stages * virtualStages;
-  for (int64_t i = 0; i < layers; ++i) ++counts[static_cast<size_t>(i * total / layers % stages)];
+  for (int64_t i = 0; i < layers; ++i) {
+    ++counts[stackOf(stacks, i)][static_cast<size_t>(i * total / layers % stages)];
+  }
+  return counts;
+}
+
+StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfile& profile,
+                           int64_t stages) {
+  const auto seconds = [](const ProfiledPart& p) { return p.forwardSeconds + p.backwardSeconds; };
+  const int64_t layers = std::accumulate(stacks.begin(), stacks.end(), int64_t{0});
+  double total = seconds(profile.first) + seconds(profile.last);
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    total += static_cast<double>(stacks[k]) * seconds(profile.layers[k]);
+  }
+  StackCounts counts(stacks.size(), std::vector<int64_t>(static_cast<size_t>(stages), 0));
+  // Stage s ends where the running time first reaches (s + 1) / P of the total, keeping at least
+  // one layer for itself and for every later stage.
+  double done = seconds(profile.first);
+  int64_t stage = 0;
+  int64_t onStage = 0;
+  for (int64_t i = 0; i < layers; ++i) {
+    const size_t k = stackOf(stacks, i);
+    const int64_t left = layers - i;
+    const bool mustMove = onStage > 0 && stage < stages - 1 && left <= stages - stage - 1;
+    const bool full = onStage > 0 && stage < stages - 1 &&
+                      done + seconds(profile.layers[k]) / 2 >
+                          total * static_cast<double>(stage + 1) / static_cast<double>(stages);
+    if (mustMove || full) {
+      ++stage;
+      onStage = 0;
+    }
+    ++counts[k][static_cast<size_t>(stage)];
+    ++onStage;
+    done += seconds(profile.layers[k]);
+  }
   return counts;
 }
 
@@ -62,44 +161,38 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   double total = 0;
   double slowest = 0;
   double tail = 0;
-  const int64_t buffers =
-      profile.bufferBytes + (c.zero >= 3 ? 2 * profile.layer.state.weights : int64_t{0});
+  double weights = 0;  // ZeRO 3 holds two layers' gathered weights: one in use, one prefetched
+  for (const ProfiledPart& layer : profile.layers) {
+    weights = std::max(weights, 2 * static_cast<double>(layer.state.weights));
+  }
+  const double buffers = static_cast<double>(profile.bufferBytes) + (c.zero >= 3 ? weights : 0);
   for (int64_t s = 0; s < c.stages; ++s) {
-    const auto i = static_cast<size_t>(s);
-    const StageParts parts{static_cast<double>(c.layers[i]), static_cast<double>(c.recomputed[i]),
-                           s == 0, s == c.stages - 1};
+    const Stage stage(profile, c, s);
     // One data-parallel all-reduce of the stage's gradients; ZeRO 2 reduce-scatters them every
-    // micro-batch (half an all-reduce), ZeRO 3 also gathers the weights for forward and backward.
-    const auto gradients = static_cast<int64_t>(sumOf(profile, parts, [](const ProfiledPart& p) {
-      return static_cast<double>(p.state.gradients);
-    }));
+    // micro-batch (half an all-reduce). ZeRO 3 keeps the gathered weights of the layers it does
+    // not recompute (see keptWeightBytes) and all-gathers those of the recomputed ones again
+    // every micro-batch (half an all-reduce of their bytes), as the cost model does.
+    const auto gradients = static_cast<int64_t>(
+        stage.sum([](const ProfiledPart& p) { return static_cast<double>(p.state.gradients); }));
     const double allReduce = c.dp > 1 ? gradientSync(gradients) : 0.0;
-    const double perMicroBatch = allReduce * (c.zero >= 3 ? 1.5 : c.zero == 2 ? 0.5 : 0.0);
-    const double backward =
-        sumOf(profile, parts, [](const ProfiledPart& p) { return p.backwardSeconds; }) +
-        parts.recomputed * profile.layer.recomputeSeconds;
-    const double seconds =
-        sumOf(profile, parts, [](const ProfiledPart& p) { return p.forwardSeconds; }) + backward +
-        perMicroBatch;
+    double perMicroBatch = c.zero >= 2 ? allReduce / 2 : 0.0;
+    if (c.zero >= 3 && c.dp > 1) {
+      perMicroBatch += gradientSync(static_cast<int64_t>(stage.recomputedWeightBytes())) / 2;
+    }
+    const double backward = stage.sum([](const ProfiledPart& p) { return p.backwardSeconds; }) +
+                            stage.recomputeSeconds();
+    const double seconds = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; }) +
+                           backward + perMicroBatch;
     total += seconds;
     slowest = std::max(slowest, seconds);
     // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
-    // until their backward), buffers and the activations in flight.
-    double state = sumOf(profile, parts,
-                         [&](const ProfiledPart& p) {
-                           return static_cast<double>(p.state.sharded(c.zero, c.dp));
-                         }) +
-                   static_cast<double>(buffers);
-    if (c.zero >= 3) {
-      state += (parts.layers - parts.recomputed) * static_cast<double>(profile.layer.state.weights);
-    }
-    const double kept = parts.layers - parts.recomputed;
-    const double activations =
-        kept * static_cast<double>(profile.layer.activationBytes) +
-        parts.recomputed * static_cast<double>(profile.layer.recomputedActivationBytes) +
-        (parts.first ? static_cast<double>(profile.first.activationBytes) : 0.0) +
-        (parts.last ? static_cast<double>(profile.last.activationBytes) : 0.0);
-    estimate.peakBytes[i] = static_cast<int64_t>(state + inFlight(c, s) * activations);
+    // until their backward, as the cost model does), buffers and the activations in flight.
+    double state = stage.sum([&](const ProfiledPart& p) {
+      return static_cast<double>(p.state.sharded(c.zero, c.dp));
+    }) + buffers;
+    if (c.zero >= 3) state += stage.keptWeightBytes();
+    estimate.peakBytes[static_cast<size_t>(s)] =
+        static_cast<int64_t>(state + inFlight(c, s) * stage.activationBytes());
     // The tail: what is left of the gradient reduction (all of it without ZeRO 2; the weights'
     // all-gather with it) overlaps the last micro-batch's backward but for its last bucket; then
     // the optimizer step.
@@ -110,8 +203,7 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
                                 static_cast<double>(std::max<int64_t>(gradients, 1));
       sync = std::max(whole - backward, lastBucket);
     }
-    double optimizer =
-        sumOf(profile, parts, [](const ProfiledPart& p) { return p.optimizerSeconds; });
+    double optimizer = stage.sum([](const ProfiledPart& p) { return p.optimizerSeconds; });
     if (c.zero >= 1) optimizer /= static_cast<double>(c.dp);
     tail = std::max(tail, sync + optimizer);
   }
@@ -120,10 +212,9 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   const double v = c.schedule == PipelineSchedule::kInterleaved
                        ? static_cast<double>(std::max<int64_t>(c.virtualStages, 1))
                        : 1.0;
-  const double pipeline = m * slowest + (total - slowest) / v + 2 * fill * profile.sendSeconds;
-  estimate.pipelineSeconds = pipeline;
+  estimate.pipelineSeconds = m * slowest + (total - slowest) / v + 2 * fill * profile.sendSeconds;
   estimate.tailSeconds = tail;
-  estimate.stepSeconds = pipeline + tail;
+  estimate.stepSeconds = estimate.pipelineSeconds + tail;
   return estimate;
 }
 

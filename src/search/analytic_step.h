@@ -6,20 +6,24 @@
 /// on 2- and 4-layer probes (seed 003's block sampling, done analytically), so the closed form
 /// and the full simulator share one cost model; the search re-ranks its leaders on the latter.
 ///
-/// For P stages, V chunks per stage, m micro-batches, stage s with n_s layers of which c_s are
-/// recomputed in full (T_s its forward and backward time for one micro-batch):
+/// For P stages, V chunks per stage, m micro-batches, stage s with n_ks layers of stack k (a
+/// vision tower's, the LLM's) of which c_ks are recomputed in full (T_s its forward and backward
+/// time for one micro-batch):
 ///   pipeline  = m T_max + (sum_s T_s - T_max) / V + 2 (P - 1) t_send      (1F1B: V = 1)
 ///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
 /// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
 /// ZeRO 1 shards the optimizer states over DP; 2 the gradients too, reduce-scattered every
-/// micro-batch; 3 the weights too, all-gathered for forward and again for backward, the gathered
-/// copies of layers not recomputed kept until their backward (as the cost model keeps them).
+/// micro-batch; 3 the weights too, the gathered copies of layers not recomputed kept until their
+/// backward and those of recomputed layers gathered again every micro-batch (as the cost model
+/// does).
 /// Memory: state + k_s x activations, k_s = min(P - s, m) micro-batches in flight under 1F1B,
 /// (2 (P - s - 1) + (V - 1) P + 1) chunks of n_s / V layers when interleaved.
 
 #include <cstdint>
 #include <functional>
 #include <vector>
+
+#include "search/layer_placement.h"
 
 namespace autopar::search {
 
@@ -32,8 +36,8 @@ struct StateBytes {
   [[nodiscard]] int64_t sharded(int zero, int64_t dp) const;
 };
 
-/// One layer, or what the first (embedding) or last (head) stage adds, for one micro-batch on
-/// one device.
+/// One layer of a stack, or what the first (embedding) or last (head) stage adds, for one
+/// micro-batch on one device.
 struct ProfiledPart {
   double forwardSeconds = 0;
   double backwardSeconds = 0;   ///< recompute not included
@@ -46,7 +50,7 @@ struct ProfiledPart {
 
 /// A (TP, SP, micro-batch size, recompute) setting's costs.
 struct BlockProfile {
-  ProfiledPart layer;
+  std::vector<ProfiledPart> layers;  ///< one layer of each stack, in model order
   ProfiledPart first;
   ProfiledPart last;
   double sendSeconds = 0;  ///< one micro-batch's activations to the next stage
@@ -64,8 +68,8 @@ struct AnalyticCandidate {
   int64_t dp = 1;
   int zero = 0;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
-  std::vector<int64_t> layers;      ///< per stage
-  std::vector<int64_t> recomputed;  ///< per stage, layers recomputed in full
+  StackCounts layers;      ///< per stack, per stage
+  StackCounts recomputed;  ///< per stack, per stage: layers recomputed in full
 };
 
 /// Seconds to synchronise `bytes` of gradients per device over the candidate's DP group.
@@ -79,9 +83,16 @@ struct AnalyticEstimate {
   [[nodiscard]] int64_t peak() const;
 };
 
-/// Layers per stage, split as search/pipeline.h assigns them: layer i of L on virtual stage
-/// k = floor(i P V / L), which runs on stage k mod P.
-std::vector<int64_t> evenLayers(int64_t layers, int64_t stages, int64_t virtualStages = 1);
+/// Layers per stack and stage, split as search/pipeline.h assigns them: layer i of the L
+/// concatenated layers on virtual stage k = floor(i P V / L), which runs on stage k mod P.
+StackCounts evenLayers(const std::vector<int64_t>& stacks, int64_t stages,
+                       int64_t virtualStages = 1);
+
+/// Layers per stack and stage in contiguous runs of about equal forward and backward time, the
+/// ends' work counted on the first and last stage, at least one layer per stage: a split for
+/// stacks of unequal layers (a vision tower before an LLM), where an even count is far off.
+StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfile& profile,
+                           int64_t stages);
 
 AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCandidate& candidate,
                                   const GradientSync& gradientSync);

@@ -9,13 +9,15 @@ namespace {
 
 BlockProfile profile() {
   BlockProfile p;
-  p.layer.forwardSeconds = 1.0;
-  p.layer.backwardSeconds = 2.0;
-  p.layer.recomputeSeconds = 0.8;
-  p.layer.optimizerSeconds = 0.01;
-  p.layer.state = {100, 200, 600};
-  p.layer.activationBytes = 50;
-  p.layer.recomputedActivationBytes = 5;
+  ProfiledPart layer;
+  layer.forwardSeconds = 1.0;
+  layer.backwardSeconds = 2.0;
+  layer.recomputeSeconds = 0.8;
+  layer.optimizerSeconds = 0.01;
+  layer.state = {100, 200, 600};
+  layer.activationBytes = 50;
+  layer.recomputedActivationBytes = 5;
+  p.layers = {layer};
   p.first.forwardSeconds = 0.5;
   p.first.backwardSeconds = 0.5;
   p.first.state = {40, 80, 240};
@@ -34,8 +36,8 @@ AnalyticCandidate candidate(int64_t stages, int64_t virtualStages, int64_t micro
   c.virtualStages = virtualStages;
   c.microBatches = microBatches;
   c.schedule = virtualStages > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
-  c.layers = evenLayers(layers, stages, virtualStages);
-  c.recomputed.assign(static_cast<size_t>(stages), 0);
+  c.layers = evenLayers({layers}, stages, virtualStages);
+  c.recomputed = {std::vector<int64_t>(static_cast<size_t>(stages), 0)};
   return c;
 }
 
@@ -43,9 +45,29 @@ const GradientSync kNoSync = [](int64_t) { return 0.0; };
 
 TEST(AnalyticStep, EvenLayersFollowThePipelineAssignment) {
   // Layer i on virtual stage floor(i P V / L), virtual stage k on stage k mod P.
-  EXPECT_EQ(evenLayers(10, 4), (std::vector<int64_t>{3, 2, 3, 2}));
-  EXPECT_EQ(evenLayers(10, 4, 2), (std::vector<int64_t>{4, 2, 2, 2}));
-  EXPECT_EQ(evenLayers(80, 8), std::vector<int64_t>(8, 10));
+  EXPECT_EQ(evenLayers({10}, 4), (StackCounts{{3, 2, 3, 2}}));
+  EXPECT_EQ(evenLayers({10}, 4, 2), (StackCounts{{4, 2, 2, 2}}));
+  EXPECT_EQ(evenLayers({80}, 8), StackCounts{std::vector<int64_t>(8, 10)});
+  // Two stacks split as one run of 12: positions 0-3 are the first stack's.
+  EXPECT_EQ(evenLayers({4, 8}, 3), (StackCounts{{4, 0, 0}, {0, 4, 4}}));
+}
+
+TEST(AnalyticStep, BalancedLayersSplitByTime) {
+  // 32 vision layers at a fiftieth of an LLM layer's time fit on the first stage with a few LLM
+  // layers; the rest split evenly by time.
+  BlockProfile p = profile();
+  ProfiledPart vision = p.layers[0];
+  vision.forwardSeconds /= 50;
+  vision.backwardSeconds /= 50;
+  p.layers.insert(p.layers.begin(), vision);
+  p.first.forwardSeconds = p.first.backwardSeconds = 0;
+  p.last.forwardSeconds = p.last.backwardSeconds = 0;
+  const StackCounts counts = balancedLayers({32, 16}, p, 4);
+  EXPECT_EQ(counts[0], (std::vector<int64_t>{32, 0, 0, 0}));
+  EXPECT_EQ(counts[1], (std::vector<int64_t>{4, 4, 4, 4}));
+  // Every stage keeps a layer, however the time falls.
+  const StackCounts tight = balancedLayers({2, 3}, p, 5);
+  for (size_t s = 0; s < 5; ++s) EXPECT_EQ(tight[0][s] + tight[1][s], 1);
 }
 
 TEST(AnalyticStep, OneFOneBMatchesThePlacementModel) {
@@ -54,13 +76,12 @@ TEST(AnalyticStep, OneFOneBMatchesThePlacementModel) {
   for (int64_t stages : {1, 2, 4}) {
     for (int64_t microBatches : {4, 8}) {
       AnalyticCandidate c = candidate(stages, 1, microBatches, 12);
-      c.recomputed[0] = 1;
+      c.recomputed[0][0] = 1;
       const AnalyticEstimate estimate = estimateAnalytic(profile(), c, kNoSync);
       PlacementProblem problem;
-      problem.layers = 12;
+      problem.stacks = {{12, {1.0, 2.0, 0.8, 900, 50, 5}}};
       problem.stages = stages;
       problem.microBatches = microBatches;
-      problem.layer = {1.0, 2.0, 0.8, 900, 50, 5};
       problem.first = {1.0, 360, 7};
       problem.last = {2.0, 360, 11};
       const Placement placement = evaluatePlacement(problem, c.layers, c.recomputed);
@@ -94,17 +115,27 @@ TEST(AnalyticStep, ZeroShardsStateAndAddsTraffic) {
   const GradientSync sync = [](int64_t bytes) { return static_cast<double>(bytes) / 1000; };
   AnalyticCandidate c = candidate(1, 1, 4, 4);
   c.dp = 4;
-  double previous = 0;
+  std::vector<AnalyticEstimate> byZero;
   for (int zero : {0, 1, 2, 3}) {
     c.zero = zero;
-    const AnalyticEstimate estimate = estimateAnalytic(profile(), c, sync);
-    if (zero >= 2) {
-      // Every micro-batch pays the gradient reduce-scatter (and ZeRO 3 the weight gathers).
-      EXPECT_GT(estimate.pipelineSeconds, previous);
-    }
-    previous = estimate.pipelineSeconds;
-    EXPECT_GT(estimate.tailSeconds, 0);
+    byZero.push_back(estimateAnalytic(profile(), c, sync));
+    EXPECT_GT(byZero.back().tailSeconds, 0);
   }
+  // One stage with both ends: 4 x 200 + 80 + 80 = 960 gradient bytes. ZeRO 2 reduce-scatters
+  // them in each of the 4 micro-batches: 4 x 0.96 / 2 s more.
+  EXPECT_NEAR(byZero[1].pipelineSeconds, byZero[0].pipelineSeconds, 1e-9);
+  EXPECT_NEAR(byZero[2].pipelineSeconds - byZero[1].pipelineSeconds, 4 * 0.48, 1e-9);
+  // ZeRO 3 keeps the gathered weights of layers it does not recompute: no time, but 4 x 100
+  // bytes of gathered weights besides the sharded state.
+  EXPECT_NEAR(byZero[3].pipelineSeconds, byZero[2].pipelineSeconds, 1e-9);
+  EXPECT_LT(byZero[3].peakBytes[0], byZero[2].peakBytes[0] + 400);
+  // Recomputed layers gather their 400 weight bytes again every micro-batch: 4 x 0.4 / 2 s.
+  c.recomputed = c.layers;
+  c.zero = 2;
+  const AnalyticEstimate recomputedTwo = estimateAnalytic(profile(), c, sync);
+  c.zero = 3;
+  const AnalyticEstimate recomputedThree = estimateAnalytic(profile(), c, sync);
+  EXPECT_NEAR(recomputedThree.pipelineSeconds - recomputedTwo.pipelineSeconds, 4 * 0.2, 1e-9);
 }
 
 TEST(AnalyticStep, FullRecomputeTradesTimeForMemory) {

@@ -16,8 +16,10 @@ constexpr int kZeroStages[] = {0, 1, 2, 3};
 bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
 
 bool tensorParallelFits(const HybridModel& model, const HybridSpace& space, int64_t tp) {
+  const bool vision =
+      model.visionHeads == 0 || (divides(tp, model.visionHeads) && divides(tp, model.visionFfn));
   return divides(tp, space.devicesPerNode) && divides(tp, model.heads) &&
-         divides(tp, model.kvHeads) && divides(tp, model.ffn) && divides(tp, model.vocab);
+         divides(tp, model.kvHeads) && divides(tp, model.ffn) && divides(tp, model.vocab) && vision;
 }
 
 }  // namespace
@@ -29,7 +31,8 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
     for (int64_t pp = 1; pp * tp <= space.world; ++pp) {
       if (!divides(pp * tp, space.world) || pp > model.layers) continue;
       const int64_t dp = space.world / (pp * tp);
-      for (int64_t vpp = 1; vpp <= (pp > 1 ? space.maxVirtualStages : 1); ++vpp) {
+      const int64_t mostVirtual = pp > 1 && model.visionHeads == 0 ? space.maxVirtualStages : 1;
+      for (int64_t vpp = 1; vpp <= mostVirtual; ++vpp) {
         // Interleaving needs the layers to split evenly into PP x VPP chunks (Megatron-LM).
         if (pp * vpp > model.layers || (vpp > 1 && !divides(pp * vpp, model.layers))) continue;
         for (int64_t mbs : space.microBatchSizes) {

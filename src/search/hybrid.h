@@ -43,12 +43,16 @@ struct HybridCandidate {
 
 /// What constrains the degrees.
 struct HybridModel {
-  int64_t layers = 0;
+  int64_t layers = 0;  ///< of every stack (a vision tower's and the LLM's)
   int64_t heads = 0;
   int64_t kvHeads = 0;
   int64_t ffn = 0;
   int64_t vocab = 0;
   int64_t seq = 0;
+  /// A vision tower's heads and MLP width (0 without one). Its layers are placed by time, not
+  /// interleaved.
+  int64_t visionHeads = 0;
+  int64_t visionFfn = 0;
 };
 
 struct HybridSpace {

@@ -1,20 +1,26 @@
 #pragma once
 /// \file
-/// The inner solver of the hybrid search (seed 003): how many of a stack's identical layers each
-/// pipeline stage runs (contiguous, at least one each, the embedding's extra work on the first
-/// stage and the head's on the last) and how many of them each stage recomputes in full, so
-/// that every stage fits in memory and the step is shortest.
+/// The inner solver of the hybrid search (seed 003): how many layers of each stack (a vision
+/// tower's, then the LLM's; identical layers within a stack) each pipeline stage runs, and how
+/// many of them each stage recomputes in full, so that every stage fits in memory and the step is
+/// shortest. The stacks run in order, so each stage holds a contiguous run of the concatenated
+/// layers: seed 003's vit_layer_placement and llm_layer_placement. Every stage holds at least one
+/// layer; the embedding's extra work is on the first stage and the head's on the last.
 ///
 /// The model it optimises, for P stages and m micro-batches under 1F1B:
-///   stage s with n_s layers, c_s of them recomputed:
-///     time_s   = n_s (f + b) + c_s r                       (+ the first/last stage's extras)
-///     memory_s = n_s w + k_s ((n_s - c_s) a + c_s a_r)     (+ extras), k_s = min(P - s, m)
+///   stage s with n_ks layers of stack k, c_ks of them recomputed:
+///     time_s   = sum_k n_ks (f_k + b_k) + c_ks r_k                      (+ the ends' extras)
+///     memory_s = sum_k n_ks w_k + K_s ((n_ks - c_ks) a_k + c_ks ar_k)    (+ extras),
+///                K_s = min(P - s, m)
 ///   step = sum_s time_s + (m - 1) max_s time_s
 /// (the fill and drain pass every stage once; the steady state runs at the slowest stage).
-/// Recompute only adds time, so each stage recomputes the fewest layers that make it fit. The
-/// solver tries each achievable slowest-stage time B in increasing order and, by dynamic
-/// programming over (stage, layers placed), finds the least total recompute with every stage at
-/// most B; the step is then the sum plus (m - 1) B. It is exact for this model.
+/// Recompute only adds time, so each stage recomputes the cheapest set of layers that makes it
+/// fit (with two stacks: every count of the first, the fewest of the second that then fits). The
+/// solver finds the least slowest-stage time B for which some placement fits (binary search: a
+/// larger B only allows more), then tries each achievable B upward; for each, a dynamic program
+/// over (stage, layers placed) finds the least total recompute time with every stage at most B.
+/// The step is then the sum plus (m - 1) B, and the scan stops once (m - 1) B alone exceeds the
+/// best step. It is exact for this model, for one or two stacks.
 
 #include <cstdint>
 #include <vector>
@@ -40,28 +46,38 @@ struct StageExtra {
   int64_t activationBytes = 0;  ///< per micro-batch in flight
 };
 
-struct PlacementProblem {
+/// A stack of identical layers.
+struct LayerStack {
   int64_t layers = 0;
+  LayerCost layer;
+};
+
+struct PlacementProblem {
+  std::vector<LayerStack> stacks;  ///< in model order; one or two
   int64_t stages = 1;
   int64_t microBatches = 1;
   int64_t memoryLimitBytes = 0;
-  LayerCost layer;
   StageExtra first;
   StageExtra last;
+  [[nodiscard]] int64_t layers() const;  ///< of all stacks
 };
 
+/// Per stack, per stage.
+using StackCounts = std::vector<std::vector<int64_t>>;
+
 struct Placement {
-  std::vector<int64_t> layers;      ///< per stage
-  std::vector<int64_t> recomputed;  ///< per stage, layers recomputed in full
+  StackCounts layers;
+  StackCounts recomputed;  ///< layers recomputed in full
   double stepSeconds = 0;
   std::vector<int64_t> peakBytes;  ///< per stage
 };
 
 /// The model's step time and per-stage memory for a given placement (no feasibility check).
-Placement evaluatePlacement(const PlacementProblem& problem, std::vector<int64_t> layers,
-                            std::vector<int64_t> recomputed);
+Placement evaluatePlacement(const PlacementProblem& problem, StackCounts layers,
+                            StackCounts recomputed);
 
-/// The exact optimum; fails, naming the stage and the need, when no placement fits.
+/// The exact optimum; fails, naming the stage and the need, when no placement fits or when the
+/// problem has no stack or more than two.
 Expected<Placement> placeLayers(const PlacementProblem& problem);
 
 /// Every placement and recompute count tried (small problems only): the test's yardstick.

@@ -161,20 +161,21 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
     return;
   }
   search::BlockProfile profile;
-  profile.layers.push_back({0.0125,
-                            0.025,
-                            0.0125,
-                            0.0004,
-                            {int64_t{110} << 20, int64_t{220} << 20, int64_t{660} << 20},
-                            int64_t{450} << 20,
-                            int64_t{30} << 20});
-  profile.first = {0.004,
-                   0.008,
-                   0,
-                   0.0002,
-                   {int64_t{130} << 20, int64_t{260} << 20, int64_t{780} << 20},
-                   int64_t{60} << 20,
-                   int64_t{60} << 20};
+  search::ProfiledPart layer;
+  layer.forwardSeconds = 0.0125;
+  layer.backwardSeconds = 0.025;
+  layer.weightGradientSeconds = 0.0125;
+  layer.recomputeSeconds = 0.0125;
+  layer.optimizerSeconds = 0.0004;
+  layer.state = {int64_t{110} << 20, int64_t{220} << 20, int64_t{660} << 20};
+  layer.activationBytes = int64_t{450} << 20;
+  layer.recomputedActivationBytes = int64_t{30} << 20;
+  profile.layers = {layer};
+  profile.first.forwardSeconds = 0.004;
+  profile.first.backwardSeconds = 0.008;
+  profile.first.optimizerSeconds = 0.0002;
+  profile.first.state = {int64_t{130} << 20, int64_t{260} << 20, int64_t{780} << 20};
+  profile.first.activationBytes = int64_t{60} << 20;
   profile.last = profile.first;
   profile.last.activationBytes = int64_t{200} << 20;
   profile.sendSeconds = 0.001;

@@ -34,6 +34,8 @@ search::ProfiledPart partOf(const ProbeStage& d) {
                 std::max<int64_t>(d.state.optimizer, 0)};
   part.activationBytes = std::max<int64_t>(d.activationBytes, 0);
   part.recomputedActivationBytes = part.activationBytes;
+  // The weight-gradient matmuls do about the forward's work (as sim/step_estimate.cc takes it).
+  part.weightGradientSeconds = std::min(part.forwardSeconds, part.backwardSeconds / 2);
   return part;
 }
 
@@ -163,7 +165,8 @@ search::StackCounts screenLayers(const MegatronConfig& config, const search::Blo
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
                                                       const cluster::Cluster& cluster,
-                                                      search::StackCounts layers) {
+                                                      search::StackCounts layers,
+                                                      search::StackCounts recomputed) {
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
   search::AnalyticCandidate candidate;
@@ -172,12 +175,13 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   candidate.microBatches = config.gbs / (config.dp * config.mbs);
   candidate.dp = config.dp;
   candidate.zero = config.zero;
-  candidate.schedule =
-      config.vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B;
+  candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
+                       : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
+                                           : search::PipelineSchedule::k1F1B;
   candidate.layers =
       layers.empty() ? screenLayers(config, *profile, profiler.stacks()) : std::move(layers);
-  candidate.recomputed = candidate.layers;
-  if (config.recompute != "full") {
+  candidate.recomputed = recomputed.empty() ? candidate.layers : std::move(recomputed);
+  if (recomputed.empty() && config.recompute != "full") {
     for (auto& stack : candidate.recomputed) std::fill(stack.begin(), stack.end(), 0);
   }
   std::vector<int> ranks;
@@ -215,7 +219,7 @@ search::PlacementProblem placementProblem(const search::BlockProfile& profile,
 
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler) {
-  if (config.pp < 2 || config.vpp > 1 || config.recompute == "full") {
+  if (config.pp < 2 || config.vpp > 1 || config.zeroBubble || config.recompute == "full") {
     return std::optional<PlacedEstimate>{};
   }
   auto profile = profiler.profileOf(config);

@@ -84,12 +84,14 @@ search::StackCounts screenLayers(const MegatronConfig& config, const search::Blo
 
 /// The closed-form estimate (search/analytic_step.h) of a configuration on `cluster` (the search's
 /// whole cluster, or the configuration's own): its block profile, its layers placed as `layers`
-/// says (empty: screenLayers), gradients all-reduced over its DP group (ranks TP apart,
+/// says (empty: screenLayers) and recomputed as `recomputed` says (empty: every layer under
+/// --recompute full, else none), gradients all-reduced over its DP group (ranks TP apart,
 /// Megatron-LM's order).
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
                                                       const cluster::Cluster& cluster,
-                                                      search::StackCounts layers = {});
+                                                      search::StackCounts layers = {},
+                                                      search::StackCounts recomputed = {});
 
 /// The placement problem of a configuration (PP > 1, no interleaving) from its profile: the
 /// state sharded by its ZeRO stage, the buffers off the device's memory.

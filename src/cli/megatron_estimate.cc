@@ -38,6 +38,9 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.zero < 0 || config.zero > 3) {
     return Error{fmt::format("--zero {}: expected 0, 1, 2 or 3", config.zero)};
   }
+  if (config.zeroBubble && (config.pp < 2 || config.vpp > 1)) {
+    return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
+  }
   if (config.sequenceParallel && config.tp == 1) {
     return Error{"--sequence-parallel: needs --tp greater than 1"};
   }
@@ -86,7 +89,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.gbs / (config.dp * config.mbs));
-  training.schedule = config.vpp > 1 ? "interleaved" : "1f1b";
+  training.schedule = config.vpp > 1 ? "interleaved" : config.zeroBubble ? "zb-h1" : "1f1b";
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
   training.recompute = config.recompute;
   training.stages = config.stages;
@@ -125,9 +128,11 @@ void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& est
   fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
              estimate.worldSize, estimate.cluster.device.name);
   fmt::print(
-      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence {}{}\n",
+      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
+      "{}{}{}\n",
       config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
-      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "");
+      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
+      config.zeroBubble ? ", zero-bubble H1" : "");
   const std::string recompute = config.recomputeBlocks.empty()
                                     ? config.recompute
                                     : fmt::format("{}, full on {} placed layers", config.recompute,

@@ -9,6 +9,7 @@
 ///
 /// The mapping onto the plan features:
 ///   --pp P, --vpp V     P pipeline stages; V > 1 runs the interleaved schedule with V chunks
+///   --zero-bubble       the zero-bubble H1 schedule (Qi et al. 2023) instead of 1F1B
 ///   --gbs G, --mbs B    G / (DP x B) micro-batches per step
 ///   --zero 1            optimizer parallel, group update (whole parameters, states / DP)
 ///   --zero 2            as 1, gradients sharded too
@@ -39,6 +40,7 @@ struct MegatronConfig {
   int64_t cp = 1;  ///< context parallel; only 1 is modelled so far
   int64_t ep = 1;  ///< expert parallel; only 1 is modelled so far
   int64_t vpp = 1;
+  bool zeroBubble = false;  ///< the ZB-H1 schedule instead of 1F1B (VPP 1)
   int64_t mbs = 1;
   int64_t gbs = 0;
   int64_t seq = 0;  ///< 0: the model's

@@ -92,7 +92,8 @@ void addTrainingFlags(CLI::App& verb, TrainingFlags& flags) {
   verb.add_option("--micro-batches", flags.microBatches,
                   "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
       ->check(CLI::PositiveNumber);
-  verb.add_option("--schedule", flags.schedule, "pipeline schedule: 1f1b | interleaved | gpipe")
+  verb.add_option("--schedule", flags.schedule,
+                  "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();
   verb.add_option("--virtual-stages", flags.virtualStages,
                   "model chunks per stage for the interleaved schedule (default 2)")

@@ -37,6 +37,9 @@ nlohmann::json estimateJson(const MegatronConfig& config, const ConfigEstimate& 
             {"CP", config.cp},
             {"EP", config.ep},
             {"VPP", config.vpp},
+            {"schedule", config.vpp > 1      ? "interleaved"
+                         : config.zeroBubble ? "zb-h1"
+                                             : "1f1b"},
             {"MBS", config.mbs},
             {"GBS", config.gbs},
             {"micro_batches", estimate.microBatches},
@@ -81,6 +84,102 @@ std::string overflowMessage(const ConfigEstimate& estimate) {
       largest->first, formatBytes(largest->second));
 }
 
+/// The search's closed-form screen of the configuration: its layers split as the full model
+/// splits them by default (evenly), or as a placement says.
+Expected<search::AnalyticEstimate> closedFormOf(const MegatronConfig& config,
+                                                const ConfigEstimate& estimate,
+                                                BlockProfiler& profiler,
+                                                const std::optional<search::Placement>& placement) {
+  if (placement) {
+    return closedFormEstimate(config, profiler, estimate.cluster, placement->layers,
+                              placement->recomputed);
+  }
+  return closedFormEstimate(config, profiler, estimate.cluster,
+                            search::evenLayers(profiler.stacks(), config.pp, config.vpp));
+}
+
+struct EstimateArgs {
+  MegatronConfig config;
+  std::string costModel;
+  bool json = false;
+  bool closedForm = false;
+  bool place = false;
+};
+
+/// Prints the estimate (JSON or the report) with the placement and the closed form when given;
+/// exit 3 when the configuration does not fit.
+int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigEstimate& estimate,
+           const std::optional<search::Placement>& placement,
+           const std::optional<search::AnalyticEstimate>& screen) {
+  if (args.json) {
+    nlohmann::json out = estimateJson(config, estimate);
+    if (screen) {
+      out["closed_form"] = {{"step_time_s", screen->stepSeconds},
+                            {"peak_memory_bytes", screen->peakBytes}};
+    }
+    if (placement) {
+      out["layer_placement"] = placement->layers;
+      out["layer_recompute"] = placement->recomputed;
+    }
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    printEstimateReport(config, estimate);
+    if (placement) {
+      for (size_t k = 0; k < placement->layers.size(); ++k) {
+        fmt::print("placed {} layers [{}], recomputed [{}]\n",
+                   k + 1 < placement->layers.size() ? "ViT" : "LLM",
+                   fmt::join(placement->layers[k], ", "),
+                   fmt::join(placement->recomputed[k], ", "));
+      }
+    }
+    if (screen) {
+      const auto peak = static_cast<double>(estimate.evaluated.estimate.peakMemory().total());
+      fmt::print("closed form      step {} ({:+.1f}%), peak {} ({:+.1f}%)\n",
+                 formatSeconds(screen->stepSeconds),
+                 100 * (screen->stepSeconds / estimate.stepSeconds - 1),
+                 formatBytes(screen->peak()),
+                 100 * (static_cast<double>(screen->peak()) / peak - 1));
+    }
+  }
+  if (estimate.fits()) return kExitOk;
+  fmt::print(stderr, "autopar: {}\n", overflowMessage(estimate));
+  return kExitDoesNotFit;
+}
+
+int runEstimate(const EstimateArgs& args) {
+  if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
+  MegatronConfig config = args.config;
+  auto estimate = estimateConfig(config);
+  if (!estimate) return reportError(estimate.error());
+  if (!args.place && !args.closedForm) return report(args, config, *estimate, {}, {});
+  auto transformer = transformerConfigOf(config.model);
+  if (!transformer) return reportError(transformer.error());
+  config.transformer = *transformer;
+  BlockProfiler profiler(config, *transformer);
+  std::optional<search::Placement> placement;
+  if (args.place) {
+    // The search's inner solver on this configuration: exact layer placement and per-stage
+    // recompute, then the whole model evaluated with it.
+    auto placed = placeConfiguration(config, profiler);
+    if (!placed) return reportError(placed.error());
+    if (!*placed) {
+      return reportError(Error{
+          "--place: needs --pp greater than 1, --vpp 1, no --zero-bubble, --recompute none or "
+          "selective, and a placement that fits"});
+    }
+    config = (*placed)->config;
+    *estimate = std::move((*placed)->estimate);
+    placement = std::move((*placed)->placement);
+  }
+  std::optional<search::AnalyticEstimate> screen;
+  if (args.closedForm) {
+    auto closed = closedFormOf(config, *estimate, profiler, placement);
+    if (!closed) return reportError(closed.error());
+    screen = *closed;
+  }
+  return report(args, config, *estimate, placement, screen);
+}
+
 }  // namespace
 
 void addEstimateVerb(CLI::App& app, Action& action) {
@@ -88,10 +187,9 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       "estimate",
       "Estimate one Megatron-style configuration without searching: step time, tokens/s, model "
       "TFLOP/s per GPU, MFU and memory per pipeline stage");
-  auto config = std::make_shared<MegatronConfig>();
-  auto json = std::make_shared<bool>(false);
-  auto costModel = std::make_shared<std::string>();
-  addConfigurationOptions(*verb, *config, *costModel);
+  auto args = std::make_shared<EstimateArgs>();
+  MegatronConfig* config = &args->config;
+  addConfigurationOptions(*verb, *config, args->costModel);
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(CLI::PositiveNumber);
   verb->add_option("--pp", config->pp, "pipeline stages")->check(CLI::PositiveNumber);
   verb->add_option("--dp", config->dp, "data-parallel degree")
@@ -103,6 +201,8 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
       ->check(CLI::PositiveNumber);
+  verb->add_flag("--zero-bubble", config->zeroBubble,
+                 "the zero-bubble H1 pipeline schedule (weight gradients fill the bubbles)");
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
       ->check(CLI::PositiveNumber);
   verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
@@ -110,53 +210,13 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
-  verb->add_flag("--json", *json, "print JSON");
-  auto closedForm = std::make_shared<bool>(false);
-  verb->add_flag("--closed-form", *closedForm,
+  verb->add_flag("--json", args->json, "print JSON");
+  verb->add_flag("--closed-form", args->closedForm,
                  "also give the search's closed-form estimate (its screen) of this configuration");
-  verb->callback([&action, config, json, costModel, closedForm] {
-    action = [config, json, costModel, closedForm] {
-      if (auto status = applyCostModel(*costModel); !status) return reportError(status.error());
-      auto estimate = estimateConfig(*config);
-      if (!estimate) return reportError(estimate.error());
-      std::optional<search::AnalyticEstimate> screen;
-      if (*closedForm) {
-        auto transformer = config->transformer
-                               ? Expected<frontend::TransformerConfig>(*config->transformer)
-                               : transformerConfigOf(config->model);
-        if (!transformer) return reportError(transformer.error());
-        BlockProfiler profiler(*config, *transformer);
-        // The layers as the full model splits them by default: evenly over the stages.
-        auto closed =
-            closedFormEstimate(*config, profiler, estimate->cluster,
-                               search::evenLayers(profiler.stacks(), config->pp, config->vpp));
-        if (!closed) return reportError(closed.error());
-        screen = *closed;
-      }
-      if (*json) {
-        nlohmann::json out = estimateJson(*config, *estimate);
-        if (screen) {
-          out["closed_form"] = {{"step_time_s", screen->stepSeconds},
-                                {"peak_memory_bytes", screen->peakBytes}};
-        }
-        fmt::print("{}\n", out.dump(2));
-      } else {
-        printEstimateReport(*config, *estimate);
-        if (screen) {
-          fmt::print(
-              "closed form      step {} ({:+.1f}%), peak {} ({:+.1f}%)\n",
-              formatSeconds(screen->stepSeconds),
-              100 * (screen->stepSeconds / estimate->stepSeconds - 1), formatBytes(screen->peak()),
-              100 * (static_cast<double>(screen->peak()) /
-                         static_cast<double>(estimate->evaluated.estimate.peakMemory().total()) -
-                     1));
-        }
-      }
-      if (estimate->fits()) return kExitOk;
-      fmt::print(stderr, "autopar: {}\n", overflowMessage(*estimate));
-      return kExitDoesNotFit;
-    };
-  });
+  verb->add_flag("--place", args->place,
+                 "place the layers on the stages exactly, with per-stage recompute (the search's "
+                 "inner solver), and estimate the placed configuration");
+  verb->callback([&action, args] { action = [args] { return runEstimate(*args); }; });
 }
 
 }  // namespace autopar::cli

@@ -40,6 +40,7 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
   config.pp = candidate.pp;
   config.dp = candidate.dp;
   config.vpp = candidate.vpp;
+  config.zeroBubble = candidate.zeroBubble;
   config.mbs = candidate.mbs;
   config.sequenceParallel = candidate.sequenceParallel;
   config.recompute = candidate.recompute;
@@ -99,6 +100,7 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
   }
   args += unevenStages(stageLayers);
   if (config.sequenceParallel) args += " --sequence-parallel";
+  if (config.zeroBubble) args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
   if (!config.recomputeBlocks.empty()) {
     args += " (full recompute of the first layers of each stage, per llm_layer_recompute)";
   }
@@ -257,20 +259,22 @@ int runSearch(const SearchArgs& args) {
       "evaluated on the full model ({} fit); non-uniform placement tried on {} of the leaders\n\n",
       result->shapes, result->screened, result->screenFits, profiler.probes(), result->refined,
       result->ranked.size(), placed);
-  fmt::print("{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
-             "rank", "TP", "PP", "DP", "VPP", "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s",
-             "MFU", "peak");
+  fmt::print(
+      "{:>4} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
+      "rank", "TP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
+      "tokens/s", "MFU", "peak");
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
   const double mfuSeconds = estimate->mfu * estimate->stepSeconds;
   for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < args.top; ++i) {
     const auto& [c, score] = result->ranked[i];
     const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
+    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
     fmt::print(
-        "{:>4} {:>3} {:>3} {:>4} {:>4} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% "
+        "{:>4} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% "
         "{:>11}\n",
-        i + 1, c.tp, c.pp, c.dp, c.vpp, c.mbs, c.sequenceParallel ? "on" : "off", c.recompute,
-        c.zero, formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
-        formatBytes(score.peakBytes));
+        i + 1, c.tp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
+        c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
+        100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
   }
   if (!placementLines.empty()) {
     fmt::print("\nNon-uniform placement (the full model evaluated with each):\n");

@@ -83,6 +83,9 @@ class Stage {
 /// Chunk-micro-batches the stage holds at its peak, in units of its whole layer set.
 double inFlight(const AnalyticCandidate& c, int64_t stage) {
   const int64_t p = c.stages;
+  if (c.schedule == PipelineSchedule::kZeroBubbleH1) {
+    return static_cast<double>(std::min(p, c.microBatches));
+  }
   if (c.schedule != PipelineSchedule::kInterleaved || c.virtualStages <= 1) {
     return static_cast<double>(std::min(p - stage, c.microBatches));
   }
@@ -160,6 +163,8 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   estimate.peakBytes.resize(static_cast<size_t>(c.stages));
   double total = 0;
   double slowest = 0;
+  double slowestWeight = 0;
+  double weightTotal = 0;
   double tail = 0;
   double weights = 0;  // ZeRO 3 holds two layers' gathered weights: one in use, one prefetched
   for (const ProfiledPart& layer : profile.layers) {
@@ -183,8 +188,13 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
                             stage.recomputeSeconds();
     const double seconds = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; }) +
                            backward + perMicroBatch;
+    const double weight = stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; });
     total += seconds;
-    slowest = std::max(slowest, seconds);
+    weightTotal += weight;
+    if (seconds > slowest) {
+      slowest = seconds;
+      slowestWeight = weight;
+    }
     // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
     // until their backward, as the cost model does), buffers and the activations in flight.
     double state = stage.sum([&](const ProfiledPart& p) {
@@ -212,7 +222,11 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   const double v = c.schedule == PipelineSchedule::kInterleaved
                        ? static_cast<double>(std::max<int64_t>(c.virtualStages, 1))
                        : 1.0;
-  estimate.pipelineSeconds = m * slowest + (total - slowest) / v + 2 * fill * profile.sendSeconds;
+  double fillDrain = (total - slowest) / v;
+  if (c.schedule == PipelineSchedule::kZeroBubbleH1) {
+    fillDrain = std::max(fillDrain - 2 * (weightTotal - slowestWeight), 0.0);
+  }
+  estimate.pipelineSeconds = m * slowest + fillDrain + 2 * fill * profile.sendSeconds;
   estimate.tailSeconds = tail;
   estimate.stepSeconds = estimate.pipelineSeconds + tail;
   return estimate;

@@ -10,6 +10,10 @@
 /// vision tower's, the LLM's) of which c_ks are recomputed in full (T_s its forward and backward
 /// time for one micro-batch):
 ///   pipeline  = m T_max + (sum_s T_s - T_max) / V + 2 (P - 1) t_send      (1F1B: V = 1)
+///   ZB-H1     = m T_max + sum_{s != slowest} (T_s - 2 W_s) + 2 (P - 1) t_send, W_s the stage's
+///               weight-gradient time: the fill and drain pass only the input-gradient part of
+///               each backward (Qi et al. 2023: bubble (P - 1)(F + B - W) against 1F1B's
+///               (P - 1)(F + B + W))
 ///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
 /// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
 /// ZeRO 1 shards the optimizer states over DP; 2 the gradients too, reduce-scattered every
@@ -17,7 +21,8 @@
 /// backward and those of recomputed layers gathered again every micro-batch (as the cost model
 /// does).
 /// Memory: state + k_s x activations, k_s = min(P - s, m) micro-batches in flight under 1F1B,
-/// (2 (P - s - 1) + (V - 1) P + 1) chunks of n_s / V layers when interleaved.
+/// min(P, m) under ZB-H1 (deferred weight gradients hold their micro-batches), (2 (P - s - 1) + (V
+/// - 1) P + 1) chunks of n_s / V layers when interleaved.
 
 #include <cstdint>
 #include <functional>
@@ -40,9 +45,10 @@ struct StateBytes {
 /// micro-batch on one device.
 struct ProfiledPart {
   double forwardSeconds = 0;
-  double backwardSeconds = 0;   ///< recompute not included
-  double recomputeSeconds = 0;  ///< what full recompute adds to backward
-  double optimizerSeconds = 0;  ///< the update of its parameters without ZeRO
+  double backwardSeconds = 0;        ///< recompute not included
+  double weightGradientSeconds = 0;  ///< the part of backward that computes weight gradients
+  double recomputeSeconds = 0;       ///< what full recompute adds to backward
+  double optimizerSeconds = 0;       ///< the update of its parameters without ZeRO
   StateBytes state;
   int64_t activationBytes = 0;            ///< kept for backward, per micro-batch in flight
   int64_t recomputedActivationBytes = 0;  ///< kept when recomputed in full
@@ -59,7 +65,7 @@ struct BlockProfile {
   int64_t bufferBytes = 0;
 };
 
-enum class PipelineSchedule { k1F1B, kInterleaved };
+enum class PipelineSchedule { k1F1B, kInterleaved, kZeroBubbleH1 };
 
 struct AnalyticCandidate {
   int64_t stages = 1;

@@ -105,6 +105,21 @@ TEST(AnalyticStep, InterleavingShrinksTheBubbleAndHoldsMoreInFlight) {
   EXPECT_EQ(interleaved.peakBytes[0], 4 * 900 + 360 + (4 * 50 + 7) * 11 / 2);
 }
 
+TEST(AnalyticStep, ZeroBubbleMatchesTheSimulatorOnEvenStages) {
+  // No ends, 1 s forward, 2 s backward of which 1 s weight gradients: the simulator's (and Qi et
+  // al.'s) ZB-H1 makespan m (F + B) + (P - 1)(F + B - 2W) = 8 x 3 + 3 x 1 (sim/simulator_test).
+  BlockProfile p = profile();
+  p.layers[0].weightGradientSeconds = 1.0;
+  p.first = {};
+  p.last = {};
+  AnalyticCandidate c = candidate(4, 1, 8, 4);
+  c.schedule = PipelineSchedule::kZeroBubbleH1;
+  const AnalyticEstimate estimate = estimateAnalytic(p, c, kNoSync);
+  EXPECT_NEAR(estimate.pipelineSeconds, 27.0, 1e-9);
+  // Every stage may hold as many micro-batches as 1F1B's first stage.
+  for (int64_t bytes : estimate.peakBytes) EXPECT_EQ(bytes, 900 + 4 * 50);
+}
+
 TEST(AnalyticStep, ZeroShardsStateAndAddsTraffic) {
   const StateBytes state{100, 200, 600};
   EXPECT_EQ(state.sharded(0, 4), 900);

@@ -45,10 +45,15 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
           shape.dp = dp;
           shape.vpp = vpp;
           shape.mbs = mbs;
-          shapes.push_back(shape);
-          if (tp > 1 && divides(tp, model.seq)) {
-            shape.sequenceParallel = true;
+          for (bool zeroBubble : {false, true}) {
+            if (zeroBubble && (pp == 1 || vpp > 1)) continue;
+            shape.zeroBubble = zeroBubble;
+            shape.sequenceParallel = false;
             shapes.push_back(shape);
+            if (tp > 1 && divides(tp, model.seq)) {
+              shape.sequenceParallel = true;
+              shapes.push_back(shape);
+            }
           }
         }
       }

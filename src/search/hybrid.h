@@ -7,7 +7,8 @@
 /// `autopar estimate`, i.e. the plan's cost model and pipeline simulator) for each candidate's
 /// step time and peak memory.
 ///
-/// Every shape (TP, PP, DP, VPP, micro-batch size, sequence parallel on and off) is tried with
+/// Every shape (TP, PP, DP, VPP, micro-batch size, sequence parallel on and off, and with PP > 1
+/// and VPP 1 both 1F1B and zero-bubble H1) is tried with
 /// every memory saver (recompute none, selective or full; ZeRO 0 to 3) on a cheap screening
 /// evaluator (the closed form of search/analytic_step.h), and the fastest that fit are evaluated
 /// again on the full evaluator (the plan's cost model and pipeline simulator), which ranks them.
@@ -35,6 +36,7 @@ struct HybridCandidate {
   int64_t pp = 1;
   int64_t dp = 1;
   int64_t vpp = 1;
+  bool zeroBubble = false;  ///< the ZB-H1 schedule (PP > 1, VPP 1) instead of 1F1B
   int64_t mbs = 1;
   bool sequenceParallel = false;
   std::string recompute = "none";  ///< none | selective | full

@@ -14,10 +14,11 @@ namespace autopar::sim {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, ScheduleKind>, 3> kScheduleNames = {{
+constexpr std::array<std::pair<std::string_view, ScheduleKind>, 4> kScheduleNames = {{
     {"gpipe", ScheduleKind::kGPipe},
     {"1f1b", ScheduleKind::k1F1B},
     {"interleaved", ScheduleKind::kInterleaved1F1B},
+    {"zb-h1", ScheduleKind::kZeroBubbleH1},
 }};
 
 StageSchedule gpipeStage(const PipelineShape& shape) {
@@ -49,7 +50,7 @@ Action stepAction(const PipelineShape& shape, Action::Kind kind, int step) {
 int warmupSteps(const PipelineShape& shape, int stage) {
   const int totalSteps = shape.microBatches * shape.virtualStages;
   const int laterStages = shape.stages - stage - 1;
-  if (shape.kind == ScheduleKind::k1F1B) return std::min(laterStages, totalSteps);
+  if (shape.kind != ScheduleKind::kInterleaved1F1B) return std::min(laterStages, totalSteps);
   return std::min(laterStages * 2 + (shape.virtualStages - 1) * shape.stages, totalSteps);
 }
 
@@ -127,7 +128,7 @@ Expected<ScheduleKind> parseScheduleKind(std::string_view name) {
   }
   return Error{
       fmt::format("unknown pipeline schedule '{}'; expected one of: gpipe, 1f1b, "
-                  "interleaved",
+                  "interleaved, zb-h1",
                   name)};
 }
 

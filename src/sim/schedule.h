@@ -12,6 +12,11 @@
 /// The interleaved schedule (Megatron-LM, Narayanan et al. 2021, Sec. 2.2) gives each stage v
 /// model chunks; chunk c of stage s is virtual stage c*p + s, so a micro-batch visits
 /// stage 0, 1, ..., p-1, then stage 0 again with chunk 1, and so on.
+/// Zero-bubble H1 (Qi et al. 2023) splits each backward into B (input gradients, which the
+/// previous stage waits for) and W (weight gradients, which nobody waits for). Its forwards and
+/// Bs run in 1F1B order; the simulator places each W (sim/simulator.h): into idle time when one
+/// fits, and before a forward that would otherwise hold more micro-batches than 1F1B does, so
+/// memory stays at 1F1B's while the fill and drain shrink.
 
 #include <string>
 #include <string_view>
@@ -21,9 +26,9 @@
 
 namespace autopar::sim {
 
-enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B };
+enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kZeroBubbleH1 };
 
-/// Parses "gpipe", "1f1b" or "interleaved"; the error lists the accepted names.
+/// Parses "gpipe", "1f1b", "interleaved" or "zb-h1"; the error lists the accepted names.
 Expected<ScheduleKind> parseScheduleKind(std::string_view name);
 std::string_view scheduleKindName(ScheduleKind kind);  ///< the name parseScheduleKind accepts
 

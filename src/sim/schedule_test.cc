@@ -124,7 +124,8 @@ TEST(Schedule, KindNamesRoundTripAndUnknownNamesListTheChoices) {
   Expected<ScheduleKind> unknown = parseScheduleKind("zero-bubble");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message,
-            "unknown pipeline schedule 'zero-bubble'; expected one of: gpipe, 1f1b, interleaved");
+            "unknown pipeline schedule 'zero-bubble'; expected one of: gpipe, 1f1b, interleaved, "
+            "zb-h1");
 }
 
 }  // namespace

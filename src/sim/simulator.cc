@@ -52,6 +52,19 @@ Status checkInput(const SimulationInput& input) {
         return valid;
       }
     }
+    if (!costs.weightSeconds.empty()) {
+      if (Status valid =
+              checkSeconds(costs.weightSeconds, field + ".weight_seconds", chunks, "model chunk");
+          !valid) {
+        return valid;
+      }
+      for (size_t c = 0; c < chunks; ++c) {
+        if (costs.weightSeconds[c] > costs.backwardSeconds[c]) {
+          return Error{fmt::format("{}.weight_seconds[{}]: {} exceeds the backward's {}", field, c,
+                                   costs.weightSeconds[c], costs.backwardSeconds[c])};
+        }
+      }
+    }
     if (costs.activationBytes.size() != chunks) {
       return Error{
           fmt::format("{}.activation_bytes: expected {} entries (one per model chunk), got {}",
@@ -119,39 +132,96 @@ class Timeline {
   std::vector<double> backwardFinish_;
 };
 
-double durationSeconds(const StageCosts& costs, const Action& action) {
-  return action.kind == Action::kForward ? costs.forwardSeconds[action.chunk]
-                                         : costs.backwardSeconds[action.chunk];
+double weightSeconds(const StageCosts& costs, int chunk) {
+  return costs.weightSeconds.empty() ? 0.0 : costs.weightSeconds[static_cast<size_t>(chunk)];
+}
+
+/// Under zero-bubble a backward action is B only; its W runs separately.
+double durationSeconds(const StageCosts& costs, const Action& action, bool zeroBubble) {
+  if (action.kind == Action::kForward) return costs.forwardSeconds[action.chunk];
+  return costs.backwardSeconds[action.chunk] -
+         (zeroBubble ? weightSeconds(costs, action.chunk) : 0.0);
+}
+
+/// One stage's progress: its next action, and under zero-bubble its pending Ws (chunks, oldest
+/// first) and the micro-batches it holds (forward started, W not yet run).
+struct StageState {
+  size_t next = 0;
+  std::vector<int> pendingWeights;
+  size_t firstPending = 0;
+  int held = 0;
+  int peakHeld = 0;
+  [[nodiscard]] bool hasPending() const { return firstPending < pendingWeights.size(); }
+};
+
+/// Runs the oldest pending W at the stage's current finish.
+void runWeight(const StageCosts& costs, StageState& state, StageResult& result) {
+  const double seconds = weightSeconds(costs, state.pendingWeights[state.firstPending++]);
+  result.finishSeconds += seconds;
+  result.busySeconds += seconds;
+  --state.held;
 }
 
 /// Runs every action; fills busySeconds and finishSeconds, or names a stage left waiting.
 Status runActions(const SimulationInput& input, const Schedule& schedule,
                   std::vector<StageResult>& results) {
   const int stages = input.shape.stages;
+  const bool zeroBubble = input.shape.kind == ScheduleKind::kZeroBubbleH1;
   Timeline timeline(input);
-  std::vector<size_t> nextAction(stages, 0);
+  std::vector<StageState> states(static_cast<size_t>(stages));
   std::vector<int> worklist;
   for (int stage = stages - 1; stage >= 0; --stage) worklist.push_back(stage);
   while (!worklist.empty()) {
     const int stage = worklist.back();
     worklist.pop_back();
     const StageSchedule& actions = schedule[stage];
+    const StageCosts& costs = input.stages[stage];
+    StageState& state = states[static_cast<size_t>(stage)];
     StageResult& result = results[stage];
-    for (; nextAction[stage] < actions.size(); ++nextAction[stage]) {
-      const Action& action = actions[nextAction[stage]];
+    const int limit = stages;  // 1F1B's peak: the first stage's micro-batches in flight
+    for (; state.next < actions.size(); ++state.next) {
+      const Action& action = actions[state.next];
+      if (zeroBubble && action.kind == Action::kForward && state.held >= limit &&
+          state.hasPending()) {
+        runWeight(costs, state, result);
+      }
       const std::optional<double> arrival = timeline.inputsArrive(stage, action);
       if (!arrival) break;
-      const double duration = durationSeconds(input.stages[stage], action);
+      // Idle until the input arrives: fill it with the Ws that end in time.
+      while (zeroBubble && state.hasPending() &&
+             result.finishSeconds +
+                     weightSeconds(costs, state.pendingWeights[state.firstPending]) <=
+                 *arrival) {
+        runWeight(costs, state, result);
+      }
+      const double duration = durationSeconds(costs, action, zeroBubble);
       result.finishSeconds = std::max(result.finishSeconds, *arrival) + duration;
       result.busySeconds += duration;
+      if (zeroBubble) {
+        if (action.kind == Action::kForward) {
+          state.peakHeld = std::max(state.peakHeld, ++state.held);
+        }
+        if (action.kind == Action::kBackward) state.pendingWeights.push_back(action.chunk);
+      }
       const std::optional<int> waiting = timeline.record(stage, action, result.finishSeconds);
       if (waiting && *waiting != stage) worklist.push_back(*waiting);
     }
+    if (state.next == actions.size()) {
+      while (state.hasPending()) runWeight(costs, state, result);
+    }
   }
   for (int stage = 0; stage < stages; ++stage) {
-    if (nextAction[stage] == schedule[stage].size()) continue;
+    // Under zero-bubble a micro-batch is held until its W (one chunk: zero-bubble is not
+    // interleaved).
+    const int peak = states[static_cast<size_t>(stage)].peakHeld;
+    if (zeroBubble) {
+      results[stage].peakInFlight = peak;
+      results[stage].peakActivationBytes = peak * input.stages[stage].activationBytes.front();
+    }
+    const size_t next = states[static_cast<size_t>(stage)].next;
+    if (next == schedule[stage].size()) continue;
     return Error{fmt::format("schedule deadlocks: stage {} waits forever at action {} ({})", stage,
-                             nextAction[stage], actionName(schedule[stage][nextAction[stage]]))};
+                             next, actionName(schedule[stage][next]))};
   }
   return {};
 }
@@ -188,7 +258,10 @@ Expected<SimulationResult> simulateSchedule(const SimulationInput& input,
   if (Status ran = runActions(input, schedule, result.stages); !ran) return ran.error();
   for (int stage = 0; stage < input.shape.stages; ++stage) {
     StageResult& stageResult = result.stages[stage];
-    fillPeaks(schedule[stage], input.stages[stage], stageResult);
+    // Zero-bubble holds a micro-batch until its W; runActions counted those peaks.
+    if (input.shape.kind != ScheduleKind::kZeroBubbleH1) {
+      fillPeaks(schedule[stage], input.stages[stage], stageResult);
+    }
     result.makespanSeconds = std::max(result.makespanSeconds, stageResult.finishSeconds);
     result.idealSeconds = std::max(result.idealSeconds, stageResult.busySeconds);
   }

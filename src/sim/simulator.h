@@ -10,6 +10,14 @@
 ///     waits only for its own forward.
 /// A link carries any number of messages at once, and a transfer does not occupy either stage.
 ///
+/// Zero-bubble H1: a backward is B (its backward less its weight-gradient part; the previous stage
+/// waits only for this) and W (the weight-gradient part). A stage runs a pending W (oldest first)
+///   - when it would otherwise idle waiting for its next input and the W ends before the input
+///     arrives;
+///   - before a forward that would hold more micro-batches than 1F1B's peak, the first stage's p
+///     (a micro-batch is held from its forward to its W), so later stages may defer up to s Ws;
+///   - after its last B, for the W's still pending.
+///
 /// Example: 1F1B, p = 4, m = 8, forward 1 s and backward 2 s on every stage, no p2p cost:
 /// makespan (m + p - 1) * 3 = 33 s, ideal 8 * 3 = 24 s, bubble fraction (p - 1) / m = 0.375.
 
@@ -26,8 +34,10 @@ struct StageCosts {
   std::vector<double> forwardSeconds;
   std::vector<double> backwardSeconds;
   /// Bytes one micro-batch of the chunk keeps from the start of its forward to the end of its
-  /// backward.
+  /// backward (its W under zero-bubble).
   std::vector<int64_t> activationBytes;
+  /// The weight-gradient part of backwardSeconds, which zero-bubble H1 runs as W (empty: none).
+  std::vector<double> weightSeconds;
 };
 
 struct SimulationInput {

@@ -56,6 +56,37 @@ TEST(Simulator, OneForwardOneBackwardKeepsStagesMinusSMicroBatchesInFlight) {
   EXPECT_DOUBLE_EQ(few.makespanSeconds, (2 + 4 - 1) * 3.0);
 }
 
+TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
+  // Forward 1 s, backward 2 s of which 1 s is weight gradients (Qi et al.'s F = B = W).
+  for (auto [stages, microBatches] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{4, 4}}) {
+    PipelineShape shape{.stages = stages, .microBatches = microBatches};
+    SimulationInput input = uniformInput(shape, 1, 2, /*activationBytes=*/100);
+    const SimulationResult plain = simulateOk(input);
+    shape.kind = ScheduleKind::kZeroBubbleH1;
+    input.shape = shape;
+    for (StageCosts& stage : input.stages) stage.weightSeconds = {1.0};
+    const SimulationResult zeroBubble = simulateOk(input);
+    // The paper's ZB-H1 bubble: (p - 1)(F + B - W) = p - 1 against 1F1B's 3 (p - 1).
+    EXPECT_DOUBLE_EQ(zeroBubble.makespanSeconds, microBatches * 3.0 + (stages - 1))
+        << stages << " stages, " << microBatches << " micro-batches";
+    EXPECT_DOUBLE_EQ(zeroBubble.idealSeconds, plain.idealSeconds);
+    // The Ws deferred into the bubbles hold their micro-batches longer: every stage may hold as
+    // many as 1F1B's first stage, so the pipeline's peak is 1F1B's.
+    for (int stage = 0; stage < stages; ++stage) {
+      EXPECT_LE(zeroBubble.stages[stage].peakInFlight, std::min(stages, microBatches));
+      EXPECT_GE(zeroBubble.stages[stage].peakInFlight, plain.stages[stage].peakInFlight);
+    }
+    EXPECT_EQ(zeroBubble.stages[0].peakInFlight, plain.stages[0].peakInFlight);
+  }
+  // Without a weight part, zero-bubble is 1F1B.
+  SimulationInput none = uniformInput({.stages = 4, .microBatches = 8}, 1, 2);
+  const double plain = simulateOk(none).makespanSeconds;
+  none.shape.kind = ScheduleKind::kZeroBubbleH1;
+  EXPECT_DOUBLE_EQ(simulateOk(none).makespanSeconds, plain);
+  none.stages[0].weightSeconds = {3.0};
+  EXPECT_EQ(errorOf(none), "stages[0].weight_seconds[0]: 3 exceeds the backward's 2");
+}
+
 TEST(Simulator, GPipeKeepsEveryMicroBatchInFlight) {
   const PipelineShape shape{.stages = 4, .microBatches = 8, .kind = ScheduleKind::kGPipe};
   const SimulationResult result = simulateOk(uniformInput(shape, 1, 2));

@@ -22,6 +22,12 @@ SimulationInput simulationInput(const cost::CostReport& report, const PipelineCo
     stage.forwardSeconds.push_back(cost.forwardSeconds);
     stage.backwardSeconds.push_back(cost.backwardSeconds);
     stage.activationBytes.push_back(cost.memory.activationBytes);
+    // The weight-gradient matmuls (dW = X^T dY) do about the forward matmuls' work; the rest of
+    // backward (input gradients, recompute, communication) is B.
+    if (config.schedule == ScheduleKind::kZeroBubbleH1) {
+      stage.weightSeconds.push_back(
+          std::min(cost.forwardComputeSeconds, cost.backwardComputeSeconds / 2));
+    }
     // The link from virtual stage k to k + 1 leaves stage k % p; chunks share it.
     double& link = input.p2pSeconds[k % static_cast<size_t>(config.stages)];
     link = std::max(link, cost.sendSeconds);

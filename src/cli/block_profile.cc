@@ -10,8 +10,6 @@ namespace autopar::cli {
 
 namespace {
 
-const std::string kFull = "full";
-
 /// Differences of probe stages: what a layer or an end adds.
 ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
   return {a.forwardSeconds - b.forwardSeconds,
@@ -51,18 +49,20 @@ std::vector<int64_t> BlockProfiler::stacks() const {
 
 Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   if (auto it = probes_.find(key); it != probes_.end()) return it->second;
-  const auto& [tp, sequenceParallel, mbs, recompute, perStage] = key;
+  const auto& [setting, perStage] = key;
   MegatronConfig small = base_;
-  small.nodes = 0;  // as many as two stages of TP need
-  small.tp = tp;
-  small.sequenceParallel = sequenceParallel;
-  small.mbs = mbs;
+  small.nodes = 0;  // as many as two stages of TP x CP need
+  small.tp = setting.tp;
+  small.cp = setting.cp;
+  small.sequenceParallel = setting.sequenceParallel;
+  small.mbs = setting.mbs;
   small.pp = 2;
   small.dp = 1;
   small.vpp = 1;
-  small.gbs = 2 * mbs;
+  small.gbs = 2 * setting.mbs;
   small.zero = 0;
-  small.recompute = recompute;
+  small.zeroBubble = false;
+  small.recompute = setting.recompute;
   small.transformer = transformer_;
   small.transformer->layers = 2 * perStage;
   const bool vision = transformer_.vision.layers > 0;
@@ -89,15 +89,14 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   return probes_.emplace(key, std::move(stages)).first->second;
 }
 
-Expected<search::BlockProfile> BlockProfiler::profile(int64_t tp, bool sequenceParallel,
-                                                      int64_t mbs, const std::string& recompute) {
-  const ProfileKey key{tp, sequenceParallel, mbs, recompute};
-  if (auto it = profiles_.find(key); it != profiles_.end()) return it->second;
+Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& setting) {
+  if (auto it = profiles_.find(setting); it != profiles_.end()) return it->second;
+  BlockSetting full = setting;
+  full.recompute = "full";
   std::vector<ProbeStage> probed[4];  // small, large, small recomputed, large recomputed
-  const std::pair<const std::string*, int64_t> probes[4] = {
-      {&recompute, 1}, {&recompute, 2}, {&kFull, 1}, {&kFull, 2}};
+  const ProbeKey probes[4] = {{setting, 1}, {setting, 2}, {full, 1}, {full, 2}};
   for (int i = 0; i < 4; ++i) {
-    auto stages = probe({tp, sequenceParallel, mbs, *probes[i].first, probes[i].second});
+    auto stages = probe(probes[i]);
     if (!stages) return stages.error();
     probed[i] = std::move(*stages);
   }
@@ -126,12 +125,12 @@ Expected<search::BlockProfile> BlockProfiler::profile(int64_t tp, bool sequenceP
       profile.bufferBytes = std::max(profile.bufferBytes, stage.bufferBytes);
     }
   }
-  return profiles_.emplace(key, profile).first->second;
+  return profiles_.emplace(setting, profile).first->second;
 }
 
 Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& config) {
-  return profile(config.tp, config.sequenceParallel, config.mbs,
-                 config.recompute == "selective" ? "selective" : "none");
+  return profile({config.tp, config.cp, config.sequenceParallel, config.mbs,
+                  config.recompute == "selective" ? "selective" : "none"});
 }
 
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
@@ -173,7 +172,7 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   candidate.stages = config.pp;
   candidate.virtualStages = config.vpp;
   candidate.microBatches = config.gbs / (config.dp * config.mbs);
-  candidate.dp = config.dp;
+  candidate.dp = config.dp * config.cp;  // the parameters' replicas
   candidate.zero = config.zero;
   candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
                        : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
@@ -185,7 +184,9 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
     for (auto& stack : candidate.recomputed) std::fill(stack.begin(), stack.end(), 0);
   }
   std::vector<int> ranks;
-  for (int64_t d = 0; d < config.dp; ++d) ranks.push_back(static_cast<int>(d * config.tp));
+  for (int64_t d = 0; d < config.dp * config.cp; ++d) {
+    ranks.push_back(static_cast<int>(d * config.tp));
+  }
   auto sync = [&](int64_t bytes) {
     return cluster::collectiveCost(cluster, cluster::Collective::kAllReduce, ranks, bytes).seconds;
   };
@@ -196,7 +197,7 @@ search::PlacementProblem placementProblem(const search::BlockProfile& profile,
                                           const MegatronConfig& config,
                                           const std::vector<int64_t>& stacks, int64_t deviceBytes) {
   const auto sharded = [&](const search::ProfiledPart& part) {
-    return part.state.sharded(config.zero, config.dp);
+    return part.state.sharded(config.zero, config.dp * config.cp);
   };
   search::PlacementProblem problem;
   for (size_t k = 0; k < stacks.size(); ++k) {

@@ -2,7 +2,7 @@
 /// \file
 /// Block profiles for the hybrid search's closed-form inner loop (search/analytic_step.h): one
 /// layer's cost for each stack (the vision tower's, the LLM's) and the two ends' costs under a
-/// (TP, SP, micro-batch size, recompute) setting, measured by running the full cost model and
+/// (TP, CP, SP, micro-batch size, recompute) setting, measured by running the full cost model and
 /// pipeline simulator on two small versions of the model over two stages, with and without full
 /// recompute. This is seed 003's black-box block sampling done on the analytic model:
 ///   small: stage 0 = [1 ViT layer,] 1 LLM layer;   stage 1 = 1 LLM layer
@@ -11,13 +11,15 @@
 /// small probe's stages is the first stage's ends (embedding, patch embedding, merger) and the
 /// last's (head). Probes are cached, so a search over thousands of candidates runs a few dozen.
 ///
-/// The probes run with DP 1 and no ZeRO; the closed form shards the state for each candidate.
+/// The probes run with DP 1 and no ZeRO; the closed form shards the state for each candidate
+/// over its DP x CP replicas (the parameters' replicas, which the cost model's optimizer
+/// parallelism and Megatron-LM's distributed optimizer both shard over).
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/megatron_estimate.h"
@@ -38,17 +40,25 @@ struct ProbeStage {
   int64_t bufferBytes = 0;
 };
 
+/// What a block profile depends on.
+struct BlockSetting {
+  int64_t tp = 1;
+  int64_t cp = 1;
+  bool sequenceParallel = false;
+  int64_t mbs = 1;
+  std::string recompute = "none";  ///< none or selective; full is a per-layer choice
+  auto operator<=>(const BlockSetting&) const = default;
+};
+
 class BlockProfiler {
  public:
   /// `base` gives the model, cluster, sequence, precision and bandwidth; `transformer` the
   /// model's dimensions.
   BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer);
 
-  /// `recompute` is none or selective; full recompute is a per-layer choice in the profile.
-  Expected<search::BlockProfile> profile(int64_t tp, bool sequenceParallel, int64_t mbs,
-                                         const std::string& recompute);
+  Expected<search::BlockProfile> profile(const BlockSetting& setting);
 
-  /// The profile of a configuration's (TP, SP, MBS, recompute) setting; full recompute reads
+  /// The profile of a configuration's (TP, CP, SP, MBS, recompute) setting; full recompute reads
   /// the no-recompute profile.
   Expected<search::BlockProfile> profileOf(const MegatronConfig& config);
 
@@ -59,16 +69,15 @@ class BlockProfiler {
   [[nodiscard]] std::vector<int64_t> stacks() const;
 
  private:
-  /// (TP, SP, MBS, recompute, layers per stack and stage: 1 or 2).
-  using ProbeKey = std::tuple<int64_t, bool, int64_t, std::string, int64_t>;
-  using ProfileKey = std::tuple<int64_t, bool, int64_t, std::string>;
+  /// The setting and the layers per stack and stage: 1 or 2.
+  using ProbeKey = std::pair<BlockSetting, int64_t>;
   Expected<std::vector<ProbeStage>> probe(const ProbeKey& key);
 
   MegatronConfig base_;
   frontend::TransformerConfig transformer_;
   int64_t deviceBytes_ = 0;
   std::map<ProbeKey, std::vector<ProbeStage>> probes_;
-  std::map<ProfileKey, search::BlockProfile> profiles_;
+  std::map<BlockSetting, search::BlockProfile> profiles_;
 };
 
 /// Writes a placement as the configuration's block stages ("vit.layer.<i>=S", "llm.layer.<i>=S",
@@ -85,8 +94,8 @@ search::StackCounts screenLayers(const MegatronConfig& config, const search::Blo
 /// The closed-form estimate (search/analytic_step.h) of a configuration on `cluster` (the search's
 /// whole cluster, or the configuration's own): its block profile, its layers placed as `layers`
 /// says (empty: screenLayers) and recomputed as `recomputed` says (empty: every layer under
-/// --recompute full, else none), gradients all-reduced over its DP group (ranks TP apart,
-/// Megatron-LM's order).
+/// --recompute full, else none), gradients all-reduced over its DP x CP group (ranks TP apart,
+/// Megatron-LM's tp-cp-dp-pp order) and ZeRO sharding over the same group.
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
                                                       const cluster::Cluster& cluster,

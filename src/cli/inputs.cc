@@ -77,17 +77,20 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   const int64_t perReplica = options.microBatch > 0 ? options.microBatch : config->microBatch;
   int64_t dataParallel = numDevices;
   if (options.tensorParallel > 0) {
-    dataParallel = options.dataParallel > 0
-                       ? options.dataParallel
-                       : std::max<int64_t>(numDevices / options.tensorParallel, 1);
-    if (options.tensorParallel * dataParallel > numDevices) {
-      return Error{fmt::format("--tp {} x --dp {}: uses {} devices but only {} are available",
-                               options.tensorParallel, dataParallel,
-                               options.tensorParallel * dataParallel, numDevices)};
+    dataParallel =
+        options.dataParallel > 0
+            ? options.dataParallel
+            : std::max<int64_t>(numDevices / (options.tensorParallel * options.contextParallel), 1);
+    const int64_t used = options.tensorParallel * options.contextParallel * dataParallel;
+    if (used > numDevices) {
+      return Error{fmt::format(
+          "--tp {} x --cp {} x --dp {}: uses {} devices but only {} are available",
+          options.tensorParallel, options.contextParallel, dataParallel, used, numDevices)};
     }
     config->tensorParallel = options.tensorParallel;
     config->dataParallel = dataParallel;
     config->sequenceParallel = options.sequenceParallel;
+    config->contextParallel = options.contextParallel;
   }
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);

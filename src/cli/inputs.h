@@ -22,6 +22,7 @@ struct ModelOptions {
   int64_t tensorParallel = 0;     ///< >0: annotate Megatron-style with this TP degree
   int64_t dataParallel = 0;       ///< with tensorParallel; 0: devices / tensorParallel
   bool sequenceParallel = false;  ///< Megatron-LM's --sequence-parallel, with tensorParallel
+  int64_t contextParallel = 1;    ///< Megatron-LM's --context-parallel-size, with tensorParallel
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
   std::optional<ir::DType> dtype;
   /// A transformer given by a run yaml (--config) instead of a preset name.

@@ -22,10 +22,7 @@ Status checkConfig(const MegatronConfig& config) {
   }
   if (config.dp <= 0) return Error{"--dp: required, a positive integer"};
   if (config.gbs <= 0) return Error{"--gbs: required, a positive integer"};
-  if (config.cp != 1) {
-    return Error{fmt::format(
-        "--cp {}: context parallelism is not modelled yet; only --cp 1 is supported", config.cp)};
-  }
+  if (config.cp < 1) return Error{fmt::format("--cp {}: expected a positive integer", config.cp)};
   if (config.ep != 1) {
     return Error{
         fmt::format("--ep {}: expert parallelism is not modelled yet (no MoE builder); only --ep 1",
@@ -85,6 +82,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.tensorParallel = config.tp;
   options.modelOptions.dataParallel = config.dp;
   options.modelOptions.sequenceParallel = config.sequenceParallel;
+  options.modelOptions.contextParallel = config.cp;
   options.modelOptions.dtype = dtype;
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);

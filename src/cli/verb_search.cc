@@ -37,6 +37,7 @@ struct SearchArgs {
 MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidate& candidate) {
   MegatronConfig config = base;
   config.tp = candidate.tp;
+  config.cp = candidate.cp;
   config.pp = candidate.pp;
   config.dp = candidate.dp;
   config.vpp = candidate.vpp;
@@ -94,6 +95,7 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
       "--global-batch-size {}",
       config.tp, config.pp, config.mbs, config.gbs);
+  if (config.cp > 1) args += fmt::format(" --context-parallel-size {}", config.cp);
   if (config.vpp > 1) {
     args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                         layers / (config.pp * config.vpp));
@@ -117,11 +119,12 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
 
 std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microBatches) {
   return fmt::format(
-      "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  pipeline_stage: {}\n"
-      "  micro_batch_num: {}\n  use_seq_parallel: {}\n  optimizer_shard: {}\n"
+      "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  context_parallel: {}\n"
+      "  pipeline_stage: {}\n  micro_batch_num: {}\n  use_seq_parallel: {}\n  optimizer_shard: {}\n"
       "recompute_config:\n  recompute: {}\n  select_recompute: {}\n",
-      config.dp, config.tp, config.pp, microBatches, config.sequenceParallel ? "True" : "False",
-      config.zero > 0 ? "True" : "False", config.recompute == "full" ? "True" : "False",
+      config.dp, config.tp, config.cp, config.pp, microBatches,
+      config.sequenceParallel ? "True" : "False", config.zero > 0 ? "True" : "False",
+      config.recompute == "full" ? "True" : "False",
       config.recompute == "selective" ? "True" : "False");
 }
 
@@ -148,6 +151,9 @@ int runSearch(const SearchArgs& args) {
   model.ffn = transformer->ffn;
   model.vocab = transformer->vocab;
   model.seq = args.base.seq > 0 ? args.base.seq : transformer->seq;
+  const auto& vision = transformer->vision;
+  model.textTokens =
+      model.seq - (vision.layers > 0 ? vision.patches / (vision.merge * vision.merge) : 0);
   model.visionHeads = transformer->vision.layers > 0 ? transformer->vision.heads : 0;
   model.visionFfn = transformer->vision.ffn;
   search::HybridSpace space;
@@ -198,9 +204,9 @@ int runSearch(const SearchArgs& args) {
         std::ceil(static_cast<double>(base.nodes) * static_cast<double>(score.peakBytes) /
                   static_cast<double>(cluster->device.memoryBytes)));
     return reportError(Error{fmt::format(
-        "nothing fits: the leanest configuration (TP {} PP {} DP {}, recompute {}, ZeRO {}) needs "
-        "{} per device of {}; about --nodes {} would fit it",
-        leanest.tp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
+        "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {}, recompute {}, ZeRO {}) "
+        "needs {} per device of {}; about --nodes {} would fit it",
+        leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
         formatBytes(score.peakBytes), formatBytes(cluster->device.memoryBytes),
         std::max<int64_t>(nodes, base.nodes + 1))});
   }
@@ -260,8 +266,9 @@ int runSearch(const SearchArgs& args) {
       result->shapes, result->screened, result->screenFits, profiler.probes(), result->refined,
       result->ranked.size(), placed);
   fmt::print(
-      "{:>4} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} {:>11}\n",
-      "rank", "TP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
+      "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
+      "{:>11}\n",
+      "rank", "TP", "CP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
       "tokens/s", "MFU", "peak");
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
   const double mfuSeconds = estimate->mfu * estimate->stepSeconds;
@@ -270,9 +277,9 @@ int runSearch(const SearchArgs& args) {
     const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
     const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
     fmt::print(
-        "{:>4} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} {:>5.1f}% "
-        "{:>11}\n",
-        i + 1, c.tp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
+        "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
+        "{:>5.1f}% {:>11}\n",
+        i + 1, c.tp, c.cp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
         c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
         100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
   }

@@ -51,10 +51,12 @@ class TransformerBuilder {
         vision_(visionTower(config)),
         tower_(&config_),
         graph_(config.name),
-        annotate_(config.dataParallel > 0 || config.tensorParallel > 0),
+        annotate_(config.dataParallel > 0 || config.tensorParallel > 0 ||
+                  config.contextParallel > 1),
         dp_(std::max<int64_t>(config.dataParallel, 1)),
         tp_(std::max<int64_t>(config.tensorParallel, 1)),
-        sequenceCuts_(config.sequenceParallel ? tp_ : 1) {}
+        sequenceCuts_(config.sequenceParallel ? tp_ : 1),
+        cp_(std::max<int64_t>(config.contextParallel, 1)) {}
 
   Expected<ir::Graph> build();
 
@@ -85,11 +87,11 @@ class TransformerBuilder {
   }
   /// Cuts of an activation [b, s, width] that is split on its last dim by tp, or not.
   [[nodiscard]] std::vector<int64_t> activation(bool tensorSplit) const {
-    return {dp_, 1, tensorSplit ? tp_ : 1};
+    return {dp_, cp_, tensorSplit ? tp_ : 1};
   }
   /// Cuts of the hidden state [b, s, h] between the tensor-parallel regions: replicated over tp,
   /// or split along s with sequence parallelism.
-  [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, sequenceCuts_, 1}; }
+  [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, cp_ * sequenceCuts_, 1}; }
 
   const Config& config_;
   /// The vision tower as a layer stack of its own: LayerNorm, biased linears, GeLU MLP.
@@ -103,6 +105,7 @@ class TransformerBuilder {
   int64_t dp_;
   int64_t tp_;
   int64_t sequenceCuts_;  ///< tp with sequence parallelism, else 1
+  int64_t cp_;            ///< context parallelism of the tower being built (the vision tower: 1)
 };
 
 TensorId TransformerBuilder::addInput(const std::string& name, ir::Shape shape, ir::DType dtype) {
@@ -175,12 +178,12 @@ TensorId TransformerBuilder::embedding(TensorId tokens) {
   TensorId table = addParameter("embedding.weight", {config_.vocab, config_.hidden});
   // Vocab-parallel embedding (MindFormers VocabEmbedding): the table's rows split by tp.
   TensorId embedded =
-      addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, 1}}));
+      addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, cp_}}));
   if (config_.position != Config::Position::kLearned) return embedded;
   // The table [s, h] broadcasts over the batch; its s is cut like the hidden state's.
   TensorId positions = addParameter("position_embedding.weight", {config_.seq, config_.hidden});
   return addOp("embedding.position_add", OpKind::kAdd, {embedded, positions},
-               cuts({hiddenState(), {sequenceCuts_, 1}}));
+               cuts({hiddenState(), {cp_ * sequenceCuts_, 1}}));
 }
 
 TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input) {
@@ -204,8 +207,11 @@ TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input
   attrs.numHeads = t.heads;
   attrs.numKvHeads = t.kvHeads;
   attrs.causal = tower_ == &config_;  // the vision tower attends both ways
+  // Context parallelism cuts the queries' sequence; every query attends to all keys, so the keys
+  // and values are gathered along the sequence (the traffic of ring attention).
+  const std::vector<int64_t> keys{dp_, 1, tp_};
   TensorId context = addOp(prefix + ".flash_attention", OpKind::kFlashAttention, {q, k, v},
-                           cuts({activation(true), activation(true), activation(true)}), attrs);
+                           cuts({activation(true), keys, keys}), attrs);
   return linear(prefix + ".o_proj", context, queryWidth, t.hidden, t.linearBias, Parallel::kRow);
 }
 
@@ -255,13 +261,14 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
     logits =
         addOp("lm_head", OpKind::kMatMul, {normed, weight}, cuts({activation(false), {1, tp_}}));
   }
-  addOp("loss", OpKind::kCrossEntropy, {logits, labels}, cuts({activation(true), {dp_, 1}}));
+  addOp("loss", OpKind::kCrossEntropy, {logits, labels}, cuts({activation(true), {dp_, cp_}}));
 }
 
 TensorId TransformerBuilder::visionTokens() {
   const auto& v = config_.vision;
   const int64_t b = config_.microBatch;
   tower_ = &vision_;
+  cp_ = 1;  // the image tokens are few: the vision tower is not context-parallel
   block_ = "vit.embedding";
   TensorId pixels = addInput("pixels", {b, v.patches, v.patchInput}, config_.dtype);
   TensorId patchWeight = addParameter("vit.patch_embed.weight", {v.patchInput, v.hidden});
@@ -282,7 +289,9 @@ TensorId TransformerBuilder::visionTokens() {
   hidden = addOp("vit.merger.act", OpKind::kGeLU, {hidden}, cuts({activation(true)}));
   tower_ = &config_;
   // fc2 projects to the LLM's width; its bias add runs on the LLM's hidden state.
-  return linear("vit.merger.fc2", hidden, group, config_.hidden, true, Parallel::kRow);
+  TensorId tokens = linear("vit.merger.fc2", hidden, group, config_.hidden, true, Parallel::kRow);
+  cp_ = std::max<int64_t>(config_.contextParallel, 1);
+  return tokens;
 }
 
 Expected<ir::Graph> TransformerBuilder::build() {
@@ -296,8 +305,9 @@ Expected<ir::Graph> TransformerBuilder::build() {
   if (imageTokens > 0) {
     ir::OpAttrs concat;
     concat.axis = 1;
-    hidden = addOp("embedding.merge_vision", OpKind::kConcat, {image, hidden},
-                   cuts({activation(false), activation(false)}), concat);
+    const std::vector<int64_t> whole{dp_, 1, 1};  // the sequence is not cut along its concat
+    hidden = addOp("embedding.merge_vision", OpKind::kConcat, {image, hidden}, cuts({whole, whole}),
+                   concat);
   }
   for (int64_t index = 0; index < config_.layers; ++index) {
     hidden = layer("llm", "layer", index, hidden);
@@ -360,6 +370,22 @@ Status validateParallel(const Config& config) {
     return fieldError(config, "microBatch",
                       fmt::format("{} is not divisible by dataParallel {}", config.microBatch,
                                   config.dataParallel));
+  }
+  if (config.contextParallel < 0) {
+    return fieldError(
+        config, "contextParallel",
+        fmt::format("expected 0 or a positive degree, got {}", config.contextParallel));
+  }
+  const int64_t cp = std::max<int64_t>(config.contextParallel, 1);
+  const int64_t sequenceCuts =
+      cp * (config.sequenceParallel ? std::max<int64_t>(config.tensorParallel, 1) : 1);
+  const auto& v = config.vision;
+  const int64_t text = config.seq - (v.layers > 0 ? v.patches / (v.merge * v.merge) : 0);
+  if (cp > 1 && (config.seq % sequenceCuts != 0 || text % cp != 0)) {
+    return fieldError(
+        config, "seq",
+        fmt::format("{} ({} of it text) is not divisible by contextParallel {}{}", config.seq, text,
+                    cp, config.sequenceParallel ? " x tensorParallel" : ""));
   }
   if (config.tensorParallel <= 0) return {};
   const std::pair<std::string_view, int64_t> splitByTp[] = {{"heads", config.heads},

@@ -52,6 +52,10 @@
 ///   residual adds                   ((dp,sp,1), (dp,sp,1))
 ///   lm_head                         ((dp,1,1), (1,tp)); tied (transposeB) ((dp,1,1), (tp,1))
 ///   loss                            ((dp,1,tp), (dp,1))
+/// With contextParallel = cp every activation's sequence dim is also cut by cp (the hidden state's
+/// by cp x sp), the embedding's tokens and the loss's labels too; attention takes its keys and
+/// values whole along the sequence, ((dp,cp,tp), (dp,1,tp), (dp,1,tp)), so the layout engine
+/// all-gathers them over cp. The vision tower is not context-parallel.
 /// Sequence parallelism (Korthikanti et al. 2022, Megatron-LM --sequence-parallel) thus only
 /// changes the ops between the tensor-parallel regions; the layout engine then turns the all-reduce
 /// after each row-parallel matmul into a reduce-scatter along s, and gathers s before each
@@ -120,6 +124,11 @@ struct TransformerConfig {
   /// Cut the sequence dim of the norms, dropouts and residual adds by tensorParallel instead of
   /// replicating them (seq must then divide by tensorParallel); no effect when tensorParallel <= 1.
   bool sequenceParallel = false;
+  /// Context parallelism (Megatron-LM --context-parallel-size): every activation of the LLM's
+  /// layers cut along the sequence by this much, the keys and values gathered for attention (the
+  /// traffic of ring attention). 0 or 1: none. seq (and the text tokens) must divide by it, times
+  /// tensorParallel with sequenceParallel.
+  int64_t contextParallel = 0;
 };
 
 /// Checks a config; errors name the config and the field:

@@ -24,35 +24,54 @@ bool tensorParallelFits(const HybridModel& model, const HybridSpace& space, int6
 
 }  // namespace
 
+namespace {
+
+/// Context-parallel degrees for a sequence: powers of two with 2 CP dividing the sequence and its
+/// text, at least `minTokens` tokens per rank.
+std::vector<int64_t> contextDegrees(const HybridModel& model, const HybridSpace& space) {
+  const int64_t text = model.textTokens > 0 ? model.textTokens : model.seq;
+  std::vector<int64_t> degrees{1};
+  for (int64_t cp = 2; model.seq / cp >= space.minTokensPerContextRank; cp *= 2) {
+    if (divides(2 * cp, model.seq) && divides(2 * cp, text)) degrees.push_back(cp);
+  }
+  return degrees;
+}
+
+}  // namespace
+
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space) {
   std::vector<HybridCandidate> shapes;
+  const std::vector<int64_t> contexts = contextDegrees(model, space);
   for (int64_t tp = 1; tp <= space.world; tp *= 2) {
     if (!divides(tp, space.world) || !tensorParallelFits(model, space, tp)) continue;
-    for (int64_t pp = 1; pp * tp <= space.world; ++pp) {
-      if (!divides(pp * tp, space.world) || pp > model.layers) continue;
-      const int64_t dp = space.world / (pp * tp);
-      const int64_t mostVirtual = pp > 1 && model.visionHeads == 0 ? space.maxVirtualStages : 1;
-      for (int64_t vpp = 1; vpp <= mostVirtual; ++vpp) {
-        // Interleaving needs the layers to split evenly into PP x VPP chunks (Megatron-LM).
-        if (pp * vpp > model.layers || (vpp > 1 && !divides(pp * vpp, model.layers))) continue;
-        for (int64_t mbs : space.microBatchSizes) {
-          if (!divides(dp * mbs, space.globalBatch)) continue;
-          const int64_t microBatches = space.globalBatch / (dp * mbs);
-          if (microBatches < pp || (vpp > 1 && !divides(pp, microBatches))) continue;
-          HybridCandidate shape;
-          shape.tp = tp;
-          shape.pp = pp;
-          shape.dp = dp;
-          shape.vpp = vpp;
-          shape.mbs = mbs;
-          for (bool zeroBubble : {false, true}) {
-            if (zeroBubble && (pp == 1 || vpp > 1)) continue;
-            shape.zeroBubble = zeroBubble;
-            shape.sequenceParallel = false;
-            shapes.push_back(shape);
-            if (tp > 1 && divides(tp, model.seq)) {
-              shape.sequenceParallel = true;
+    for (int64_t cp : contexts) {
+      for (int64_t pp = 1; pp * tp * cp <= space.world; ++pp) {
+        if (!divides(pp * tp * cp, space.world) || pp > model.layers) continue;
+        const int64_t dp = space.world / (pp * tp * cp);
+        const int64_t mostVirtual = pp > 1 && model.visionHeads == 0 ? space.maxVirtualStages : 1;
+        for (int64_t vpp = 1; vpp <= mostVirtual; ++vpp) {
+          // Interleaving needs the layers to split evenly into PP x VPP chunks (Megatron-LM).
+          if (pp * vpp > model.layers || (vpp > 1 && !divides(pp * vpp, model.layers))) continue;
+          for (int64_t mbs : space.microBatchSizes) {
+            if (!divides(dp * mbs, space.globalBatch)) continue;
+            const int64_t microBatches = space.globalBatch / (dp * mbs);
+            if (microBatches < pp || (vpp > 1 && !divides(pp, microBatches))) continue;
+            HybridCandidate shape;
+            shape.tp = tp;
+            shape.cp = cp;
+            shape.pp = pp;
+            shape.dp = dp;
+            shape.vpp = vpp;
+            shape.mbs = mbs;
+            for (bool zeroBubble : {false, true}) {
+              if (zeroBubble && (pp == 1 || vpp > 1)) continue;
+              shape.zeroBubble = zeroBubble;
+              shape.sequenceParallel = false;
               shapes.push_back(shape);
+              if (tp > 1 && divides(tp * cp, model.seq)) {
+                shape.sequenceParallel = true;
+                shapes.push_back(shape);
+              }
             }
           }
         }
@@ -90,7 +109,7 @@ void rank(std::vector<Scored>& scored) {
     if (a.second.stepSeconds != b.second.stepSeconds) {
       return a.second.stepSeconds < b.second.stepSeconds;
     }
-    return a.first.tp * a.first.pp < b.first.tp * b.first.pp;
+    return a.first.tp * a.first.cp * a.first.pp < b.first.tp * b.first.cp * b.first.pp;
   });
 }
 

@@ -15,12 +15,14 @@
 /// ZeRO stages are skipped with DP 1 (they repeat ZeRO 0), and ZeRO 2 and 3 with PP > 1 (neither
 /// Megatron-LM nor DeepSpeed combines them with pipelining).
 /// Shapes: TP a power of two dividing the devices of a node, the heads, the key/value heads, the
-/// MLP width and the vocabulary; PP x TP divides the world, with at least PP x VPP layers, and
-/// the layers divide into PP x VPP chunks when interleaved; the micro-batch count (global batch /
-/// (DP x micro-batch size)) is whole, at least PP, and a multiple of PP when interleaved;
-/// sequence parallel needs TP > 1 dividing the sequence.
+/// MLP width and the vocabulary; CP (context parallel) a power of two, 2 CP dividing the sequence
+/// and its text, with at least minTokensPerContextRank tokens per rank; TP x CP x PP divides the
+/// world, with at least PP x VPP layers, and the layers divide into PP x VPP chunks when
+/// interleaved; the micro-batch count (global batch / (DP x micro-batch size)) is whole, at least
+/// PP, and a multiple of PP when interleaved; sequence parallel needs TP > 1 with CP x TP dividing
+/// the sequence.
 ///
-/// Not yet: context and expert parallelism.
+/// Not yet: expert parallelism.
 
 #include <cstdint>
 #include <functional>
@@ -33,6 +35,7 @@ namespace autopar::search {
 
 struct HybridCandidate {
   int64_t tp = 1;
+  int64_t cp = 1;  ///< context parallel
   int64_t pp = 1;
   int64_t dp = 1;
   int64_t vpp = 1;
@@ -51,6 +54,7 @@ struct HybridModel {
   int64_t ffn = 0;
   int64_t vocab = 0;
   int64_t seq = 0;
+  int64_t textTokens = 0;  ///< of the sequence (all of it without a vision tower)
   /// A vision tower's heads and MLP width (0 without one). Its layers are placed by time, not
   /// interleaved.
   int64_t visionHeads = 0;
@@ -63,6 +67,9 @@ struct HybridSpace {
   int64_t globalBatch = 0;
   std::vector<int64_t> microBatchSizes{1, 2, 4, 8};
   int64_t maxVirtualStages = 2;
+  /// Context parallelism keeps at least this many tokens of the sequence per rank (it pays off
+  /// for long sequences only; Megatron-LM splits each rank's part in two for load balance).
+  int64_t minTokensPerContextRank = 2048;
 };
 
 struct HybridScore {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace autopar::search {
 namespace {
 
@@ -53,6 +55,22 @@ TEST(HybridSearch, ShapesRespectTheModelAndTheBatch) {
   bool interleaved = false;
   for (const auto& shape : shapes) interleaved |= shape.vpp == 2;
   EXPECT_TRUE(interleaved);
+}
+
+TEST(HybridSearch, ContextParallelOnlyForLongSequences) {
+  HybridModel model = smallModel();
+  HybridSpace space = smallSpace();
+  for (const auto& shape : hybridShapes(model, space)) EXPECT_EQ(shape.cp, 1) << "512 tokens";
+  model.seq = 16384;
+  space.minTokensPerContextRank = 4096;
+  std::set<int64_t> degrees;
+  for (const auto& shape : hybridShapes(model, space)) {
+    degrees.insert(shape.cp);
+    EXPECT_EQ(shape.tp * shape.cp * shape.pp * shape.dp, 8);
+    EXPECT_GE(model.seq / shape.cp, 4096);
+    if (shape.sequenceParallel) EXPECT_EQ(model.seq % (shape.cp * shape.tp), 0);
+  }
+  EXPECT_EQ(degrees, (std::set<int64_t>{1, 2, 4}));
 }
 
 TEST(HybridSearch, CandidatesCrossEveryShapeWithEveryAllowedSaver) {

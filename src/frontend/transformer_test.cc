@@ -376,6 +376,27 @@ TEST(Transformer, SequenceParallelCutsRmsNormsOfLlamaStyleModels) {
   EXPECT_EQ(opNamed(*graph, "layer0.mlp.gate_proj").shard, (Cuts{{1, 1, 1}, {1, 2}}));
 }
 
+TEST(Transformer, ContextParallelCutsTheSequenceAndGathersKeysForAttention) {
+  Config config = tinyLlama();
+  config.tensorParallel = 2;
+  config.contextParallel = 4;
+  config.sequenceParallel = true;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  using Cuts = ir::StrategyCuts;
+  EXPECT_EQ(opNamed(*graph, "embedding").shard, (Cuts{{2, 1}, {1, 4}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn_norm").shard, (Cuts{{1, 8, 1}, {1}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.q_proj").shard, (Cuts{{1, 4, 1}, {1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.flash_attention").shard,
+            (Cuts{{1, 4, 2}, {1, 1, 2}, {1, 1, 2}}));
+  EXPECT_EQ(opNamed(*graph, "layer0.mlp.down_proj").shard, (Cuts{{1, 4, 2}, {2, 1}}));
+  EXPECT_EQ(opNamed(*graph, "loss").shard, (Cuts{{1, 4, 2}, {1, 4}}));
+  config.seq = 36;  // divides by 4 but not by 4 x 2 under sequence parallelism
+  EXPECT_EQ(validateTransformerConfig(config).error().message,
+            "tiny-llama: seq: 36 (36 of it text) is not divisible by contextParallel 4 x "
+            "tensorParallel");
+}
+
 TEST(Transformer, SequenceParallelWithoutTensorParallelChangesNothing) {
   for (int64_t tensorParallel : {0, 1}) {
     Config config = tinyGptForTp8();

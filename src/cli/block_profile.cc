@@ -39,8 +39,39 @@ search::ProfiledPart partOf(const ProbeStage& d) {
 
 }  // namespace
 
-BlockProfiler::BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer)
-    : base_(std::move(base)), transformer_(std::move(transformer)) {}
+BlockProfiler::BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer,
+                             std::optional<ProfileTable> measured)
+    : base_(std::move(base)),
+      transformer_(std::move(transformer)),
+      measured_(std::move(measured)) {}
+
+void BlockProfiler::applyMeasured(const BlockSetting& setting, search::BlockProfile& profile) {
+  if (!measured_) return;
+  auto it = measured_->entries.find(
+      {setting.tp, setting.cp, setting.sequenceParallel, setting.mbs, setting.recompute});
+  if (it == measured_->entries.end()) return;
+  ++measuredSettings_;
+  const MeasuredBlocks& blocks = it->second;
+  const auto put = [](const MeasuredPart& measured, search::ProfiledPart& part) {
+    part.forwardSeconds = measured.forwardSeconds;
+    part.backwardSeconds = measured.backwardSeconds;
+    part.weightGradientSeconds = std::min(part.forwardSeconds, part.backwardSeconds / 2);
+    part.activationBytes = measured.activationBytes;
+    part.recomputeSeconds = measured.recomputeSeconds.value_or(part.recomputeSeconds);
+    part.recomputedActivationBytes =
+        measured.recomputedActivationBytes.value_or(part.recomputedActivationBytes);
+  };
+  const std::vector<std::string> names = profile.layers.size() == 2
+                                             ? std::vector<std::string>{"vit", "llm"}
+                                             : std::vector<std::string>{"llm"};
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (auto layer = blocks.layers.find(names[k]); layer != blocks.layers.end()) {
+      put(layer->second, profile.layers[k]);
+    }
+  }
+  if (blocks.first) put(*blocks.first, profile.first);
+  if (blocks.last) put(*blocks.last, profile.last);
+}
 
 std::vector<int64_t> BlockProfiler::stacks() const {
   if (transformer_.vision.layers > 0) return {transformer_.vision.layers, transformer_.layers};
@@ -125,6 +156,7 @@ Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& settin
       profile.bufferBytes = std::max(profile.bufferBytes, stage.bufferBytes);
     }
   }
+  applyMeasured(setting, profile);
   return profiles_.emplace(setting, profile).first->second;
 }
 

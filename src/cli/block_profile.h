@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli/megatron_estimate.h"
+#include "cli/profile_table.h"
 #include "search/analytic_step.h"
 #include "search/layer_placement.h"
 #include "util/expected.h"
@@ -53,8 +54,10 @@ struct BlockSetting {
 class BlockProfiler {
  public:
   /// `base` gives the model, cluster, sequence, precision and bandwidth; `transformer` the
-  /// model's dimensions.
-  BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer);
+  /// model's dimensions; `measured`, when given, replaces the probes' times and activations for
+  /// the settings it has.
+  BlockProfiler(MegatronConfig base, frontend::TransformerConfig transformer,
+                std::optional<ProfileTable> measured = std::nullopt);
 
   Expected<search::BlockProfile> profile(const BlockSetting& setting);
 
@@ -63,6 +66,10 @@ class BlockProfiler {
   Expected<search::BlockProfile> profileOf(const MegatronConfig& config);
 
   [[nodiscard]] int probes() const { return static_cast<int>(probes_.size()); }
+  /// Settings profiled so far, and how many of them the measured table had.
+  [[nodiscard]] int settings() const { return static_cast<int>(profiles_.size()); }
+  [[nodiscard]] int measuredSettings() const { return measuredSettings_; }
+  [[nodiscard]] bool hasTable() const { return measured_.has_value(); }
   [[nodiscard]] int64_t deviceBytes() const { return deviceBytes_; }
   [[nodiscard]] const frontend::TransformerConfig& transformer() const { return transformer_; }
   /// Layers per stack, in model order: [vision tower,] LLM.
@@ -73,8 +80,13 @@ class BlockProfiler {
   using ProbeKey = std::pair<BlockSetting, int64_t>;
   Expected<std::vector<ProbeStage>> probe(const ProbeKey& key);
 
+  /// Puts the table's measurements for `setting`, if it has them, into `profile`.
+  void applyMeasured(const BlockSetting& setting, search::BlockProfile& profile);
+
   MegatronConfig base_;
   frontend::TransformerConfig transformer_;
+  std::optional<ProfileTable> measured_;
+  int measuredSettings_ = 0;
   int64_t deviceBytes_ = 0;
   std::map<ProbeKey, std::vector<ProbeStage>> probes_;
   std::map<BlockSetting, search::BlockProfile> profiles_;

@@ -32,6 +32,9 @@ struct SearchArgs {
   std::string out = "auto_parallel_search_optimal_config.json";
   std::string costModel;
   bool json = false;
+  std::string profile;    ///< a measured block table (docs/profile-table.md)
+  int samplingNodes = 0;  ///< the cluster the table was measured on (0: the table's)
+  int samplingDevicesPerNode = 0;
 };
 
 MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidate& candidate) {
@@ -52,7 +55,7 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
 /// Seed 003's result file: parallel_config, layer_placement, layer_recompute, e2e_time (ms) and
 /// throughput (tokens per second per device). Without a vision tower its lists are zeros.
 nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
-                                         const ConfigEstimate& estimate) {
+                                         const ConfigEstimate& estimate, double stepSeconds) {
   const auto [layers, recomputed] = layersPerStage(estimate, config.pp, "llm");
   const auto [vision, visionRecomputed] = layersPerStage(estimate, config.pp, "vit");
   return {{"parallel_config",
@@ -66,8 +69,9 @@ nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
           {"layer_placement", {{"vit_layer_placement", vision}, {"llm_layer_placement", layers}}},
           {"layer_recompute",
            {{"vit_layer_recompute", visionRecomputed}, {"llm_layer_recompute", recomputed}}},
-          {"e2e_time", estimate.stepSeconds * 1e3},
-          {"throughput", estimate.tokensPerSecond / static_cast<double>(estimate.worldSize)}};
+          {"e2e_time", stepSeconds * 1e3},
+          {"throughput", static_cast<double>(config.gbs * estimate.sequence) / stepSeconds /
+                             static_cast<double>(estimate.worldSize)}};
 }
 
 /// Megatron-LM takes uneven first and last stages (--decoder-first/last-pipeline-num-layers)
@@ -128,153 +132,227 @@ std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microB
       config.recompute == "selective" ? "True" : "False");
 }
 
-int runSearch(const SearchArgs& args) {
-  if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
-  if (auto precision = parsePrecision(args.base.precision); !precision) {
-    return reportError(precision.error());
+/// One search: the model, the cluster, the block profiler and the evaluators over them.
+class SearchRun {
+ public:
+  SearchRun(const SearchArgs& args, frontend::TransformerConfig transformer,
+            cluster::Cluster cluster, std::optional<ProfileTable> table)
+      : args_(args),
+        transformer_(std::move(transformer)),
+        cluster_(std::move(cluster)),
+        base_(baseOf(args, transformer_)),
+        profiler_(base_, transformer_, std::move(table)) {}
+
+  int run();
+
+ private:
+  static MegatronConfig baseOf(const SearchArgs& args,
+                               const frontend::TransformerConfig& transformer) {
+    MegatronConfig base = args.base;
+    base.nodes = std::max(args.base.nodes, 1);
+    base.transformer = transformer;  // read once, not again for every evaluation
+    return base;
   }
-  auto transformer = transformerConfigOf(args.base.model);
-  if (!transformer) return reportError(transformer.error());
-  MegatronConfig base = args.base;
-  base.nodes = std::max(args.base.nodes, 1);
-  base.transformer = *transformer;  // read once, not again for every evaluation
-  MegatronConfig whole = base;      // the whole cluster as one data-parallel group
-  auto one = loadCluster(base.cluster, base.nodes, 0, base.devicesPerNode);
-  if (!one) return reportError(one.error());
-  whole.dp = one->numDevices;
-  auto cluster = clusterFor(whole);
-  if (!cluster) return reportError(cluster.error());
+  [[nodiscard]] search::HybridModel model() const;
+  [[nodiscard]] bool vision() const { return transformer_.vision.layers > 0; }
+  /// The closed form of a configuration (measured blocks where the table has them).
+  Expected<search::AnalyticEstimate> closedForm(const MegatronConfig& config,
+                                                search::StackCounts layers = {},
+                                                search::StackCounts recomputed = {});
+  Expected<search::HybridScore> screen(const search::HybridCandidate& candidate);
+  /// The configuration with its layers as the screen placed them: evenly for an LLM (the full
+  /// model's default), by time with a vision tower.
+  Expected<MegatronConfig> withLayers(const search::HybridCandidate& candidate);
+  /// The full model's score; with a measured table, the closed form's (the full model does not
+  /// read the table).
+  Expected<search::HybridScore> refine(const search::HybridCandidate& candidate);
+  int nothingFits(const search::HybridResult& result) const;
+  /// Places the leaders non-uniformly; the best placed one replaces the winner when faster.
+  void placeLeaders(const search::HybridResult& result);
+  void printReport(const search::HybridResult& result) const;
+
+  const SearchArgs& args_;
+  frontend::TransformerConfig transformer_;
+  cluster::Cluster cluster_;
+  MegatronConfig base_;
+  BlockProfiler profiler_;
+  // The winner: its configuration, its full-model estimate and its step (the full model's, or
+  // the measured closed form's with a table).
+  MegatronConfig best_;
+  std::optional<ConfigEstimate> estimate_;
+  double bestSeconds_ = 0;
+  bool placedBest_ = false;
+  int placed_ = 0;
+  std::vector<std::string> placementLines_;
+};
+
+search::HybridModel SearchRun::model() const {
   search::HybridModel model;
-  model.layers = transformer->layers + transformer->vision.layers;
-  model.heads = transformer->heads;
-  model.kvHeads = transformer->kvHeads;
-  model.ffn = transformer->ffn;
-  model.vocab = transformer->vocab;
-  model.seq = args.base.seq > 0 ? args.base.seq : transformer->seq;
-  const auto& vision = transformer->vision;
-  model.textTokens =
-      model.seq - (vision.layers > 0 ? vision.patches / (vision.merge * vision.merge) : 0);
-  model.visionHeads = transformer->vision.layers > 0 ? transformer->vision.heads : 0;
-  model.visionFfn = transformer->vision.ffn;
+  model.layers = transformer_.layers + transformer_.vision.layers;
+  model.heads = transformer_.heads;
+  model.kvHeads = transformer_.kvHeads;
+  model.ffn = transformer_.ffn;
+  model.vocab = transformer_.vocab;
+  model.seq = args_.base.seq > 0 ? args_.base.seq : transformer_.seq;
+  const auto& v = transformer_.vision;
+  model.textTokens = model.seq - (vision() ? v.patches / (v.merge * v.merge) : 0);
+  model.visionHeads = vision() ? v.heads : 0;
+  model.visionFfn = v.ffn;
+  return model;
+}
+
+Expected<search::AnalyticEstimate> SearchRun::closedForm(const MegatronConfig& config,
+                                                         search::StackCounts layers,
+                                                         search::StackCounts recomputed) {
+  return closedFormEstimate(config, profiler_, cluster_, std::move(layers), std::move(recomputed));
+}
+
+Expected<search::HybridScore> SearchRun::screen(const search::HybridCandidate& candidate) {
+  auto estimate = closedForm(configOf(base_, candidate));
+  if (!estimate) return estimate.error();
+  return search::HybridScore{estimate->stepSeconds, estimate->peak(),
+                             estimate->peak() <= cluster_.device.memoryBytes};
+}
+
+Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& candidate) {
+  MegatronConfig config = configOf(base_, candidate);
+  if (!vision()) return config;
+  auto profile = profiler_.profileOf(config);
+  if (!profile) return profile.error();
+  const search::StackCounts layers = screenLayers(config, *profile, profiler_.stacks());
+  search::StackCounts none = layers;
+  for (auto& stack : none) std::fill(stack.begin(), stack.end(), 0);
+  applyPlacement(layers, none, config);
+  return config;
+}
+
+Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
+  if (profiler_.hasTable()) return screen(candidate);
+  auto config = withLayers(candidate);
+  if (!config) return config.error();
+  auto estimate = estimateConfig(*config);
+  if (!estimate) return estimate.error();
+  const auto& peaks = estimate->peakMemoryBytes;
+  return search::HybridScore{estimate->stepSeconds, *std::max_element(peaks.begin(), peaks.end()),
+                             estimate->fits()};
+}
+
+int SearchRun::nothingFits(const search::HybridResult& result) const {
+  // Under ZeRO-3 and pipelining, memory per device falls about in proportion to the devices, so
+  // the node count that would fit is estimated from the leanest candidate's overflow.
+  const auto& [leanest, score] = result.leanest;
+  const auto nodes = static_cast<int64_t>(
+      std::ceil(static_cast<double>(base_.nodes) * static_cast<double>(score.peakBytes) /
+                static_cast<double>(cluster_.device.memoryBytes)));
+  return reportError(Error{fmt::format(
+      "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {}, recompute {}, ZeRO {}) "
+      "needs {} per device of {}; about --nodes {} would fit it",
+      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
+      formatBytes(score.peakBytes), formatBytes(cluster_.device.memoryBytes),
+      std::max<int64_t>(nodes, base_.nodes + 1))});
+}
+
+void SearchRun::placeLeaders(const search::HybridResult& result) {
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
+    MegatronConfig candidate = configOf(base_, result.ranked[i].first);
+    if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
+    auto placement = placeConfiguration(candidate, profiler_);
+    if (!placement) {  // the uniform result stands; say why this one was not placed
+      placementLines_.push_back(fmt::format("  TP {} PP {} DP {} MBS {}: not placed: {}",
+                                            candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
+                                            placement.error().message));
+      continue;
+    }
+    if (!*placement || !(*placement)->estimate.fits()) continue;
+    ++placed_;
+    const auto& layers = (*placement)->placement.layers;
+    const auto& recomputed = (*placement)->placement.recomputed;
+    double seconds = (*placement)->estimate.stepSeconds;
+    if (profiler_.hasTable()) {
+      auto measured = closedForm((*placement)->config, layers, recomputed);
+      if (!measured) continue;
+      seconds = measured->stepSeconds;
+    }
+    const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
+                                                               fmt::join(layers.front(), ", "),
+                                                               fmt::join(recomputed.front(), ", "))
+                                                 : "";
+    placementLines_.push_back(fmt::format(
+        "  TP {} PP {} DP {} MBS {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})",
+        candidate.tp, candidate.pp, candidate.dp, candidate.mbs, towers,
+        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "), formatSeconds(seconds),
+        result.ranked[i].first.recompute, formatSeconds(result.ranked[i].second.stepSeconds)));
+    if (seconds < bestSeconds_) {
+      placedBest_ = true;
+      best_ = (*placement)->config;
+      estimate_ = std::move((*placement)->estimate);
+      bestSeconds_ = seconds;
+    }
+  }
+}
+
+int SearchRun::run() {
+  const search::HybridModel shapeModel = model();
   search::HybridSpace space;
-  space.world = cluster->numDevices;
-  space.devicesPerNode = cluster->devicesPerNode;
-  space.globalBatch = args.base.gbs;
-  BlockProfiler profiler(base, *transformer);
-  auto screen = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
-    auto estimate = closedFormEstimate(configOf(base, candidate), profiler, *cluster);
-    if (!estimate) return estimate.error();
-    return search::HybridScore{estimate->stepSeconds, estimate->peak(),
-                               estimate->peak() <= cluster->device.memoryBytes};
-  };
-  // The full model places the layers as the screen did: evenly for an LLM (its default), by time
-  // with a vision tower.
-  auto withLayers = [&](const search::HybridCandidate& candidate) -> Expected<MegatronConfig> {
-    MegatronConfig config = configOf(base, candidate);
-    if (transformer->vision.layers == 0) return config;
-    auto profile = profiler.profileOf(config);
-    if (!profile) return profile.error();
-    const search::StackCounts layers = screenLayers(config, *profile, profiler.stacks());
-    search::StackCounts none = layers;
-    for (auto& stack : none) std::fill(stack.begin(), stack.end(), 0);
-    applyPlacement(layers, none, config);
-    return config;
-  };
-  auto evaluate = [&](const search::HybridCandidate& candidate) -> Expected<search::HybridScore> {
-    auto config = withLayers(candidate);
-    if (!config) return config.error();
-    auto estimate = estimateConfig(*config);
-    if (!estimate) return estimate.error();
-    const auto& peaks = estimate->peakMemoryBytes;
-    return search::HybridScore{estimate->stepSeconds, *std::max_element(peaks.begin(), peaks.end()),
-                               estimate->fits()};
-  };
+  space.world = cluster_.numDevices;
+  space.devicesPerNode = cluster_.devicesPerNode;
+  space.globalBatch = args_.base.gbs;
   const bool terminal = isatty(STDERR_FILENO) != 0;
   auto progress = [&](int done, int total) {
     if (terminal) fmt::print(stderr, "\rrefining on the full model: {}/{}", done, total);
   };
-  auto result = search::searchHybrid(model, space, screen, evaluate, kRefinedCandidates, progress);
+  auto result = search::searchHybrid(
+      shapeModel, space, [this](const auto& c) { return screen(c); },
+      [this](const auto& c) { return refine(c); }, kRefinedCandidates, progress);
   if (terminal) fmt::print(stderr, "\n");
   if (!result) return reportError(result.error());
-  if (result->ranked.empty()) {
-    // Under ZeRO-3 and pipelining, memory per device falls about in proportion to the devices,
-    // so the node count that would fit is estimated from the leanest candidate's overflow.
-    const auto& [leanest, score] = result->leanest;
-    const auto nodes = static_cast<int64_t>(
-        std::ceil(static_cast<double>(base.nodes) * static_cast<double>(score.peakBytes) /
-                  static_cast<double>(cluster->device.memoryBytes)));
-    return reportError(Error{fmt::format(
-        "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {}, recompute {}, ZeRO {}) "
-        "needs {} per device of {}; about --nodes {} would fit it",
-        leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
-        formatBytes(score.peakBytes), formatBytes(cluster->device.memoryBytes),
-        std::max<int64_t>(nodes, base.nodes + 1))});
-  }
-  // The leading configurations get non-uniform placement and per-stage recompute; a placed one
-  // replaces its uniform self when the full evaluation finds it faster.
+  if (result->ranked.empty()) return nothingFits(*result);
   auto leader = withLayers(result->ranked.front().first);
   if (!leader) return reportError(leader.error());
-  MegatronConfig best = *leader;
-  auto estimate = estimateConfig(best);
+  best_ = *leader;
+  auto estimate = estimateConfig(best_);
   if (!estimate) return reportError(estimate.error());
-  int placed = 0;
-  bool placedBest = false;
-  std::vector<std::string> placementLines;
-  for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
-    MegatronConfig candidate = configOf(base, result->ranked[i].first);
-    if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
-    auto placement = placeConfiguration(candidate, profiler);
-    if (!placement) {  // the uniform result stands; say why this one was not placed
-      placementLines.push_back(fmt::format("  TP {} PP {} DP {} MBS {}: not placed: {}",
-                                           candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
-                                           placement.error().message));
-      continue;
-    }
-    if (!*placement || !(*placement)->estimate.fits()) continue;
-    ++placed;
-    const auto& layers = (*placement)->placement.layers;
-    const auto& recomputed = (*placement)->placement.recomputed;
-    const std::string vision = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
-                                                               fmt::join(layers.front(), ", "),
-                                                               fmt::join(recomputed.front(), ", "))
-                                                 : "";
-    placementLines.push_back(fmt::format(
-        "  TP {} PP {} DP {} MBS {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})",
-        candidate.tp, candidate.pp, candidate.dp, candidate.mbs, vision,
-        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
-        formatSeconds((*placement)->estimate.stepSeconds), result->ranked[i].first.recompute,
-        formatSeconds(result->ranked[i].second.stepSeconds)));
-    if ((*placement)->estimate.stepSeconds < estimate->stepSeconds) {
-      placedBest = true;
-      best = (*placement)->config;
-      *estimate = std::move((*placement)->estimate);
-    }
-  }
-  const nlohmann::ordered_json optimal = optimalConfigJson(best, *estimate);
-  std::ofstream file(args.out);
-  if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", args.out)});
+  estimate_ = std::move(*estimate);
+  bestSeconds_ = result->ranked.front().second.stepSeconds;
+  placeLeaders(*result);
+  const nlohmann::ordered_json optimal = optimalConfigJson(best_, *estimate_, bestSeconds_);
+  std::ofstream file(args_.out);
+  if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", args_.out)});
   file << optimal.dump(4) << "\n";
-  if (args.json) {
+  if (args_.json) {
     fmt::print("{}\n", optimal.dump(4));
     return kExitOk;
   }
-  fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args.base.model,
-             cluster->name, cluster->numDevices, cluster->device.name, args.base.gbs);
+  printReport(*result);
+  return kExitOk;
+}
+
+void SearchRun::printReport(const search::HybridResult& result) const {
+  const ConfigEstimate& estimate = *estimate_;
+  fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args_.base.model,
+             cluster_.name, cluster_.numDevices, cluster_.device.name, args_.base.gbs);
+  if (profiler_.hasTable()) {
+    fmt::print(
+        "block costs measured (--profile {}) for {} of {} block settings, analytic for the rest; "
+        "ranked on the closed form\n",
+        args_.profile, profiler_.measuredSettings(), profiler_.settings());
+  }
   fmt::print(
       "{} shapes, {} configurations screened in closed form ({} fit, {} block probes), {} "
       "evaluated on the full model ({} fit); non-uniform placement tried on {} of the leaders\n\n",
-      result->shapes, result->screened, result->screenFits, profiler.probes(), result->refined,
-      result->ranked.size(), placed);
+      result.shapes, result.screened, result.screenFits, profiler_.probes(), result.refined,
+      result.ranked.size(), placed_);
   fmt::print(
       "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
       "{:>11}\n",
       "rank", "TP", "CP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
       "tokens/s", "MFU", "peak");
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
-  const double mfuSeconds = estimate->mfu * estimate->stepSeconds;
-  for (size_t i = 0; i < result->ranked.size() && static_cast<int>(i) < args.top; ++i) {
-    const auto& [c, score] = result->ranked[i];
-    const double tokens = static_cast<double>(args.base.gbs * model.seq) / score.stepSeconds;
+  const double mfuSeconds = estimate.mfu * estimate.stepSeconds;
+  const int64_t seq = model().seq;
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < args_.top; ++i) {
+    const auto& [c, score] = result.ranked[i];
+    const double tokens = static_cast<double>(args_.base.gbs * seq) / score.stepSeconds;
     const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
     fmt::print(
         "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
@@ -283,29 +361,63 @@ int runSearch(const SearchArgs& args) {
         c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
         100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
   }
-  if (!placementLines.empty()) {
-    fmt::print("\nNon-uniform placement (the full model evaluated with each):\n");
-    for (const auto& line : placementLines) fmt::print("{}\n", line);
+  if (!placementLines_.empty()) {
+    fmt::print("\nNon-uniform placement ({} with each):\n",
+               profiler_.hasTable() ? "the measured closed form" : "the full model evaluated");
+    for (const auto& line : placementLines_) fmt::print("{}\n", line);
   }
-  fmt::print("\nBest configuration{}:\n\n", placedBest ? " (layers placed non-uniformly)"
-                                            : transformer->vision.layers > 0
-                                                ? " (layers split by time)"
-                                                : " (layers split evenly)");
-  printEstimateReport(best, *estimate);
-  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best, transformer->layers,
-                                                      layersPerStage(*estimate, best.pp).layers));
-  if (transformer->vision.layers > 0) {
+  fmt::print("\nBest configuration{}:\n\n", placedBest_ ? " (layers placed non-uniformly)"
+                                            : vision()  ? " (layers split by time)"
+                                                        : " (layers split evenly)");
+  if (profiler_.hasTable()) {
+    fmt::print(
+        "step time from the measured blocks {}, {:.0f} tokens/s; the analytic cost model's "
+        "estimate of the same configuration (it does not read --profile) follows\n\n",
+        formatSeconds(bestSeconds_), static_cast<double>(args_.base.gbs * seq) / bestSeconds_);
+  }
+  printEstimateReport(best_, estimate);
+  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best_, transformer_.layers,
+                                                      layersPerStage(estimate, best_.pp).layers));
+  if (vision()) {
     // MindSpeed-MM places each tower's layers by its model JSON.
     fmt::print(
         "\nMindSpeed-MM (model json): image_encoder.vision_encoder.pipeline_num_layers [{}], "
         "text_decoder.pipeline_num_layers [{}]\n",
-        fmt::join(layersPerStage(*estimate, best.pp, "vit").layers, ", "),
-        fmt::join(layersPerStage(*estimate, best.pp, "llm").layers, ", "));
+        fmt::join(layersPerStage(estimate, best_.pp, "vit").layers, ", "),
+        fmt::join(layersPerStage(estimate, best_.pp, "llm").layers, ", "));
   }
   fmt::print("\nMindSpore (MindFormers yaml):\n{}",
-             mindsporeParallelConfig(best, estimate->microBatches));
-  fmt::print("\nwrote {}\n", args.out);
-  return kExitOk;
+             mindsporeParallelConfig(best_, estimate.microBatches));
+  fmt::print("\nwrote {}\n", args_.out);
+}
+
+int runSearch(const SearchArgs& args) {
+  if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
+  if (auto precision = parsePrecision(args.base.precision); !precision) {
+    return reportError(precision.error());
+  }
+  auto transformer = transformerConfigOf(args.base.model);
+  if (!transformer) return reportError(transformer.error());
+  MegatronConfig whole = args.base;  // the whole cluster as one data-parallel group
+  whole.nodes = std::max(args.base.nodes, 1);
+  auto one = loadCluster(whole.cluster, whole.nodes, 0, whole.devicesPerNode);
+  if (!one) return reportError(one.error());
+  whole.dp = one->numDevices;
+  auto cluster = clusterFor(whole);
+  if (!cluster) return reportError(cluster.error());
+  std::optional<ProfileTable> table;
+  if (!args.profile.empty()) {
+    auto read = readProfileTable(args.profile, args.samplingNodes, args.samplingDevicesPerNode);
+    if (!read) return reportError(read.error());
+    if (read->device != cluster->device.name) {
+      return reportError(Error{fmt::format(
+          "{}: device: the blocks were measured on {}, but the cluster's devices are {}",
+          args.profile, read->device, cluster->device.name)});
+    }
+    table = std::move(*read);
+  }
+  SearchRun run(args, std::move(*transformer), std::move(*cluster), std::move(table));
+  return run.run();
 }
 
 }  // namespace
@@ -322,6 +434,15 @@ void addSearchVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
+  verb->add_option("--profile", args->profile,
+                   "measured block table (docs/profile-table.md): its block times and "
+                   "activations replace the analytic ones");
+  verb->add_option("--nnodes", args->samplingNodes,
+                   "nodes of the cluster the --profile table was measured on")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--nproc-per-node", args->samplingDevicesPerNode,
+                   "devices per node of the cluster the --profile table was measured on")
+      ->check(CLI::PositiveNumber);
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
 }
 

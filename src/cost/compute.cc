@@ -38,10 +38,11 @@ cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
   return cluster::Precision::kF32;
 }
 
-double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction) {
+double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction,
+                         const cluster::DeviceSpec& device) {
   const ir::OpFamily family = ir::familyOf(op.kind);
   // The constants and their sources are in data/cost_model.json.
-  const CostConstants& constants = costConstants();
+  const CostConstants& constants = costConstants().forDevice(device.name);
   if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
   const double base = family == ir::OpFamily::kAttention ? constants.attentionEfficiency
                                                          : constants.matmulEfficiency;
@@ -68,11 +69,12 @@ double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, d
   double computeSeconds = 0;
   if (flops > 0) {
     const double peak = peakFlops(device, precisionOf(graph, op));
-    computeSeconds = flops / (peak * computeEfficiency(graph, op, computeFraction));
+    computeSeconds = flops / (peak * computeEfficiency(graph, op, computeFraction, device));
   }
   double memorySeconds = 0;
   if (bytes > 0 && device.memoryBytesPerSecond > 0) {
-    memorySeconds = bytes / (device.memoryBytesPerSecond * costConstants().memoryEfficiency);
+    memorySeconds = bytes / (device.memoryBytesPerSecond *
+                             costConstants().forDevice(device.name).memoryEfficiency);
   }
   return std::max(computeSeconds, memorySeconds);
 }

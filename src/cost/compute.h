@@ -28,7 +28,8 @@ double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision
 /// Fraction of the precision's peak the op's kind reaches at the given per-device size.
 /// Example: a MatMul of 4096x4096x4096 reaches nearly matmul_efficiency; smaller ones less
 /// (see compute.cc for the small-dimension penalty).
-double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction);
+double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction,
+                         const cluster::DeviceSpec& device);
 
 /// Seconds for `flops` and `bytes` of `op` on one device (both already per device).
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,

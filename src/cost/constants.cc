@@ -35,10 +35,16 @@ CostConstants& active() {
 
 const CostConstants& costConstants() { return active(); }
 
-Expected<CostConstants> parseCostConstants(const std::string& text) {
-  const auto document = nlohmann::json::parse(text, nullptr, false);
-  if (document.is_discarded() || !document.is_object()) return Error{"expected a JSON object"};
-  CostConstants constants;
+const CostConstants& CostConstants::forDevice(const std::string& device) const {
+  auto it = devices.find(device);
+  return it == devices.end() ? *this : it->second;
+}
+
+namespace {
+
+/// Reads the five constants of `document` into `constants`; with `optional`, absent fields keep
+/// their values (a device's overrides).
+Status readConstants(const nlohmann::json& document, bool optional, CostConstants& constants) {
   struct Field {
     const char* key;
     double upper;
@@ -50,9 +56,33 @@ Expected<CostConstants> parseCostConstants(const std::string& text) {
                           {"memory_efficiency", 1, &constants.memoryEfficiency},
                           {"tile_dim", 1e6, &constants.tileDim}};
   for (const Field& field : fields) {
+    if (optional && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);
     if (!value) return value.error();
     *field.target = *value;
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<CostConstants> parseCostConstants(const std::string& text) {
+  const auto document = nlohmann::json::parse(text, nullptr, false);
+  if (document.is_discarded() || !document.is_object()) return Error{"expected a JSON object"};
+  CostConstants constants;
+  if (auto status = readConstants(document, false, constants); !status) return status.error();
+  if (!document.contains("devices")) return constants;
+  const auto& devices = document.at("devices");
+  if (!devices.is_object()) return Error{"devices: expected an object of device names"};
+  for (const auto& [name, overrides] : devices.items()) {
+    if (!overrides.is_object()) {
+      return Error{fmt::format("devices.{}: expected an object of constants", name)};
+    }
+    CostConstants device = constants;
+    if (auto status = readConstants(overrides, true, device); !status) {
+      return status.error().in(fmt::format("devices.{}", name));
+    }
+    constants.devices.emplace(name, std::move(device));
   }
   return constants;
 }

@@ -4,6 +4,7 @@
 /// data/cost_model.json (compiled in) and refitted by bench/calibration.py --fit. A run can
 /// replace them with another file (`--cost-model FILE`), which is how the fit tries candidates.
 
+#include <map>
 #include <string>
 
 #include "util/expected.h"
@@ -16,13 +17,19 @@ struct CostConstants {
   double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
   double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth
   double tileDim = 0;  ///< GEMM efficiency follows d / (d + tileDim), d the cube-root size
+  /// Per device name (cluster::DeviceSpec::name): the constants with that device's overrides
+  /// (the file's "devices" object) applied; other devices use the ones above.
+  std::map<std::string, CostConstants> devices;
+  /// The constants for `device`.
+  [[nodiscard]] const CostConstants& forDevice(const std::string& device) const;
 };
 
 /// The constants in force: data/cost_model.json unless useCostModelFile replaced them.
 const CostConstants& costConstants();
 
 /// Parses a cost-model JSON document; errors name the field ("matmul_efficiency: expected a
-/// number in (0, 1], got 1.5").
+/// number in (0, 1], got 1.5", "devices.H100-SXM5-80GB.attention_efficiency: ..."). A device
+/// entry may override any of the five constants.
 Expected<CostConstants> parseCostConstants(const std::string& text);
 
 /// Reads `path` and puts its constants in force for the rest of the process.

@@ -26,5 +26,23 @@ TEST(CostConstants, BadFieldsAreNamed) {
             "matmul_efficiency: expected a number in (0, 1], got 1.5");
 }
 
+TEST(CostConstants, DevicesOverrideSomeConstants) {
+  const std::string base = R"("matmul_efficiency": 0.7, "attention_efficiency": 0.4,
+      "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128)";
+  auto constants = parseCostConstants(
+      "{" + base + R"(, "devices": {"H100-SXM5-80GB": {"attention_efficiency": 0.65}}})");
+  ASSERT_TRUE(constants.ok()) << constants.error().message;
+  const CostConstants& h100 = constants->forDevice("H100-SXM5-80GB");
+  EXPECT_EQ(h100.attentionEfficiency, 0.65);
+  EXPECT_EQ(h100.matmulEfficiency, 0.7) << "not overridden";
+  EXPECT_EQ(constants->forDevice("A100-SXM4-80GB").attentionEfficiency, 0.4);
+  EXPECT_EQ(parseCostConstants("{" + base + R"(, "devices": {"H100": {"tile_dim": -1}}})")
+                .error()
+                .message,
+            "devices.H100: tile_dim: expected a number in (0, 1e+06], got -1");
+  EXPECT_EQ(parseCostConstants("{" + base + R"(, "devices": [1]})").error().message,
+            "devices: expected an object of device names");
+}
+
 }  // namespace
 }  // namespace autopar::cost

@@ -122,12 +122,24 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
   result.shapes = static_cast<int>(hybridShapes(model, space).size());
   const std::vector<HybridCandidate> candidates = hybridCandidates(model, space);
   if (candidates.empty()) {
+    // The smallest change that gives shapes: the next global batch that divides (the cluster
+    // and model stay as asked).
+    std::string change = "no global batch up to 8 times the devices does";
+    for (int64_t batch = space.globalBatch + 1; batch <= 8 * space.world + space.globalBatch;
+         ++batch) {
+      HybridSpace larger = space;
+      larger.globalBatch = batch;
+      if (!hybridShapes(model, larger).empty()) {
+        change = fmt::format("--gbs {} would", batch);
+        break;
+      }
+    }
     return Error{fmt::format(
         "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "
         "node, the heads ({}), key/value heads ({}), MLP width ({}) and vocabulary ({}), and the "
-        "global batch must divide into DP x micro-batch size",
+        "global batch must divide into DP x micro-batch size with at least PP micro-batches; {}",
         space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads, model.ffn,
-        model.vocab)};
+        model.vocab, change)};
   }
   std::vector<Scored> fitting;
   std::optional<Error> firstError;

@@ -40,7 +40,9 @@ TEST(HybridSearch, ShapesRespectTheModelAndTheBatch) {
       EXPECT_EQ(microBatches % shape.pp, 0);
     }
     EXPECT_LE(shape.pp * shape.vpp, 8);
-    if (shape.sequenceParallel) EXPECT_GT(shape.tp, 1);
+    if (shape.sequenceParallel) {
+      EXPECT_GT(shape.tp, 1);
+    }
   }
   // Sequence parallel is tried both ways wherever TP > 1.
   int parallel = 0;
@@ -68,7 +70,9 @@ TEST(HybridSearch, ContextParallelOnlyForLongSequences) {
     degrees.insert(shape.cp);
     EXPECT_EQ(shape.tp * shape.cp * shape.pp * shape.dp, 8);
     EXPECT_GE(model.seq / shape.cp, 4096);
-    if (shape.sequenceParallel) EXPECT_EQ(model.seq % (shape.cp * shape.tp), 0);
+    if (shape.sequenceParallel) {
+      EXPECT_EQ(model.seq % (shape.cp * shape.tp), 0);
+    }
   }
   EXPECT_EQ(degrees, (std::set<int64_t>{1, 2, 4}));
 }
@@ -163,6 +167,8 @@ TEST(HybridSearch, NothingFitsReportsTheLeanestAndAnEmptySpaceFails) {
   auto empty = searchHybrid(smallModel(), odd, never, never, 4);
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.error().message.find("no parallel shape fits 8 devices"), std::string::npos);
+  EXPECT_NE(empty.error().message.find("--gbs 8 would"), std::string::npos)
+      << empty.error().message;
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+#include "cli/profile_table.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "frontend/json_fields.h"
+
+namespace autopar::cli {
+
+namespace {
+
+using nlohmann::json;
+
+Expected<double> seconds(const json& object, const std::string& path, const char* key) {
+  auto field = frontend::requireField(object, path, key);
+  if (!field) return field.error();
+  auto value = frontend::readNumber(**field, frontend::childPath(path, key));
+  if (!value) return value.error();
+  if (*value < 0) {
+    return Error{
+        fmt::format("{}: expected seconds >= 0, got {}", frontend::childPath(path, key), *value)};
+  }
+  return *value;
+}
+
+Expected<int64_t> bytes(const json& object, const std::string& path, const char* key) {
+  auto field = frontend::requireField(object, path, key);
+  if (!field) return field.error();
+  auto value = frontend::readInt(**field, frontend::childPath(path, key));
+  if (!value) return value.error();
+  if (*value < 0) {
+    return Error{
+        fmt::format("{}: expected bytes >= 0, got {}", frontend::childPath(path, key), *value)};
+  }
+  return *value;
+}
+
+Expected<MeasuredPart> readPart(const json& object, const std::string& path) {
+  if (auto status = frontend::checkObject(object, path,
+                                          {"forward_s", "backward_s", "activation_bytes",
+                                           "recompute_s", "recomputed_activation_bytes"});
+      !status) {
+    return status.error();
+  }
+  MeasuredPart part;
+  auto forward = seconds(object, path, "forward_s");
+  if (!forward) return forward.error();
+  auto backward = seconds(object, path, "backward_s");
+  if (!backward) return backward.error();
+  auto activations = bytes(object, path, "activation_bytes");
+  if (!activations) return activations.error();
+  part = {*forward, *backward, *activations, std::nullopt, std::nullopt};
+  if (object.contains("recompute_s")) {
+    auto recompute = seconds(object, path, "recompute_s");
+    if (!recompute) return recompute.error();
+    part.recomputeSeconds = *recompute;
+  }
+  if (object.contains("recomputed_activation_bytes")) {
+    auto kept = bytes(object, path, "recomputed_activation_bytes");
+    if (!kept) return kept.error();
+    part.recomputedActivationBytes = *kept;
+  }
+  return part;
+}
+
+Expected<MeasuredSetting> readSetting(const json& entry, const std::string& path) {
+  MeasuredSetting setting;
+  for (auto [key, target] : {std::pair{"tp", &setting.tp}, std::pair{"cp", &setting.cp},
+                             std::pair{"mbs", &setting.mbs}}) {
+    auto field = frontend::requireField(entry, path, key);
+    if (!field) return field.error();
+    auto value = frontend::readPositiveInt(**field, frontend::childPath(path, key));
+    if (!value) return value.error();
+    *target = *value;
+  }
+  if (entry.contains("sequence_parallel")) {
+    auto flag = frontend::readBool(entry.at("sequence_parallel"),
+                                   frontend::childPath(path, "sequence_parallel"));
+    if (!flag) return flag.error();
+    setting.sequenceParallel = *flag;
+  }
+  if (entry.contains("recompute")) {
+    auto name = frontend::readString(entry.at("recompute"), frontend::childPath(path, "recompute"));
+    if (!name) return name.error();
+    if (*name != "none" && *name != "selective") {
+      return Error{
+          fmt::format("{}: expected none or selective (full recompute is measured by "
+                      "recompute_s per layer), got '{}'",
+                      frontend::childPath(path, "recompute"), *name)};
+    }
+    setting.recompute = *name;
+  }
+  return setting;
+}
+
+Expected<MeasuredBlocks> readBlocks(const json& entry, const std::string& path) {
+  MeasuredBlocks blocks;
+  auto layers = frontend::requireField(entry, path, "layers");
+  if (!layers) return layers.error();
+  const std::string layersPath = frontend::childPath(path, "layers");
+  if (auto status = frontend::checkObject(**layers, layersPath, {"llm", "vit"}); !status) {
+    return status.error();
+  }
+  for (const auto& [stack, part] : (*layers)->items()) {
+    auto measured = readPart(part, frontend::childPath(layersPath, stack));
+    if (!measured) return measured.error();
+    blocks.layers.emplace(stack, *measured);
+  }
+  if (!blocks.layers.contains("llm")) {
+    return Error{fmt::format("{}: missing required field 'llm'", layersPath)};
+  }
+  for (auto [key, target] : {std::pair{"first", &blocks.first}, std::pair{"last", &blocks.last}}) {
+    if (!entry.contains(key)) continue;
+    auto measured = readPart(entry.at(key), frontend::childPath(path, key));
+    if (!measured) return measured.error();
+    *target = *measured;
+  }
+  return blocks;
+}
+
+Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPerNode) {
+  if (auto status =
+          frontend::checkObject(document, "", {"format", "model", "device", "sampling", "entries"});
+      !status) {
+    return status.error();
+  }
+  ProfileTable table;
+  auto device = frontend::requireField(document, "", "device");
+  if (!device) return device.error();
+  auto name = frontend::readString(**device, "device");
+  if (!name) return name.error();
+  table.device = *name;
+  if (document.contains("sampling")) {
+    const json& sampling = document.at("sampling");
+    if (auto status = frontend::checkObject(sampling, "sampling", {"nnodes", "nproc_per_node"});
+        !status) {
+      return status.error();
+    }
+    for (auto [key, target] :
+         {std::pair{"nnodes", &table.nnodes}, std::pair{"nproc_per_node", &table.nprocPerNode}}) {
+      if (!sampling.contains(key)) continue;
+      auto value =
+          frontend::readPositiveInt(sampling.at(key), frontend::childPath("sampling", key));
+      if (!value) return value.error();
+      *target = static_cast<int>(*value);
+    }
+  }
+  if (nnodes > 0) table.nnodes = nnodes;
+  if (nprocPerNode > 0) table.nprocPerNode = nprocPerNode;
+  if (table.nprocPerNode <= 0) {
+    return Error{
+        "sampling.nproc_per_node: required (or --nproc-per-node): the devices per node of the "
+        "cluster the blocks were measured on"};
+  }
+  auto entries = frontend::requireField(document, "", "entries");
+  if (!entries) return entries.error();
+  if (!(*entries)->is_array()) {
+    return Error{
+        fmt::format("entries: expected an array, got {}", frontend::jsonTypeName(**entries))};
+  }
+  for (size_t i = 0; i < (*entries)->size(); ++i) {
+    const std::string path = frontend::indexPath("entries", i);
+    const json& entry = (**entries)[i];
+    if (auto status = frontend::checkObject(
+            entry, path,
+            {"tp", "cp", "sequence_parallel", "mbs", "recompute", "layers", "first", "last"});
+        !status) {
+      return status.error();
+    }
+    auto setting = readSetting(entry, path);
+    if (!setting) return setting.error();
+    if (setting->tp * setting->cp > table.nprocPerNode) {
+      return Error{fmt::format(
+          "{}: TP {} x CP {} = {} devices do not fit in one sampling node of {} (its tensor- and "
+          "context-parallel traffic must stay inside a node to carry over)",
+          path, setting->tp, setting->cp, setting->tp * setting->cp, table.nprocPerNode)};
+    }
+    auto blocks = readBlocks(entry, path);
+    if (!blocks) return blocks.error();
+    if (!table.entries.emplace(*setting, std::move(*blocks)).second) {
+      return Error{fmt::format("{}: a second entry for the same setting", path)};
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+Expected<ProfileTable> readProfileTable(const std::string& path, int nnodes, int nprocPerNode) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
+  std::ostringstream text;
+  text << file.rdbuf();
+  auto document = frontend::parseJsonText(text.str());
+  if (!document) return document.error().in(path);
+  auto table = parseTable(*document, nnodes, nprocPerNode);
+  if (!table) return table.error().in(path);
+  return table;
+}
+
+}  // namespace autopar::cli

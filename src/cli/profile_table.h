@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// Measured block tables (seed 003's black-box profiling; format in docs/profile-table.md): per
+/// block setting (TP, CP, SP, micro-batch size, recompute), one layer of each stack and the two
+/// ends' forward and backward seconds and activation bytes, measured on a small sampling cluster.
+/// The block profiler (cli/block_profile.h) takes these in place of its analytic probes' times
+/// and activations; parameter, gradient and optimizer bytes stay analytic.
+///
+/// Blocks measured on the sampling cluster carry over to the target as they are: their tensor-
+/// and context-parallel collectives ran inside a node there and do inside a node on the target,
+/// so every entry's TP x CP must fit in one sampling node (--nproc-per-node). Data- and
+/// pipeline-parallel traffic comes from the target cluster's model.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/expected.h"
+
+namespace autopar::cli {
+
+/// One measured part for one micro-batch on one device.
+struct MeasuredPart {
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  int64_t activationBytes = 0;
+  /// Measured under full recompute (optional): the backward's extra time and what stays kept.
+  std::optional<double> recomputeSeconds;
+  std::optional<int64_t> recomputedActivationBytes;
+};
+
+struct MeasuredBlocks {
+  std::map<std::string, MeasuredPart> layers;  ///< per stack: "llm", "vit"
+  std::optional<MeasuredPart> first;           ///< embedding (and patch embedding, merger)
+  std::optional<MeasuredPart> last;            ///< head
+};
+
+/// (TP, CP, sequence parallel, micro-batch size, recompute: none or selective).
+struct MeasuredSetting {
+  int64_t tp = 1;
+  int64_t cp = 1;
+  bool sequenceParallel = false;
+  int64_t mbs = 1;
+  std::string recompute = "none";
+  auto operator<=>(const MeasuredSetting&) const = default;
+};
+
+struct ProfileTable {
+  std::string device;  ///< the device the blocks ran on; must match the target's
+  int nnodes = 1;      ///< the sampling cluster
+  int nprocPerNode = 0;
+  std::map<MeasuredSetting, MeasuredBlocks> entries;
+};
+
+/// Reads a table; `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster. Errors
+/// name the file, the entry and the field.
+Expected<ProfileTable> readProfileTable(const std::string& path, int nnodes = 0,
+                                        int nprocPerNode = 0);
+
+}  // namespace autopar::cli

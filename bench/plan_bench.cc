@@ -226,6 +226,23 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
 
 BENCHMARK(BM_ClosedFormEstimate);
 
+/// The same with a Qwen2-VL-like vision tower first: 32 ViT layers at a hundredth of an LLM
+/// layer's time, then the 80 LLM layers.
+void BM_PlaceLayersExactVision(benchmark::State& state) {
+  search::PlacementProblem problem = llamaLikePlacement(state.range(0));
+  problem.stacks.insert(problem.stacks.begin(),
+                        {32, {0.000125, 0.00025, 0.000125, int64_t{20} << 20, int64_t{10} << 20,
+                              int64_t{1} << 20}});
+  for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
+}
+
+BENCHMARK(BM_PlaceLayersExactVision)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_PlacementModelEvaluate)->Arg(4)->Arg(8)->Arg(16)->ArgNames({"stages"});
 BENCHMARK(BM_PlaceLayersExact)
     ->Arg(4)

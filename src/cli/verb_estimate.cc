@@ -104,7 +104,67 @@ struct EstimateArgs {
   bool json = false;
   bool closedForm = false;
   bool place = false;
+  /// A given placement (seed 003's layer_placement and layer_recompute): layers per stage.
+  std::vector<int64_t> llmLayers;
+  std::vector<int64_t> vitLayers;
+  std::vector<int64_t> llmRecompute;
+  std::vector<int64_t> vitRecompute;
 };
+
+/// The given placement as per-stack counts, checked against the model and the stages; empty
+/// when none is given.
+Expected<std::pair<search::StackCounts, search::StackCounts>> givenPlacement(
+    const EstimateArgs& args, const frontend::TransformerConfig& transformer) {
+  if (args.llmLayers.empty() && args.vitLayers.empty()) {
+    if (!args.llmRecompute.empty() || !args.vitRecompute.empty()) {
+      return Error{"--llm-recompute/--vit-recompute: need --llm-layers (a placement)"};
+    }
+    return std::pair<search::StackCounts, search::StackCounts>{};
+  }
+  const auto stages = static_cast<size_t>(args.config.pp);
+  const bool vision = transformer.vision.layers > 0;
+  if (args.config.vpp > 1) return Error{"--llm-layers: a placement needs --vpp 1"};
+  struct Stack {
+    const char* flag;
+    const std::vector<int64_t>* layers;
+    const std::vector<int64_t>* recompute;
+    int64_t total;
+  };
+  std::vector<Stack> stacks;
+  if (vision) {
+    stacks.push_back(
+        {"--vit-layers", &args.vitLayers, &args.vitRecompute, transformer.vision.layers});
+  } else if (!args.vitLayers.empty()) {
+    return Error{"--vit-layers: the model has no vision tower"};
+  }
+  stacks.push_back({"--llm-layers", &args.llmLayers, &args.llmRecompute, transformer.layers});
+  search::StackCounts layers;
+  search::StackCounts recomputed;
+  for (const Stack& stack : stacks) {
+    const std::vector<int64_t> zeros(stages, 0);
+    const std::vector<int64_t>& counts = stack.layers->empty() ? zeros : *stack.layers;
+    const std::vector<int64_t>& recompute = stack.recompute->empty() ? zeros : *stack.recompute;
+    if (counts.size() != stages || recompute.size() != stages) {
+      return Error{
+          fmt::format("{}: expected {} per-stage counts (one per --pp stage)", stack.flag, stages)};
+    }
+    int64_t sum = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      if (counts[s] < 0 || recompute[s] < 0 || recompute[s] > counts[s]) {
+        return Error{fmt::format("{}: stage {} has {} layers and {} recomputed", stack.flag, s,
+                                 counts[s], recompute[s])};
+      }
+      sum += counts[s];
+    }
+    if (sum != stack.total) {
+      return Error{
+          fmt::format("{}: {} layers placed, the model has {}", stack.flag, sum, stack.total)};
+    }
+    layers.push_back(counts);
+    recomputed.push_back(recompute);
+  }
+  return std::pair{std::move(layers), std::move(recomputed)};
+}
 
 /// Prints the estimate (JSON or the report) with the placement and the closed form when given;
 /// exit 3 when the configuration does not fit.
@@ -149,14 +209,25 @@ int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigE
 int runEstimate(const EstimateArgs& args) {
   if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
   MegatronConfig config = args.config;
+  std::optional<search::Placement> given;
+  if (!args.llmLayers.empty() || !args.vitLayers.empty() || !args.llmRecompute.empty() ||
+      !args.vitRecompute.empty()) {
+    if (args.place) return reportError(Error{"--place: chooses the placement; drop --llm-layers"});
+    auto transformer = transformerConfigOf(config.model);
+    if (!transformer) return reportError(transformer.error());
+    auto placement = givenPlacement(args, *transformer);
+    if (!placement) return reportError(placement.error());
+    applyPlacement(placement->first, placement->second, config);
+    given = search::Placement{placement->first, placement->second, 0, {}};
+  }
   auto estimate = estimateConfig(config);
   if (!estimate) return reportError(estimate.error());
-  if (!args.place && !args.closedForm) return report(args, config, *estimate, {}, {});
+  if (!args.place && !args.closedForm) return report(args, config, *estimate, given, {});
   auto transformer = transformerConfigOf(config.model);
   if (!transformer) return reportError(transformer.error());
   config.transformer = *transformer;
   BlockProfiler profiler(config, *transformer);
-  std::optional<search::Placement> placement;
+  std::optional<search::Placement> placement = given;
   if (args.place) {
     // The search's inner solver on this configuration: exact layer placement and per-stage
     // recompute, then the whole model evaluated with it.
@@ -216,6 +287,18 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_flag("--place", args->place,
                  "place the layers on the stages exactly, with per-stage recompute (the search's "
                  "inner solver), and estimate the placed configuration");
+  verb->add_option("--llm-layers", args->llmLayers,
+                   "LLM layers per pipeline stage (seed 003's llm_layer_placement)")
+      ->delimiter(',');
+  verb->add_option("--vit-layers", args->vitLayers,
+                   "vision-tower layers per pipeline stage (vit_layer_placement)")
+      ->delimiter(',');
+  verb->add_option("--llm-recompute", args->llmRecompute,
+                   "LLM layers recomputed in full per stage (llm_layer_recompute)")
+      ->delimiter(',');
+  verb->add_option("--vit-recompute", args->vitRecompute,
+                   "vision-tower layers recomputed in full per stage (vit_layer_recompute)")
+      ->delimiter(',');
   verb->callback([&action, args] { action = [args] { return runEstimate(*args); }; });
 }
 

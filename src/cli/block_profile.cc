@@ -247,12 +247,13 @@ search::PlacementProblem placementProblem(const search::BlockProfile& profile,
   problem.first = end(profile.first);
   problem.last = end(profile.last);
   problem.memoryLimitBytes = deviceBytes - profile.bufferBytes;
+  problem.zeroBubble = config.zeroBubble;
   return problem;
 }
 
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler) {
-  if (config.pp < 2 || config.vpp > 1 || config.zeroBubble || config.recompute == "full") {
+  if (config.pp < 2 || config.vpp > 1 || config.recompute == "full") {
     return std::optional<PlacedEstimate>{};
   }
   auto profile = profiler.profileOf(config);

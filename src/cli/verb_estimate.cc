@@ -234,9 +234,9 @@ int runEstimate(const EstimateArgs& args) {
     auto placed = placeConfiguration(config, profiler);
     if (!placed) return reportError(placed.error());
     if (!*placed) {
-      return reportError(Error{
-          "--place: needs --pp greater than 1, --vpp 1, no --zero-bubble, --recompute none or "
-          "selective, and a placement that fits"});
+      return reportError(
+          Error{"--place: needs --pp greater than 1, --vpp 1, --recompute none or selective, and a "
+                "placement that fits"});
     }
     config = (*placed)->config;
     *estimate = std::move((*placed)->estimate);

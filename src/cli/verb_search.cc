@@ -132,6 +132,16 @@ std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microB
       config.recompute == "selective" ? "True" : "False");
 }
 
+/// "TP 2 CP 2 PP 8 DP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
+std::string shapeName(const MegatronConfig& config) {
+  std::string name = fmt::format("TP {}", config.tp);
+  if (config.cp > 1) name += fmt::format(" CP {}", config.cp);
+  name += fmt::format(" PP {} DP {} MBS {}", config.pp, config.dp, config.mbs);
+  if (config.sequenceParallel) name += " SP";
+  if (config.zeroBubble) name += " zb-h1";
+  return name;
+}
+
 /// One search: the model, the cluster, the block profiler and the evaluators over them.
 class SearchRun {
  public:
@@ -278,8 +288,7 @@ void SearchRun::placeLeaders(const search::HybridResult& result) {
                                                                fmt::join(recomputed.front(), ", "))
                                                  : "";
     placementLines_.push_back(fmt::format(
-        "  TP {} PP {} DP {} MBS {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})",
-        candidate.tp, candidate.pp, candidate.dp, candidate.mbs, towers,
+        "  {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})", shapeName(candidate), towers,
         fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "), formatSeconds(seconds),
         result.ranked[i].first.recompute, formatSeconds(result.ranked[i].second.stepSeconds)));
     if (seconds < bestSeconds_) {

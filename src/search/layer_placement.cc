@@ -22,7 +22,7 @@ struct StageLoad {
 };
 
 int64_t inFlight(const PlacementProblem& p, int64_t stage) {
-  return std::min(p.stages - stage, p.microBatches);
+  return std::min(p.zeroBubble ? p.stages : p.stages - stage, p.microBatches);
 }
 
 double recomputeSeconds(const PlacementProblem& p, const StageLoad& load) {

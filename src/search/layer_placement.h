@@ -11,7 +11,7 @@
 ///   stage s with n_ks layers of stack k, c_ks of them recomputed:
 ///     time_s   = sum_k n_ks (f_k + b_k) + c_ks r_k                      (+ the ends' extras)
 ///     memory_s = sum_k n_ks w_k + K_s ((n_ks - c_ks) a_k + c_ks ar_k)    (+ extras),
-///                K_s = min(P - s, m)
+///                K_s = min(P - s, m), or min(P, m) for every stage under zero-bubble H1
 ///   step = sum_s time_s + (m - 1) max_s time_s
 /// (the fill and drain pass every stage once; the steady state runs at the slowest stage).
 /// Recompute only adds time, so each stage recomputes the cheapest set of layers that makes it
@@ -20,7 +20,9 @@
 /// larger B only allows more), then tries each achievable B upward; for each, a dynamic program
 /// over (stage, layers placed) finds the least total recompute time with every stage at most B.
 /// The step is then the sum plus (m - 1) B, and the scan stops once (m - 1) B alone exceeds the
-/// best step. It is exact for this model, for one or two stacks.
+/// best step. It is exact for this model, for one or two stacks. Under zero-bubble H1 the step
+/// differs from this one by 2 W (total weight-gradient time, fixed) less 2 W of the slowest stage,
+/// which the solver does not see; the search evaluates the placed plan on its simulator.
 
 #include <cstdint>
 #include <vector>
@@ -57,6 +59,7 @@ struct PlacementProblem {
   int64_t stages = 1;
   int64_t microBatches = 1;
   int64_t memoryLimitBytes = 0;
+  bool zeroBubble = false;  ///< every stage holds min(P, m) micro-batches (ZB-H1)
   StageExtra first;
   StageExtra last;
   [[nodiscard]] int64_t layers() const;  ///< of all stacks

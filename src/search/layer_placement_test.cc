@@ -121,6 +121,23 @@ TEST(LayerPlacement, CheapVisionLayersShareTheFirstStage) {
   EXPECT_NEAR(placement->stepSeconds, 48 + 31 * 12, 1e-9);
 }
 
+TEST(LayerPlacement, ZeroBubbleHoldsThePeakOnEveryStage) {
+  PlacementProblem p = oneStack(8, 4, 16, {1, 2, 1, 10, 5, 1});
+  p.memoryLimitBytes = 1000;
+  const auto plain = evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}});
+  p.zeroBubble = true;
+  const auto zeroBubble = evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}});
+  // 1F1B: stage s holds 4 - s micro-batches; H1 lets every stage hold 4.
+  EXPECT_EQ(plain.peakBytes, (std::vector<int64_t>{60, 50, 40, 30}));
+  EXPECT_EQ(zeroBubble.peakBytes, (std::vector<int64_t>{60, 60, 60, 60}));
+  // A limit the last stages meet only under 1F1B: H1 has them recompute.
+  p.memoryLimitBytes = 55;
+  auto placed = placeLayers(p);
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  EXPECT_GT(placed->recomputed[0].back(), 0);
+  for (int64_t bytes : placed->peakBytes) EXPECT_LE(bytes, 55);
+}
+
 TEST(LayerPlacement, NothingFitsIsNamed) {
   PlacementProblem p = oneStack(4, 2, 4, {1, 2, 1, 100, 50, 10});
   p.memoryLimitBytes = 50;

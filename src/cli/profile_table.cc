@@ -121,6 +121,22 @@ Expected<MeasuredBlocks> readBlocks(const json& entry, const std::string& path) 
   return blocks;
 }
 
+/// The sampling cluster: "sampling": {"nnodes": N, "nproc_per_node": M}.
+Status readSampling(const json& sampling, ProfileTable& table) {
+  if (auto status = frontend::checkObject(sampling, "sampling", {"nnodes", "nproc_per_node"});
+      !status) {
+    return status;
+  }
+  for (auto [key, target] :
+       {std::pair{"nnodes", &table.nnodes}, std::pair{"nproc_per_node", &table.nprocPerNode}}) {
+    if (!sampling.contains(key)) continue;
+    auto value = frontend::readPositiveInt(sampling.at(key), frontend::childPath("sampling", key));
+    if (!value) return value.error();
+    *target = static_cast<int>(*value);
+  }
+  return {};
+}
+
 Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPerNode) {
   if (auto status =
           frontend::checkObject(document, "", {"format", "model", "device", "sampling", "entries"});
@@ -134,19 +150,7 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
   if (!name) return name.error();
   table.device = *name;
   if (document.contains("sampling")) {
-    const json& sampling = document.at("sampling");
-    if (auto status = frontend::checkObject(sampling, "sampling", {"nnodes", "nproc_per_node"});
-        !status) {
-      return status.error();
-    }
-    for (auto [key, target] :
-         {std::pair{"nnodes", &table.nnodes}, std::pair{"nproc_per_node", &table.nprocPerNode}}) {
-      if (!sampling.contains(key)) continue;
-      auto value =
-          frontend::readPositiveInt(sampling.at(key), frontend::childPath("sampling", key));
-      if (!value) return value.error();
-      *target = static_cast<int>(*value);
-    }
+    if (auto status = readSampling(document.at("sampling"), table); !status) return status.error();
   }
   if (nnodes > 0) table.nnodes = nnodes;
   if (nprocPerNode > 0) table.nprocPerNode = nprocPerNode;

@@ -180,6 +180,8 @@ class SearchRun {
   /// Places the leaders non-uniformly; the best placed one replaces the winner when faster.
   void placeLeaders(const search::HybridResult& result);
   void printReport(const search::HybridResult& result) const;
+  /// The top-k table.
+  void printRanking(const search::HybridResult& result) const;
 
   const SearchArgs& args_;
   frontend::TransformerConfig transformer_;
@@ -351,25 +353,7 @@ void SearchRun::printReport(const search::HybridResult& result) const {
       "evaluated on the full model ({} fit); non-uniform placement tried on {} of the leaders\n\n",
       result.shapes, result.screened, result.screenFits, profiler_.probes(), result.refined,
       result.ranked.size(), placed_);
-  fmt::print(
-      "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
-      "{:>11}\n",
-      "rank", "TP", "CP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
-      "tokens/s", "MFU", "peak");
-  // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
-  const double mfuSeconds = estimate.mfu * estimate.stepSeconds;
-  const int64_t seq = model().seq;
-  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < args_.top; ++i) {
-    const auto& [c, score] = result.ranked[i];
-    const double tokens = static_cast<double>(args_.base.gbs * seq) / score.stepSeconds;
-    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
-    fmt::print(
-        "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
-        "{:>5.1f}% {:>11}\n",
-        i + 1, c.tp, c.cp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
-        c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
-        100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
-  }
+  printRanking(result);
   if (!placementLines_.empty()) {
     fmt::print("\nNon-uniform placement ({} with each):\n",
                profiler_.hasTable() ? "the measured closed form" : "the full model evaluated");
@@ -382,7 +366,8 @@ void SearchRun::printReport(const search::HybridResult& result) const {
     fmt::print(
         "step time from the measured blocks {}, {:.0f} tokens/s; the analytic cost model's "
         "estimate of the same configuration (it does not read --profile) follows\n\n",
-        formatSeconds(bestSeconds_), static_cast<double>(args_.base.gbs * seq) / bestSeconds_);
+        formatSeconds(bestSeconds_),
+        static_cast<double>(args_.base.gbs * model().seq) / bestSeconds_);
   }
   printEstimateReport(best_, estimate);
   fmt::print("\nMegatron-LM: {}\n", megatronArguments(best_, transformer_.layers,
@@ -398,6 +383,28 @@ void SearchRun::printReport(const search::HybridResult& result) const {
   fmt::print("\nMindSpore (MindFormers yaml):\n{}",
              mindsporeParallelConfig(best_, estimate.microBatches));
   fmt::print("\nwrote {}\n", args_.out);
+}
+
+void SearchRun::printRanking(const search::HybridResult& result) const {
+  fmt::print(
+      "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
+      "{:>11}\n",
+      "rank", "TP", "CP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
+      "tokens/s", "MFU", "peak");
+  // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
+  const double mfuSeconds = estimate_->mfu * estimate_->stepSeconds;
+  const int64_t seq = model().seq;
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < args_.top; ++i) {
+    const auto& [c, score] = result.ranked[i];
+    const double tokens = static_cast<double>(args_.base.gbs * seq) / score.stepSeconds;
+    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
+    fmt::print(
+        "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
+        "{:>5.1f}% {:>11}\n",
+        i + 1, c.tp, c.cp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
+        c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
+        100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
+  }
 }
 
 int runSearch(const SearchArgs& args) {

@@ -109,6 +109,7 @@ struct EstimateArgs {
   std::vector<int64_t> vitLayers;
   std::vector<int64_t> llmRecompute;
   std::vector<int64_t> vitRecompute;
+  std::string profile;  ///< a measured block table for --closed-form and --place
 };
 
 /// The given placement as per-stack counts, checked against the model and the stages; empty
@@ -222,11 +223,27 @@ int runEstimate(const EstimateArgs& args) {
   }
   auto estimate = estimateConfig(config);
   if (!estimate) return reportError(estimate.error());
-  if (!args.place && !args.closedForm) return report(args, config, *estimate, given, {});
+  if (!args.place && !args.closedForm) {
+    if (!args.profile.empty()) {
+      return reportError(Error{"--profile: feeds --closed-form and --place; give one of them"});
+    }
+    return report(args, config, *estimate, given, {});
+  }
   auto transformer = transformerConfigOf(config.model);
   if (!transformer) return reportError(transformer.error());
   config.transformer = *transformer;
-  BlockProfiler profiler(config, *transformer);
+  std::optional<ProfileTable> table;
+  if (!args.profile.empty()) {
+    auto read = readProfileTable(args.profile);
+    if (!read) return reportError(read.error());
+    if (read->device != estimate->cluster.device.name) {
+      return reportError(Error{fmt::format(
+          "{}: device: the blocks were measured on {}, but the cluster's devices are {}",
+          args.profile, read->device, estimate->cluster.device.name)});
+    }
+    table = std::move(*read);
+  }
+  BlockProfiler profiler(config, *transformer, std::move(table));
   std::optional<search::Placement> placement = given;
   if (args.place) {
     // The search's inner solver on this configuration: exact layer placement and per-stage
@@ -287,6 +304,8 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_flag("--place", args->place,
                  "place the layers on the stages exactly, with per-stage recompute (the search's "
                  "inner solver), and estimate the placed configuration");
+  verb->add_option("--profile", args->profile,
+                   "measured block table (docs/profile-table.md) for --closed-form and --place");
   verb->add_option("--llm-layers", args->llmLayers,
                    "LLM layers per pipeline stage (seed 003's llm_layer_placement)")
       ->delimiter(',');

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/block_profile.h"
@@ -23,7 +24,7 @@ namespace {
 
 /// How many of the fastest screened configurations the full model evaluates again.
 constexpr int kRefinedCandidates = 16;
-/// How many of the fastest uniform configurations get the layer placement search.
+/// How many of the leaders' placements the report lists.
 constexpr int kPlacedCandidates = 8;
 
 struct SearchArgs {
@@ -173,12 +174,15 @@ class SearchRun {
   /// The configuration with its layers as the screen placed them: evenly for an LLM (the full
   /// model's default), by time with a vision tower.
   Expected<MegatronConfig> withLayers(const search::HybridCandidate& candidate);
-  /// The full model's score; with a measured table, the closed form's (the full model does not
-  /// read the table).
+  /// The full model's score of the candidate as split by withLayers and as placed exactly
+  /// (search/layer_placement.h), whichever is faster; with a measured table, the closed form's
+  /// (the full model does not read the table). Remembers what it found in refined_.
   Expected<search::HybridScore> refine(const search::HybridCandidate& candidate);
+  /// The step of an evaluated configuration: the full model's, or with a measured table the
+  /// closed form's.
+  Expected<double> stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
+                          const search::Placement* placement);
   int nothingFits(const search::HybridResult& result) const;
-  /// Places the leaders non-uniformly; the best placed one replaces the winner when faster.
-  void placeLeaders(const search::HybridResult& result);
   void printReport(const search::HybridResult& result) const;
   /// The top-k table.
   void printRanking(const search::HybridResult& result) const;
@@ -188,14 +192,27 @@ class SearchRun {
   cluster::Cluster cluster_;
   MegatronConfig base_;
   BlockProfiler profiler_;
+  /// What refining a candidate found: the configuration as evaluated (placed exactly when that
+  /// was faster), its step and the placement tried. (Not its estimate: that holds the whole
+  /// graph; the winner's is evaluated again.)
+  struct Refined {
+    MegatronConfig config;
+    double seconds = 0;
+    bool placed = false;
+    std::string placementLine;  ///< empty when placement does not apply
+  };
+  static std::string keyOf(const search::HybridCandidate& c);
+  [[nodiscard]] int placedCount() const {
+    return static_cast<int>(std::count_if(refined_.begin(), refined_.end(),
+                                          [](const auto& entry) { return entry.second.placed; }));
+  }
+  std::map<std::string, Refined> refined_;
   // The winner: its configuration, its full-model estimate and its step (the full model's, or
   // the measured closed form's with a table).
   MegatronConfig best_;
   std::optional<ConfigEstimate> estimate_;
   double bestSeconds_ = 0;
   bool placedBest_ = false;
-  int placed_ = 0;
-  std::vector<std::string> placementLines_;
 };
 
 search::HybridModel SearchRun::model() const {
@@ -238,15 +255,65 @@ Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& ca
   return config;
 }
 
+std::string SearchRun::keyOf(const search::HybridCandidate& c) {
+  return fmt::format("{} {} {} {} {} {} {} {} {} {}", c.tp, c.cp, c.pp, c.dp, c.vpp, c.mbs,
+                     c.sequenceParallel, c.zeroBubble, c.recompute, c.zero);
+}
+
+Expected<double> SearchRun::stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
+                                   const search::Placement* placement) {
+  if (!profiler_.hasTable()) return estimate.stepSeconds;
+  auto measured =
+      placement ? closedForm(config, placement->layers, placement->recomputed) : closedForm(config);
+  if (!measured) return measured.error();
+  return measured->stepSeconds;
+}
+
 Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
-  if (profiler_.hasTable()) return screen(candidate);
   auto config = withLayers(candidate);
   if (!config) return config.error();
   auto estimate = estimateConfig(*config);
   if (!estimate) return estimate.error();
-  const auto& peaks = estimate->peakMemoryBytes;
-  return search::HybridScore{estimate->stepSeconds, *std::max_element(peaks.begin(), peaks.end()),
-                             estimate->fits()};
+  auto seconds = stepOf(*config, *estimate, nullptr);
+  if (!seconds) return seconds.error();
+  Refined refined{*config, *seconds, false, ""};
+  bool fits = estimate->fits();
+  int64_t peak =
+      *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end());
+  // The exact placement, from no recompute when the candidate recomputes every layer: it chooses
+  // how many layers each stage recomputes.
+  MegatronConfig toPlace = configOf(base_, candidate);
+  if (toPlace.recompute == "full") toPlace.recompute = "none";
+  auto placement = placeConfiguration(toPlace, profiler_);
+  if (!placement) {
+    refined.placementLine =
+        fmt::format("  {}: not placed: {}", shapeName(toPlace), placement.error().message);
+  } else if (*placement && (*placement)->estimate.fits()) {
+    const auto& placed = **placement;
+    auto placedSeconds = stepOf(placed.config, placed.estimate, &placed.placement);
+    if (!placedSeconds) return placedSeconds.error();
+    const auto& layers = placed.placement.layers;
+    const auto& recomputed = placed.placement.recomputed;
+    const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
+                                                               fmt::join(layers.front(), ", "),
+                                                               fmt::join(recomputed.front(), ", "))
+                                                 : "";
+    refined.placementLine = fmt::format(
+        "  {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})", shapeName(toPlace), towers,
+        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
+        formatSeconds(*placedSeconds), candidate.recompute, formatSeconds(refined.seconds));
+    if (*placedSeconds < refined.seconds || !fits) {
+      refined.config = placed.config;
+      refined.seconds = *placedSeconds;
+      refined.placed = true;
+      fits = true;
+      peak = *std::max_element(placed.estimate.peakMemoryBytes.begin(),
+                               placed.estimate.peakMemoryBytes.end());
+    }
+  }
+  const search::HybridScore score{refined.seconds, peak, fits};
+  refined_.insert_or_assign(keyOf(candidate), std::move(refined));
+  return score;
 }
 
 int SearchRun::nothingFits(const search::HybridResult& result) const {
@@ -262,44 +329,6 @@ int SearchRun::nothingFits(const search::HybridResult& result) const {
       leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
       formatBytes(score.peakBytes), formatBytes(cluster_.device.memoryBytes),
       std::max<int64_t>(nodes, base_.nodes + 1))});
-}
-
-void SearchRun::placeLeaders(const search::HybridResult& result) {
-  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
-    MegatronConfig candidate = configOf(base_, result.ranked[i].first);
-    if (candidate.recompute == "full") candidate.recompute = "none";  // placement chooses
-    auto placement = placeConfiguration(candidate, profiler_);
-    if (!placement) {  // the uniform result stands; say why this one was not placed
-      placementLines_.push_back(fmt::format("  TP {} PP {} DP {} MBS {}: not placed: {}",
-                                            candidate.tp, candidate.pp, candidate.dp, candidate.mbs,
-                                            placement.error().message));
-      continue;
-    }
-    if (!*placement || !(*placement)->estimate.fits()) continue;
-    ++placed_;
-    const auto& layers = (*placement)->placement.layers;
-    const auto& recomputed = (*placement)->placement.recomputed;
-    double seconds = (*placement)->estimate.stepSeconds;
-    if (profiler_.hasTable()) {
-      auto measured = closedForm((*placement)->config, layers, recomputed);
-      if (!measured) continue;
-      seconds = measured->stepSeconds;
-    }
-    const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
-                                                               fmt::join(layers.front(), ", "),
-                                                               fmt::join(recomputed.front(), ", "))
-                                                 : "";
-    placementLines_.push_back(fmt::format(
-        "  {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})", shapeName(candidate), towers,
-        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "), formatSeconds(seconds),
-        result.ranked[i].first.recompute, formatSeconds(result.ranked[i].second.stepSeconds)));
-    if (seconds < bestSeconds_) {
-      placedBest_ = true;
-      best_ = (*placement)->config;
-      estimate_ = std::move((*placement)->estimate);
-      bestSeconds_ = seconds;
-    }
-  }
 }
 
 int SearchRun::run() {
@@ -318,14 +347,13 @@ int SearchRun::run() {
   if (terminal) fmt::print(stderr, "\n");
   if (!result) return reportError(result.error());
   if (result->ranked.empty()) return nothingFits(*result);
-  auto leader = withLayers(result->ranked.front().first);
-  if (!leader) return reportError(leader.error());
-  best_ = *leader;
+  const Refined& winner = refined_.at(keyOf(result->ranked.front().first));
+  best_ = winner.config;
   auto estimate = estimateConfig(best_);
   if (!estimate) return reportError(estimate.error());
   estimate_ = std::move(*estimate);
-  bestSeconds_ = result->ranked.front().second.stepSeconds;
-  placeLeaders(*result);
+  bestSeconds_ = winner.seconds;
+  placedBest_ = winner.placed;
   const nlohmann::ordered_json optimal = optimalConfigJson(best_, *estimate_, bestSeconds_);
   std::ofstream file(args_.out);
   if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", args_.out)});
@@ -350,14 +378,20 @@ void SearchRun::printReport(const search::HybridResult& result) const {
   }
   fmt::print(
       "{} shapes, {} configurations screened in closed form ({} fit, {} block probes), {} "
-      "evaluated on the full model ({} fit); non-uniform placement tried on {} of the leaders\n\n",
+      "evaluated on the full model ({} fit), each also placed exactly where it pipelines ({} "
+      "placed faster)\n\n",
       result.shapes, result.screened, result.screenFits, profiler_.probes(), result.refined,
-      result.ranked.size(), placed_);
+      result.ranked.size(), placedCount());
   printRanking(result);
-  if (!placementLines_.empty()) {
-    fmt::print("\nNon-uniform placement ({} with each):\n",
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
+    const std::string& line = refined_.at(keyOf(result.ranked[i].first)).placementLine;
+    if (!line.empty()) lines.push_back(line);
+  }
+  if (!lines.empty()) {
+    fmt::print("\nNon-uniform placement of the leaders ({} with each):\n",
                profiler_.hasTable() ? "the measured closed form" : "the full model evaluated");
-    for (const auto& line : placementLines_) fmt::print("{}\n", line);
+    for (const auto& line : lines) fmt::print("{}\n", line);
   }
   fmt::print("\nBest configuration{}:\n\n", placedBest_ ? " (layers placed non-uniformly)"
                                             : vision()  ? " (layers split by time)"

@@ -13,6 +13,19 @@ int reportError(const Error& error) {
   return kExitBadInput;
 }
 
+const CLI::Validator& positive() {
+  static const CLI::Validator validator(
+      [](const std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
+          return fmt::format("expected a positive number, got {}", input);
+        }
+        return {};
+      },
+      "POSITIVE");
+  return validator;
+}
+
 }  // namespace autopar::cli
 
 int main(int argc, char** argv) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cli/verbs.h"
 #include "cost/compute.h"
 #include "cost/constants.h"
 
@@ -167,17 +168,16 @@ void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string
   verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
   verb.add_option("--nodes,--simulated-nnodes", config.nodes,
                   "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb.add_option("--devices-per-node,--simulated-nproc-per-node", config.devicesPerNode,
                   "devices per node of a preset (default: the preset's)")
-      ->check(CLI::PositiveNumber);
-  verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(CLI::PositiveNumber);
-  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
+  verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(positive());
+  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")->check(positive());
   verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
   verb.add_option("--inter-node-gbps", config.interNodeGbps,
                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb.add_option("--cost-model", costModel,
                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
 }

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "cli/verbs.h"
 #include "ir/op_semantics.h"
 
 namespace autopar::cli {
@@ -88,16 +89,16 @@ void addTrainingFlags(CLI::App& verb, TrainingFlags& flags) {
   verb.add_option("--pipeline-stages", flags.pipelineStages,
                   "pipeline stages (MindSpore pipeline_stages); layers split evenly unless "
                   "--stage places blocks")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb.add_option("--micro-batches", flags.microBatches,
                   "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb.add_option("--schedule", flags.schedule,
                   "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();
   verb.add_option("--virtual-stages", flags.virtualStages,
                   "model chunks per stage for the interleaved schedule (default 2)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb.add_option("--stage", flags.stages,
                   "BLOCK=STAGE: run a block on a stage (Cell.pipeline_stage)");
   verb.add_option("--recompute", flags.recompute,
@@ -125,7 +126,7 @@ void addTrainingFlags(CLI::App& verb, TrainingFlags& flags) {
                   "automatic gradient buckets when no fusion ids are given: none | size | layer")
       ->capture_default_str();
   verb.add_option("--bucket-mb", flags.bucketMb, "bucket size for --bucketing size, MiB")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   verb.add_option(
       "--host-op", flags.hostOps,

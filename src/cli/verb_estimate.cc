@@ -278,21 +278,18 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   auto args = std::make_shared<EstimateArgs>();
   MegatronConfig* config = &args->config;
   addConfigurationOptions(*verb, *config, args->costModel);
-  verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(CLI::PositiveNumber);
-  verb->add_option("--pp", config->pp, "pipeline stages")->check(CLI::PositiveNumber);
-  verb->add_option("--dp", config->dp, "data-parallel degree")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
+  verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());
+  verb->add_option("--dp", config->dp, "data-parallel degree")->required()->check(positive());
   verb->add_option("--cp", config->cp, "context-parallel degree (only 1 so far)")
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--ep", config->ep, "expert-parallel degree (only 1 so far)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
+  verb->add_option("--ep", config->ep, "expert-parallel degree (only 1 so far)")->check(positive());
   verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_flag("--zero-bubble", config->zeroBubble,
                  "the zero-bubble H1 pipeline schedule (weight gradients fill the bubbles)");
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
   verb->add_option("--recompute", config->recompute, "none | selective | full")
       ->capture_default_str();

@@ -101,7 +101,7 @@ void addIopddlVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_option("--seed", options->seed, "seed of the local search")->capture_default_str();
   verb->add_option("--threads", options->threads, "local searches run in parallel")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   verb->callback([&action, options] { action = [options] { return runIopddl(*options); }; });
 }

@@ -136,7 +136,7 @@ void addLayoutVerb(CLI::App& app, Action& action) {
   verb->add_option("--op", options->op, "op kind the strategy applies to")->capture_default_str();
   verb->add_option("--devices", options->devices,
                    "devices the op runs on (default: the strategy's product)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_flag("--json", options->json, "print JSON");
   verb->callback([&action, options] { action = [options] { return runLayout(*options); }; });
 }

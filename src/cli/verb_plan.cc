@@ -86,20 +86,17 @@ void addPlanVerb(CLI::App& app, Action& action) {
                    "data_parallel, model_parallel, batch and model (docs/mindformers-yaml.md)");
   verb->add_option("--cluster", options->cluster, "preset name (autopar clusters) or .yaml spec")
       ->capture_default_str();
-  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--devices", options->devices, "use the first N devices")
-      ->check(CLI::PositiveNumber);
+  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")->check(positive());
+  verb->add_option("--devices", options->devices, "use the first N devices")->check(positive());
   verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
-      ->check(CLI::PositiveNumber);
-  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
+  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")->check(positive());
   verb->add_option("--tp", options->modelOptions.tensorParallel,
                    "annotate a transformer preset Megatron-style with this tensor-parallel degree")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_option("--dp", options->modelOptions.dataParallel,
                    "data-parallel degree with --tp (default: devices / tp)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
   verb->add_option("--search", options->search,
@@ -109,12 +106,12 @@ void addPlanVerb(CLI::App& app, Action& action) {
                  "--search ilp: the layers of each stack share one decision (a smaller problem)");
   verb->add_option("--ilp-time", options->ilpTimeLimit,
                    "--search ilp: seconds CBC may take; past them the plan is the best found")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   verb->add_option("--mem-coeff", options->memCoeff,
                    "recursive_programming: price of replicated weights against data parallelism "
                    "(seed 000; higher leads to model parallelism and less memory)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   addTrainingFlags(*verb, options->training);

@@ -456,6 +456,11 @@ int runSearch(const SearchArgs& args) {
   auto cluster = clusterFor(whole);
   if (!cluster) return reportError(cluster.error());
   std::optional<ProfileTable> table;
+  if (args.profile.empty() && (args.samplingNodes > 0 || args.samplingDevicesPerNode > 0)) {
+    return reportError(Error{
+        "--nnodes/--nproc-per-node: name the cluster a --profile table was measured on; give "
+        "--profile (the target cluster is --nodes and --devices-per-node)"});
+  }
   if (!args.profile.empty()) {
     auto read = readProfileTable(args.profile, args.samplingNodes, args.samplingDevicesPerNode);
     if (!read) return reportError(read.error());
@@ -489,10 +494,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "activations replace the analytic ones");
   verb->add_option("--nnodes", args->samplingNodes,
                    "nodes of the cluster the --profile table was measured on")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->add_option("--nproc-per-node", args->samplingDevicesPerNode,
                    "devices per node of the cluster the --profile table was measured on")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
 }
 

@@ -20,6 +20,10 @@ inline constexpr int kExitDoesNotFit = 3;
 /// Prints "autopar: error: <message>" on stderr and returns kExitBadInput.
 int reportError(const Error& error);
 
+/// Checks an option is a positive number: "--tp: expected a positive number, got 0" (CLI11's
+/// PositiveNumber names its range up to the largest double instead).
+const CLI::Validator& positive();
+
 void addPlanVerb(CLI::App& app, Action& action);
 void addLayoutVerb(CLI::App& app, Action& action);
 void addRedistributeVerb(CLI::App& app, Action& action);

@@ -193,7 +193,8 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
 
 }  // namespace
 
-Expected<ProfileTable> readProfileTable(const std::string& path, int nnodes, int nprocPerNode) {
+Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
+                                        int nnodes, int nprocPerNode) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
   std::ostringstream text;
@@ -202,6 +203,11 @@ Expected<ProfileTable> readProfileTable(const std::string& path, int nnodes, int
   if (!document) return document.error().in(path);
   auto table = parseTable(*document, nnodes, nprocPerNode);
   if (!table) return table.error().in(path);
+  if (table->device != device) {
+    return Error{
+        fmt::format("{}: device: the blocks were measured on {}, but the cluster's devices are {}",
+                    path, table->device, device)};
+  }
   return table;
 }
 

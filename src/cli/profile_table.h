@@ -54,9 +54,10 @@ struct ProfileTable {
   std::map<MeasuredSetting, MeasuredBlocks> entries;
 };
 
-/// Reads a table; `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster. Errors
-/// name the file, the entry and the field.
-Expected<ProfileTable> readProfileTable(const std::string& path, int nnodes = 0,
-                                        int nprocPerNode = 0);
+/// Reads a table measured on `device` (the target cluster's device: block times do not carry
+/// across devices); `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster.
+/// Errors name the file, the entry and the field.
+Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
+                                        int nnodes = 0, int nprocPerNode = 0);
 
 }  // namespace autopar::cli

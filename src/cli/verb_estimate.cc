@@ -234,13 +234,8 @@ int runEstimate(const EstimateArgs& args) {
   config.transformer = *transformer;
   std::optional<ProfileTable> table;
   if (!args.profile.empty()) {
-    auto read = readProfileTable(args.profile);
+    auto read = readProfileTable(args.profile, estimate->cluster.device.name);
     if (!read) return reportError(read.error());
-    if (read->device != estimate->cluster.device.name) {
-      return reportError(Error{fmt::format(
-          "{}: device: the blocks were measured on {}, but the cluster's devices are {}",
-          args.profile, read->device, estimate->cluster.device.name)});
-    }
     table = std::move(*read);
   }
   BlockProfiler profiler(config, *transformer, std::move(table));

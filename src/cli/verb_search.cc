@@ -457,18 +457,14 @@ int runSearch(const SearchArgs& args) {
   if (!cluster) return reportError(cluster.error());
   std::optional<ProfileTable> table;
   if (args.profile.empty() && (args.samplingNodes > 0 || args.samplingDevicesPerNode > 0)) {
-    return reportError(Error{
-        "--nnodes/--nproc-per-node: name the cluster a --profile table was measured on; give "
-        "--profile (the target cluster is --nodes and --devices-per-node)"});
+    return reportError(
+        Error{"--nnodes/--nproc-per-node: name the cluster a --profile table was measured on; give "
+              "--profile (the target cluster is --nodes and --devices-per-node)"});
   }
   if (!args.profile.empty()) {
-    auto read = readProfileTable(args.profile, args.samplingNodes, args.samplingDevicesPerNode);
+    auto read = readProfileTable(args.profile, cluster->device.name, args.samplingNodes,
+                                 args.samplingDevicesPerNode);
     if (!read) return reportError(read.error());
-    if (read->device != cluster->device.name) {
-      return reportError(Error{fmt::format(
-          "{}: device: the blocks were measured on {}, but the cluster's devices are {}",
-          args.profile, read->device, cluster->device.name)});
-    }
     table = std::move(*read);
   }
   SearchRun run(args, std::move(*transformer), std::move(*cluster), std::move(table));

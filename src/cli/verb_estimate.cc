@@ -210,13 +210,21 @@ int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigE
 int runEstimate(const EstimateArgs& args) {
   if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
   MegatronConfig config = args.config;
+  // The model's dimensions, read once when a placement, the placement search or the closed form
+  // needs them; the estimates then take them instead of reading the model again.
+  const auto readTransformer = [&config]() -> Status {
+    if (config.transformer) return {};
+    auto transformer = transformerConfigOf(config.model);
+    if (!transformer) return transformer.error();
+    config.transformer = std::move(*transformer);
+    return {};
+  };
   std::optional<search::Placement> given;
   if (!args.llmLayers.empty() || !args.vitLayers.empty() || !args.llmRecompute.empty() ||
       !args.vitRecompute.empty()) {
     if (args.place) return reportError(Error{"--place: chooses the placement; drop --llm-layers"});
-    auto transformer = transformerConfigOf(config.model);
-    if (!transformer) return reportError(transformer.error());
-    auto placement = givenPlacement(args, *transformer);
+    if (auto status = readTransformer(); !status) return reportError(status.error());
+    auto placement = givenPlacement(args, *config.transformer);
     if (!placement) return reportError(placement.error());
     applyPlacement(placement->first, placement->second, config);
     given = search::Placement{placement->first, placement->second, 0, {}};
@@ -229,16 +237,15 @@ int runEstimate(const EstimateArgs& args) {
     }
     return report(args, config, *estimate, given, {});
   }
-  auto transformer = transformerConfigOf(config.model);
-  if (!transformer) return reportError(transformer.error());
-  config.transformer = *transformer;
+  if (auto status = readTransformer(); !status) return reportError(status.error());
+  const frontend::TransformerConfig& transformer = *config.transformer;
   std::optional<ProfileTable> table;
   if (!args.profile.empty()) {
     auto read = readProfileTable(args.profile, estimate->cluster.device.name);
     if (!read) return reportError(read.error());
     table = std::move(*read);
   }
-  BlockProfiler profiler(config, *transformer, std::move(table));
+  BlockProfiler profiler(config, transformer, std::move(table));
   std::optional<search::Placement> placement = given;
   if (args.place) {
     // The search's inner solver on this configuration: exact layer placement and per-stage

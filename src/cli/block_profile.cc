@@ -22,6 +22,11 @@ ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
           std::max(a.bufferBytes, b.bufferBytes)};
 }
 
+/// The weight-gradient matmuls do about the forward's work (as sim/step_estimate.cc takes it).
+double weightGradientSeconds(const search::ProfiledPart& part) {
+  return std::min(part.forwardSeconds, part.backwardSeconds / 2);
+}
+
 /// A profiled part from a probe difference; negative differences (rounding) clamp to zero.
 search::ProfiledPart partOf(const ProbeStage& d) {
   search::ProfiledPart part;
@@ -32,8 +37,7 @@ search::ProfiledPart partOf(const ProbeStage& d) {
                 std::max<int64_t>(d.state.optimizer, 0)};
   part.activationBytes = std::max<int64_t>(d.activationBytes, 0);
   part.recomputedActivationBytes = part.activationBytes;
-  // The weight-gradient matmuls do about the forward's work (as sim/step_estimate.cc takes it).
-  part.weightGradientSeconds = std::min(part.forwardSeconds, part.backwardSeconds / 2);
+  part.weightGradientSeconds = weightGradientSeconds(part);
   return part;
 }
 
@@ -47,15 +51,14 @@ BlockProfiler::BlockProfiler(MegatronConfig base, frontend::TransformerConfig tr
 
 void BlockProfiler::applyMeasured(const BlockSetting& setting, search::BlockProfile& profile) {
   if (!measured_) return;
-  auto it = measured_->entries.find(
-      {setting.tp, setting.cp, setting.sequenceParallel, setting.mbs, setting.recompute});
+  auto it = measured_->entries.find(setting);
   if (it == measured_->entries.end()) return;
   ++measuredSettings_;
   const MeasuredBlocks& blocks = it->second;
   const auto put = [](const MeasuredPart& measured, search::ProfiledPart& part) {
     part.forwardSeconds = measured.forwardSeconds;
     part.backwardSeconds = measured.backwardSeconds;
-    part.weightGradientSeconds = std::min(part.forwardSeconds, part.backwardSeconds / 2);
+    part.weightGradientSeconds = weightGradientSeconds(part);
     part.activationBytes = measured.activationBytes;
     part.recomputeSeconds = measured.recomputeSeconds.value_or(part.recomputeSeconds);
     part.recomputedActivationBytes =

@@ -41,16 +41,6 @@ struct ProbeStage {
   int64_t bufferBytes = 0;
 };
 
-/// What a block profile depends on.
-struct BlockSetting {
-  int64_t tp = 1;
-  int64_t cp = 1;
-  bool sequenceParallel = false;
-  int64_t mbs = 1;
-  std::string recompute = "none";  ///< none or selective; full is a per-layer choice
-  auto operator<=>(const BlockSetting&) const = default;
-};
-
 class BlockProfiler {
  public:
   /// `base` gives the model, cluster, sequence, precision and bandwidth; `transformer` the

@@ -66,8 +66,8 @@ Expected<MeasuredPart> readPart(const json& object, const std::string& path) {
   return part;
 }
 
-Expected<MeasuredSetting> readSetting(const json& entry, const std::string& path) {
-  MeasuredSetting setting;
+Expected<BlockSetting> readSetting(const json& entry, const std::string& path) {
+  BlockSetting setting;
   for (auto [key, target] : {std::pair{"tp", &setting.tp}, std::pair{"cp", &setting.cp},
                              std::pair{"mbs", &setting.mbs}}) {
     auto field = frontend::requireField(entry, path, key);

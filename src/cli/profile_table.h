@@ -37,21 +37,21 @@ struct MeasuredBlocks {
   std::optional<MeasuredPart> last;            ///< head
 };
 
-/// (TP, CP, sequence parallel, micro-batch size, recompute: none or selective).
-struct MeasuredSetting {
+/// What a block's costs depend on: (TP, CP, sequence parallel, micro-batch size, recompute).
+struct BlockSetting {
   int64_t tp = 1;
   int64_t cp = 1;
   bool sequenceParallel = false;
   int64_t mbs = 1;
-  std::string recompute = "none";
-  auto operator<=>(const MeasuredSetting&) const = default;
+  std::string recompute = "none";  ///< none or selective; full is a per-layer choice
+  auto operator<=>(const BlockSetting&) const = default;
 };
 
 struct ProfileTable {
   std::string device;  ///< the device the blocks ran on; must match the target's
   int nnodes = 1;      ///< the sampling cluster
   int nprocPerNode = 0;
-  std::map<MeasuredSetting, MeasuredBlocks> entries;
+  std::map<BlockSetting, MeasuredBlocks> entries;
 };
 
 /// Reads a table measured on `device` (the target cluster's device: block times do not carry

@@ -105,7 +105,7 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   const search::StackCounts layers = vision
                                          ? search::StackCounts{{perStage, 0}, {perStage, perStage}}
                                          : search::StackCounts{{perStage, perStage}};
-  applyPlacement(layers, search::StackCounts(layers.size(), {0, 0}), small);
+  applyPlacement(layers, search::zerosLike(layers), small);
   auto estimate = estimateConfig(small);
   if (!estimate) {
     return estimate.error().in(fmt::format("block probe ({} layers per stage)", perStage));
@@ -214,9 +214,11 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
                                            : search::PipelineSchedule::k1F1B;
   candidate.layers =
       layers.empty() ? screenLayers(config, *profile, profiler.stacks()) : std::move(layers);
-  candidate.recomputed = recomputed.empty() ? candidate.layers : std::move(recomputed);
-  if (recomputed.empty() && config.recompute != "full") {
-    for (auto& stack : candidate.recomputed) std::fill(stack.begin(), stack.end(), 0);
+  if (!recomputed.empty()) {
+    candidate.recomputed = std::move(recomputed);
+  } else {
+    candidate.recomputed =
+        config.recompute == "full" ? candidate.layers : search::zerosLike(candidate.layers);
   }
   std::vector<int> ranks;
   for (int64_t d = 0; d < config.dp * config.cp; ++d) {

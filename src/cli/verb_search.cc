@@ -249,9 +249,7 @@ Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& ca
   auto profile = profiler_.profileOf(config);
   if (!profile) return profile.error();
   const search::StackCounts layers = screenLayers(config, *profile, profiler_.stacks());
-  search::StackCounts none = layers;
-  for (auto& stack : none) std::fill(stack.begin(), stack.end(), 0);
-  applyPlacement(layers, none, config);
+  applyPlacement(layers, search::zerosLike(layers), config);
   return config;
 }
 

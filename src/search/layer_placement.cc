@@ -122,7 +122,7 @@ class StageOptions {
       // Earlier stages hold at least one layer each, later ones too.
       for (int64_t from = s; from + (p.stages - s) <= total_; ++from) {
         for (int64_t count = 1; from + count + (p.stages - 1 - s) <= total_; ++count) {
-          StageOption& option = at(s, from, count);
+          StageOption& option = options_[index(s, from, count)];
           option.load = loadOf(p, from, count);
           option.fits = leastRecompute(p, s, option.load);
           if (!option.fits) continue;
@@ -133,7 +133,7 @@ class StageOptions {
     }
   }
   [[nodiscard]] const StageOption& at(int64_t s, int64_t from, int64_t count) const {
-    return options_[static_cast<size_t>((s * (total_ + 1) + from) * (total_ + 1) + count)];
+    return options_[index(s, from, count)];
   }
   /// Every distinct stage time that fits, ascending.
   [[nodiscard]] std::vector<double> bottlenecks() const {
@@ -147,8 +147,8 @@ class StageOptions {
   }
 
  private:
-  StageOption& at(int64_t s, int64_t from, int64_t count) {
-    return options_[static_cast<size_t>((s * (total_ + 1) + from) * (total_ + 1) + count)];
+  [[nodiscard]] size_t index(int64_t s, int64_t from, int64_t count) const {
+    return static_cast<size_t>((s * (total_ + 1) + from) * (total_ + 1) + count);
   }
   int64_t total_;
   std::vector<StageOption> options_;
@@ -243,6 +243,12 @@ Error noPlacement(const PlacementProblem& p, const StageOptions& options) {
 }
 
 }  // namespace
+
+StackCounts zerosLike(const StackCounts& counts) {
+  StackCounts zeros;
+  for (const auto& stack : counts) zeros.emplace_back(stack.size(), 0);
+  return zeros;
+}
 
 int64_t PlacementProblem::layers() const {
   int64_t total = 0;

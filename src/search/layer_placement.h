@@ -68,6 +68,9 @@ struct PlacementProblem {
 /// Per stack, per stage.
 using StackCounts = std::vector<std::vector<int64_t>>;
 
+/// Zeros in the shape of `counts` (a placement that recomputes nothing).
+StackCounts zerosLike(const StackCounts& counts);
+
 struct Placement {
   StackCounts layers;
   StackCounts recomputed;  ///< layers recomputed in full

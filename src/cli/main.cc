@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   addIopddlVerb(app, action);
   addEstimateVerb(app, action);
   addSearchVerb(app, action);
+  addRunVerbs(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

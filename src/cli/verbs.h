@@ -32,5 +32,7 @@ void addValidateVerb(CLI::App& app, Action& action);
 void addIopddlVerb(CLI::App& app, Action& action);
 void addEstimateVerb(CLI::App& app, Action& action);
 void addSearchVerb(CLI::App& app, Action& action);
+/// `run` and `check` (verb_run.cc): execute plans on ranks; they need LibTorch.
+void addRunVerbs(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

@@ -1,0 +1,432 @@
+#include "runtime/executor.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <optional>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "layout/redistribution.h"
+#include "runtime/kernels.h"
+#include "runtime/process_groups.h"
+
+namespace autopar::runtime {
+
+namespace {
+
+using layout::PrimitiveKind;
+using layout::TensorLayout;
+
+int64_t positionIn(const cluster::Mesh& mesh, int rank) {
+  const auto& ranks = mesh.ranks();
+  const auto at = std::find(ranks.begin(), ranks.end(), rank);
+  return at == ranks.end() ? -1 : static_cast<int64_t>(at - ranks.begin());
+}
+
+BlockRanges rangesOf(const TensorLayout& layout, int rank) {
+  return layout.sliceRanges(positionIn(layout.deviceMatrix, rank));
+}
+
+at::Tensor cut(at::Tensor full, const BlockRanges& ranges) {
+  for (size_t dim = 0; dim < ranges.size(); ++dim) {
+    full = full.narrow(static_cast<int64_t>(dim), ranges[dim].first,
+                       ranges[dim].second - ranges[dim].first);
+  }
+  return full.contiguous();
+}
+
+/// A value on this rank: its block and the layout it is in.
+struct Value {
+  at::Tensor block;
+  TensorLayout layout;
+};
+
+/// One rank's state across steps.
+class Rank {
+ public:
+  Rank(const Program& program, ProcessGroups& groups, const RunConfig& config)
+      : program_(program), groups_(groups), config_(config) {}
+
+  Status prepare();
+  Expected<StepReport> step(int index);
+  [[nodiscard]] std::vector<ParameterBlock> parameters() const;
+
+ private:
+  /// Where a graph input or parameter lives: the layout its first consumer needs.
+  [[nodiscard]] TensorLayout homeLayout(ir::TensorId tensor) const;
+  [[nodiscard]] at::Tensor drawWhole(const ir::Tensor& tensor, int step) const;
+  [[nodiscard]] Expected<at::Tensor> redistribute(at::Tensor block, const TensorLayout& from,
+                                                  const TensorLayout& to);
+  Expected<at::Tensor> forward(int step);
+  void optimizerStep();
+
+  const Program& program_;
+  ProcessGroups& groups_;
+  const RunConfig& config_;
+  std::vector<rules::ShardingRule> rules_;
+  std::map<ir::TensorId, Value> parameters_;
+  /// Per parameter, its optimizer shard (a leaf Adam updates) and the replicas it is cut over.
+  struct Shard {
+    at::Tensor leaf;
+    std::vector<int> replicas;
+    int dim = 0;
+  };
+  std::map<ir::TensorId, Shard> shards_;
+  std::vector<int> lossMembers_;  ///< the ranks whose loss scalars add up to the loss
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  /// Groups outlive the autograd graphs that name them.
+  std::vector<std::unique_ptr<std::vector<int>>> memberLists_;
+  const std::vector<int>& keep(std::vector<int> members) {
+    memberLists_.push_back(std::make_unique<std::vector<int>>(std::move(members)));
+    return *memberLists_.back();
+  }
+};
+
+TensorLayout Rank::homeLayout(ir::TensorId tensor) const {
+  const ir::OpId consumer = program_.graph.tensor(tensor).consumers.front();
+  const ir::Op& op = program_.graph.op(consumer);
+  const auto at = std::find(op.inputs.begin(), op.inputs.end(), tensor) - op.inputs.begin();
+  return program_.sharding.ops[static_cast<size_t>(consumer)].inputs[static_cast<size_t>(at)];
+}
+
+/// Parameters: N(0, 0.02) but norm scales 1 and norm shifts 0. Integer inputs: uniform over the
+/// rows of the table they index or the classes they label. Float inputs: N(0, 1).
+at::Tensor Rank::drawWhole(const ir::Tensor& tensor, int step) const {
+  const ir::Shape& shape = tensor.type.shape;
+  const ir::Op& user = program_.graph.op(tensor.consumers.front());
+  const auto slot =
+      std::find(user.inputs.begin(), user.inputs.end(), tensor.id) - user.inputs.begin();
+  auto generator = generatorFor(config_.seed, tensor.name, step);
+  if (tensor.role == ir::TensorRole::kParameter) {
+    const bool norm = user.kind == ir::OpKind::kRMSNorm || user.kind == ir::OpKind::kLayerNorm;
+    if (norm && slot == 1) return torch::ones(shape);
+    if (norm && slot == 2) return torch::zeros(shape);
+    return torch::randn(shape, generator) * 0.02;
+  }
+  if (!ir::isFloating(tensor.type.dtype)) {
+    const auto& other = program_.graph.tensor(user.inputs[slot == 1 ? 0 : 1]).type.shape;
+    const int64_t classes = user.kind == ir::OpKind::kGather ? other.front() : other.back();
+    return torch::randint(0, classes, shape, generator, torch::kInt64);
+  }
+  return torch::randn(shape, generator);
+}
+
+Status Rank::prepare() {
+  const ir::Graph& graph = program_.graph;
+  for (const ir::Op& op : graph.ops()) {
+    auto rule = rules::shardingRuleFor(graph, op);
+    if (!rule) return rule.error().in(op.name);
+    rules_.push_back(std::move(*rule));
+  }
+  std::vector<at::Tensor> leaves;
+  for (ir::TensorId id : graph.parameters()) {
+    const ir::Tensor& tensor = graph.tensor(id);
+    if (tensor.consumers.empty()) continue;
+    TensorLayout layout = homeLayout(id);
+    at::Tensor block = cut(drawWhole(tensor, 0), rangesOf(layout, groups_.rank()));
+    block.set_requires_grad(true);
+    Shard shard;
+    for (const auto& record : program_.parameters) {
+      if (record.name != tensor.name || record.optimizerShards <= 1) continue;
+      std::vector<int> unused;  // axes the block is replicated over
+      for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
+        bool used = std::find(layout.partialAxes.begin(), layout.partialAxes.end(), axis) !=
+                    layout.partialAxes.end();
+        for (const auto& axes : layout.dimAxes) {
+          used = used || std::find(axes.begin(), axes.end(), axis) != axes.end();
+        }
+        if (!used) unused.push_back(axis);
+      }
+      shard.replicas =
+          layout.deviceMatrix.group(positionIn(layout.deviceMatrix, groups_.rank()), unused);
+      if (static_cast<int64_t>(shard.replicas.size()) != record.optimizerShards) {
+        return Error{
+            fmt::format("parameters.{}: {} optimizer shards but the parameter has {} "
+                        "replicas; the runtime cuts optimizer states over all of them",
+                        tensor.name, record.optimizerShards, shard.replicas.size())};
+      }
+      shard.dim = record.shardDim;
+      shard.leaf = block.detach()
+                       .chunk(record.optimizerShards,
+                              shard.dim)[static_cast<size_t>(groups_.position(shard.replicas))]
+                       .clone()
+                       .set_requires_grad(true);
+    }
+    leaves.push_back(shard.leaf.defined() ? shard.leaf : block);
+    if (shard.leaf.defined()) shards_.emplace(id, std::move(shard));
+    parameters_.emplace(id, Value{block, std::move(layout)});
+  }
+  if (config_.sgd) {
+    optimizer_ =
+        std::make_unique<torch::optim::SGD>(leaves, torch::optim::SGDOptions(config_.learningRate));
+  } else {
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        leaves, torch::optim::AdamOptions(config_.learningRate).eps(config_.adamEpsilon));
+  }
+  return {};
+}
+
+Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& from,
+                                        const TensorLayout& to) {
+  if (from == to) return block;
+  auto plan = layout::redistribute(from, to, program_.cluster, 4);
+  if (!plan) return plan.error();
+  for (const layout::RedistStep& step : plan->steps) {
+    const int64_t position = positionIn(step.matrix, groups_.rank());
+    const std::vector<int> axis{step.axis};
+    const auto& members = keep(step.matrix.group(position, axis));
+    switch (step.kind) {
+      case PrimitiveKind::kSplit:
+        block = collective::split(groups_, members, block, step.dim);
+        break;
+      case PrimitiveKind::kAllGather:
+        block = collective::allGather(groups_, members, block, step.dim);
+        break;
+      case PrimitiveKind::kAllToAll:
+        block = collective::split(groups_, members,
+                                  collective::allGather(groups_, members, block, step.dim),
+                                  step.splitDim);
+        break;
+      case PrimitiveKind::kReduceScatter:
+        block =
+            collective::split(groups_, members, collective::sum(groups_, members, block), step.dim);
+        break;
+      case PrimitiveKind::kAllReduce:
+        block = collective::sum(groups_, members, block);
+        break;
+      case PrimitiveKind::kMakePartial: {
+        const bool first = step.matrix.coordinate(position)[static_cast<size_t>(step.axis)] == 0;
+        block = collective::broadcast(groups_, members, block) * (first ? 1.0 : 0.0);
+        break;
+      }
+    }
+  }
+  return block;
+}
+
+Expected<at::Tensor> Rank::forward(int step) {
+  const ir::Graph& graph = program_.graph;
+  std::map<ir::TensorId, Value> values = parameters_;
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (tensor.role != ir::TensorRole::kInput || tensor.consumers.empty()) continue;
+    TensorLayout layout = homeLayout(tensor.id);
+    values.emplace(tensor.id, Value{cut(drawWhole(tensor, step), rangesOf(layout, groups_.rank())),
+                                    std::move(layout)});
+  }
+  at::Tensor last;
+  for (const ir::Op& op : graph.ops()) {
+    const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(op.id)];
+    const int64_t position = positionIn(sharded.matrix, groups_.rank());
+    KernelContext context{groups_,      graph,    op, rules_[static_cast<size_t>(op.id)],
+                          sharded,      position, {}, {},
+                          config_.seed, step};
+    std::vector<at::Tensor> inputs;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Value& value = values.at(op.inputs[i]);
+      auto block = redistribute(value.block, value.layout, sharded.inputs[i]);
+      if (!block) return block.error().in(op.name);
+      const auto& axes = sharded.inputGradPartialAxes[i];
+      if (!axes.empty() && block->is_floating_point() && !config_.dropGradientSums) {
+        *block = collective::broadcast(groups_, keep(sharded.matrix.group(position, axes)), *block);
+      }
+      inputs.push_back(*block);
+      context.inputRanges.push_back(rangesOf(sharded.inputs[i], groups_.rank()));
+    }
+    context.outputRanges = rangesOf(sharded.outputs[0], groups_.rank());
+    last = runKernel(context, inputs);
+    values.insert_or_assign(op.outputs[0], Value{last, sharded.outputs[0]});
+  }
+  const rules::ShardedOp& final = program_.sharding.ops.back();
+  const int64_t position = positionIn(final.matrix, groups_.rank());
+  const TensorLayout& layout = final.outputs[0];
+  // The ranks whose scalars add up to the loss: those holding other blocks or partial sums.
+  std::vector<int> axes = layout.partialAxes;
+  for (const auto& dimAxes : layout.dimAxes)
+    axes.insert(axes.end(), dimAxes.begin(), dimAxes.end());
+  std::sort(axes.begin(), axes.end());
+  lossMembers_ = final.matrix.group(position, axes);
+  if (last.dim() == 0) return last;
+  // A graph without a loss (seed 002's FFN ends at its last layer) trains on a fixed random
+  // projection of its output: mean(output * R), R drawn whole and cut like the output.
+  const ir::Tensor& output = graph.tensor(graph.ops().back().outputs[0]);
+  const at::Tensor probe =
+      torch::randn(output.type.shape, generatorFor(config_.seed, output.name + ".probe", 0));
+  return (last * cut(probe, rangesOf(layout, groups_.rank()))).sum() /
+         static_cast<double>(probe.numel());
+}
+
+void Rank::optimizerStep() {
+  for (auto& [id, shard] : shards_) {
+    const at::Tensor& block = parameters_.at(id).block;
+    shard.leaf.mutable_grad() =
+        block.grad()
+            .chunk(static_cast<int64_t>(shard.replicas.size()),
+                   shard.dim)[static_cast<size_t>(groups_.position(shard.replicas))]
+            .clone();
+  }
+  optimizer_->step();
+  torch::NoGradGuard noGrad;
+  for (auto& [id, shard] : shards_) {
+    parameters_.at(id).block.copy_(
+        collective::allGather(groups_, shard.replicas, shard.leaf, shard.dim));
+  }
+  for (auto& [id, value] : parameters_) value.block.mutable_grad() = at::Tensor();
+  optimizer_->zero_grad();
+}
+
+Expected<StepReport> Rank::step(int index) {
+  const auto start = std::chrono::steady_clock::now();
+  auto loss = forward(index);
+  if (!loss) return loss.error();
+  if (index == config_.dieAtStep) std::raise(SIGKILL);
+  loss->backward();
+  optimizerStep();
+  // The loss is a partial sum over the ranks that hold different tokens.
+  const double whole = collective::sum(groups_, lossMembers_, loss->detach()).item<double>();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  memberLists_.clear();  // the step's autograd graph, which named them, is gone
+  return StepReport{index, whole, seconds};
+}
+
+std::vector<ParameterBlock> Rank::parameters() const {
+  std::vector<ParameterBlock> blocks;
+  for (const auto& [id, value] : parameters_) {
+    const ir::Tensor& tensor = program_.graph.tensor(id);
+    at::Tensor data = value.block.detach().contiguous();
+    blocks.push_back({tensor.name,
+                      tensor.type.shape,
+                      rangesOf(value.layout, groups_.rank()),
+                      {data.data_ptr<float>(), data.data_ptr<float>() + data.numel()}});
+  }
+  return blocks;
+}
+
+c10::intrusive_ptr<c10d::Store> connectStore(const Connection& connection) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(connection.port);
+  options.isServer = connection.hostsStore;
+  options.numWorkers = connection.world;
+  options.waitWorkers = false;
+  options.timeout = connection.timeout;
+  return c10::make_intrusive<c10d::TCPStore>(connection.address, options);
+}
+
+}  // namespace
+
+Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph) {
+  std::vector<rules::FactorCuts> cuts;
+  std::vector<rules::StrategySource> sources;
+  for (const ir::Op& op : graph.ops()) {
+    auto rule = rules::shardingRuleFor(graph, op);
+    if (!rule) return rule.error().in(op.name);
+    cuts.emplace_back(rule->factors.size(), 1);
+    sources.push_back(rules::StrategySource::kDefault);
+  }
+  return rules::shardGraphWithCuts(graph, {0}, cuts, sources);
+}
+
+Expected<RankResult> execute(const Program& program, const Connection& connection,
+                             const RunConfig& config,
+                             const std::function<void(const StepReport&)>& onStep) {
+  try {
+    c10::intrusive_ptr<c10d::Store> store;
+    if (connection.world > 1) store = connectStore(connection);
+    ProcessGroups groups(store, connection.rank, connection.world, connection.address,
+                         connection.timeout);
+    torch::manual_seed(static_cast<uint64_t>(config.seed));
+    Rank rank(program, groups, config);
+    if (auto status = rank.prepare(); !status) return status.error();
+    RankResult result;
+    for (int step = 0; step < config.steps; ++step) {
+      auto report = rank.step(step);
+      if (!report) return report.error();
+      onStep(*report);
+      result.steps.push_back(*report);
+    }
+    result.parameters = rank.parameters();
+    return result;
+  } catch (const std::exception& error) {
+    // c10d and Gloo report a lost peer or a timeout by throwing; keep the first line.
+    std::string message = error.what();
+    message = message.substr(0, message.find('\n'));
+    return Error{fmt::format("rank {}: {}", connection.rank, message)};
+  }
+}
+
+Status writeResult(const RankResult& result, const std::string& path) {
+  try {
+    torch::serialize::OutputArchive archive;
+    std::vector<double> losses;
+    std::vector<double> seconds;
+    for (const auto& step : result.steps) {
+      losses.push_back(step.loss);
+      seconds.push_back(step.seconds);
+    }
+    archive.write("losses", torch::tensor(losses, torch::kFloat64));
+    archive.write("seconds", torch::tensor(seconds, torch::kFloat64));
+    archive.write("count", torch::tensor(static_cast<int64_t>(result.parameters.size())));
+    for (size_t i = 0; i < result.parameters.size(); ++i) {
+      const ParameterBlock& block = result.parameters[i];
+      torch::serialize::OutputArchive entry;
+      std::vector<int64_t> ranges;
+      for (const auto& [lo, hi] : block.ranges) ranges.insert(ranges.end(), {lo, hi});
+      std::vector<uint8_t> name(block.name.begin(), block.name.end());
+      entry.write("name", torch::tensor(std::vector<int64_t>(name.begin(), name.end())));
+      entry.write("full_shape", torch::tensor(block.fullShape));
+      entry.write("ranges", torch::tensor(ranges));
+      entry.write("values", torch::tensor(block.values));
+      archive.write(fmt::format("parameter{}", i), entry);
+    }
+    archive.save_to(path);
+    return {};
+  } catch (const std::exception& error) {
+    return Error{fmt::format("{}: cannot write the rank's result: {}", path, error.what())};
+  }
+}
+
+Expected<RankResult> readResult(const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    auto vectorOf = [](const at::Tensor& t) {
+      auto c = t.contiguous();
+      return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+    };
+    at::Tensor losses, seconds, count;
+    archive.read("losses", losses);
+    archive.read("seconds", seconds);
+    archive.read("count", count);
+    RankResult result;
+    for (int64_t i = 0; i < losses.numel(); ++i) {
+      result.steps.push_back(
+          StepReport{static_cast<int>(i), losses[i].item<double>(), seconds[i].item<double>()});
+    }
+    for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
+      torch::serialize::InputArchive entry;
+      archive.read(fmt::format("parameter{}", i), entry);
+      at::Tensor name, fullShape, ranges, values;
+      entry.read("name", name);
+      entry.read("full_shape", fullShape);
+      entry.read("ranges", ranges);
+      entry.read("values", values);
+      ParameterBlock block;
+      for (int64_t c : vectorOf(name)) block.name.push_back(static_cast<char>(c));
+      block.fullShape = vectorOf(fullShape);
+      const auto flat = vectorOf(ranges);
+      for (size_t k = 0; k + 1 < flat.size(); k += 2)
+        block.ranges.emplace_back(flat[k], flat[k + 1]);
+      auto data = values.contiguous();
+      block.values.assign(data.data_ptr<float>(), data.data_ptr<float>() + data.numel());
+      result.parameters.push_back(std::move(block));
+    }
+    return result;
+  } catch (const std::exception& error) {
+    return Error{fmt::format("{}: cannot read the rank's result: {}", path, error.what())};
+  }
+}
+
+}  // namespace autopar::runtime

@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// The SPMD executor: runs a sharded graph on this rank for some training steps, with LibTorch
+/// kernels and autograd, and Gloo collectives between the ranks (docs/runtime.md). This header
+/// does not include LibTorch, so callers compile without it.
+///
+/// Lowering, per op in graph order:
+///   1. each input is brought from its producer's layout to the layout the op needs, by the
+///      redistribution steps layout/ plans (split, all-gather, all-to-all, reduce-scatter,
+///      all-reduce, make-partial), each an autograd function whose backward is its transpose;
+///   2. an input replicated over axes the op's other tensors are cut on is marked as such: its
+///      backward all-reduces the gradients of the copies over those axes (Megatron's f operator;
+///      for a parameter replicated over the batch axis this is data parallelism's gradient
+///      all-reduce);
+///   3. the local kernel runs on the blocks (runtime/kernels.h).
+/// Parameters and inputs are drawn whole from seeded generators and cut to the block each rank
+/// holds, so every plan (and the unsharded run) starts from the same values. The loss's backward
+/// starts from 1 on every rank; Adam then updates each rank's blocks. With optimizer parallelism
+/// a parameter's Adam states and update are cut over its replicas and the updated blocks are
+/// all-gathered.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "ir/graph.h"
+#include "plan/plan.h"
+#include "rules/graph_sharding.h"
+#include "util/expected.h"
+
+namespace autopar::runtime {
+
+struct RunConfig {
+  int steps = 3;
+  uint64_t seed = 1;
+  double learningRate = 1e-3;
+  double adamEpsilon = 1e-8;
+  bool sgd = false;  ///< plain SGD instead of Adam (its update is linear in the gradient)
+  /// Test hook for fault handling: this rank kills itself (SIGKILL) in the middle of this step
+  /// (after the forward pass); -1 for none.
+  int dieAtStep = -1;
+  /// Test hook showing the check can fail: lowers the plan without the gradient all-reduces of
+  /// replicated inputs (step 2 of the lowering above).
+  bool dropGradientSums = false;
+};
+
+/// How this process joins the run. world 1 runs alone, without a store.
+struct Connection {
+  int rank = 0;
+  int world = 1;
+  std::string address = "127.0.0.1";  ///< the store's host; Gloo binds to it too
+  int port = 0;
+  bool hostsStore = false;  ///< rank 0 of a job launched from outside autopar
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct StepReport {
+  int step = 0;
+  double loss = 0;  ///< the whole model's loss, the same on every rank
+  double seconds = 0;
+};
+
+/// A block of a parameter after the last step, at its global offsets.
+struct ParameterBlock {
+  std::string name;
+  std::vector<int64_t> fullShape;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::vector<float> values;
+};
+
+struct RankResult {
+  std::vector<StepReport> steps;
+  std::vector<ParameterBlock> parameters;
+};
+
+struct Program {
+  const ir::Graph& graph;
+  const rules::GraphSharding& sharding;           ///< over ranks 0 .. world-1
+  const cluster::Cluster& cluster;                ///< plans the redistributions' steps
+  std::vector<plan::ParameterRecord> parameters;  ///< optimizer shards per parameter, if any
+};
+
+/// The sharding that runs the whole graph on one rank (every cut 1): the reference `check`
+/// compares against.
+Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph);
+
+/// Runs the program's training steps on this rank; `onStep` sees each step's report.
+Expected<RankResult> execute(const Program& program, const Connection& connection,
+                             const RunConfig& config,
+                             const std::function<void(const StepReport&)>& onStep);
+
+/// Writes / reads a rank's result (LibTorch's archive format).
+Status writeResult(const RankResult& result, const std::string& path);
+Expected<RankResult> readResult(const std::string& path);
+
+}  // namespace autopar::runtime

@@ -45,6 +45,21 @@ Expected<LayoutRecord> readLayout(const Json& object, const std::string& path) {
   return LayoutRecord{*tensor, *matrix, *dimAxes, *tensorMap, *partial};
 }
 
+Expected<ParameterRecord> readParameter(const Json& object, const std::string& path) {
+  auto name = json::required<std::string>(object, "name", path);
+  if (!name) return name.error();
+  auto shards = json::optional<int64_t>(object, "optimizer_shards", path, 1);
+  if (!shards) return shards.error();
+  if (*shards < 1) return Error{path + ".optimizer_shards: expected a positive integer"};
+  auto dim = json::optional<int64_t>(object, "shard_dim", path, -1);
+  if (!dim) return dim.error();
+  auto placement = json::optional<std::string>(object, "placement", path, "device");
+  if (!placement) return placement.error();
+  auto note = json::optional<std::string>(object, "note", path, "");
+  if (!note) return note.error();
+  return ParameterRecord{*name, *shards, static_cast<int>(*dim), *placement, *note};
+}
+
 Expected<OpRecord> readOp(const Json& object, const std::string& path) {
   OpRecord op;
   auto name = json::required<std::string>(object, "name", path);
@@ -59,6 +74,15 @@ Expected<OpRecord> readOp(const Json& object, const std::string& path) {
   if (!source) return source.error();
   auto matrix = json::optional<std::vector<int64_t>>(object, "device_matrix", path, {});
   if (!matrix) return matrix.error();
+  auto stage = json::optional<int64_t>(object, "stage", path, 0);
+  if (!stage) return stage.error();
+  auto chunk = json::optional<int64_t>(object, "chunk", path, 0);
+  if (!chunk) return chunk.error();
+  auto recomputed = json::optional<bool>(object, "recompute", path, false);
+  if (!recomputed) return recomputed.error();
+  op.stage = static_cast<int>(*stage);
+  op.chunk = static_cast<int>(*chunk);
+  op.recomputed = *recomputed;
   op.name = *name;
   op.kind = *kind;
   op.strategy = *strategy;
@@ -118,6 +142,11 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   plan.search = *search;
   plan.ranks = *ranks;
   plan.ops = std::move(*ops);
+  if (object.contains("parameters")) {
+    auto parameters = readList<ParameterRecord>(object, "parameters", "", readParameter);
+    if (!parameters) return fail(parameters.error());
+    plan.parameters = std::move(*parameters);
+  }
   if (object.contains("inputs")) {
     const Json& inputs = object.at("inputs");
     auto model = json::optional<std::string>(inputs, "model", "inputs", "");
@@ -126,7 +155,16 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
     if (!microBatch) return fail(microBatch.error());
     auto sequence = json::optional<int64_t>(inputs, "sequence", "inputs", 0);
     if (!sequence) return fail(sequence.error());
+    auto modelHash = json::optional<std::string>(inputs, "model_hash", "inputs", "");
+    if (!modelHash) return fail(modelHash.error());
+    auto cluster = json::optional<std::string>(inputs, "cluster", "inputs", "");
+    if (!cluster) return fail(cluster.error());
+    auto clusterHash = json::optional<std::string>(inputs, "cluster_hash", "inputs", "");
+    if (!clusterHash) return fail(clusterHash.error());
     plan.inputs.model = *model;
+    plan.inputs.modelHash = *modelHash;
+    plan.inputs.cluster = *cluster;
+    plan.inputs.clusterHash = *clusterHash;
     plan.inputs.microBatch = *microBatch;
     plan.inputs.sequence = *sequence;
   }

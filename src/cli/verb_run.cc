@@ -40,8 +40,45 @@ struct LoadedRun {
   plan::Plan plan;
   ir::Graph graph;
   cluster::Cluster cluster;
-  rules::GraphSharding sharding;
+  rules::GraphSharding sharding;  ///< each op on its pipeline stage's ranks
+  std::vector<int> opStage;
+  int stages = 1;
 };
+
+/// Shards every op over its stage's ranks: stage s runs on the plan's ranks (stage 0's) shifted
+/// by s times the ranks per stage.
+Expected<rules::GraphSharding> stagedSharding(const plan::Plan& plan, const ir::Graph& graph) {
+  int stages = 1;
+  for (const auto& op : plan.ops) stages = std::max(stages, op.stage + 1);
+  std::vector<int> stageRanks = plan.ranks;
+  if (stageRanks.empty()) {
+    stageRanks.resize(static_cast<size_t>(plan.devices));
+    std::iota(stageRanks.begin(), stageRanks.end(), 0);
+  }
+  if (static_cast<int64_t>(stageRanks.size()) * stages != plan.devices) {
+    return Error{
+        fmt::format("ranks: {} ranks per stage times {} stages is not the plan's {} "
+                    "devices",
+                    stageRanks.size(), stages, plan.devices)};
+  }
+  std::map<std::string, layout::Strategy> strategies;
+  for (const auto& op : plan.ops) strategies[op.name] = op.strategy;
+  rules::GraphSharding staged;
+  for (int stage = 0; stage < stages; ++stage) {
+    std::vector<int> ranks = stageRanks;
+    for (int& rank : ranks) rank += stage * static_cast<int>(stageRanks.size());
+    auto sharding = rules::shardGraph(graph, ranks, strategies);
+    if (!sharding) return sharding.error();
+    if (stage == 0) {
+      staged = std::move(*sharding);
+      continue;
+    }
+    for (size_t op = 0; op < plan.ops.size(); ++op) {
+      if (plan.ops[op].stage == stage) staged.ops[op] = sharding->ops[op];
+    }
+  }
+  return staged;
+}
 
 /// Rebuilds the graph the plan was made from. The plan records the model, micro-batch and
 /// sequence but not the Megatron-style options of `autopar plan --tp/--dp/--sequence-parallel`,
@@ -52,7 +89,7 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   base.sequence = plan.inputs.sequence;
   std::vector<ModelOptions> tries{base};
   for (int64_t tp = 1; tp <= plan.devices; ++tp) {
-    if (plan.devices % tp != 0) continue;
+    if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
     for (bool sequenceParallel : {false, true}) {
       ModelOptions options = base;
       options.tensorParallel = tp;
@@ -60,9 +97,12 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
       tries.push_back(options);
     }
   }
+  const int64_t devices =
+      plan.ranks.empty() ? plan.devices : static_cast<int64_t>(plan.ranks.size());
   std::string firstError;
   for (const ModelOptions& options : tries) {
-    auto model = loadModel(plan.inputs.model, options, plan.devices);
+    // A pipelined plan's graph is one stage's micro-batch: built for one stage's devices.
+    auto model = loadModel(plan.inputs.model, options, devices);
     if (!model) {
       if (firstError.empty()) firstError = model.error().message;
       continue;
@@ -81,14 +121,13 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
 Expected<LoadedRun> loadRun(const std::string& path) {
   auto plan = plan::readPlanFile(path);
   if (!plan) return plan.error();
-  int stages = 1;
-  for (const auto& op : plan->ops) stages = std::max(stages, op.stage + 1);
-  if (stages > 1) {
-    return Error{
-        fmt::format("{}: ops[].stage: the plan has {} pipeline stages; the runtime runs "
-                    "plans without pipeline stages only (pipelined execution is not "
-                    "built yet)",
-                    path, stages)};
+  for (const auto& op : plan->ops) {
+    if (op.chunk > 0) {
+      return Error{
+          fmt::format("{}: ops[].chunk: {} runs as chunk {}; the runtime does not run "
+                      "the interleaved schedule yet",
+                      path, op.name, op.chunk)};
+    }
   }
   auto graph = rebuildGraph(*plan);
   if (!graph) return graph.error().in(path);
@@ -99,13 +138,16 @@ Expected<LoadedRun> loadRun(const std::string& path) {
   auto cluster = loadCluster(plan->inputs.cluster, static_cast<int>(plan->devices),
                              static_cast<int>(plan->devices));
   if (!cluster) return cluster.error().in(path);
-  std::map<std::string, layout::Strategy> strategies;
-  for (const auto& op : plan->ops) strategies[op.name] = op.strategy;
-  std::vector<int> ranks(static_cast<size_t>(plan->devices));
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks, strategies);
+  auto sharding = stagedSharding(*plan, *graph);
   if (!sharding) return sharding.error().in(path);
-  return LoadedRun{std::move(*plan), std::move(*graph), std::move(*cluster), std::move(*sharding)};
+  std::vector<int> opStage;
+  int stages = 1;
+  for (const auto& op : plan->ops) {
+    opStage.push_back(op.stage);
+    stages = std::max(stages, op.stage + 1);
+  }
+  return LoadedRun{std::move(*plan),     std::move(*graph),  std::move(*cluster),
+                   std::move(*sharding), std::move(opStage), stages};
 }
 
 std::optional<int> environmentInt(const char* name) {
@@ -155,8 +197,13 @@ int runRank(const RunOptions& options) {
       config.dieAtStep = faultStep;
     }
   }
-  runtime::Program program{loaded->graph, loaded->sharding, loaded->cluster,
-                           loaded->plan.parameters};
+  runtime::Program program{loaded->graph,
+                           loaded->sharding,
+                           loaded->cluster,
+                           loaded->plan.parameters,
+                           loaded->opStage,
+                           loaded->stages,
+                           loaded->plan.pipeline.microBatches};
   auto result = runtime::execute(program, connection, config, [&](const runtime::StepReport& step) {
     fmt::print("rank {} step {} loss {:.6f} time {:.1f} ms\n", *rank, step.step, step.loss,
                step.seconds * 1e3);
@@ -266,7 +313,8 @@ int runCheck(const RunOptions& options) {
   }
   auto unsharded = runtime::unshardedSharding(loaded->graph);
   if (!unsharded) return reportError(unsharded.error());
-  runtime::Program serial{loaded->graph, *unsharded, loaded->cluster, {}};
+  runtime::Program serial{
+      loaded->graph, *unsharded, loaded->cluster, {}, {}, 1, loaded->plan.pipeline.microBatches};
   auto reference = runtime::execute(serial, {}, options.config, [](const runtime::StepReport& s) {
     fmt::print("unsharded step {} loss {:.6f} time {:.1f} ms\n", s.step, s.loss, s.seconds * 1e3);
   });

@@ -60,6 +60,27 @@ Expected<ParameterRecord> readParameter(const Json& object, const std::string& p
   return ParameterRecord{*name, *shards, static_cast<int>(*dim), *placement, *note};
 }
 
+/// features.pipeline; the rest of the features is what the estimate used and is not read back.
+Expected<PipelineRecord> readPipeline(const Json& features) {
+  PipelineRecord pipeline;
+  if (!features.contains("pipeline")) return pipeline;
+  const Json& object = features.at("pipeline");
+  const std::string path = "features.pipeline";
+  auto stages = json::optional<int64_t>(object, "stages", path, 1);
+  if (!stages) return stages.error();
+  auto virtualStages = json::optional<int64_t>(object, "virtual_stages", path, 1);
+  if (!virtualStages) return virtualStages.error();
+  auto microBatches = json::optional<int64_t>(object, "micro_batches", path, 1);
+  if (!microBatches) return microBatches.error();
+  auto schedule = json::optional<std::string>(object, "schedule", path, "1f1b");
+  if (!schedule) return schedule.error();
+  if (*stages < 1 || *virtualStages < 1 || *microBatches < 1) {
+    return Error{path + ": expected positive stages, virtual_stages and micro_batches"};
+  }
+  return PipelineRecord{static_cast<int>(*stages), static_cast<int>(*virtualStages),
+                        static_cast<int>(*microBatches), *schedule};
+}
+
 Expected<OpRecord> readOp(const Json& object, const std::string& path) {
   OpRecord op;
   auto name = json::required<std::string>(object, "name", path);
@@ -142,6 +163,11 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   plan.search = *search;
   plan.ranks = *ranks;
   plan.ops = std::move(*ops);
+  if (object.contains("features")) {
+    auto pipeline = readPipeline(object.at("features"));
+    if (!pipeline) return fail(pipeline.error());
+    plan.pipeline = *pipeline;
+  }
   if (object.contains("parameters")) {
     auto parameters = readList<ParameterRecord>(object, "parameters", "", readParameter);
     if (!parameters) return fail(parameters.error());

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace autopar::plan {
 
 namespace {
@@ -49,8 +51,17 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
     return Error{
         fmt::format("devices: plan is for {} devices, the mesh has {}", plan.devices, numDevices)};
   }
-  if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != numDevices) {
-    return Error{fmt::format("ranks: {} listed, expected {}", plan.ranks.size(), numDevices)};
+  // A pipelined plan lists stage 0's ranks; every stage runs on as many.
+  int64_t stages = 1;
+  for (const OpRecord& record : plan.ops) stages = std::max<int64_t>(stages, record.stage + 1);
+  if (numDevices % stages != 0) {
+    return Error{fmt::format("ops[].stage: {} pipeline stages do not divide {} devices", stages,
+                             numDevices)};
+  }
+  const int64_t stageDevices = numDevices / stages;
+  if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != stageDevices) {
+    return Error{fmt::format("ranks: {} listed, expected {} ({} devices over {} stages)",
+                             plan.ranks.size(), stageDevices, numDevices, stages)};
   }
   if (plan.ops.size() != graph.ops().size()) {
     return Error{fmt::format("ops: plan has {} ops, graph '{}' has {}", plan.ops.size(),
@@ -64,7 +75,7 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
       return Error{fmt::format("ops '{}': kind {} but the graph has {}", record.name, record.kind,
                                ir::opKindName(op.kind))};
     }
-    if (auto status = validateStrategy(record, graph, op, numDevices); !status) return status;
+    if (auto status = validateStrategy(record, graph, op, stageDevices); !status) return status;
   }
   return {};
 }

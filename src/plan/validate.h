@@ -11,6 +11,8 @@
 
 namespace autopar::plan {
 
+/// A pipelined plan lists stage 0's ranks and its strategies are over one stage's devices:
+/// numDevices / stages, the stages counted from ops[].stage.
 Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices);
 
 }  // namespace autopar::plan

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <csignal>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "layout/redistribution.h"
 #include "runtime/kernels.h"
 #include "runtime/process_groups.h"
+#include "runtime/stage_transfers.h"
 
 namespace autopar::runtime {
 
@@ -55,12 +57,25 @@ class Rank {
   [[nodiscard]] std::vector<ParameterBlock> parameters() const;
 
  private:
-  /// Where a graph input or parameter lives: the layout its first consumer needs.
-  [[nodiscard]] TensorLayout homeLayout(ir::TensorId tensor) const;
+  /// One micro-batch in flight: the loss (last stage), the blocks received from earlier stages
+  /// and the blocks sent to later ones, kept for the backward pass.
+  struct MicroBatch {
+    at::Tensor loss;
+    std::vector<std::pair<size_t, at::Tensor>> received;  ///< transfer index, leaf
+    std::vector<std::pair<size_t, at::Tensor>> sent;      ///< transfer index, sent block
+  };
+
+  [[nodiscard]] int stageOf(ir::OpId op) const {
+    return program_.opStage.empty() ? 0 : program_.opStage[static_cast<size_t>(op)];
+  }
+  /// Where a graph input or parameter lives: the layout its first consumer on this stage needs.
+  [[nodiscard]] std::optional<TensorLayout> homeLayout(ir::TensorId tensor) const;
   [[nodiscard]] at::Tensor drawWhole(const ir::Tensor& tensor, int step) const;
   [[nodiscard]] Expected<at::Tensor> redistribute(at::Tensor block, const TensorLayout& from,
                                                   const TensorLayout& to);
-  Expected<at::Tensor> forward(int step);
+  Expected<MicroBatch> forward(int step, int micro);
+  Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample);
+  void backward(MicroBatch& micro);
   void optimizerStep();
 
   const Program& program_;
@@ -76,6 +91,9 @@ class Rank {
   };
   std::map<ir::TensorId, Shard> shards_;
   std::vector<int> lossMembers_;  ///< the ranks whose loss scalars add up to the loss
+  int stage_ = 0;                 ///< this rank's pipeline stage
+  bool lastStage_ = true;
+  std::vector<Transfer> transfers_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   /// Groups outlive the autograd graphs that name them.
   std::vector<std::unique_ptr<std::vector<int>>> memberLists_;
@@ -85,11 +103,14 @@ class Rank {
   }
 };
 
-TensorLayout Rank::homeLayout(ir::TensorId tensor) const {
-  const ir::OpId consumer = program_.graph.tensor(tensor).consumers.front();
-  const ir::Op& op = program_.graph.op(consumer);
-  const auto at = std::find(op.inputs.begin(), op.inputs.end(), tensor) - op.inputs.begin();
-  return program_.sharding.ops[static_cast<size_t>(consumer)].inputs[static_cast<size_t>(at)];
+std::optional<TensorLayout> Rank::homeLayout(ir::TensorId tensor) const {
+  for (ir::OpId consumer : program_.graph.tensor(tensor).consumers) {
+    if (stageOf(consumer) != stage_) continue;
+    const ir::Op& op = program_.graph.op(consumer);
+    const auto at = std::find(op.inputs.begin(), op.inputs.end(), tensor) - op.inputs.begin();
+    return program_.sharding.ops[static_cast<size_t>(consumer)].inputs[static_cast<size_t>(at)];
+  }
+  return std::nullopt;
 }
 
 /// Parameters: N(0, 0.02) but norm scales 1 and norm shifts 0. Integer inputs: uniform over the
@@ -121,11 +142,26 @@ Status Rank::prepare() {
     if (!rule) return rule.error().in(op.name);
     rules_.push_back(std::move(*rule));
   }
+  const int perStage = groups_.world() / program_.stages;
+  stage_ = groups_.rank() / perStage;
+  lastStage_ = stageOf(graph.ops().back().id) == stage_;
+  if (program_.stages > 1) {
+    transfers_ = stageTransfers(graph, program_.sharding, program_.opStage, perStage);
+  }
   std::vector<at::Tensor> leaves;
   for (ir::TensorId id : graph.parameters()) {
     const ir::Tensor& tensor = graph.tensor(id);
-    if (tensor.consumers.empty()) continue;
-    TensorLayout layout = homeLayout(id);
+    auto home = homeLayout(id);
+    if (!home) continue;
+    for (ir::OpId consumer : tensor.consumers) {
+      if (stageOf(consumer) != stage_) {
+        return Error{
+            fmt::format("{}: used on stages {} and {}; the runtime keeps a parameter on "
+                        "one stage",
+                        tensor.name, stage_, stageOf(consumer))};
+      }
+    }
+    TensorLayout layout = std::move(*home);
     at::Tensor block = cut(drawWhole(tensor, 0), rangesOf(layout, groups_.rank()));
     block.set_requires_grad(true);
     Shard shard;
@@ -207,22 +243,57 @@ Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& fr
   return block;
 }
 
-Expected<at::Tensor> Rank::forward(int step) {
+Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
   const ir::Graph& graph = program_.graph;
+  const int sample = step * program_.microBatches + micro;  // seeds the data and dropout
+  MicroBatch batch;
   std::map<ir::TensorId, Value> values = parameters_;
   for (const ir::Tensor& tensor : graph.tensors()) {
-    if (tensor.role != ir::TensorRole::kInput || tensor.consumers.empty()) continue;
-    TensorLayout layout = homeLayout(tensor.id);
-    values.emplace(tensor.id, Value{cut(drawWhole(tensor, step), rangesOf(layout, groups_.rank())),
-                                    std::move(layout)});
+    if (tensor.role != ir::TensorRole::kInput) continue;
+    auto layout = homeLayout(tensor.id);
+    if (!layout) continue;
+    values.emplace(tensor.id,
+                   Value{cut(drawWhole(tensor, sample), rangesOf(*layout, groups_.rank())),
+                         std::move(*layout)});
   }
+  for (size_t t = 0; t < transfers_.size(); ++t) {
+    const Transfer& transfer = transfers_[t];
+    if (transfer.toStage != stage_) continue;
+    const ir::Tensor& tensor = graph.tensor(transfer.tensor);
+    const bool floating = ir::isFloating(tensor.type.dtype);
+    at::Tensor block = torch::empty(transfer.receiverLayout.sliceShape(),
+                                    floating ? torch::kFloat32 : torch::kInt64);
+    groups_.receive(block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
+    if (floating) block.set_requires_grad(true);
+    batch.received.emplace_back(t, block);
+    values.insert_or_assign(transfer.tensor, Value{block, transfer.receiverLayout});
+  }
+  auto loss = runOps(values, sample);
+  if (!loss) return loss.error();
+  batch.loss = *loss;
+  for (size_t t = 0; t < transfers_.size(); ++t) {
+    const Transfer& transfer = transfers_[t];
+    if (transfer.fromStage != stage_) continue;
+    const Value& value = values.at(transfer.tensor);
+    auto block = redistribute(value.block, value.layout, transfer.senderLayout);
+    if (!block) return block.error();
+    groups_.send(*block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
+    batch.sent.emplace_back(t, *block);
+  }
+  return batch;
+}
+
+/// Runs this stage's ops; returns the loss on the last stage, else an undefined tensor.
+Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sample) {
+  const ir::Graph& graph = program_.graph;
   at::Tensor last;
   for (const ir::Op& op : graph.ops()) {
+    if (stageOf(op.id) != stage_) continue;
     const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(op.id)];
     const int64_t position = positionIn(sharded.matrix, groups_.rank());
     KernelContext context{groups_,      graph,    op, rules_[static_cast<size_t>(op.id)],
                           sharded,      position, {}, {},
-                          config_.seed, step};
+                          config_.seed, sample};
     std::vector<at::Tensor> inputs;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Value& value = values.at(op.inputs[i]);
@@ -239,13 +310,15 @@ Expected<at::Tensor> Rank::forward(int step) {
     last = runKernel(context, inputs);
     values.insert_or_assign(op.outputs[0], Value{last, sharded.outputs[0]});
   }
+  if (!lastStage_) return at::Tensor();
   const rules::ShardedOp& final = program_.sharding.ops.back();
   const int64_t position = positionIn(final.matrix, groups_.rank());
   const TensorLayout& layout = final.outputs[0];
   // The ranks whose scalars add up to the loss: those holding other blocks or partial sums.
   std::vector<int> axes = layout.partialAxes;
-  for (const auto& dimAxes : layout.dimAxes)
+  for (const auto& dimAxes : layout.dimAxes) {
     axes.insert(axes.end(), dimAxes.begin(), dimAxes.end());
+  }
   std::sort(axes.begin(), axes.end());
   lossMembers_ = final.matrix.group(position, axes);
   if (last.dim() == 0) return last;
@@ -256,6 +329,31 @@ Expected<at::Tensor> Rank::forward(int step) {
       torch::randn(output.type.shape, generatorFor(config_.seed, output.name + ".probe", 0));
   return (last * cut(probe, rangesOf(layout, groups_.rank()))).sum() /
          static_cast<double>(probe.numel());
+}
+
+/// The micro-batch's backward: from the loss (weighted 1 / micro-batches, the step's loss being
+/// their mean) and from the gradients later stages send back; then the gradients of the received
+/// blocks go back to the stages that sent them.
+void Rank::backward(MicroBatch& batch) {
+  std::vector<at::Tensor> roots;
+  std::vector<at::Tensor> grads;
+  if (batch.loss.defined()) {
+    roots.push_back(batch.loss);
+    grads.push_back(torch::full({}, 1.0 / program_.microBatches));
+  }
+  for (auto& [t, block] : batch.sent) {
+    if (!block.requires_grad()) continue;
+    at::Tensor grad = torch::empty_like(block);
+    groups_.receive(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+    roots.push_back(block);
+    grads.push_back(grad);
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, grads);
+  for (auto& [t, leaf] : batch.received) {
+    if (!leaf.requires_grad()) continue;
+    const at::Tensor grad = leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
+    groups_.send(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+  }
 }
 
 void Rank::optimizerStep() {
@@ -277,19 +375,44 @@ void Rank::optimizerStep() {
   optimizer_->zero_grad();
 }
 
+/// One training step under 1F1B: stage s of p runs min(p - 1 - s, m) forwards first, then
+/// alternates a forward with the oldest micro-batch's backward, then drains the backwards.
 Expected<StepReport> Rank::step(int index) {
   const auto start = std::chrono::steady_clock::now();
-  auto loss = forward(index);
-  if (!loss) return loss.error();
-  if (index == config_.dieAtStep) std::raise(SIGKILL);
-  loss->backward();
+  const int micro = program_.microBatches;
+  const int warmup = std::min(program_.stages - 1 - stage_, micro);
+  std::vector<MicroBatch> inFlight(static_cast<size_t>(micro));
+  double loss = 0;
+  int done = 0;
+  auto runBackward = [&] {
+    MicroBatch& batch = inFlight[static_cast<size_t>(done++)];
+    if (batch.loss.defined()) {
+      loss += collective::sum(groups_, lossMembers_, batch.loss.detach()).item<double>() / micro;
+    }
+    backward(batch);
+    batch = MicroBatch{};
+  };
+  for (int k = 0; k < micro; ++k) {
+    auto batch = forward(index, k);
+    if (!batch) return batch.error();
+    inFlight[static_cast<size_t>(k)] = std::move(*batch);
+    if (index == config_.dieAtStep) std::raise(SIGKILL);
+    if (k >= warmup) runBackward();
+  }
+  while (done < micro) runBackward();
+  groups_.waitSends();
   optimizerStep();
-  // The loss is a partial sum over the ranks that hold different tokens.
-  const double whole = collective::sum(groups_, lossMembers_, loss->detach()).item<double>();
+  // Every rank reports the loss: the last stage's ranks share it out to the others.
+  if (program_.stages > 1) {
+    std::vector<int> everyone(static_cast<size_t>(groups_.world()));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    const double share = lastStage_ ? loss / (groups_.world() / program_.stages) : 0.0;
+    loss = collective::sum(groups_, everyone, torch::tensor(share, torch::kFloat64)).item<double>();
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  memberLists_.clear();  // the step's autograd graph, which named them, is gone
-  return StepReport{index, whole, seconds};
+  memberLists_.clear();  // the step's autograd graphs, which named them, are gone
+  return StepReport{index, loss, seconds};
 }
 
 std::vector<ParameterBlock> Rank::parameters() const {

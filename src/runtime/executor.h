@@ -15,7 +15,9 @@
 ///   3. the local kernel runs on the blocks (runtime/kernels.h).
 /// Parameters and inputs are drawn whole from seeded generators and cut to the block each rank
 /// holds, so every plan (and the unsharded run) starts from the same values. The loss's backward
-/// starts from 1 on every rank; Adam then updates each rank's blocks. With optimizer parallelism
+/// starts from 1 / micro-batches on every rank of the last stage; Adam then updates each rank's
+/// blocks. Pipeline stages exchange activations and their gradients point to point
+/// (runtime/stage_transfers.h) under the 1F1B schedule. With optimizer parallelism
 /// a parameter's Adam states and update are cut over its replicas and the updated blocks are
 /// all-gathered.
 
@@ -82,6 +84,11 @@ struct Program {
   const rules::GraphSharding& sharding;           ///< over ranks 0 .. world-1
   const cluster::Cluster& cluster;                ///< plans the redistributions' steps
   std::vector<plan::ParameterRecord> parameters;  ///< optimizer shards per parameter, if any
+  /// Pipeline: each op's stage (empty: one stage) and the micro-batches of a step. Stage s runs
+  /// on ranks s * world / stages and up, its ops' meshes on those ranks; the schedule is 1F1B.
+  std::vector<int> opStage;
+  int stages = 1;
+  int microBatches = 1;
 };
 
 /// The sharding that runs the whole graph on one rank (every cut 1): the reference `check`

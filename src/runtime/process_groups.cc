@@ -37,6 +37,27 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> ProcessGroups::group(const std::vecto
   return created;
 }
 
+void ProcessGroups::send(const at::Tensor& tensor, int to, int tag) {
+  if (everyRank_.empty()) {
+    for (int rank = 0; rank < world_; ++rank) everyRank_.push_back(rank);
+  }
+  std::vector<at::Tensor> buffer{tensor.detach().contiguous()};
+  pendingSends_.emplace_back(buffer[0], group(everyRank_)->send(buffer, to, tag));
+}
+
+void ProcessGroups::receive(at::Tensor& tensor, int from, int tag) {
+  if (everyRank_.empty()) {
+    for (int rank = 0; rank < world_; ++rank) everyRank_.push_back(rank);
+  }
+  std::vector<at::Tensor> buffer{tensor};
+  group(everyRank_)->recv(buffer, from, tag)->wait();
+}
+
+void ProcessGroups::waitSends() {
+  for (auto& [tensor, work] : pendingSends_) work->wait();
+  pendingSends_.clear();
+}
+
 namespace collective {
 
 namespace {

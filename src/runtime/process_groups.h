@@ -24,6 +24,12 @@ class ProcessGroups {
   [[nodiscard]] int world() const { return world_; }
   /// The group of `members` (sorted or not, as the collective orders them); it must hold rank().
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group(const std::vector<int>& members);
+  /// Point-to-point over all ranks: `send` returns at once, and `tensor` must live until wait()
+  /// is called; `receive` fills `tensor` and blocks until it arrives.
+  void send(const at::Tensor& tensor, int to, int tag);
+  void receive(at::Tensor& tensor, int from, int tag);
+  /// Waits for every send.
+  void waitSends();
   /// This rank's position in `members`.
   [[nodiscard]] int position(const std::vector<int>& members) const;
 
@@ -34,6 +40,8 @@ class ProcessGroups {
   std::string address_;
   std::chrono::milliseconds timeout_;
   std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups_;
+  std::vector<int> everyRank_;
+  std::vector<std::pair<at::Tensor, c10::intrusive_ptr<c10d::Work>>> pendingSends_;
 };
 
 /// Collectives over `members` (which hold this rank) that autograd differentiates: each backward

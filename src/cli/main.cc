@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   addEstimateVerb(app, action);
   addSearchVerb(app, action);
   addRunVerbs(app, action);
+  addProfileVerb(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

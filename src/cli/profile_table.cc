@@ -211,4 +211,43 @@ Expected<ProfileTable> readProfileTable(const std::string& path, const std::stri
   return table;
 }
 
+namespace {
+
+nlohmann::ordered_json partToJson(const MeasuredPart& part) {
+  nlohmann::ordered_json json{{"forward_s", part.forwardSeconds},
+                              {"backward_s", part.backwardSeconds},
+                              {"activation_bytes", part.activationBytes}};
+  if (part.recomputeSeconds) json["recompute_s"] = *part.recomputeSeconds;
+  if (part.recomputedActivationBytes) {
+    json["recomputed_activation_bytes"] = *part.recomputedActivationBytes;
+  }
+  return json;
+}
+
+}  // namespace
+
+std::string profileTableToJson(const ProfileTable& table, const std::string& model) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const auto& [setting, blocks] : table.entries) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+    for (const auto& [stack, part] : blocks.layers) layers[stack] = partToJson(part);
+    nlohmann::ordered_json entry{{"tp", setting.tp},
+                                 {"cp", setting.cp},
+                                 {"sequence_parallel", setting.sequenceParallel},
+                                 {"mbs", setting.mbs},
+                                 {"recompute", setting.recompute},
+                                 {"layers", layers}};
+    if (blocks.first) entry["first"] = partToJson(*blocks.first);
+    if (blocks.last) entry["last"] = partToJson(*blocks.last);
+    entries.push_back(entry);
+  }
+  nlohmann::ordered_json document{
+      {"format", "autopar-block-profile/1"},
+      {"model", model},
+      {"device", table.device},
+      {"sampling", {{"nnodes", table.nnodes}, {"nproc_per_node", table.nprocPerNode}}},
+      {"entries", entries}};
+  return document.dump(2) + "\n";
+}
+
 }  // namespace autopar::cli

@@ -57,6 +57,10 @@ struct ProfileTable {
 /// Reads a table measured on `device` (the target cluster's device: block times do not carry
 /// across devices); `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster.
 /// Errors name the file, the entry and the field.
+/// The table as the reader reads it (keys in the documented order); `model` says what was
+/// measured.
+std::string profileTableToJson(const ProfileTable& table, const std::string& model);
+
 Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
                                         int nnodes = 0, int nprocPerNode = 0);
 

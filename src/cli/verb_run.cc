@@ -33,6 +33,9 @@ struct RunOptions {
   runtime::RunConfig config;
   std::string address = "127.0.0.1";
   std::string resultDir;  ///< internal: where launched ranks leave their results for `check`
+  /// internal (`autopar profile`): run a graph file's annotated sharding instead of a plan.
+  std::string graphPath;
+  std::string cluster = "cpu-host";
 };
 
 /// The plan, its model rebuilt and checked against the plan's fingerprint, and the sharding.
@@ -150,6 +153,24 @@ Expected<LoadedRun> loadRun(const std::string& path) {
                    std::move(*sharding), std::move(opStage), stages};
 }
 
+/// A graph file run under its own annotations (semi-auto: unannotated ops data parallel) over
+/// `world` ranks, one stage.
+Expected<LoadedRun> loadGraphRun(const std::string& path, const std::string& clusterName,
+                                 int world) {
+  auto model = loadModel(path, {}, world);
+  if (!model) return model.error();
+  auto cluster = loadCluster(clusterName, world, world);
+  if (!cluster) return cluster.error();
+  std::vector<int> ranks(static_cast<size_t>(world));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharding = rules::shardGraph(model->graph, ranks);
+  if (!sharding) return sharding.error().in(path);
+  plan::Plan plan;
+  plan.devices = world;
+  return LoadedRun{
+      std::move(plan), std::move(model->graph), std::move(*cluster), std::move(*sharding), {}, 1};
+}
+
 std::optional<int> environmentInt(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return std::nullopt;
@@ -169,7 +190,9 @@ int runRank(const RunOptions& options) {
         Error{"run: give --ranks N, or set RANK, WORLD_SIZE, MASTER_ADDR and "
               "MASTER_PORT (integers) to join a job"});
   }
-  auto loaded = loadRun(options.planPath);
+  auto loaded = options.graphPath.empty()
+                    ? loadRun(options.planPath)
+                    : loadGraphRun(options.graphPath, options.cluster, *world);
   if (!loaded) return reportError(loaded.error());
   if (loaded->plan.devices != *world) {
     return reportError(
@@ -361,8 +384,7 @@ int runCheck(const RunOptions& options) {
 }
 
 void addCommonOptions(CLI::App* verb, RunOptions& options) {
-  verb->add_option("--plan", options.planPath, "plan JSON written by autopar plan --out")
-      ->required();
+  verb->add_option("--plan", options.planPath, "plan JSON written by autopar plan --out");
   verb->add_option("--steps", options.config.steps, "training steps")->check(positive());
   verb->add_option("--seed", options.config.seed, "seed of the synthetic data and parameters");
   verb->add_option("--lr", options.config.learningRate, "Adam's learning rate")->check(positive());
@@ -384,8 +406,17 @@ void addRunVerbs(CLI::App& app, Action& action) {
   runVerb->add_option("--ranks", run->ranks, "start this many local ranks")->check(positive());
   runVerb->add_option("--result-dir", run->resultDir, "internal: where ranks leave their results")
       ->group("");
+  runVerb->add_option("--graph", run->graphPath, "internal: a graph file to run")->group("");
+  runVerb->add_option("--cluster", run->cluster, "internal: with --graph")->group("");
+  runVerb->add_flag("--measure", run->config.measure, "internal: time passes, count bytes")
+      ->group("");
   runVerb->callback([&action, run] {
-    action = [run] { return run->ranks > 0 ? launchRanks(*run) : runRank(*run); };
+    action = [run] {
+      if (run->planPath.empty() && run->graphPath.empty()) {
+        return reportError(Error{"run: --plan is required"});
+      }
+      return run->ranks > 0 ? launchRanks(*run) : runRank(*run);
+    };
   });
 
   auto check = std::make_shared<RunOptions>();
@@ -401,7 +432,12 @@ void addRunVerbs(CLI::App& app, Action& action) {
   checkVerb->add_option("--ranks", check->ranks, "ranks to run the plan on")
       ->required()
       ->check(positive());
-  checkVerb->callback([&action, check] { action = [check] { return runCheck(*check); }; });
+  checkVerb->callback([&action, check] {
+    action = [check] {
+      if (check->planPath.empty()) return reportError(Error{"check: --plan is required"});
+      return runCheck(*check);
+    };
+  });
 }
 
 }  // namespace autopar::cli

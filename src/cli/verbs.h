@@ -34,5 +34,7 @@ void addEstimateVerb(CLI::App& app, Action& action);
 void addSearchVerb(CLI::App& app, Action& action);
 /// `run` and `check` (verb_run.cc): execute plans on ranks; they need LibTorch.
 void addRunVerbs(CLI::App& app, Action& action);
+/// `profile` (verb_profile.cc): measure blocks on ranks for search --profile; needs LibTorch.
+void addProfileVerb(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

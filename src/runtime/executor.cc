@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -28,6 +29,10 @@ int64_t positionIn(const cluster::Mesh& mesh, int rank) {
   return at == ranks.end() ? -1 : static_cast<int64_t>(at - ranks.begin());
 }
 
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
 BlockRanges rangesOf(const TensorLayout& layout, int rank) {
   return layout.sliceRanges(positionIn(layout.deviceMatrix, rank));
 }
@@ -38,6 +43,12 @@ at::Tensor cut(at::Tensor full, const BlockRanges& ranges) {
                        ranges[dim].second - ranges[dim].first);
   }
   return full.contiguous();
+}
+
+/// Heap bytes in use (glibc: small blocks plus mmapped large ones).
+int64_t heapInUse() {
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<int64_t>(info.uordblks + info.hblkhd);
 }
 
 /// A value on this rank: its block and the layout it is in.
@@ -75,7 +86,12 @@ class Rank {
                                                   const TensorLayout& to);
   Expected<MicroBatch> forward(int step, int micro);
   Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample);
+  /// Each op's part (Part) in the model.
+  [[nodiscard]] std::vector<Part> partsOfOps() const;
   void backward(MicroBatch& micro);
+  /// All-reduces the step's accumulated gradients of the parameters in gradientGroups_, one
+  /// flat buffer per group (data parallelism's bucketed gradient sync).
+  void syncGradients();
   void optimizerStep();
 
   const Program& program_;
@@ -94,6 +110,12 @@ class Rank {
   int stage_ = 0;                 ///< this rank's pipeline stage
   bool lastStage_ = true;
   std::vector<Transfer> transfers_;
+  std::vector<Part> opParts_;
+  /// Parameters with one use on this stage whose gradient comes out partial: the ranks it is
+  /// summed over once per step (instead of once per micro-batch inside the backward).
+  std::map<ir::TensorId, std::vector<int>> gradientGroups_;
+  std::array<PartCost, kParts> measured_{};  ///< the current micro-batch's forward, per part
+  double forwardSeconds_ = 0;                ///< the current micro-batch's ops and sends
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   /// Groups outlive the autograd graphs that name them.
   std::vector<std::unique_ptr<std::vector<int>>> memberLists_;
@@ -142,6 +164,7 @@ Status Rank::prepare() {
     if (!rule) return rule.error().in(op.name);
     rules_.push_back(std::move(*rule));
   }
+  opParts_ = partsOfOps();
   const int perStage = groups_.world() / program_.stages;
   stage_ = groups_.rank() / perStage;
   lastStage_ = stageOf(graph.ops().back().id) == stage_;
@@ -193,6 +216,17 @@ Status Rank::prepare() {
     }
     leaves.push_back(shard.leaf.defined() ? shard.leaf : block);
     if (shard.leaf.defined()) shards_.emplace(id, std::move(shard));
+    int uses = 0;
+    for (ir::OpId consumer : tensor.consumers) uses += stageOf(consumer) == stage_ ? 1 : 0;
+    const ir::OpId consumer = tensor.consumers.front();
+    const ir::Op& user = graph.op(consumer);
+    const auto slot = static_cast<size_t>(std::find(user.inputs.begin(), user.inputs.end(), id) -
+                                          user.inputs.begin());
+    const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(consumer)];
+    if (uses == 1 && !sharded.inputGradPartialAxes[slot].empty()) {
+      gradientGroups_[id] = sharded.matrix.group(positionIn(sharded.matrix, groups_.rank()),
+                                                 sharded.inputGradPartialAxes[slot]);
+    }
     parameters_.emplace(id, Value{block, std::move(layout)});
   }
   if (config_.sgd) {
@@ -268,8 +302,10 @@ Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
     batch.received.emplace_back(t, block);
     values.insert_or_assign(transfer.tensor, Value{block, transfer.receiverLayout});
   }
+  const auto opsStart = std::chrono::steady_clock::now();  // the data is drawn: not timed
   auto loss = runOps(values, sample);
   if (!loss) return loss.error();
+  forwardSeconds_ = seconds(opsStart);
   batch.loss = *loss;
   for (size_t t = 0; t < transfers_.size(); ++t) {
     const Transfer& transfer = transfers_[t];
@@ -289,6 +325,8 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
   at::Tensor last;
   for (const ir::Op& op : graph.ops()) {
     if (stageOf(op.id) != stage_) continue;
+    const auto opStart = std::chrono::steady_clock::now();
+    const int64_t opBytes = config_.measure ? heapInUse() : 0;
     const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(op.id)];
     const int64_t position = positionIn(sharded.matrix, groups_.rank());
     KernelContext context{groups_,      graph,    op, rules_[static_cast<size_t>(op.id)],
@@ -300,7 +338,8 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
       auto block = redistribute(value.block, value.layout, sharded.inputs[i]);
       if (!block) return block.error().in(op.name);
       const auto& axes = sharded.inputGradPartialAxes[i];
-      if (!axes.empty() && block->is_floating_point() && !config_.dropGradientSums) {
+      const bool deferred = gradientGroups_.count(op.inputs[i]) > 0;
+      if (!axes.empty() && block->is_floating_point() && !deferred && !config_.dropGradientSums) {
         *block = collective::broadcast(groups_, keep(sharded.matrix.group(position, axes)), *block);
       }
       inputs.push_back(*block);
@@ -309,6 +348,11 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
     context.outputRanges = rangesOf(sharded.outputs[0], groups_.rank());
     last = runKernel(context, inputs);
     values.insert_or_assign(op.outputs[0], Value{last, sharded.outputs[0]});
+    if (config_.measure) {
+      PartCost& part = measured_[static_cast<size_t>(opParts_[static_cast<size_t>(op.id)])];
+      part.forwardSeconds += seconds(opStart);
+      part.keptBytes += heapInUse() - opBytes;
+    }
   }
   if (!lastStage_) return at::Tensor();
   const rules::ShardedOp& final = program_.sharding.ops.back();
@@ -329,6 +373,21 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
       torch::randn(output.type.shape, generatorFor(config_.seed, output.name + ".probe", 0));
   return (last * cut(probe, rangesOf(layout, groups_.rank()))).sum() /
          static_cast<double>(probe.numel());
+}
+
+std::vector<Part> Rank::partsOfOps() const {
+  const auto& ops = program_.graph.ops();
+  std::vector<Part> parts(ops.size(), Part::kFirst);
+  bool seenLayer = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ir::isStackLayer(ops[i].block)) {
+      parts[i] = Part::kLayers;
+      seenLayer = true;
+    } else if (seenLayer) {
+      parts[i] = Part::kLast;
+    }
+  }
+  return parts;
 }
 
 /// The micro-batch's backward: from the loss (weighted 1 / micro-batches, the step's loss being
@@ -353,6 +412,26 @@ void Rank::backward(MicroBatch& batch) {
     if (!leaf.requires_grad()) continue;
     const at::Tensor grad = leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
     groups_.send(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+  }
+}
+
+void Rank::syncGradients() {
+  if (config_.dropGradientSums) return;
+  std::map<std::vector<int>, std::vector<at::Tensor>> buckets;
+  for (const auto& [id, members] : gradientGroups_) {
+    const at::Tensor& grad = parameters_.at(id).block.grad();
+    if (grad.defined()) buckets[members].push_back(grad);
+  }
+  torch::NoGradGuard noGrad;
+  for (const auto& [members, grads] : buckets) {
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& grad : grads) flat.push_back(grad.reshape({-1}));
+    const at::Tensor summed = collective::sum(groups_, members, torch::cat(flat));
+    int64_t offset = 0;
+    for (const at::Tensor& grad : grads) {
+      grad.copy_(summed.narrow(0, offset, grad.numel()).view_as(grad));
+      offset += grad.numel();
+    }
   }
 }
 
@@ -384,23 +463,34 @@ Expected<StepReport> Rank::step(int index) {
   std::vector<MicroBatch> inFlight(static_cast<size_t>(micro));
   double loss = 0;
   int done = 0;
+  StepReport report{index};
   auto runBackward = [&] {
-    MicroBatch& batch = inFlight[static_cast<size_t>(done++)];
+    MicroBatch& batch = inFlight[static_cast<size_t>(done)];
     if (batch.loss.defined()) {
       loss += collective::sum(groups_, lossMembers_, batch.loss.detach()).item<double>() / micro;
     }
+    const auto backwardStart = std::chrono::steady_clock::now();
     backward(batch);
+    if (done++ == 0) report.backwardSeconds = seconds(backwardStart);
     batch = MicroBatch{};
   };
   for (int k = 0; k < micro; ++k) {
+    measured_ = {};
+    const int64_t bytes = config_.measure ? heapInUse() : 0;
     auto batch = forward(index, k);
     if (!batch) return batch.error();
+    if (k == 0) {
+      report.forwardSeconds = forwardSeconds_;
+      report.activationBytes = config_.measure ? heapInUse() - bytes : 0;
+      report.parts = measured_;
+    }
     inFlight[static_cast<size_t>(k)] = std::move(*batch);
     if (index == config_.dieAtStep) std::raise(SIGKILL);
     if (k >= warmup) runBackward();
   }
   while (done < micro) runBackward();
   groups_.waitSends();
+  syncGradients();
   optimizerStep();
   // Every rank reports the loss: the last stage's ranks share it out to the others.
   if (program_.stages > 1) {
@@ -409,10 +499,10 @@ Expected<StepReport> Rank::step(int index) {
     const double share = lastStage_ ? loss / (groups_.world() / program_.stages) : 0.0;
     loss = collective::sum(groups_, everyone, torch::tensor(share, torch::kFloat64)).item<double>();
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.loss = loss;
+  report.seconds = seconds(start);
   memberLists_.clear();  // the step's autograd graphs, which named them, are gone
-  return StepReport{index, loss, seconds};
+  return report;
 }
 
 std::vector<ParameterBlock> Rank::parameters() const {
@@ -461,6 +551,10 @@ Expected<RankResult> execute(const Program& program, const Connection& connectio
     ProcessGroups groups(store, connection.rank, connection.world, connection.address,
                          connection.timeout);
     torch::manual_seed(static_cast<uint64_t>(config.seed));
+    // Keep freed memory in the heap: otherwise every large tensor is a fresh mmap whose page
+    // faults dominate CPU step times and make them noisy.
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     Rank rank(program, groups, config);
     if (auto status = rank.prepare(); !status) return status.error();
     RankResult result;
@@ -483,14 +577,17 @@ Expected<RankResult> execute(const Program& program, const Connection& connectio
 Status writeResult(const RankResult& result, const std::string& path) {
   try {
     torch::serialize::OutputArchive archive;
-    std::vector<double> losses;
-    std::vector<double> seconds;
+    // Per step: loss, seconds, forward, backward, activation bytes, then per part its forward
+    // seconds and kept bytes.
+    std::vector<double> steps;
     for (const auto& step : result.steps) {
-      losses.push_back(step.loss);
-      seconds.push_back(step.seconds);
+      steps.insert(steps.end(), {step.loss, step.seconds, step.forwardSeconds, step.backwardSeconds,
+                                 static_cast<double>(step.activationBytes)});
+      for (const PartCost& part : step.parts) {
+        steps.insert(steps.end(), {part.forwardSeconds, static_cast<double>(part.keptBytes)});
+      }
     }
-    archive.write("losses", torch::tensor(losses, torch::kFloat64));
-    archive.write("seconds", torch::tensor(seconds, torch::kFloat64));
+    archive.write("steps", torch::tensor(steps, torch::kFloat64));
     archive.write("count", torch::tensor(static_cast<int64_t>(result.parameters.size())));
     for (size_t i = 0; i < result.parameters.size(); ++i) {
       const ParameterBlock& block = result.parameters[i];
@@ -507,7 +604,9 @@ Status writeResult(const RankResult& result, const std::string& path) {
     archive.save_to(path);
     return {};
   } catch (const std::exception& error) {
-    return Error{fmt::format("{}: cannot write the rank's result: {}", path, error.what())};
+    const std::string message = error.what();
+    return Error{fmt::format("{}: cannot write the rank's result: {}", path,
+                             message.substr(0, message.find('\n')))};
   }
 }
 
@@ -519,14 +618,21 @@ Expected<RankResult> readResult(const std::string& path) {
       auto c = t.contiguous();
       return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
     };
-    at::Tensor losses, seconds, count;
-    archive.read("losses", losses);
-    archive.read("seconds", seconds);
+    at::Tensor steps, count;
+    archive.read("steps", steps);
     archive.read("count", count);
     RankResult result;
-    for (int64_t i = 0; i < losses.numel(); ++i) {
-      result.steps.push_back(
-          StepReport{static_cast<int>(i), losses[i].item<double>(), seconds[i].item<double>()});
+    constexpr int64_t kFields = 5 + 2 * kParts;
+    const auto flat = steps.contiguous();
+    const double* v = flat.data_ptr<double>();
+    for (int64_t i = 0; i + kFields <= flat.numel(); i += kFields) {
+      StepReport step{static_cast<int>(i / kFields), v[i], v[i + 1], v[i + 2], v[i + 3],
+                      static_cast<int64_t>(v[i + 4])};
+      for (int part = 0; part < kParts; ++part) {
+        step.parts[static_cast<size_t>(part)] = {v[i + 5 + 2 * part],
+                                                 static_cast<int64_t>(v[i + 6 + 2 * part])};
+      }
+      result.steps.push_back(step);
     }
     for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
       torch::serialize::InputArchive entry;
@@ -539,16 +645,18 @@ Expected<RankResult> readResult(const std::string& path) {
       ParameterBlock block;
       for (int64_t c : vectorOf(name)) block.name.push_back(static_cast<char>(c));
       block.fullShape = vectorOf(fullShape);
-      const auto flat = vectorOf(ranges);
-      for (size_t k = 0; k + 1 < flat.size(); k += 2)
-        block.ranges.emplace_back(flat[k], flat[k + 1]);
+      const auto bounds = vectorOf(ranges);
+      for (size_t k = 0; k + 1 < bounds.size(); k += 2)
+        block.ranges.emplace_back(bounds[k], bounds[k + 1]);
       auto data = values.contiguous();
       block.values.assign(data.data_ptr<float>(), data.data_ptr<float>() + data.numel());
       result.parameters.push_back(std::move(block));
     }
     return result;
   } catch (const std::exception& error) {
-    return Error{fmt::format("{}: cannot read the rank's result: {}", path, error.what())};
+    const std::string message = error.what();
+    return Error{fmt::format("{}: cannot read the rank's result: {}", path,
+                             message.substr(0, message.find('\n')))};
   }
 }
 

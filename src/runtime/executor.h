@@ -21,6 +21,7 @@
 /// a parameter's Adam states and update are cut over its replicas and the updated blocks are
 /// all-gathered.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -42,6 +43,9 @@ struct RunConfig {
   double learningRate = 1e-3;
   double adamEpsilon = 1e-8;
   bool sgd = false;  ///< plain SGD instead of Adam (its update is linear in the gradient)
+  /// Time the forward and backward passes and count the heap bytes ops keep (glibc's mallinfo2),
+  /// for `autopar profile`.
+  bool measure = false;
   /// Test hook for fault handling: this rank kills itself (SIGKILL) in the middle of this step
   /// (after the forward pass); -1 for none.
   int dieAtStep = -1;
@@ -60,10 +64,27 @@ struct Connection {
   std::chrono::milliseconds timeout{30000};
 };
 
+/// Where an op sits for block profiles: before the first stack layer (the embedding), in a
+/// layer, or after the last layer (the head and the loss).
+enum class Part { kFirst, kLayers, kLast };
+inline constexpr int kParts = 3;
+
+/// What one part of the model cost in a micro-batch's forward pass on this rank.
+struct PartCost {
+  double forwardSeconds = 0;
+  int64_t keptBytes = 0;  ///< heap bytes its ops left allocated (outputs and saved tensors)
+};
+
 struct StepReport {
   int step = 0;
   double loss = 0;  ///< the whole model's loss, the same on every rank
   double seconds = 0;
+  /// With RunConfig::measure, micro-batch 0 on this rank: its forward and backward seconds, the
+  /// heap bytes its forward kept for the backward, and the forward per part.
+  double forwardSeconds = 0;
+  double backwardSeconds = 0;
+  int64_t activationBytes = 0;
+  std::array<PartCost, kParts> parts{};
 };
 
 /// A block of a parameter after the last step, at its global offsets.

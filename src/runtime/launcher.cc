@@ -56,11 +56,10 @@ Status launch(const LaunchOptions& options) {
     env.push_back(fmt::format("MASTER_ADDR={}", options.address));
     env.push_back(fmt::format("MASTER_PORT={}", store->getPort()));
     env.push_back("AUTOPAR_STORE=external");
-    // The ranks share the machine's cores: each gets its share of threads unless told.
-    const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-    const unsigned threads = std::max(1U, cores / static_cast<unsigned>(options.ranks));
+    // Each rank is one CPU device: one thread for LibTorch's kernels and for BLAS, unless told
+    // otherwise. (Sharing cores between ranks' thread pools made step times swing several-fold.)
     for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
-      if (std::getenv(name) == nullptr) env.push_back(fmt::format("{}={}", name, threads));
+      if (std::getenv(name) == nullptr) env.push_back(fmt::format("{}=1", name));
     }
     std::vector<std::string> args{"/proc/self/exe"};
     args.insert(args.end(), options.arguments.begin(), options.arguments.end());

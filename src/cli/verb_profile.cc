@@ -1,0 +1,234 @@
+/// `autopar profile`: measure a transformer's blocks on local ranks and write the block table the
+/// hybrid search reads (docs/profile-table.md), by seed 003's sampling: the model built with 2
+/// and with 4 layers, run Megatron-style at each TP degree and micro-batch size, and differenced.
+
+#ifdef AUTOPAR_HAVE_RUNTIME
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/inputs.h"
+#include "cli/profile_table.h"
+#include "cli/verbs.h"
+#include "frontend/graph_json.h"
+#include "runtime/executor.h"
+#include "runtime/launcher.h"
+
+namespace autopar::cli {
+
+namespace {
+
+constexpr int kExitFailed = 1;
+
+struct ProfileOptions {
+  std::string model;
+  std::string cluster = "cpu-host";
+  std::vector<int64_t> tensorParallel{1};
+  std::vector<int64_t> microBatches{1};
+  bool sequenceParallel = false;
+  int64_t sequence = 0;
+  int steps = 6;
+  std::string out;
+};
+
+/// Medians over the measured steps (the first, which warms up, is left out) of rank 0's figures.
+struct RunFigures {
+  double forward = 0;
+  double backward = 0;
+  double activation = 0;
+  std::array<runtime::PartCost, runtime::kParts> parts{};
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+RunFigures figuresOf(const runtime::RankResult& result) {
+  RunFigures figures;
+  std::vector<double> forward, backward, activation;
+  std::array<std::vector<double>, runtime::kParts> partForward, partBytes;
+  for (size_t i = result.steps.size() > 1 ? 1 : 0; i < result.steps.size(); ++i) {
+    const runtime::StepReport& step = result.steps[i];
+    forward.push_back(step.forwardSeconds);
+    backward.push_back(step.backwardSeconds);
+    activation.push_back(static_cast<double>(step.activationBytes));
+    for (size_t p = 0; p < step.parts.size(); ++p) {
+      partForward[p].push_back(step.parts[p].forwardSeconds);
+      partBytes[p].push_back(static_cast<double>(step.parts[p].keptBytes));
+    }
+  }
+  figures.forward = median(forward);
+  figures.backward = median(backward);
+  figures.activation = median(activation);
+  for (size_t p = 0; p < figures.parts.size(); ++p) {
+    figures.parts[p] = {median(partForward[p]), static_cast<int64_t>(median(partBytes[p]))};
+  }
+  return figures;
+}
+
+/// Builds the model with `layers` layers for `setting`, runs it on setting.tp local ranks and
+/// returns rank 0's figures.
+Expected<RunFigures> measure(const ProfileOptions& options, frontend::TransformerConfig config,
+                             const BlockSetting& setting, int64_t layers,
+                             const std::string& scratch) {
+  config.layers = layers;
+  ModelOptions modelOptions;
+  modelOptions.transformer = config;
+  modelOptions.microBatch = setting.mbs;
+  modelOptions.sequence = options.sequence;
+  if (setting.tp > 1) {
+    modelOptions.tensorParallel = setting.tp;
+    modelOptions.dataParallel = 1;
+    modelOptions.sequenceParallel = setting.sequenceParallel;
+  }
+  auto model = loadModel(options.model, modelOptions, setting.tp);
+  if (!model) return model.error();
+  const std::string graphPath = fmt::format("{}/graph.json", scratch);
+  std::ofstream(graphPath) << frontend::graphToJson(model->graph).dump();
+  runtime::LaunchOptions launch;
+  launch.ranks = static_cast<int>(setting.tp);
+  launch.arguments = {"run",
+                      "--graph",
+                      graphPath,
+                      "--cluster",
+                      options.cluster,
+                      "--steps",
+                      std::to_string(options.steps),
+                      "--measure",
+                      "--result-dir",
+                      scratch};
+  if (auto status = runtime::launch(launch); !status) return status.error();
+  auto result = runtime::readResult(fmt::format("{}/rank-0.pt", scratch));
+  if (!result) return result.error();
+  return figuresOf(*result);
+}
+
+/// Per layer, the backward and the kept bytes: the 4-layer run minus the 2-layer run, halved;
+/// the forward is timed op by op, so it is the layers' ops' own time over both runs' layers. The
+/// embedding's and the head's forward and kept bytes are their ops' own (2-layer run); the
+/// backward left after the layers' is shared between them in proportion to their forwards.
+MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t extraLayers) {
+  auto perLayer = [&](double a, double b) { return std::max(0.0, (b - a) / extraLayers); };
+  const size_t layers = static_cast<size_t>(runtime::Part::kLayers);
+  const double forward = (two.parts[layers].forwardSeconds + four.parts[layers].forwardSeconds) /
+                         static_cast<double>(2 + 2 + extraLayers);
+  MeasuredPart layer{forward, perLayer(two.backward, four.backward),
+                     static_cast<int64_t>(perLayer(two.activation, four.activation))};
+  const auto& first = two.parts[static_cast<size_t>(runtime::Part::kFirst)];
+  const auto& last = two.parts[static_cast<size_t>(runtime::Part::kLast)];
+  const double rest = std::max(0.0, two.backward - 2 * layer.backwardSeconds);
+  const double ends = first.forwardSeconds + last.forwardSeconds;
+  const double firstShare = ends > 0 ? first.forwardSeconds / ends : 0.5;
+  MeasuredBlocks blocks;
+  blocks.layers["llm"] = layer;
+  blocks.first =
+      MeasuredPart{first.forwardSeconds, rest * firstShare, std::max<int64_t>(first.keptBytes, 0)};
+  blocks.last = MeasuredPart{last.forwardSeconds, rest * (1 - firstShare),
+                             std::max<int64_t>(last.keptBytes, 0)};
+  return blocks;
+}
+
+int runProfile(const ProfileOptions& options) {
+  auto config = transformerConfigOf(options.model);
+  if (!config) return reportError(config.error());
+  if (config->vision.layers > 0) {
+    return reportError(
+        Error{fmt::format("{}: profile measures decoder layers only; the vision "
+                          "tower is not profiled yet",
+                          options.model)});
+  }
+  auto cluster = loadCluster(options.cluster, 1, 0);
+  if (!cluster) return reportError(cluster.error());
+  ProfileTable table;
+  table.device = cluster->device.name;
+  table.nnodes = 1;
+  int64_t widest = 1;
+  for (int64_t tp : options.tensorParallel) widest = std::max(widest, tp);
+  table.nprocPerNode = static_cast<int>(widest);
+  char pattern[] = "/tmp/autopar-profile-XXXXXX";
+  const char* scratch = mkdtemp(pattern);
+  if (scratch == nullptr) return reportError(Error{"profile: cannot create a temporary directory"});
+  for (int64_t tp : options.tensorParallel) {
+    for (int64_t mbs : options.microBatches) {
+      const BlockSetting setting{tp, 1, options.sequenceParallel && tp > 1, mbs, "none"};
+      auto two = measure(options, *config, setting, 2, scratch);
+      auto four = two ? measure(options, *config, setting, 4, scratch) : two;
+      if (!two || !four) {
+        std::filesystem::remove_all(scratch);
+        fmt::print(stderr, "autopar: error: profile tp {} mbs {}: {}\n", tp, mbs,
+                   (!two ? two : four).error().message);
+        return kExitFailed;
+      }
+      const MeasuredBlocks blocks = difference(*two, *four, 2);
+      const MeasuredPart& layer = blocks.layers.at("llm");
+      fmt::print(
+          "tp {} mbs {}{}: layer forward {:.2f} ms, backward {:.2f} ms, keeps {}; "
+          "embedding {:.2f} ms, head {:.2f} ms forward\n",
+          tp, mbs, setting.sequenceParallel ? " sp" : "", layer.forwardSeconds * 1e3,
+          layer.backwardSeconds * 1e3, formatBytes(layer.activationBytes),
+          blocks.first->forwardSeconds * 1e3, blocks.last->forwardSeconds * 1e3);
+      table.entries[setting] = blocks;
+    }
+  }
+  std::filesystem::remove_all(scratch);
+  std::ofstream(options.out) << profileTableToJson(table, options.model);
+  fmt::print("wrote {} ({} settings)\n", options.out, table.entries.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+void addProfileVerb(CLI::App& app, Action& action) {
+  auto options = std::make_shared<ProfileOptions>();
+  CLI::App* verb = app.add_subcommand(
+      "profile",
+      "Measure a transformer's layer, embedding and head on local ranks (2 and 4 "
+      "layers, differenced) and write the block table search --profile reads");
+  verb->add_option("--model", options->model, "preset name or model config file")->required();
+  verb->add_option("--cluster", options->cluster, "the cluster the ranks stand for (its device)");
+  verb->add_option("--tp", options->tensorParallel, "tensor-parallel degrees to measure, e.g. 1,2")
+      ->delimiter(',')
+      ->check(positive());
+  verb->add_option("--mbs", options->microBatches, "micro-batch sizes to measure, e.g. 1,2")
+      ->delimiter(',')
+      ->check(positive());
+  verb->add_flag("--sequence-parallel", options->sequenceParallel,
+                 "with TP > 1, Megatron-LM sequence parallelism");
+  verb->add_option("--seq", options->sequence, "sequence length")->check(positive());
+  verb->add_option("--steps", options->steps, "steps per run; the first warms up")
+      ->check(CLI::Range(2, 1000));
+  verb->add_option("--out", options->out, "the table to write")->required();
+  verb->callback([&action, options] { action = [options] { return runProfile(*options); }; });
+}
+
+}  // namespace autopar::cli
+
+#else  // built without LibTorch
+
+#include "cli/verbs.h"
+
+namespace autopar::cli {
+
+void addProfileVerb(CLI::App& app, Action& action) {
+  CLI::App* verb = app.add_subcommand("profile", "Needs LibTorch, which this build did not find");
+  verb->allow_extras();
+  verb->callback([&action] {
+    action = [] {
+      return reportError(
+          Error{"this autopar was built without LibTorch (libtorch-dev); run "
+                "scripts/setup.sh and rebuild to use profile"});
+    };
+  });
+}
+
+}  // namespace autopar::cli
+
+#endif

@@ -19,6 +19,7 @@
 #include "plan/validate.h"
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
+#include "runtime/result_file.h"
 
 namespace autopar::cli {
 

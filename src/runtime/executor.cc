@@ -106,6 +106,8 @@ class Rank {
     int dim = 0;
   };
   std::map<ir::TensorId, Shard> shards_;
+  Expected<Shard> optimizerShard(const ir::Tensor& tensor, const TensorLayout& layout,
+                                 const at::Tensor& block) const;
   std::vector<int> lossMembers_;  ///< the ranks whose loss scalars add up to the loss
   int stage_ = 0;                 ///< this rank's pipeline stage
   bool lastStage_ = true;
@@ -157,6 +159,41 @@ at::Tensor Rank::drawWhole(const ir::Tensor& tensor, int step) const {
   return torch::randn(shape, generator);
 }
 
+/// With optimizer parallelism, the part of `block` whose Adam states this rank keeps: the block
+/// cut along the plan's shard dim over the ranks that hold the same block. No leaf when the plan
+/// does not shard the parameter.
+Expected<Rank::Shard> Rank::optimizerShard(const ir::Tensor& tensor, const TensorLayout& layout,
+                                           const at::Tensor& block) const {
+  Shard shard;
+  for (const auto& record : program_.parameters) {
+    if (record.name != tensor.name || record.optimizerShards <= 1) continue;
+    std::vector<int> unused;  // axes the block is replicated over
+    for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
+      bool used = std::find(layout.partialAxes.begin(), layout.partialAxes.end(), axis) !=
+                  layout.partialAxes.end();
+      for (const auto& axes : layout.dimAxes) {
+        used = used || std::find(axes.begin(), axes.end(), axis) != axes.end();
+      }
+      if (!used) unused.push_back(axis);
+    }
+    shard.replicas =
+        layout.deviceMatrix.group(positionIn(layout.deviceMatrix, groups_.rank()), unused);
+    if (static_cast<int64_t>(shard.replicas.size()) != record.optimizerShards) {
+      return Error{
+          fmt::format("parameters.{}: {} optimizer shards but the parameter has {} "
+                      "replicas; the runtime cuts optimizer states over all of them",
+                      tensor.name, record.optimizerShards, shard.replicas.size())};
+    }
+    shard.dim = record.shardDim;
+    shard.leaf = block.detach()
+                     .chunk(record.optimizerShards,
+                            shard.dim)[static_cast<size_t>(groups_.position(shard.replicas))]
+                     .clone()
+                     .set_requires_grad(true);
+  }
+  return shard;
+}
+
 Status Rank::prepare() {
   const ir::Graph& graph = program_.graph;
   for (const ir::Op& op : graph.ops()) {
@@ -187,43 +224,17 @@ Status Rank::prepare() {
     TensorLayout layout = std::move(*home);
     at::Tensor block = cut(drawWhole(tensor, 0), rangesOf(layout, groups_.rank()));
     block.set_requires_grad(true);
-    Shard shard;
-    for (const auto& record : program_.parameters) {
-      if (record.name != tensor.name || record.optimizerShards <= 1) continue;
-      std::vector<int> unused;  // axes the block is replicated over
-      for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
-        bool used = std::find(layout.partialAxes.begin(), layout.partialAxes.end(), axis) !=
-                    layout.partialAxes.end();
-        for (const auto& axes : layout.dimAxes) {
-          used = used || std::find(axes.begin(), axes.end(), axis) != axes.end();
-        }
-        if (!used) unused.push_back(axis);
-      }
-      shard.replicas =
-          layout.deviceMatrix.group(positionIn(layout.deviceMatrix, groups_.rank()), unused);
-      if (static_cast<int64_t>(shard.replicas.size()) != record.optimizerShards) {
-        return Error{
-            fmt::format("parameters.{}: {} optimizer shards but the parameter has {} "
-                        "replicas; the runtime cuts optimizer states over all of them",
-                        tensor.name, record.optimizerShards, shard.replicas.size())};
-      }
-      shard.dim = record.shardDim;
-      shard.leaf = block.detach()
-                       .chunk(record.optimizerShards,
-                              shard.dim)[static_cast<size_t>(groups_.position(shard.replicas))]
-                       .clone()
-                       .set_requires_grad(true);
-    }
-    leaves.push_back(shard.leaf.defined() ? shard.leaf : block);
-    if (shard.leaf.defined()) shards_.emplace(id, std::move(shard));
-    int uses = 0;
-    for (ir::OpId consumer : tensor.consumers) uses += stageOf(consumer) == stage_ ? 1 : 0;
+    auto shard = optimizerShard(tensor, layout, block);
+    if (!shard) return shard.error();
+    leaves.push_back(shard->leaf.defined() ? shard->leaf : block);
+    if (shard->leaf.defined()) shards_.emplace(id, std::move(*shard));
+    // A parameter with one use has its gradient summed once per step, not per micro-batch.
     const ir::OpId consumer = tensor.consumers.front();
     const ir::Op& user = graph.op(consumer);
     const auto slot = static_cast<size_t>(std::find(user.inputs.begin(), user.inputs.end(), id) -
                                           user.inputs.begin());
     const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(consumer)];
-    if (uses == 1 && !sharded.inputGradPartialAxes[slot].empty()) {
+    if (tensor.consumers.size() == 1 && !sharded.inputGradPartialAxes[slot].empty()) {
       gradientGroups_[id] = sharded.matrix.group(positionIn(sharded.matrix, groups_.rank()),
                                                  sharded.inputGradPartialAxes[slot]);
     }
@@ -571,92 +582,6 @@ Expected<RankResult> execute(const Program& program, const Connection& connectio
     std::string message = error.what();
     message = message.substr(0, message.find('\n'));
     return Error{fmt::format("rank {}: {}", connection.rank, message)};
-  }
-}
-
-Status writeResult(const RankResult& result, const std::string& path) {
-  try {
-    torch::serialize::OutputArchive archive;
-    // Per step: loss, seconds, forward, backward, activation bytes, then per part its forward
-    // seconds and kept bytes.
-    std::vector<double> steps;
-    for (const auto& step : result.steps) {
-      steps.insert(steps.end(), {step.loss, step.seconds, step.forwardSeconds, step.backwardSeconds,
-                                 static_cast<double>(step.activationBytes)});
-      for (const PartCost& part : step.parts) {
-        steps.insert(steps.end(), {part.forwardSeconds, static_cast<double>(part.keptBytes)});
-      }
-    }
-    archive.write("steps", torch::tensor(steps, torch::kFloat64));
-    archive.write("count", torch::tensor(static_cast<int64_t>(result.parameters.size())));
-    for (size_t i = 0; i < result.parameters.size(); ++i) {
-      const ParameterBlock& block = result.parameters[i];
-      torch::serialize::OutputArchive entry;
-      std::vector<int64_t> ranges;
-      for (const auto& [lo, hi] : block.ranges) ranges.insert(ranges.end(), {lo, hi});
-      std::vector<uint8_t> name(block.name.begin(), block.name.end());
-      entry.write("name", torch::tensor(std::vector<int64_t>(name.begin(), name.end())));
-      entry.write("full_shape", torch::tensor(block.fullShape));
-      entry.write("ranges", torch::tensor(ranges));
-      entry.write("values", torch::tensor(block.values));
-      archive.write(fmt::format("parameter{}", i), entry);
-    }
-    archive.save_to(path);
-    return {};
-  } catch (const std::exception& error) {
-    const std::string message = error.what();
-    return Error{fmt::format("{}: cannot write the rank's result: {}", path,
-                             message.substr(0, message.find('\n')))};
-  }
-}
-
-Expected<RankResult> readResult(const std::string& path) {
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    auto vectorOf = [](const at::Tensor& t) {
-      auto c = t.contiguous();
-      return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-    };
-    at::Tensor steps, count;
-    archive.read("steps", steps);
-    archive.read("count", count);
-    RankResult result;
-    constexpr int64_t kFields = 5 + 2 * kParts;
-    const auto flat = steps.contiguous();
-    const double* v = flat.data_ptr<double>();
-    for (int64_t i = 0; i + kFields <= flat.numel(); i += kFields) {
-      StepReport step{static_cast<int>(i / kFields), v[i], v[i + 1], v[i + 2], v[i + 3],
-                      static_cast<int64_t>(v[i + 4])};
-      for (int part = 0; part < kParts; ++part) {
-        step.parts[static_cast<size_t>(part)] = {v[i + 5 + 2 * part],
-                                                 static_cast<int64_t>(v[i + 6 + 2 * part])};
-      }
-      result.steps.push_back(step);
-    }
-    for (int64_t i = 0; i < count.item<int64_t>(); ++i) {
-      torch::serialize::InputArchive entry;
-      archive.read(fmt::format("parameter{}", i), entry);
-      at::Tensor name, fullShape, ranges, values;
-      entry.read("name", name);
-      entry.read("full_shape", fullShape);
-      entry.read("ranges", ranges);
-      entry.read("values", values);
-      ParameterBlock block;
-      for (int64_t c : vectorOf(name)) block.name.push_back(static_cast<char>(c));
-      block.fullShape = vectorOf(fullShape);
-      const auto bounds = vectorOf(ranges);
-      for (size_t k = 0; k + 1 < bounds.size(); k += 2)
-        block.ranges.emplace_back(bounds[k], bounds[k + 1]);
-      auto data = values.contiguous();
-      block.values.assign(data.data_ptr<float>(), data.data_ptr<float>() + data.numel());
-      result.parameters.push_back(std::move(block));
-    }
-    return result;
-  } catch (const std::exception& error) {
-    const std::string message = error.what();
-    return Error{fmt::format("{}: cannot read the rank's result: {}", path,
-                             message.substr(0, message.find('\n')))};
   }
 }
 

@@ -121,8 +121,4 @@ Expected<RankResult> execute(const Program& program, const Connection& connectio
                              const RunConfig& config,
                              const std::function<void(const StepReport&)>& onStep);
 
-/// Writes / reads a rank's result (LibTorch's archive format).
-Status writeResult(const RankResult& result, const std::string& path);
-Expected<RankResult> readResult(const std::string& path);
-
 }  // namespace autopar::runtime

@@ -29,6 +29,11 @@ int64_t positionIn(const cluster::Mesh& mesh, int rank) {
   return at == ranks.end() ? -1 : static_cast<int64_t>(at - ranks.begin());
 }
 
+std::vector<int> sorted(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -82,8 +87,12 @@ class Rank {
   /// Where a graph input or parameter lives: the layout its first consumer on this stage needs.
   [[nodiscard]] std::optional<TensorLayout> homeLayout(ir::TensorId tensor) const;
   [[nodiscard]] at::Tensor drawWhole(const ir::Tensor& tensor, int step) const;
+  /// Runs the steps from `from` to `to`. With `copies` (the ranks the op then uses the value
+  /// on as replicated copies), a final all-gather over exactly those ranks becomes one whose
+  /// backward reduce-scatters, and `*copies` is cleared: the copies' gradients are summed there.
   [[nodiscard]] Expected<at::Tensor> redistribute(at::Tensor block, const TensorLayout& from,
-                                                  const TensorLayout& to);
+                                                  const TensorLayout& to,
+                                                  std::vector<int>* copies = nullptr);
   Expected<MicroBatch> forward(int step, int micro);
   Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample);
   /// Each op's part (Part) in the model.
@@ -104,6 +113,9 @@ class Rank {
     at::Tensor leaf;
     std::vector<int> replicas;
     int dim = 0;
+    /// The gradient is summed over exactly the replicas: one reduce-scatter gives this rank's
+    /// part (ZeRO's), instead of an all-reduce of the whole gradient.
+    bool scatterGradient = false;
   };
   std::map<ir::TensorId, Shard> shards_;
   Expected<Shard> optimizerShard(const ir::Tensor& tensor, const TensorLayout& layout,
@@ -237,6 +249,10 @@ Status Rank::prepare() {
     if (tensor.consumers.size() == 1 && !sharded.inputGradPartialAxes[slot].empty()) {
       gradientGroups_[id] = sharded.matrix.group(positionIn(sharded.matrix, groups_.rank()),
                                                  sharded.inputGradPartialAxes[slot]);
+      auto zero = shards_.find(id);
+      if (zero != shards_.end()) {
+        zero->second.scatterGradient = sorted(gradientGroups_[id]) == sorted(zero->second.replicas);
+      }
     }
     parameters_.emplace(id, Value{block, std::move(layout)});
   }
@@ -251,11 +267,12 @@ Status Rank::prepare() {
 }
 
 Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& from,
-                                        const TensorLayout& to) {
+                                        const TensorLayout& to, std::vector<int>* copies) {
   if (from == to) return block;
   auto plan = layout::redistribute(from, to, program_.cluster, 4);
   if (!plan) return plan.error();
-  for (const layout::RedistStep& step : plan->steps) {
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    const layout::RedistStep& step = plan->steps[s];
     const int64_t position = positionIn(step.matrix, groups_.rank());
     const std::vector<int> axis{step.axis};
     const auto& members = keep(step.matrix.group(position, axis));
@@ -264,7 +281,12 @@ Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& fr
         block = collective::split(groups_, members, block, step.dim);
         break;
       case PrimitiveKind::kAllGather:
-        block = collective::allGather(groups_, members, block, step.dim);
+        if (copies != nullptr && s + 1 == plan->steps.size() && sorted(members) == *copies) {
+          block = collective::allGatherSummed(groups_, members, block, step.dim);
+          copies->clear();
+        } else {
+          block = collective::allGather(groups_, members, block, step.dim);
+        }
         break;
       case PrimitiveKind::kAllToAll:
         block = collective::split(groups_, members,
@@ -272,8 +294,7 @@ Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& fr
                                   step.splitDim);
         break;
       case PrimitiveKind::kReduceScatter:
-        block =
-            collective::split(groups_, members, collective::sum(groups_, members, block), step.dim);
+        block = collective::reduceScatter(groups_, members, block, step.dim);
         break;
       case PrimitiveKind::kAllReduce:
         block = collective::sum(groups_, members, block);
@@ -346,13 +367,16 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
     std::vector<at::Tensor> inputs;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Value& value = values.at(op.inputs[i]);
-      auto block = redistribute(value.block, value.layout, sharded.inputs[i]);
-      if (!block) return block.error().in(op.name);
       const auto& axes = sharded.inputGradPartialAxes[i];
       const bool deferred = gradientGroups_.count(op.inputs[i]) > 0;
-      if (!axes.empty() && block->is_floating_point() && !deferred && !config_.dropGradientSums) {
-        *block = collective::broadcast(groups_, keep(sharded.matrix.group(position, axes)), *block);
-      }
+      const bool sumCopies = !axes.empty() && !deferred && !config_.dropGradientSums &&
+                             ir::isFloating(graph.tensor(op.inputs[i]).type.dtype);
+      std::vector<int> copies;
+      if (sumCopies) copies = sorted(sharded.matrix.group(position, axes));
+      auto block =
+          redistribute(value.block, value.layout, sharded.inputs[i], sumCopies ? &copies : nullptr);
+      if (!block) return block.error().in(op.name);
+      if (!copies.empty()) *block = collective::broadcast(groups_, keep(copies), *block);
       inputs.push_back(*block);
       context.inputRanges.push_back(rangesOf(sharded.inputs[i], groups_.rank()));
     }
@@ -430,6 +454,8 @@ void Rank::syncGradients() {
   if (config_.dropGradientSums) return;
   std::map<std::vector<int>, std::vector<at::Tensor>> buckets;
   for (const auto& [id, members] : gradientGroups_) {
+    const auto shard = shards_.find(id);
+    if (shard != shards_.end() && shard->second.scatterGradient) continue;
     const at::Tensor& grad = parameters_.at(id).block.grad();
     if (grad.defined()) buckets[members].push_back(grad);
   }
@@ -448,10 +474,14 @@ void Rank::syncGradients() {
 
 void Rank::optimizerStep() {
   for (auto& [id, shard] : shards_) {
-    const at::Tensor& block = parameters_.at(id).block;
+    const at::Tensor& grad = parameters_.at(id).block.grad();
+    if (shard.scatterGradient && !config_.dropGradientSums) {
+      shard.leaf.mutable_grad() =
+          collective::reduceScatterNoGrad(groups_, shard.replicas, grad, shard.dim);
+      continue;
+    }
     shard.leaf.mutable_grad() =
-        block.grad()
-            .chunk(static_cast<int64_t>(shard.replicas.size()),
+        grad.chunk(static_cast<int64_t>(shard.replicas.size()),
                    shard.dim)[static_cast<size_t>(groups_.position(shard.replicas))]
             .clone();
   }

@@ -104,6 +104,21 @@ at::Tensor block(ProcessGroups& groups, const std::vector<int>& members, const a
   return x.chunk(parts, dim)[static_cast<size_t>(groups.position(members))].contiguous();
 }
 
+/// Reduce-scatter as one all-to-all of the blocks and a local sum: ProcessGroupGloo in LibTorch
+/// 1.13 has no reduce_scatter. Each rank sends (p-1)/p of the buffer, as a ring reduce-scatter.
+at::Tensor scatterSum(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
+                      int64_t dim) {
+  const int64_t parts = static_cast<int64_t>(members.size());
+  at::Tensor front = x.detach().movedim(dim, 0).contiguous();
+  at::Tensor received = torch::empty_like(front);
+  std::vector<int64_t> even;  // empty: equal splits
+  groups.group(members)->alltoall_base(received, front, even, even)->wait();
+  std::vector<int64_t> shape{parts, front.size(0) / parts};
+  for (int64_t d = 1; d < front.dim(); ++d) shape.push_back(front.size(d));
+  at::Tensor summed = received.view(shape).sum(0);  // a new tensor, not a view
+  return dim == 0 ? summed : summed.movedim(0, dim).clone(at::MemoryFormat::Contiguous);
+}
+
 struct SumFunction : torch::autograd::Function<SumFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
                             const std::vector<int>* members) {
@@ -153,7 +168,55 @@ struct SplitFunction : torch::autograd::Function<SplitFunction> {
   }
 };
 
+struct ReduceScatterFunction : torch::autograd::Function<ReduceScatterFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
+                            const std::vector<int>* members, int64_t dim) {
+    save(ctx, *groups, *members);
+    ctx->saved_data["dim"] = dim;
+    return scatterSum(*groups, *members, x, dim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gather(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
+            {},
+            {},
+            {}};
+  }
+};
+
+struct GatherSummedFunction : torch::autograd::Function<GatherSummedFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
+                            const std::vector<int>* members, int64_t dim) {
+    save(ctx, *groups, *members);
+    ctx->saved_data["dim"] = dim;
+    return gather(*groups, *members, x, dim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {scatterSum(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
+            {},
+            {},
+            {}};
+  }
+};
+
 }  // namespace
+
+at::Tensor allGatherSummed(ProcessGroups& groups, const std::vector<int>& members,
+                           const at::Tensor& x, int64_t dim) {
+  if (members.size() <= 1) return x;
+  return GatherSummedFunction::apply(x, &groups, &members, dim);
+}
+
+at::Tensor reduceScatter(ProcessGroups& groups, const std::vector<int>& members,
+                         const at::Tensor& x, int64_t dim) {
+  if (members.size() <= 1) return x;
+  return ReduceScatterFunction::apply(x, &groups, &members, dim);
+}
+
+at::Tensor reduceScatterNoGrad(ProcessGroups& groups, const std::vector<int>& members,
+                               const at::Tensor& x, int64_t dim) {
+  if (members.size() <= 1) return x.detach();
+  return scatterSum(groups, members, x, dim);
+}
 
 at::Tensor sum(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x) {
   if (members.size() <= 1) return x;

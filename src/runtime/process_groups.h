@@ -56,6 +56,17 @@ at::Tensor broadcast(ProcessGroups& groups, const std::vector<int>& members, con
 /// Concatenates the members' blocks along `dim`: backward keeps this rank's block.
 at::Tensor allGather(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
                      int64_t dim);
+/// An all-gather whose result the op then uses as one of several copies (Megatron-LM's sequence
+/// parallel gather): backward reduce-scatters, summing the copies' gradients and keeping this
+/// rank's block in one collective.
+at::Tensor allGatherSummed(ProcessGroups& groups, const std::vector<int>& members,
+                           const at::Tensor& x, int64_t dim);
+/// Sums partial values and keeps this rank's block of `dim`: backward all-gathers.
+at::Tensor reduceScatter(ProcessGroups& groups, const std::vector<int>& members,
+                         const at::Tensor& x, int64_t dim);
+/// The same, outside autograd (gradients of optimizer-sharded parameters).
+at::Tensor reduceScatterNoGrad(ProcessGroups& groups, const std::vector<int>& members,
+                               const at::Tensor& x, int64_t dim);
 /// Keeps this rank's block of `dim`: backward all-gathers the blocks' gradients.
 at::Tensor split(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
                  int64_t dim);

@@ -47,6 +47,7 @@ struct LoadedRun {
   rules::GraphSharding sharding;  ///< each op on its pipeline stage's ranks
   std::vector<int> opStage;
   int stages = 1;
+  std::vector<int> opChunk;
 };
 
 /// Shards every op over its stage's ranks: stage s runs on the plan's ranks (stage 0's) shifted
@@ -125,14 +126,6 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
 Expected<LoadedRun> loadRun(const std::string& path) {
   auto plan = plan::readPlanFile(path);
   if (!plan) return plan.error();
-  for (const auto& op : plan->ops) {
-    if (op.chunk > 0) {
-      return Error{
-          fmt::format("{}: ops[].chunk: {} runs as chunk {}; the runtime does not run "
-                      "the interleaved schedule yet",
-                      path, op.name, op.chunk)};
-    }
-  }
   auto graph = rebuildGraph(*plan);
   if (!graph) return graph.error().in(path);
   if (auto status = plan::validatePlan(*plan, *graph, plan->devices); !status) {
@@ -145,13 +138,16 @@ Expected<LoadedRun> loadRun(const std::string& path) {
   auto sharding = stagedSharding(*plan, *graph);
   if (!sharding) return sharding.error().in(path);
   std::vector<int> opStage;
+  std::vector<int> opChunk;
   int stages = 1;
   for (const auto& op : plan->ops) {
     opStage.push_back(op.stage);
+    opChunk.push_back(op.chunk);
     stages = std::max(stages, op.stage + 1);
   }
   return LoadedRun{std::move(*plan),     std::move(*graph),  std::move(*cluster),
-                   std::move(*sharding), std::move(opStage), stages};
+                   std::move(*sharding), std::move(opStage), stages,
+                   std::move(opChunk)};
 }
 
 /// A graph file run under its own annotations (semi-auto: unannotated ops data parallel) over
@@ -227,7 +223,8 @@ int runRank(const RunOptions& options) {
                            loaded->plan.parameters,
                            loaded->opStage,
                            loaded->stages,
-                           loaded->plan.pipeline.microBatches};
+                           loaded->plan.pipeline.microBatches,
+                           loaded->opChunk};
   auto result = runtime::execute(program, connection, config, [&](const runtime::StepReport& step) {
     fmt::print("rank {} step {} loss {:.6f} time {:.1f} ms\n", *rank, step.step, step.loss,
                step.seconds * 1e3);

@@ -94,7 +94,11 @@ class Rank {
                                                   const TensorLayout& to,
                                                   std::vector<int>* copies = nullptr);
   Expected<MicroBatch> forward(int step, int micro);
-  Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample);
+  Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample, MicroBatch& batch);
+  /// Receives transfer `t`'s block for `batch` into `values`.
+  void receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& batch);
+  /// Sends `value` by transfer `t`, keeping the sent block in `batch` for the backward.
+  Status send(size_t t, const Value& value, MicroBatch& batch);
   /// Each op's part (Part) in the model.
   [[nodiscard]] std::vector<Part> partsOfOps() const;
   void backward(MicroBatch& micro);
@@ -124,6 +128,8 @@ class Rank {
   int stage_ = 0;                 ///< this rank's pipeline stage
   bool lastStage_ = true;
   std::vector<Transfer> transfers_;
+  std::map<ir::TensorId, size_t> inbound_;                ///< tensor -> the transfer bringing it
+  std::map<ir::TensorId, std::vector<size_t>> outbound_;  ///< tensor -> transfers sending it
   std::vector<Part> opParts_;
   /// Parameters with one use on this stage whose gradient comes out partial: the ranks it is
   /// summed over once per step (instead of once per micro-batch inside the backward).
@@ -218,7 +224,12 @@ Status Rank::prepare() {
   stage_ = groups_.rank() / perStage;
   lastStage_ = stageOf(graph.ops().back().id) == stage_;
   if (program_.stages > 1) {
-    transfers_ = stageTransfers(graph, program_.sharding, program_.opStage, perStage);
+    transfers_ =
+        stageTransfers(graph, program_.sharding, program_.opStage, program_.opChunk, perStage);
+    for (size_t t = 0; t < transfers_.size(); ++t) {
+      if (transfers_[t].toStage == stage_) inbound_[transfers_[t].tensor] = t;
+      if (transfers_[t].fromStage == stage_) outbound_[transfers_[t].tensor].push_back(t);
+    }
   }
   std::vector<at::Tensor> leaves;
   for (ir::TensorId id : graph.parameters()) {
@@ -322,37 +333,39 @@ Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
                    Value{cut(drawWhole(tensor, sample), rangesOf(*layout, groups_.rank())),
                          std::move(*layout)});
   }
-  for (size_t t = 0; t < transfers_.size(); ++t) {
-    const Transfer& transfer = transfers_[t];
-    if (transfer.toStage != stage_) continue;
-    const ir::Tensor& tensor = graph.tensor(transfer.tensor);
-    const bool floating = ir::isFloating(tensor.type.dtype);
-    at::Tensor block = torch::empty(transfer.receiverLayout.sliceShape(),
-                                    floating ? torch::kFloat32 : torch::kInt64);
-    groups_.receive(block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
-    if (floating) block.set_requires_grad(true);
-    batch.received.emplace_back(t, block);
-    values.insert_or_assign(transfer.tensor, Value{block, transfer.receiverLayout});
-  }
   const auto opsStart = std::chrono::steady_clock::now();  // the data is drawn: not timed
-  auto loss = runOps(values, sample);
+  auto loss = runOps(values, sample, batch);
   if (!loss) return loss.error();
   forwardSeconds_ = seconds(opsStart);
   batch.loss = *loss;
-  for (size_t t = 0; t < transfers_.size(); ++t) {
-    const Transfer& transfer = transfers_[t];
-    if (transfer.fromStage != stage_) continue;
-    const Value& value = values.at(transfer.tensor);
-    auto block = redistribute(value.block, value.layout, transfer.senderLayout);
-    if (!block) return block.error();
-    groups_.send(*block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
-    batch.sent.emplace_back(t, *block);
-  }
   return batch;
 }
 
-/// Runs this stage's ops; returns the loss on the last stage, else an undefined tensor.
-Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sample) {
+void Rank::receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& batch) {
+  const Transfer& transfer = transfers_[t];
+  const bool floating = ir::isFloating(program_.graph.tensor(transfer.tensor).type.dtype);
+  at::Tensor block = torch::empty(transfer.receiverLayout.sliceShape(),
+                                  floating ? torch::kFloat32 : torch::kInt64);
+  groups_.receive(block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
+  if (floating) block.set_requires_grad(true);
+  batch.received.emplace_back(t, block);
+  values.insert_or_assign(transfer.tensor, Value{block, transfer.receiverLayout});
+}
+
+Status Rank::send(size_t t, const Value& value, MicroBatch& batch) {
+  const Transfer& transfer = transfers_[t];
+  auto block = redistribute(value.block, value.layout, transfer.senderLayout);
+  if (!block) return block.error();
+  groups_.send(*block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
+  batch.sent.emplace_back(t, *block);
+  return {};
+}
+
+/// Runs this stage's ops, receiving what other stages produce just before its first use and
+/// sending what they consume as soon as it is made; returns the loss on the last stage, else an
+/// undefined tensor.
+Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sample,
+                                  MicroBatch& batch) {
   const ir::Graph& graph = program_.graph;
   at::Tensor last;
   for (const ir::Op& op : graph.ops()) {
@@ -365,6 +378,9 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
                           sharded,      position, {}, {},
                           config_.seed, sample};
     std::vector<at::Tensor> inputs;
+    for (ir::TensorId input : op.inputs) {
+      if (values.count(input) == 0) receive(inbound_.at(input), values, batch);
+    }
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Value& value = values.at(op.inputs[i]);
       const auto& axes = sharded.inputGradPartialAxes[i];
@@ -383,6 +399,13 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
     context.outputRanges = rangesOf(sharded.outputs[0], groups_.rank());
     last = runKernel(context, inputs);
     values.insert_or_assign(op.outputs[0], Value{last, sharded.outputs[0]});
+    if (auto sends = outbound_.find(op.outputs[0]); sends != outbound_.end()) {
+      for (size_t t : sends->second) {
+        if (auto status = send(t, values.at(op.outputs[0]), batch); !status) {
+          return status.error().in(op.name);
+        }
+      }
+    }
     if (config_.measure) {
       PartCost& part = measured_[static_cast<size_t>(opParts_[static_cast<size_t>(op.id)])];
       part.forwardSeconds += seconds(opStart);
@@ -429,24 +452,32 @@ std::vector<Part> Rank::partsOfOps() const {
 /// their mean) and from the gradients later stages send back; then the gradients of the received
 /// blocks go back to the stages that sent them.
 void Rank::backward(MicroBatch& batch) {
-  std::vector<at::Tensor> roots;
-  std::vector<at::Tensor> grads;
-  if (batch.loss.defined()) {
-    roots.push_back(batch.loss);
-    grads.push_back(torch::full({}, 1.0 / program_.microBatches));
-  }
-  for (auto& [t, block] : batch.sent) {
-    if (!block.requires_grad()) continue;
-    at::Tensor grad = torch::empty_like(block);
-    groups_.receive(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
-    roots.push_back(block);
-    grads.push_back(grad);
-  }
-  if (!roots.empty()) torch::autograd::backward(roots, grads);
-  for (auto& [t, leaf] : batch.received) {
-    if (!leaf.requires_grad()) continue;
-    const at::Tensor grad = leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
-    groups_.send(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+  int chunks = 1;
+  for (int chunk : program_.opChunk) chunks = std::max(chunks, chunk + 1);
+  const int lossChunk =
+      program_.opChunk.empty() ? 0 : program_.opChunk[program_.graph.ops().size() - 1];
+  // Chunk by chunk from the last: a chunk's gradients reach its received blocks before the
+  // stage that sent them needs them for its own earlier chunk.
+  for (int chunk = chunks - 1; chunk >= 0; --chunk) {
+    std::vector<at::Tensor> roots;
+    std::vector<at::Tensor> grads;
+    if (batch.loss.defined() && chunk == lossChunk) {
+      roots.push_back(batch.loss);
+      grads.push_back(torch::full({}, 1.0 / program_.microBatches));
+    }
+    for (auto& [t, block] : batch.sent) {
+      if (!block.requires_grad() || transfers_[t].fromChunk != chunk) continue;
+      at::Tensor grad = torch::empty_like(block);
+      groups_.receive(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+      roots.push_back(block);
+      grads.push_back(grad);
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, grads);
+    for (auto& [t, leaf] : batch.received) {
+      if (!leaf.requires_grad() || transfers_[t].toChunk != chunk) continue;
+      const at::Tensor grad = leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf);
+      groups_.send(grad, peerOf(transfers_[t], groups_.rank()), static_cast<int>(2 * t + 1));
+    }
   }
 }
 
@@ -500,7 +531,11 @@ void Rank::optimizerStep() {
 Expected<StepReport> Rank::step(int index) {
   const auto start = std::chrono::steady_clock::now();
   const int micro = program_.microBatches;
-  const int warmup = std::min(program_.stages - 1 - stage_, micro);
+  // With model chunks every forward runs first (each spans all of a stage's chunks).
+  const int warmup = program_.opChunk.empty() || *std::max_element(program_.opChunk.begin(),
+                                                                   program_.opChunk.end()) == 0
+                         ? std::min(program_.stages - 1 - stage_, micro)
+                         : micro;
   std::vector<MicroBatch> inFlight(static_cast<size_t>(micro));
   double loss = 0;
   int done = 0;

@@ -110,6 +110,10 @@ struct Program {
   std::vector<int> opStage;
   int stages = 1;
   int microBatches = 1;
+  /// Interleaved schedule: each op's model chunk on its stage (empty: one chunk). A stage runs
+  /// all its chunks of a micro-batch in one forward, and the step runs every forward before the
+  /// backwards (GPipe's order: the numbers are the interleaved schedule's, the order is not).
+  std::vector<int> opChunk;
 };
 
 /// The sharding that runs the whole graph on one rank (every cut 1): the reference `check`

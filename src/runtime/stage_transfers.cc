@@ -7,7 +7,11 @@
 namespace autopar::runtime {
 
 std::vector<Transfer> stageTransfers(const ir::Graph& graph, const rules::GraphSharding& sharding,
-                                     const std::vector<int>& opStage, int ranksPerStage) {
+                                     const std::vector<int>& opStage,
+                                     const std::vector<int>& opChunk, int ranksPerStage) {
+  auto chunkOf = [&](ir::OpId op) {
+    return opChunk.empty() ? 0 : opChunk[static_cast<size_t>(op)];
+  };
   std::vector<Transfer> transfers;
   std::set<std::pair<ir::TensorId, int>> seen;
   for (const ir::Op& op : graph.ops()) {
@@ -22,7 +26,8 @@ std::vector<Transfer> stageTransfers(const ir::Graph& graph, const rules::GraphS
       std::vector<int> ranks = receiver.deviceMatrix.ranks();
       for (int& rank : ranks) rank -= (to - from) * ranksPerStage;
       sender.deviceMatrix = cluster::Mesh(receiver.deviceMatrix.shape(), ranks);
-      transfers.push_back(Transfer{tensor.id, from, to, std::move(receiver), std::move(sender)});
+      transfers.push_back(Transfer{tensor.id, from, to, chunkOf(tensor.producer), chunkOf(op.id),
+                                   std::move(receiver), std::move(sender)});
     }
   }
   return transfers;

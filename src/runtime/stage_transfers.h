@@ -19,14 +19,17 @@ struct Transfer {
   ir::TensorId tensor = -1;
   int fromStage = 0;
   int toStage = 0;
+  int fromChunk = 0;  ///< the producing op's model chunk (interleaved schedule), else 0
+  int toChunk = 0;    ///< the first consuming op's chunk
   layout::TensorLayout receiverLayout;  ///< on toStage's ranks
   layout::TensorLayout senderLayout;    ///< the same layout on fromStage's ranks
 };
 
-/// In graph order of the consuming ops. `opStage` gives each op's stage; a stage has
-/// `ranksPerStage` ranks.
+/// In graph order of the consuming ops. `opStage` and `opChunk` give each op's stage and model
+/// chunk; a stage has `ranksPerStage` ranks.
 std::vector<Transfer> stageTransfers(const ir::Graph& graph, const rules::GraphSharding& sharding,
-                                     const std::vector<int>& opStage, int ranksPerStage);
+                                     const std::vector<int>& opStage,
+                                     const std::vector<int>& opChunk, int ranksPerStage);
 
 /// The rank at `rank`'s mesh position on the other side of the transfer.
 int peerOf(const Transfer& transfer, int rank);

@@ -121,8 +121,10 @@ MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t
   const size_t layers = static_cast<size_t>(runtime::Part::kLayers);
   const double forward = (two.parts[layers].forwardSeconds + four.parts[layers].forwardSeconds) /
                          static_cast<double>(2 + 2 + extraLayers);
-  MeasuredPart layer{forward, perLayer(two.backward, four.backward),
-                     static_cast<int64_t>(perLayer(two.activation, four.activation))};
+  MeasuredPart layer;
+  layer.forwardSeconds = forward;
+  layer.backwardSeconds = perLayer(two.backward, four.backward);
+  layer.activationBytes = static_cast<int64_t>(perLayer(two.activation, four.activation));
   const auto& first = two.parts[static_cast<size_t>(runtime::Part::kFirst)];
   const auto& last = two.parts[static_cast<size_t>(runtime::Part::kLast)];
   const double rest = std::max(0.0, two.backward - 2 * layer.backwardSeconds);
@@ -130,10 +132,15 @@ MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t
   const double firstShare = ends > 0 ? first.forwardSeconds / ends : 0.5;
   MeasuredBlocks blocks;
   blocks.layers["llm"] = layer;
-  blocks.first =
-      MeasuredPart{first.forwardSeconds, rest * firstShare, std::max<int64_t>(first.keptBytes, 0)};
-  blocks.last = MeasuredPart{last.forwardSeconds, rest * (1 - firstShare),
-                             std::max<int64_t>(last.keptBytes, 0)};
+  auto part = [](double forwardSeconds, double backwardSeconds, int64_t bytes) {
+    MeasuredPart measured;
+    measured.forwardSeconds = forwardSeconds;
+    measured.backwardSeconds = backwardSeconds;
+    measured.activationBytes = std::max<int64_t>(bytes, 0);
+    return measured;
+  };
+  blocks.first = part(first.forwardSeconds, rest * firstShare, first.keptBytes);
+  blocks.last = part(last.forwardSeconds, rest * (1 - firstShare), last.keptBytes);
   return blocks;
 }
 

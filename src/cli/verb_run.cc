@@ -164,8 +164,13 @@ Expected<LoadedRun> loadGraphRun(const std::string& path, const std::string& clu
   if (!sharding) return sharding.error().in(path);
   plan::Plan plan;
   plan.devices = world;
-  return LoadedRun{
-      std::move(plan), std::move(model->graph), std::move(*cluster), std::move(*sharding), {}, 1};
+  return LoadedRun{std::move(plan),
+                   std::move(model->graph),
+                   std::move(*cluster),
+                   std::move(*sharding),
+                   {},
+                   1,
+                   {}};
 }
 
 std::optional<int> environmentInt(const char* name) {
@@ -334,8 +339,14 @@ int runCheck(const RunOptions& options) {
   }
   auto unsharded = runtime::unshardedSharding(loaded->graph);
   if (!unsharded) return reportError(unsharded.error());
-  runtime::Program serial{
-      loaded->graph, *unsharded, loaded->cluster, {}, {}, 1, loaded->plan.pipeline.microBatches};
+  runtime::Program serial{loaded->graph,
+                          *unsharded,
+                          loaded->cluster,
+                          {},
+                          {},
+                          1,
+                          loaded->plan.pipeline.microBatches,
+                          {}};
   auto reference = runtime::execute(serial, {}, options.config, [](const runtime::StepReport& s) {
     fmt::print("unsharded step {} loss {:.6f} time {:.1f} ms\n", s.step, s.loss, s.seconds * 1e3);
   });

@@ -99,6 +99,7 @@ class Rank {
   void receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& batch);
   /// Sends `value` by transfer `t`, keeping the sent block in `batch` for the backward.
   Status send(size_t t, const Value& value, MicroBatch& batch);
+  at::Tensor lossOf(const at::Tensor& last);
   /// Each op's part (Part) in the model.
   [[nodiscard]] std::vector<Part> partsOfOps() const;
   void backward(MicroBatch& micro);
@@ -413,6 +414,15 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
     }
   }
   if (!lastStage_) return at::Tensor();
+  return lossOf(last);
+}
+
+/// The training loss from the last op's block: the op's scalar, or for a graph without a loss
+/// (seed 002's FFN ends at its last layer) a fixed random projection of its output,
+/// mean(output * R), R drawn whole and cut like the output. Also notes which ranks' scalars add
+/// up to the loss.
+at::Tensor Rank::lossOf(const at::Tensor& last) {
+  const ir::Graph& graph = program_.graph;
   const rules::ShardedOp& final = program_.sharding.ops.back();
   const int64_t position = positionIn(final.matrix, groups_.rank());
   const TensorLayout& layout = final.outputs[0];
@@ -424,8 +434,6 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
   std::sort(axes.begin(), axes.end());
   lossMembers_ = final.matrix.group(position, axes);
   if (last.dim() == 0) return last;
-  // A graph without a loss (seed 002's FFN ends at its last layer) trains on a fixed random
-  // projection of its output: mean(output * R), R drawn whole and cut like the output.
   const ir::Tensor& output = graph.tensor(graph.ops().back().outputs[0]);
   const at::Tensor probe =
       torch::randn(output.type.shape, generatorFor(config_.seed, output.name + ".probe", 0));

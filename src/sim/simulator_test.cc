@@ -16,7 +16,8 @@ SimulationInput uniformInput(const PipelineShape& shape, double forwardSeconds,
   const int chunks = shape.virtualStages;
   const StageCosts costs{std::vector<double>(chunks, forwardSeconds / chunks),
                          std::vector<double>(chunks, backwardSeconds / chunks),
-                         std::vector<int64_t>(chunks, activationBytes / chunks)};
+                         std::vector<int64_t>(chunks, activationBytes / chunks),
+                         {}};
   return SimulationInput{shape, std::vector<StageCosts>(shape.stages, costs),
                          std::vector<double>(shape.stages, p2pSeconds)};
 }
@@ -147,7 +148,7 @@ TEST(Simulator, UnevenStagesByHand) {
   // Stage 0: F0 0-1, F1 1-2, B0 8-10 (B0 of stage 1 ends at 7.5, +0.5 link), B1 14-16.
   // Stage 1: F0 1.5-3.5, B0 3.5-7.5, F1 7.5-9.5, B1 9.5-13.5.
   SimulationInput input{
-      {.stages = 2, .microBatches = 2}, {{{1}, {2}, {10}}, {{2}, {4}, {20}}}, {0.5, 0.5}};
+      {.stages = 2, .microBatches = 2}, {{{1}, {2}, {10}, {}}, {{2}, {4}, {20}, {}}}, {0.5, 0.5}};
   const SimulationResult result = simulateOk(input);
   EXPECT_DOUBLE_EQ(result.makespanSeconds, 16);
   EXPECT_DOUBLE_EQ(result.stages[1].finishSeconds, 13.5);

@@ -10,7 +10,8 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev
-  # LibTorch calls BLAS; without this Debian links it to the reference BLAS, ~20x slower.
+  # LibTorch calls BLAS; without this Debian links it to the reference BLAS: a DP-4 step of the
+  # 2-layer LLaMA (sequence 128, 4 ranks) took 4.3 s there and 0.56-0.60 s with OpenBLAS.
   libopenblas0-pthread
   zlib1g-dev
 )

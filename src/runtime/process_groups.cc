@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -37,20 +38,20 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> ProcessGroups::group(const std::vecto
   return created;
 }
 
+c10::intrusive_ptr<c10d::ProcessGroupGloo> ProcessGroups::everyone() {
+  std::vector<int> ranks(static_cast<size_t>(world_));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return group(ranks);
+}
+
 void ProcessGroups::send(const at::Tensor& tensor, int to, int tag) {
-  if (everyRank_.empty()) {
-    for (int rank = 0; rank < world_; ++rank) everyRank_.push_back(rank);
-  }
   std::vector<at::Tensor> buffer{tensor.detach().contiguous()};
-  pendingSends_.emplace_back(buffer[0], group(everyRank_)->send(buffer, to, tag));
+  pendingSends_.emplace_back(buffer[0], everyone()->send(buffer, to, tag));
 }
 
 void ProcessGroups::receive(at::Tensor& tensor, int from, int tag) {
-  if (everyRank_.empty()) {
-    for (int rank = 0; rank < world_; ++rank) everyRank_.push_back(rank);
-  }
   std::vector<at::Tensor> buffer{tensor};
-  group(everyRank_)->recv(buffer, from, tag)->wait();
+  everyone()->recv(buffer, from, tag)->wait();
 }
 
 void ProcessGroups::waitSends() {
@@ -140,76 +141,45 @@ struct BroadcastFunction : torch::autograd::Function<BroadcastFunction> {
   }
 };
 
-struct GatherFunction : torch::autograd::Function<GatherFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
-                            const std::vector<int>* members, int64_t dim) {
-    save(ctx, *groups, *members);
-    ctx->saved_data["dim"] = dim;
-    return gather(*groups, *members, x, dim);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {
-        block(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()), {}, {}, {}};
-  }
-};
+/// A collective along a tensor dim, `Forward`, whose backward is the collective `Backward` on the
+/// gradient along the same dim.
+using DimCollective = at::Tensor (*)(ProcessGroups&, const std::vector<int>&, const at::Tensor&,
+                                     int64_t);
 
-struct SplitFunction : torch::autograd::Function<SplitFunction> {
+template <DimCollective Forward, DimCollective Backward>
+struct DimFunction : torch::autograd::Function<DimFunction<Forward, Backward>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
                             const std::vector<int>* members, int64_t dim) {
     save(ctx, *groups, *members);
     ctx->saved_data["dim"] = dim;
-    return block(*groups, *members, x, dim);
+    return Forward(*groups, *members, x, dim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {gather(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
+    return {Backward(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
             {},
             {},
             {}};
   }
 };
 
-struct ReduceScatterFunction : torch::autograd::Function<ReduceScatterFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
-                            const std::vector<int>* members, int64_t dim) {
-    save(ctx, *groups, *members);
-    ctx->saved_data["dim"] = dim;
-    return scatterSum(*groups, *members, x, dim);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {gather(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
-            {},
-            {},
-            {}};
-  }
-};
-
-struct GatherSummedFunction : torch::autograd::Function<GatherSummedFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ProcessGroups* groups,
-                            const std::vector<int>* members, int64_t dim) {
-    save(ctx, *groups, *members);
-    ctx->saved_data["dim"] = dim;
-    return gather(*groups, *members, x, dim);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {scatterSum(groupsOf(ctx), membersOf(ctx), grads[0], ctx->saved_data["dim"].toInt()),
-            {},
-            {},
-            {}};
-  }
-};
+/// Runs Forward under autograd; a group of one rank moves nothing.
+template <DimCollective Forward, DimCollective Backward>
+at::Tensor alongDim(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
+                    int64_t dim) {
+  if (members.size() <= 1) return x;
+  return DimFunction<Forward, Backward>::apply(x, &groups, &members, dim);
+}
 
 }  // namespace
 
 at::Tensor allGatherSummed(ProcessGroups& groups, const std::vector<int>& members,
                            const at::Tensor& x, int64_t dim) {
-  if (members.size() <= 1) return x;
-  return GatherSummedFunction::apply(x, &groups, &members, dim);
+  return alongDim<gather, scatterSum>(groups, members, x, dim);
 }
 
 at::Tensor reduceScatter(ProcessGroups& groups, const std::vector<int>& members,
                          const at::Tensor& x, int64_t dim) {
-  if (members.size() <= 1) return x;
-  return ReduceScatterFunction::apply(x, &groups, &members, dim);
+  return alongDim<scatterSum, gather>(groups, members, x, dim);
 }
 
 at::Tensor reduceScatterNoGrad(ProcessGroups& groups, const std::vector<int>& members,
@@ -230,14 +200,12 @@ at::Tensor broadcast(ProcessGroups& groups, const std::vector<int>& members, con
 
 at::Tensor allGather(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
                      int64_t dim) {
-  if (members.size() <= 1) return x;
-  return GatherFunction::apply(x, &groups, &members, dim);
+  return alongDim<gather, block>(groups, members, x, dim);
 }
 
 at::Tensor split(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x,
                  int64_t dim) {
-  if (members.size() <= 1) return x;
-  return SplitFunction::apply(x, &groups, &members, dim);
+  return alongDim<block, gather>(groups, members, x, dim);
 }
 
 at::Tensor maxNoGrad(ProcessGroups& groups, const std::vector<int>& members, const at::Tensor& x) {

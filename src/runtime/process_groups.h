@@ -39,8 +39,10 @@ class ProcessGroups {
   int world_;
   std::string address_;
   std::chrono::milliseconds timeout_;
+  /// The group of all ranks (point-to-point runs over it).
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> everyone();
+
   std::map<std::vector<int>, c10::intrusive_ptr<c10d::ProcessGroupGloo>> groups_;
-  std::vector<int> everyRank_;
   std::vector<std::pair<at::Tensor, c10::intrusive_ptr<c10d::Work>>> pendingSends_;
 };
 

@@ -11,16 +11,15 @@
 #include <optional>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "layout/redistribution.h"
 #include "runtime/kernels.h"
 #include "runtime/process_groups.h"
+#include "runtime/redistribute.h"
 #include "runtime/stage_transfers.h"
 
 namespace autopar::runtime {
 
 namespace {
 
-using layout::PrimitiveKind;
 using layout::TensorLayout;
 
 int64_t positionIn(const cluster::Mesh& mesh, int rank) {
@@ -87,12 +86,6 @@ class Rank {
   /// Where a graph input or parameter lives: the layout its first consumer on this stage needs.
   [[nodiscard]] std::optional<TensorLayout> homeLayout(ir::TensorId tensor) const;
   [[nodiscard]] at::Tensor drawWhole(const ir::Tensor& tensor, int step) const;
-  /// Runs the steps from `from` to `to`. With `copies` (the ranks the op then uses the value
-  /// on as replicated copies), a final all-gather over exactly those ranks becomes one whose
-  /// backward reduce-scatters, and `*copies` is cleared: the copies' gradients are summed there.
-  [[nodiscard]] Expected<at::Tensor> redistribute(at::Tensor block, const TensorLayout& from,
-                                                  const TensorLayout& to,
-                                                  std::vector<int>* copies = nullptr);
   Expected<MicroBatch> forward(int step, int micro);
   Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample, MicroBatch& batch);
   /// Receives transfer `t`'s block for `batch` into `values`.
@@ -138,12 +131,6 @@ class Rank {
   std::array<PartCost, kParts> measured_{};  ///< the current micro-batch's forward, per part
   double forwardSeconds_ = 0;                ///< the current micro-batch's ops and sends
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  /// Groups outlive the autograd graphs that name them.
-  std::vector<std::unique_ptr<std::vector<int>>> memberLists_;
-  const std::vector<int>& keep(std::vector<int> members) {
-    memberLists_.push_back(std::make_unique<std::vector<int>>(std::move(members)));
-    return *memberLists_.back();
-  }
 };
 
 std::optional<TensorLayout> Rank::homeLayout(ir::TensorId tensor) const {
@@ -278,49 +265,6 @@ Status Rank::prepare() {
   return {};
 }
 
-Expected<at::Tensor> Rank::redistribute(at::Tensor block, const TensorLayout& from,
-                                        const TensorLayout& to, std::vector<int>* copies) {
-  if (from == to) return block;
-  auto plan = layout::redistribute(from, to, program_.cluster, 4);
-  if (!plan) return plan.error();
-  for (size_t s = 0; s < plan->steps.size(); ++s) {
-    const layout::RedistStep& step = plan->steps[s];
-    const int64_t position = positionIn(step.matrix, groups_.rank());
-    const std::vector<int> axis{step.axis};
-    const auto& members = keep(step.matrix.group(position, axis));
-    switch (step.kind) {
-      case PrimitiveKind::kSplit:
-        block = collective::split(groups_, members, block, step.dim);
-        break;
-      case PrimitiveKind::kAllGather:
-        if (copies != nullptr && s + 1 == plan->steps.size() && sorted(members) == *copies) {
-          block = collective::allGatherSummed(groups_, members, block, step.dim);
-          copies->clear();
-        } else {
-          block = collective::allGather(groups_, members, block, step.dim);
-        }
-        break;
-      case PrimitiveKind::kAllToAll:
-        block = collective::split(groups_, members,
-                                  collective::allGather(groups_, members, block, step.dim),
-                                  step.splitDim);
-        break;
-      case PrimitiveKind::kReduceScatter:
-        block = collective::reduceScatter(groups_, members, block, step.dim);
-        break;
-      case PrimitiveKind::kAllReduce:
-        block = collective::sum(groups_, members, block);
-        break;
-      case PrimitiveKind::kMakePartial: {
-        const bool first = step.matrix.coordinate(position)[static_cast<size_t>(step.axis)] == 0;
-        block = collective::broadcast(groups_, members, block) * (first ? 1.0 : 0.0);
-        break;
-      }
-    }
-  }
-  return block;
-}
-
 Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
   const ir::Graph& graph = program_.graph;
   const int sample = step * program_.microBatches + micro;  // seeds the data and dropout
@@ -355,7 +299,8 @@ void Rank::receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& 
 
 Status Rank::send(size_t t, const Value& value, MicroBatch& batch) {
   const Transfer& transfer = transfers_[t];
-  auto block = redistribute(value.block, value.layout, transfer.senderLayout);
+  auto block = redistributeBlock(groups_, program_.cluster, value.block, value.layout,
+                                 transfer.senderLayout);
   if (!block) return block.error();
   groups_.send(*block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
   batch.sent.emplace_back(t, *block);
@@ -390,10 +335,10 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
                              ir::isFloating(graph.tensor(op.inputs[i]).type.dtype);
       std::vector<int> copies;
       if (sumCopies) copies = sorted(sharded.matrix.group(position, axes));
-      auto block =
-          redistribute(value.block, value.layout, sharded.inputs[i], sumCopies ? &copies : nullptr);
+      auto block = redistributeBlock(groups_, program_.cluster, value.block, value.layout,
+                                     sharded.inputs[i], sumCopies ? &copies : nullptr);
       if (!block) return block.error().in(op.name);
-      if (!copies.empty()) *block = collective::broadcast(groups_, keep(copies), *block);
+      if (!copies.empty()) *block = collective::broadcast(groups_, copies, *block);
       inputs.push_back(*block);
       context.inputRanges.push_back(rangesOf(sharded.inputs[i], groups_.rank()));
     }
@@ -585,7 +530,6 @@ Expected<StepReport> Rank::step(int index) {
   }
   report.loss = loss;
   report.seconds = seconds(start);
-  memberLists_.clear();  // the step's autograd graphs, which named them, are gone
   return report;
 }
 

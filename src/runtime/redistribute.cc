@@ -1,0 +1,58 @@
+#include "runtime/redistribute.h"
+
+#include <algorithm>
+
+#include "layout/redistribution.h"
+
+namespace autopar::runtime {
+
+Expected<at::Tensor> redistributeBlock(ProcessGroups& groups, const cluster::Cluster& cluster,
+                                       at::Tensor block, const layout::TensorLayout& from,
+                                       const layout::TensorLayout& to, std::vector<int>* copies) {
+  using layout::PrimitiveKind;
+  if (from == to) return block;
+  auto plan = layout::redistribute(from, to, cluster, 4);
+  if (!plan) return plan.error();
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    const layout::RedistStep& step = plan->steps[s];
+    const auto& ranks = step.matrix.ranks();
+    const int64_t position = std::find(ranks.begin(), ranks.end(), groups.rank()) - ranks.begin();
+    const std::vector<int> axis{step.axis};
+    const std::vector<int> members = step.matrix.group(position, axis);
+    switch (step.kind) {
+      case PrimitiveKind::kSplit:
+        block = collective::split(groups, members, block, step.dim);
+        break;
+      case PrimitiveKind::kAllGather: {
+        std::vector<int> sorted = members;
+        std::sort(sorted.begin(), sorted.end());
+        if (copies != nullptr && s + 1 == plan->steps.size() && sorted == *copies) {
+          block = collective::allGatherSummed(groups, members, block, step.dim);
+          copies->clear();
+        } else {
+          block = collective::allGather(groups, members, block, step.dim);
+        }
+        break;
+      }
+      case PrimitiveKind::kAllToAll:
+        block = collective::split(groups, members,
+                                  collective::allGather(groups, members, block, step.dim),
+                                  step.splitDim);
+        break;
+      case PrimitiveKind::kReduceScatter:
+        block = collective::reduceScatter(groups, members, block, step.dim);
+        break;
+      case PrimitiveKind::kAllReduce:
+        block = collective::sum(groups, members, block);
+        break;
+      case PrimitiveKind::kMakePartial: {
+        const bool first = step.matrix.coordinate(position)[static_cast<size_t>(step.axis)] == 0;
+        block = collective::broadcast(groups, members, block) * (first ? 1.0 : 0.0);
+        break;
+      }
+    }
+  }
+  return block;
+}
+
+}  // namespace autopar::runtime

@@ -219,24 +219,4 @@ void addProfileVerb(CLI::App& app, Action& action) {
 
 }  // namespace autopar::cli
 
-#else  // built without LibTorch
-
-#include "cli/verbs.h"
-
-namespace autopar::cli {
-
-void addProfileVerb(CLI::App& app, Action& action) {
-  CLI::App* verb = app.add_subcommand("profile", "Needs LibTorch, which this build did not find");
-  verb->allow_extras();
-  verb->callback([&action] {
-    action = [] {
-      return reportError(
-          Error{"this autopar was built without LibTorch (libtorch-dev); run "
-                "scripts/setup.sh and rebuild to use profile"});
-    };
-  });
-}
-
-}  // namespace autopar::cli
-
-#endif
+#endif  // AUTOPAR_HAVE_RUNTIME (without LibTorch, verb_run.cc stands in for profile)

@@ -451,24 +451,39 @@ void addRunVerbs(CLI::App& app, Action& action) {
 
 }  // namespace autopar::cli
 
-#else  // built without LibTorch
+#else  // built without LibTorch: run, check and profile say what is missing
+
+#include <fmt/format.h>
 
 #include "cli/verbs.h"
 
 namespace autopar::cli {
 
+namespace {
+
+void addMissingRuntimeVerb(CLI::App& app, Action& action, const char* name) {
+  CLI::App* verb = app.add_subcommand(name, "Needs LibTorch, which this build did not find");
+  verb->allow_extras();
+  verb->callback([&action, name] {
+    action = [name] {
+      return reportError(
+          Error{fmt::format("this autopar was built without LibTorch "
+                            "(libtorch-dev); run scripts/setup.sh and rebuild to "
+                            "use {}",
+                            name)});
+    };
+  });
+}
+
+}  // namespace
+
 void addRunVerbs(CLI::App& app, Action& action) {
-  for (const char* name : {"run", "check"}) {
-    CLI::App* verb = app.add_subcommand(name, "Needs LibTorch, which this build did not find");
-    verb->allow_extras();
-    verb->callback([&action] {
-      action = [] {
-        return reportError(
-            Error{"this autopar was built without LibTorch (libtorch-dev); "
-                  "run scripts/setup.sh and rebuild to use run and check"});
-      };
-    });
-  }
+  addMissingRuntimeVerb(app, action, "run");
+  addMissingRuntimeVerb(app, action, "check");
+}
+
+void addProfileVerb(CLI::App& app, Action& action) {
+  addMissingRuntimeVerb(app, action, "profile");
 }
 
 }  // namespace autopar::cli

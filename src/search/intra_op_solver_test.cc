@@ -49,6 +49,18 @@ TEST(IntraOpSolvers, ContestExampleOptimum) {
   EXPECT_TRUE(local->evaluation.feasible);
 }
 
+// intra_op_lagrangian.h's example: the unconstrained optimum (415) needs 55 of the 50 units on
+// [50, 70); the dual prices that segment up to the optimum, 445, and the bound is tight.
+TEST(IntraOpSolvers, LagrangianBoundIsTightOnTheContestExample) {
+  auto local = solveLocalSearch(contestExample(), solveOptions(5, 100, 1, 1));
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(local->evaluation.cost, 445);
+  EXPECT_EQ(local->solution, (std::vector<int>{0, 0, 2, 1, 0}));
+  EXPECT_DOUBLE_EQ(local->lowerBound, 445);
+  EXPECT_NE(local->status.find("Lagrangian lower bound 445 (gap 0.00%)"), std::string::npos)
+      << local->status;
+}
+
 TEST(IntraOpSolvers, EvaluationCountsHalfOpenIntervals) {
   auto problem = contestExample();
   // Nodes 0, 1 and 2 are live together on [50, 70); nodes 2, 3 and 4 on [110, 120).
@@ -95,6 +107,7 @@ TEST(IntraOpSolvers, IlpMatchesBruteForceOnTwoHundredRandomProblems) {
   std::mt19937_64 rng(2025);
   int feasible = 0;
   int localOptimal = 0;
+  int boundTight = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const auto problem = randomProblem(rng, 1 + trial % 12, 20000);
     const SolveResult brute = solveBruteForce(problem);
@@ -117,13 +130,18 @@ TEST(IntraOpSolvers, IlpMatchesBruteForceOnTwoHundredRandomProblems) {
     EXPECT_EQ(ilp->evaluation.cost, brute.evaluation.cost) << "trial " << trial;
     EXPECT_TRUE(local->evaluation.feasible) << "trial " << trial;
     EXPECT_GE(local->evaluation.cost, brute.evaluation.cost);
+    EXPECT_LE(local->lowerBound, static_cast<double>(brute.evaluation.cost)) << "trial " << trial;
     localOptimal += local->evaluation.cost == brute.evaluation.cost;
+    boundTight += local->lowerBound == static_cast<double>(brute.evaluation.cost);
   }
   EXPECT_GE(feasible, 200);
   // The local search is a heuristic; on problems this small it should nearly always reach the
   // optimum.
   EXPECT_GE(localOptimal, feasible * 9 / 10);
   RecordProperty("local_search_optimal", localOptimal);
+  RecordProperty("lagrangian_bound_tight", boundTight);
+  // The Lagrangian bound is exact on most of these small trees.
+  EXPECT_GE(boundTight, feasible / 2);
   RecordProperty("feasible", feasible);
 }
 

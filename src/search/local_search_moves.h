@@ -2,9 +2,8 @@
 /// \file
 /// The local search's state and moves over an IntraOpProblem (internal to the intra-operator
 /// solvers): an assignment with its cost and its memory over time, greedy starts, a repair
-/// that brings memory under the limit, descents, exact tree moves and perturbations, and an
-/// optional soft memory constraint (per-node weights on usage). intra_op_local_search.cc
-/// schedules them.
+/// that brings memory under the limit, descents, exact tree moves and perturbations.
+/// intra_op_local_search.cc and intra_op_lagrangian.cc schedule them.
 
 #include <algorithm>
 #include <chrono>
@@ -43,15 +42,10 @@ struct Indexed {
   std::vector<std::pair<size_t, size_t>> segments;  ///< per node, [lo, hi) on the timeline
   size_t timeline = 0;
   int64_t limit = 0;
-  std::vector<int64_t> leanest;  ///< per node, its least usage over its strategies
 };
 
 inline Indexed indexProblem(const IntraOpProblem& problem) {
-  Indexed index{problem, {}, {}, 0, problem.usageLimit < 0 ? INT64_MAX / 4 : problem.usageLimit,
-                {}};
-  for (const auto& node : problem.nodes) {
-    index.leanest.push_back(*std::min_element(node.usages.begin(), node.usages.end()));
-  }
+  Indexed index{problem, {}, {}, 0, problem.usageLimit < 0 ? INT64_MAX / 4 : problem.usageLimit};
   index.incident.resize(problem.nodes.size());
   for (size_t e = 0; e < problem.edges.size(); ++e) {
     index.incident[static_cast<size_t>(problem.edges[e].from)].push_back(
@@ -185,38 +179,43 @@ class Search {
     }
   }
 
-  /// Drops the usage limit and charges each node its weight per byte of usage above its leanest
-  /// strategy's instead (a soft memory constraint); the weights may all be zero.
-  void relax(std::vector<double> weights) {
-    weights_ = std::move(weights);
-    limit_ = INT64_MAX / 4;
-    cost_ = totalCost();
-  }
-
-  /// Back to the true costs and the usage limit; false when memory cannot be repaired to fit.
-  bool restrict() {
-    weights_.clear();
-    limit_ = ix_.limit;
-    cost_ = totalCost();
-    return repair();
-  }
-
   /// Takes the given strategies.
   void assign(const std::vector<int>& choice) {
     assignAll([&](size_t v) { return choice[v]; });
   }
 
-  /// A start with memory ignored: greedy construction, then the spanning-forest pass.
-  void startRelaxed() {
-    greedyStart();
-    forestPass();
-  }
-
-  /// The most memory in use during the node's live interval, as a share of the limit; 0 for a
-  /// node live at no moment.
-  [[nodiscard]] double fill(int v) const {
-    const auto [lo, hi] = ix_.segments[static_cast<size_t>(v)];
-    return lo < hi ? static_cast<double>(tree_.max(lo, hi)) / static_cast<double>(ix_.limit) : 0;
+  /// While memory is over the limit somewhere, the node live at the fullest moment whose change
+  /// frees memory at the least cost per byte changes.
+  /// False when memory cannot be brought within the limit.
+  bool repair() {
+    while (peak() > limit_) {
+      const size_t moment = tree_.argmax();
+      int bestNode = -1;
+      int bestStrategy = -1;
+      double bestRatio = 0;
+      for (size_t v = 0; v < choice_.size(); ++v) {
+        const auto [lo, hi] = ix_.segments[v];
+        if (moment < lo || moment >= hi) continue;
+        const auto& node = ix_.problem.nodes[v];
+        const int64_t usage = node.usages[static_cast<size_t>(choice_[v])];
+        for (int s = 0; s < static_cast<int>(node.costs.size()); ++s) {
+          const int64_t freed = usage - node.usages[static_cast<size_t>(s)];
+          if (freed <= 0) continue;
+          const int64_t delta = moveDelta(static_cast<int>(v), s);
+          // A move that brings in an infinite cost comes last, whatever memory it frees.
+          const double ratio = static_cast<double>(delta) / static_cast<double>(freed) +
+                               (delta >= kNever / 2 ? 1e30 : 0.0);
+          if (bestNode < 0 || ratio < bestRatio) {
+            bestNode = static_cast<int>(v);
+            bestStrategy = s;
+            bestRatio = ratio;
+          }
+        }
+      }
+      if (bestNode < 0) return false;
+      move(bestNode, bestStrategy, moveDelta(bestNode, bestStrategy));
+    }
+    return true;
   }
 
   [[nodiscard]] int64_t cost() const { return cost_; }
@@ -434,50 +433,9 @@ class Search {
     return true;
   }
 
-  /// While memory is over the limit somewhere, the node live at the fullest moment whose change
-  /// frees memory at the least cost per byte changes.
-  bool repair() {
-    while (peak() > limit_) {
-      const size_t moment = tree_.argmax();
-      int bestNode = -1;
-      int bestStrategy = -1;
-      double bestRatio = 0;
-      for (size_t v = 0; v < choice_.size(); ++v) {
-        const auto [lo, hi] = ix_.segments[v];
-        if (moment < lo || moment >= hi) continue;
-        const auto& node = ix_.problem.nodes[v];
-        const int64_t usage = node.usages[static_cast<size_t>(choice_[v])];
-        for (int s = 0; s < static_cast<int>(node.costs.size()); ++s) {
-          const int64_t freed = usage - node.usages[static_cast<size_t>(s)];
-          if (freed <= 0) continue;
-          const int64_t delta = moveDelta(static_cast<int>(v), s);
-          // A move that brings in an infinite cost comes last, whatever memory it frees.
-          const double ratio = static_cast<double>(delta) / static_cast<double>(freed) +
-                               (delta >= kNever / 2 ? 1e30 : 0.0);
-          if (bestNode < 0 || ratio < bestRatio) {
-            bestNode = static_cast<int>(v);
-            bestStrategy = s;
-            bestRatio = ratio;
-          }
-        }
-      }
-      if (bestNode < 0) return false;
-      move(bestNode, bestStrategy, moveDelta(bestNode, bestStrategy));
-    }
-    return true;
-  }
-
-  /// The node's cost under `s`, with infinite as kNever, plus its usage penalty: the node's
-  /// weight times the usage above its leanest strategy's.
+  /// The node's cost under `s`, with infinite as kNever.
   [[nodiscard]] int64_t nodeCost(int v, int s) const {
-    const auto& node = ix_.problem.nodes[static_cast<size_t>(v)];
-    const int64_t cost = capped(node.costs[static_cast<size_t>(s)]);
-    if (weights_.empty() || weights_[static_cast<size_t>(v)] == 0) return cost;
-    const int64_t excess =
-        node.usages[static_cast<size_t>(s)] - ix_.leanest[static_cast<size_t>(v)];
-    // Capped at kNever: a heavy weight must not overflow the sums.
-    const double penalty = weights_[static_cast<size_t>(v)] * static_cast<double>(excess);
-    return cost + (penalty >= static_cast<double>(kNever) ? kNever : std::llround(penalty));
+    return capped(ix_.problem.nodes[static_cast<size_t>(v)].costs[static_cast<size_t>(s)]);
   }
 
   [[nodiscard]] int64_t edgeCost(const Incidence& inc, int mine) const {
@@ -581,8 +539,6 @@ class Search {
   std::vector<char> queued_;  ///< descend(): nodes on the worklist
   /// Cost per byte charged in tree moves on nodes live where memory is above kCrowded of the limit.
   double usagePrice_ = 0;
-  /// Per node, the cost per byte of usage above its leanest strategy (relaxed searches only).
-  std::vector<double> weights_;
 };
 
 }  // namespace autopar::search::local

@@ -11,7 +11,6 @@ namespace autopar::cli {
 
 namespace {
 
-/// Differences of probe stages: what a layer or an end adds.
 search::StateBytes minus(const search::StateBytes& a, const search::StateBytes& b) {
   return {a.weights - b.weights, a.gradients - b.gradients, a.optimizer - b.optimizer};
 }
@@ -21,6 +20,7 @@ search::StateBytes clamped(const search::StateBytes& state) {
           std::max<int64_t>(state.optimizer, 0)};
 }
 
+/// Differences of probe stages: what a layer or an end adds.
 ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
   return {a.forwardSeconds - b.forwardSeconds,
           a.backwardSeconds - b.backwardSeconds,

@@ -215,7 +215,7 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
   for (auto _ : state) {
     const Case& c = cases[next];
     next = next + 1 == cases.size() ? 0 : next + 1;
-    auto sync = [&](int64_t bytes) {
+    auto sync = [&](int64_t bytes, search::ReplicaGroup) {
       return cluster::collectiveCost(*cluster, cluster::Collective::kAllReduce, c.ranks, bytes)
           .seconds;
     };
@@ -230,9 +230,9 @@ BENCHMARK(BM_ClosedFormEstimate);
 /// layer's time, then the 80 LLM layers.
 void BM_PlaceLayersExactVision(benchmark::State& state) {
   search::PlacementProblem problem = llamaLikePlacement(state.range(0));
-  problem.stacks.insert(problem.stacks.begin(),
-                        {32, {0.000125, 0.00025, 0.000125, int64_t{20} << 20, int64_t{10} << 20,
-                              int64_t{1} << 20}});
+  problem.stacks.insert(
+      problem.stacks.begin(),
+      {32, {0.000125, 0.00025, 0.000125, int64_t{20} << 20, int64_t{10} << 20, int64_t{1} << 20}});
   for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
 }
 

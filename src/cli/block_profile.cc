@@ -5,10 +5,20 @@
 #include <algorithm>
 
 #include "cluster/collective.h"
+#include "cost/parameters.h"
 
 namespace autopar::cli {
 
 namespace {
+
+search::StateBytes minus(const search::StateBytes& a, const search::StateBytes& b) {
+  return {a.weights - b.weights, a.gradients - b.gradients, a.optimizer - b.optimizer};
+}
+
+search::StateBytes clamped(const search::StateBytes& state) {
+  return {std::max<int64_t>(state.weights, 0), std::max<int64_t>(state.gradients, 0),
+          std::max<int64_t>(state.optimizer, 0)};
+}
 
 /// Differences of probe stages: what a layer or an end adds.
 ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
@@ -16,8 +26,8 @@ ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
           a.backwardSeconds - b.backwardSeconds,
           a.optimizerSeconds - b.optimizerSeconds,
           a.sendSeconds,
-          {a.state.weights - b.state.weights, a.state.gradients - b.state.gradients,
-           a.state.optimizer - b.state.optimizer},
+          minus(a.state, b.state),
+          minus(a.expertState, b.expertState),
           a.activationBytes - b.activationBytes,
           std::max(a.bufferBytes, b.bufferBytes)};
 }
@@ -33,12 +43,35 @@ search::ProfiledPart partOf(const ProbeStage& d) {
   part.forwardSeconds = std::max(d.forwardSeconds, 0.0);
   part.backwardSeconds = std::max(d.backwardSeconds, 0.0);
   part.optimizerSeconds = std::max(d.optimizerSeconds, 0.0);
-  part.state = {std::max<int64_t>(d.state.weights, 0), std::max<int64_t>(d.state.gradients, 0),
-                std::max<int64_t>(d.state.optimizer, 0)};
+  part.state = clamped(d.state);
+  part.expertState = clamped(d.expertState);
   part.activationBytes = std::max<int64_t>(d.activationBytes, 0);
   part.recomputedActivationBytes = part.activationBytes;
   part.weightGradientSeconds = weightGradientSeconds(part);
   return part;
+}
+
+/// Per stage, the state of the parameters split over expert parallelism: those with fewer
+/// replicas than the probe's DP x CP ranks (the probe runs DP = EP, so the experts' weights have
+/// CP replicas and every other parameter at least DP x CP).
+std::vector<search::StateBytes> expertStatePerStage(const ConfigEstimate& estimate,
+                                                    int64_t dataReplicas) {
+  const Evaluated& evaluated = estimate.evaluated;
+  const auto& options = evaluated.evaluateOptions;
+  std::vector<search::StateBytes> perStage(evaluated.estimate.stages.size());
+  for (const cost::ParameterPlacement& placement : evaluated.report.parameters) {
+    if (placement.replicas >= dataReplicas) continue;
+    const auto state = cost::placedStateBytes(evaluated.model.graph, placement,
+                                              options.optimizerParallel, options.optimizer);
+    const int stage = options.stageOfOp.empty()
+                          ? 0
+                          : options.stageOfOp.at(static_cast<size_t>(placement.firstConsumer));
+    search::StateBytes& sum = perStage.at(static_cast<size_t>(stage) % perStage.size());
+    sum.weights += state.weight;
+    sum.gradients += state.gradient;
+    sum.optimizer += state.optimizer;
+  }
+  return perStage;
 }
 
 }  // namespace
@@ -89,11 +122,12 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   small.tp = setting.tp;
   small.cp = setting.cp;
   small.sequenceParallel = setting.sequenceParallel;
+  small.ep = setting.ep;
   small.mbs = setting.mbs;
   small.pp = 2;
-  small.dp = 1;
+  small.dp = setting.ep;
   small.vpp = 1;
-  small.gbs = 2 * setting.mbs;
+  small.gbs = 2 * setting.mbs * setting.ep;
   small.zero = 0;
   small.zeroBubble = false;
   small.recompute = setting.recompute;
@@ -111,14 +145,18 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
     return estimate.error().in(fmt::format("block probe ({} layers per stage)", perStage));
   }
   deviceBytes_ = estimate->cluster.device.memoryBytes;
+  const std::vector<search::StateBytes> experts =
+      expertStatePerStage(*estimate, small.dp * small.cp);
   std::vector<ProbeStage> stages;
-  for (const auto& stage : estimate->evaluated.estimate.stages) {
+  for (size_t s = 0; s < estimate->evaluated.estimate.stages.size(); ++s) {
+    const auto& stage = estimate->evaluated.estimate.stages[s];
     const auto& memory = stage.memory;
     const int64_t inFlight = std::max(stage.peakInFlight, 1);
-    stages.push_back(
-        {stage.forwardSeconds, stage.backwardSeconds, stage.optimizerSeconds, stage.sendSeconds,
-         search::StateBytes{memory.parameterBytes, memory.gradientBytes, memory.optimizerBytes},
-         memory.activationBytes / inFlight, memory.communicationBytes});
+    const search::StateBytes all{memory.parameterBytes, memory.gradientBytes,
+                                 memory.optimizerBytes};
+    stages.push_back({stage.forwardSeconds, stage.backwardSeconds, stage.optimizerSeconds,
+                      stage.sendSeconds, minus(all, experts[s]), experts[s],
+                      memory.activationBytes / inFlight, memory.communicationBytes});
   }
   return probes_.emplace(key, std::move(stages)).first->second;
 }
@@ -164,7 +202,7 @@ Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& settin
 }
 
 Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& config) {
-  return profile({config.tp, config.cp, config.sequenceParallel, config.mbs,
+  return profile({config.tp, config.cp, config.ep, config.sequenceParallel, config.mbs,
                   config.recompute == "selective" ? "selective" : "none"});
 }
 
@@ -208,6 +246,7 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   candidate.virtualStages = config.vpp;
   candidate.microBatches = config.gbs / (config.dp * config.mbs);
   candidate.dp = config.dp * config.cp;  // the parameters' replicas
+  candidate.expertDp = config.dp * config.cp / config.ep;
   candidate.zero = config.zero;
   candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
                        : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
@@ -220,12 +259,21 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
     candidate.recomputed =
         config.recompute == "full" ? candidate.layers : search::zerosLike(candidate.layers);
   }
+  // Ranks in Megatron-Core's tp-cp-ep-dp order: DP x CP replicas TP apart; an expert's replicas
+  // are the DP ranks EP apart, each with its CP ranks.
   std::vector<int> ranks;
-  for (int64_t d = 0; d < config.dp * config.cp; ++d) {
-    ranks.push_back(static_cast<int>(d * config.tp));
+  std::vector<int> expertRanks;
+  for (int64_t d = 0; d < config.dp; ++d) {
+    for (int64_t c = 0; c < config.cp; ++c) {
+      const auto rank = static_cast<int>((d * config.cp + c) * config.tp);
+      ranks.push_back(rank);
+      if (d % config.ep == 0) expertRanks.push_back(rank);
+    }
   }
-  auto sync = [&](int64_t bytes) {
-    return cluster::collectiveCost(cluster, cluster::Collective::kAllReduce, ranks, bytes).seconds;
+  auto sync = [&](int64_t bytes, search::ReplicaGroup group) {
+    const auto& members = group == search::ReplicaGroup::kExpertData ? expertRanks : ranks;
+    return cluster::collectiveCost(cluster, cluster::Collective::kAllReduce, members, bytes)
+        .seconds;
   };
   return search::estimateAnalytic(*profile, candidate, sync);
 }
@@ -234,7 +282,8 @@ search::PlacementProblem placementProblem(const search::BlockProfile& profile,
                                           const MegatronConfig& config,
                                           const std::vector<int64_t>& stacks, int64_t deviceBytes) {
   const auto sharded = [&](const search::ProfiledPart& part) {
-    return part.state.sharded(config.zero, config.dp * config.cp);
+    return part.state.sharded(config.zero, config.dp * config.cp) +
+           part.expertState.sharded(config.zero, config.dp * config.cp / config.ep);
   };
   search::PlacementProblem problem;
   for (size_t k = 0; k < stacks.size(); ++k) {

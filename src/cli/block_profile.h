@@ -11,9 +11,11 @@
 /// small probe's stages is the first stage's ends (embedding, patch embedding, merger) and the
 /// last's (head). Probes are cached, so a search over thousands of candidates runs a few dozen.
 ///
-/// The probes run with DP 1 and no ZeRO; the closed form shards the state for each candidate
+/// The probes run with DP 1 (DP = EP with expert parallelism, so that the experts split over EP
+/// as they do in the candidates) and no ZeRO; the closed form shards the state for each candidate
 /// over its DP x CP replicas (the parameters' replicas, which the cost model's optimizer
-/// parallelism and Megatron-LM's distributed optimizer both shard over).
+/// parallelism and Megatron-LM's distributed optimizer both shard over), the experts' state over
+/// DP x CP / EP.
 
 #include <cstdint>
 #include <map>
@@ -36,7 +38,8 @@ struct ProbeStage {
   double backwardSeconds = 0;  ///< recompute included
   double optimizerSeconds = 0;
   double sendSeconds = 0;
-  search::StateBytes state;
+  search::StateBytes state;        ///< replicated over the data-parallel ranks
+  search::StateBytes expertState;  ///< split over expert parallelism
   int64_t activationBytes = 0;
   int64_t bufferBytes = 0;
 };
@@ -51,8 +54,8 @@ class BlockProfiler {
 
   Expected<search::BlockProfile> profile(const BlockSetting& setting);
 
-  /// The profile of a configuration's (TP, CP, SP, MBS, recompute) setting; full recompute reads
-  /// the no-recompute profile.
+  /// The profile of a configuration's (TP, CP, EP, SP, MBS, recompute) setting; full recompute
+  /// reads the no-recompute profile.
   Expected<search::BlockProfile> profileOf(const MegatronConfig& config);
 
   [[nodiscard]] int probes() const { return static_cast<int>(probes_.size()); }
@@ -97,7 +100,8 @@ search::StackCounts screenLayers(const MegatronConfig& config, const search::Blo
 /// whole cluster, or the configuration's own): its block profile, its layers placed as `layers`
 /// says (empty: screenLayers) and recomputed as `recomputed` says (empty: every layer under
 /// --recompute full, else none), gradients all-reduced over its DP x CP group (ranks TP apart,
-/// Megatron-LM's tp-cp-dp-pp order) and ZeRO sharding over the same group.
+/// Megatron-LM's tp-cp-ep-dp-pp order) and ZeRO sharding over the same group; the experts'
+/// gradients over their DP x CP / EP replicas (ranks TP x CP x EP apart in DP).
 Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& config,
                                                       BlockProfiler& profiler,
                                                       const cluster::Cluster& cluster,

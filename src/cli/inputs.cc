@@ -91,6 +91,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     config->dataParallel = dataParallel;
     config->sequenceParallel = options.sequenceParallel;
     config->contextParallel = options.contextParallel;
+    config->expertParallel = options.expertParallel;
   }
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);

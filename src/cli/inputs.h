@@ -23,6 +23,9 @@ struct ModelOptions {
   int64_t dataParallel = 0;       ///< with tensorParallel; 0: devices / tensorParallel
   bool sequenceParallel = false;  ///< Megatron-LM's --sequence-parallel, with tensorParallel
   int64_t contextParallel = 1;    ///< Megatron-LM's --context-parallel-size, with tensorParallel
+  /// Megatron-Core's --expert-model-parallel-size, with tensorParallel: the experts of a
+  /// mixture-of-experts model split over this many of the data-parallel ranks.
+  int64_t expertParallel = 1;
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
   std::optional<ir::DType> dtype;
   /// A transformer given by a run yaml (--config) instead of a preset name.

@@ -24,10 +24,12 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.dp <= 0) return Error{"--dp: required, a positive integer"};
   if (config.gbs <= 0) return Error{"--gbs: required, a positive integer"};
   if (config.cp < 1) return Error{fmt::format("--cp {}: expected a positive integer", config.cp)};
-  if (config.ep != 1) {
-    return Error{
-        fmt::format("--ep {}: expert parallelism is not modelled yet (no MoE builder); only --ep 1",
-                    config.ep)};
+  if (config.ep < 1) return Error{fmt::format("--ep {}: expected a positive integer", config.ep)};
+  if (config.ep > 1 && config.tp > 1 && !config.sequenceParallel) {
+    return Error{fmt::format(
+        "--ep {}: with --tp {} needs --sequence-parallel (Megatron-Core requires it for expert "
+        "parallelism with tensor parallelism)",
+        config.ep, config.tp)};
   }
   if (config.gbs % (config.dp * config.mbs) != 0) {
     return Error{fmt::format("--gbs {}: not divisible by --dp {} x --mbs {} = {}", config.gbs,
@@ -45,7 +47,40 @@ Status checkConfig(const MegatronConfig& config) {
   return {};
 }
 
+/// "1, 2, 4 or 8": the expert-parallel degrees dividing both the experts and --dp.
+std::string fittingExpertDegrees(int64_t experts, int64_t dp) {
+  std::vector<std::string> degrees;
+  for (int64_t ep = 1; ep <= std::min(experts, dp); ++ep) {
+    if (experts % ep == 0 && dp % ep == 0) degrees.push_back(std::to_string(ep));
+  }
+  if (degrees.size() == 1) return degrees.front();
+  const std::string last = degrees.back();
+  degrees.pop_back();
+  return fmt::format("{} or {}", fmt::join(degrees, ", "), last);
+}
+
 }  // namespace
+
+Status checkExpertParallel(const MegatronConfig& config,
+                           const frontend::TransformerConfig& transformer) {
+  if (config.ep == 1) return {};
+  if (transformer.experts == 0) {
+    return Error{fmt::format("--ep {}: {} has no experts (a dense model); only --ep 1 fits",
+                             config.ep, config.model)};
+  }
+  const std::string fitting = fittingExpertDegrees(transformer.experts, config.dp);
+  if (transformer.experts % config.ep != 0) {
+    return Error{fmt::format("--ep {}: does not divide the {} experts; --ep {} would", config.ep,
+                             transformer.experts, fitting)};
+  }
+  if (config.dp % config.ep != 0) {
+    return Error{
+        fmt::format("--ep {}: does not divide --dp {} (expert parallelism is carved out of the "
+                    "data-parallel ranks); --ep {} would",
+                    config.ep, config.dp, fitting)};
+  }
+  return {};
+}
 
 Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   int nodes = config.nodes;
@@ -84,6 +119,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.dataParallel = config.dp;
   options.modelOptions.sequenceParallel = config.sequenceParallel;
   options.modelOptions.contextParallel = config.cp;
+  options.modelOptions.expertParallel = config.ep;
+  // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
+  options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
@@ -126,11 +164,12 @@ void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& est
   const auto& step = estimate.evaluated.estimate;
   fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
              estimate.worldSize, estimate.cluster.device.name);
+  const std::string expert = config.ep > 1 ? fmt::format(" EP {}", config.ep) : "";
   fmt::print(
-      "  TP {} PP {} DP {} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
+      "  TP {} PP {} DP {}{} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
       "{}{}{}\n",
-      config.tp, config.pp, config.dp, config.vpp, config.mbs, estimate.microBatches, config.gbs,
-      estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
+      config.tp, config.pp, config.dp, expert, config.vpp, config.mbs, estimate.microBatches,
+      config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
       config.zeroBubble ? ", zero-bubble H1" : "");
   const std::string recompute = config.recomputeBlocks.empty()
                                     ? config.recompute
@@ -210,6 +249,13 @@ StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages, std::
 
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   if (auto status = checkConfig(config); !status) return status.error();
+  if (config.ep != 1) {
+    auto transformer = config.transformer
+                           ? Expected<frontend::TransformerConfig>(*config.transformer)
+                           : transformerConfigOf(config.model);
+    if (!transformer) return transformer.error();
+    if (auto status = checkExpertParallel(config, *transformer); !status) return status.error();
+  }
   auto dtype = parsePrecision(config.precision);
   if (!dtype) return dtype.error();
   auto cluster = clusterFor(config);

@@ -9,6 +9,10 @@
 ///
 /// The mapping onto the plan features:
 ///   --pp P, --vpp V     P pipeline stages; V > 1 runs the interleaved schedule with V chunks
+///   --ep E              the experts of a mixture-of-experts model split over E of the DP ranks
+///                       (Megatron-Core: E divides DP and the experts); the world stays
+///                       TP x PP x DP x CP, and the redistributions may use all-to-all (the
+///                       token dispatcher's)
 ///   --zero-bubble       the zero-bubble H1 schedule (Qi et al. 2023) instead of 1F1B
 ///   --gbs G, --mbs B    G / (DP x B) micro-batches per step
 ///   --zero 1            optimizer parallel, group update (whole parameters, states / DP)
@@ -37,8 +41,8 @@ struct MegatronConfig {
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t dp = 0;
-  int64_t cp = 1;  ///< context parallel; only 1 is modelled so far
-  int64_t ep = 1;  ///< expert parallel; only 1 is modelled so far
+  int64_t cp = 1;  ///< context parallel
+  int64_t ep = 1;  ///< expert parallel, carved out of dp (Megatron-Core)
   int64_t vpp = 1;
   bool zeroBubble = false;  ///< the ZB-H1 schedule instead of 1F1B (VPP 1)
   int64_t mbs = 1;
@@ -56,7 +60,7 @@ struct MegatronConfig {
   /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
   std::optional<frontend::TransformerConfig> transformer;
 
-  [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp * std::max<int64_t>(ep, 1); }
+  [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp; }
 };
 
 struct ConfigEstimate {
@@ -84,6 +88,12 @@ Expected<ir::DType> parsePrecision(const std::string& name);
 /// The cluster preset (or spec) with just enough nodes for the world size (or `config.nodes`),
 /// cut to the world size, with --inter-node-gbps applied.
 Expected<cluster::Cluster> clusterFor(const MegatronConfig& config);
+
+/// Checks --ep against the model: it has experts, and --ep divides them and --dp. The error
+/// names the flag and the degrees that would fit:
+///   "--ep 3: does not divide the 8 experts; --ep 1, 2, 4 or 8 would"
+Status checkExpertParallel(const MegatronConfig& config,
+                           const frontend::TransformerConfig& transformer);
 
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);

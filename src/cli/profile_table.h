@@ -37,10 +37,13 @@ struct MeasuredBlocks {
   std::optional<MeasuredPart> last;            ///< head
 };
 
-/// What a block's costs depend on: (TP, CP, sequence parallel, micro-batch size, recompute).
+/// What a block's costs depend on: (TP, CP, EP, sequence parallel, micro-batch size, recompute).
+/// Tables measure EP 1 (the runtime does not run experts); settings with expert parallelism keep
+/// their analytic blocks.
 struct BlockSetting {
   int64_t tp = 1;
   int64_t cp = 1;
+  int64_t ep = 1;
   bool sequenceParallel = false;
   int64_t mbs = 1;
   std::string recompute = "none";  ///< none or selective; full is a per-layer choice

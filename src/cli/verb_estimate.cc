@@ -283,9 +283,11 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
   verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());
   verb->add_option("--dp", config->dp, "data-parallel degree")->required()->check(positive());
-  verb->add_option("--cp", config->cp, "context-parallel degree (only 1 so far)")
+  verb->add_option("--cp", config->cp, "context-parallel degree")->check(positive());
+  verb->add_option("--ep", config->ep,
+                   "expert-parallel degree of a mixture-of-experts model, out of --dp (divides "
+                   "--dp and the experts)")
       ->check(positive());
-  verb->add_option("--ep", config->ep, "expert-parallel degree (only 1 so far)")->check(positive());
   verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
       ->check(positive());
   verb->add_flag("--zero-bubble", config->zeroBubble,

@@ -42,6 +42,7 @@ MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidat
   MegatronConfig config = base;
   config.tp = candidate.tp;
   config.cp = candidate.cp;
+  config.ep = candidate.ep;
   config.pp = candidate.pp;
   config.dp = candidate.dp;
   config.vpp = candidate.vpp;
@@ -101,6 +102,10 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
       "--global-batch-size {}",
       config.tp, config.pp, config.mbs, config.gbs);
   if (config.cp > 1) args += fmt::format(" --context-parallel-size {}", config.cp);
+  if (config.ep > 1) {
+    args += fmt::format(" --expert-model-parallel-size {} --moe-token-dispatcher-type alltoall",
+                        config.ep);
+  }
   if (config.vpp > 1) {
     args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                         layers / (config.pp * config.vpp));
@@ -125,19 +130,21 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
 std::string mindsporeParallelConfig(const MegatronConfig& config, int64_t microBatches) {
   return fmt::format(
       "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  context_parallel: {}\n"
-      "  pipeline_stage: {}\n  micro_batch_num: {}\n  use_seq_parallel: {}\n  optimizer_shard: {}\n"
-      "recompute_config:\n  recompute: {}\n  select_recompute: {}\n",
-      config.dp, config.tp, config.cp, config.pp, microBatches,
+      "  expert_parallel: {}\n  pipeline_stage: {}\n  micro_batch_num: {}\n  use_seq_parallel: {}\n"
+      "  optimizer_shard: {}\nrecompute_config:\n  recompute: {}\n  select_recompute: {}\n",
+      config.dp, config.tp, config.cp, config.ep, config.pp, microBatches,
       config.sequenceParallel ? "True" : "False", config.zero > 0 ? "True" : "False",
       config.recompute == "full" ? "True" : "False",
       config.recompute == "selective" ? "True" : "False");
 }
 
-/// "TP 2 CP 2 PP 8 DP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
+/// "TP 2 CP 2 PP 8 DP 2 EP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
 std::string shapeName(const MegatronConfig& config) {
   std::string name = fmt::format("TP {}", config.tp);
   if (config.cp > 1) name += fmt::format(" CP {}", config.cp);
-  name += fmt::format(" PP {} DP {} MBS {}", config.pp, config.dp, config.mbs);
+  name += fmt::format(" PP {} DP {}", config.pp, config.dp);
+  if (config.ep > 1) name += fmt::format(" EP {}", config.ep);
+  name += fmt::format(" MBS {}", config.mbs);
   if (config.sequenceParallel) name += " SP";
   if (config.zeroBubble) name += " zb-h1";
   return name;
@@ -227,6 +234,9 @@ search::HybridModel SearchRun::model() const {
   model.textTokens = model.seq - (vision() ? v.patches / (v.merge * v.merge) : 0);
   model.visionHeads = vision() ? v.heads : 0;
   model.visionFfn = v.ffn;
+  model.experts = transformer_.experts;
+  model.expertSlots =
+      transformer_.experts > 0 ? model.seq * transformer_.topK / transformer_.experts : 0;
   return model;
 }
 
@@ -254,7 +264,7 @@ Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& ca
 }
 
 std::string SearchRun::keyOf(const search::HybridCandidate& c) {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {}", c.tp, c.cp, c.pp, c.dp, c.vpp, c.mbs,
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {}", c.tp, c.cp, c.ep, c.pp, c.dp, c.vpp, c.mbs,
                      c.sequenceParallel, c.zeroBubble, c.recompute, c.zero);
 }
 
@@ -322,9 +332,9 @@ int SearchRun::nothingFits(const search::HybridResult& result) const {
       std::ceil(static_cast<double>(base_.nodes) * static_cast<double>(score.peakBytes) /
                 static_cast<double>(cluster_.device.memoryBytes)));
   return reportError(Error{fmt::format(
-      "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {}, recompute {}, ZeRO {}) "
-      "needs {} per device of {}; about --nodes {} would fit it",
-      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.recompute, leanest.zero,
+      "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {} EP {}, recompute {}, ZeRO "
+      "{}) needs {} per device of {}; about --nodes {} would fit it",
+      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.ep, leanest.recompute, leanest.zero,
       formatBytes(score.peakBytes), formatBytes(cluster_.device.memoryBytes),
       std::max<int64_t>(nodes, base_.nodes + 1))});
 }
@@ -418,11 +428,13 @@ void SearchRun::printReport(const search::HybridResult& result) const {
 }
 
 void SearchRun::printRanking(const search::HybridResult& result) const {
+  // The EP column only for a model with experts.
+  const bool experts = transformer_.experts > 0;
   fmt::print(
-      "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
+      "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
       "{:>11}\n",
-      "rank", "TP", "CP", "PP", "DP", "VPP", "sched", "MBS", "SP", "recompute", "ZeRO", "step",
-      "tokens/s", "MFU", "peak");
+      "rank", "TP", "CP", "PP", "DP", experts ? fmt::format("{:>3} ", "EP") : "", "VPP", "sched",
+      "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s", "MFU", "peak");
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
   const double mfuSeconds = estimate_->mfu * estimate_->stepSeconds;
   const int64_t seq = model().seq;
@@ -431,11 +443,12 @@ void SearchRun::printRanking(const search::HybridResult& result) const {
     const double tokens = static_cast<double>(args_.base.gbs * seq) / score.stepSeconds;
     const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
     fmt::print(
-        "{:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
+        "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
         "{:>5.1f}% {:>11}\n",
-        i + 1, c.tp, c.cp, c.pp, c.dp, c.vpp, schedule, c.mbs, c.sequenceParallel ? "on" : "off",
-        c.recompute, c.zero, formatSeconds(score.stepSeconds), tokens,
-        100 * mfuSeconds / score.stepSeconds, formatBytes(score.peakBytes));
+        i + 1, c.tp, c.cp, c.pp, c.dp, experts ? fmt::format("{:>3} ", c.ep) : "", c.vpp, schedule,
+        c.mbs, c.sequenceParallel ? "on" : "off", c.recompute, c.zero,
+        formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
+        formatBytes(score.peakBytes));
   }
 }
 

@@ -136,6 +136,12 @@ Expected<TransformerConfig> fromHuggingFace(const json& document, Fields& fields
     if (type == "qwen2_vl") {
       if (auto status = readQwen2VisionConfig(document, config); !status) return status.error();
     }
+  } else if (type == "mixtral") {
+    // Mixtral's sliding_window (4096 in the first release, null since) only masks attention
+    // beyond the window; it is ignored: attention is costed causal over the whole sequence.
+    readLlamaFields(fields, config, "max_position_embeddings");
+    config.experts = fields.positive("num_local_experts");
+    config.topK = fields.positive("num_experts_per_tok");
   } else if (type == "baichuan") {
     readLlamaFields(
         fields, config,
@@ -160,11 +166,10 @@ Expected<TransformerConfig> fromHuggingFace(const json& document, Fields& fields
     readDimensions(fields, config, "max_position_embeddings");
     config.normEpsilon = fields.numberOr("layer_norm_eps", 1e-5);
   } else {
-    const char* kind = type == "mixtral" ? " (mixture of experts)" : "";
     return Error{fmt::format(
-        "model_type: '{}'{} is not supported yet; supported: llama, qwen2, qwen2_vl, mistral, "
-        "baichuan, gpt2, gpt_neox",
-        type, kind)};
+        "model_type: '{}' is not supported yet; supported: llama, qwen2, qwen2_vl, mistral, "
+        "mixtral, baichuan, gpt2, gpt_neox",
+        type)};
   }
   if (!fields.status()) return fields.status().error();
   return config;
@@ -191,10 +196,11 @@ Status readVisionDimensions(const json& document, TransformerConfig& config) {
 }
 
 Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields) {
-  if (auto status = checkObject(
-          document, "",
-          {"name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
-           "num_kv_heads", "vocab_size", "seq_length", "swiglu", "tied_embeddings", "vision"});
+  if (auto status =
+          checkObject(document, "",
+                      {"name", "num_layers", "hidden_size", "ffn_hidden_size",
+                       "num_attention_heads", "num_kv_heads", "vocab_size", "seq_length", "swiglu",
+                       "tied_embeddings", "vision", "num_experts", "moe_top_k"});
       !status) {
     return status.error();
   }
@@ -211,6 +217,11 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
   config.vocab = fields.positive("vocab_size");
   config.seq = fields.positive("seq_length");
   config.tiedEmbeddings = fields.flagOr("tied_embeddings", false);
+  if (fields.has("num_experts") || fields.has("moe_top_k")) {
+    // Megatron-LM's --num-experts and --moe-router-topk: both or neither.
+    config.experts = fields.positive("num_experts");
+    config.topK = fields.positive("moe_top_k");
+  }
   if (!fields.status()) return fields.status().error();
   if (fields.has("vision")) {
     if (auto status = readVisionDimensions(document.at("vision"), config); !status) {

@@ -8,6 +8,9 @@
 ///                          num_attention_heads, num_key_value_heads (default: heads),
 ///                          vocab_size, max_position_embeddings, tie_word_embeddings, rms_norm_eps;
 ///                          SwiGLU, RMSNorm, rotary positions; qwen2 adds q/k/v biases.
+///   mixtral                as llama, every MLP a mixture of num_local_experts experts of width
+///                          intermediate_size, num_experts_per_tok of them per token;
+///                          sliding_window is ignored (attention costed over the whole sequence)
 ///   baichuan               as llama, sequence from model_max_length; 40-layer models (Baichuan
 ///                          2 13B) use ALiBi positions, the others rotary.
 ///   gpt2                   n_layer, n_embd, n_head, n_inner (default 4 x n_embd), vocab_size,
@@ -16,13 +19,14 @@
 ///   gpt_neox               num_hidden_layers, hidden_size, intermediate_size,
 ///                          num_attention_heads, vocab_size, max_position_embeddings,
 ///                          layer_norm_eps, tie_word_embeddings; GeLU, LayerNorm, rotary, biases.
-/// Other keys are ignored (config.json files carry many). Mixture-of-experts (mixtral) and
-/// vision-language (qwen2_vl) configs are named in the error: their builders do not exist yet.
+///   qwen2_vl               as qwen2, with the vision tower of vision_config.
+/// Other keys are ignored (config.json files carry many).
 ///
 /// Dimensions object (every key required unless marked):
 ///   {"num_layers": 2, "hidden_size": 256, "ffn_hidden_size": 688, "num_attention_heads": 8,
 ///    "num_kv_heads": 8 (optional: heads), "vocab_size": 32000, "seq_length": 512,
-///    "swiglu": true, "tied_embeddings": false (optional), "name": "tiny" (optional)}
+///    "swiglu": true, "tied_embeddings": false (optional), "name": "tiny" (optional),
+///    "num_experts": 8, "moe_top_k": 2 (optional, both or neither: a mixture of experts)}
 /// swiglu true builds LLaMA-style layers (SwiGLU, RMSNorm, rotary); false builds GPT-style layers
 /// (GeLU, LayerNorm, learned positions, biases), as Megatron-LM's --swiglu switches.
 
@@ -41,8 +45,8 @@ bool isModelConfig(const nlohmann::json& document);
 /// The transformer a configuration document describes; errors name the field:
 ///   "num_attention_heads: expected a positive integer, got 0"
 ///   "top level: missing required field 'swiglu'"
-///   "model_type: 'mixtral' (mixture of experts) is not supported yet; supported: llama, qwen2,
-///    mistral, baichuan, gpt2, gpt_neox"
+///   "model_type: 'bert' is not supported yet; supported: llama, qwen2, qwen2_vl, mistral,
+///    mixtral, baichuan, gpt2, gpt_neox"
 Expected<TransformerConfig> modelConfigFromJson(const nlohmann::json& document);
 
 }  // namespace autopar::frontend

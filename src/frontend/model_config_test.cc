@@ -105,6 +105,56 @@ TEST(ModelConfig, Qwen2VlReadsItsVisionTower) {
             "top level: missing required field 'vision_config'");
 }
 
+json readExample(const std::string& name) {
+  std::ifstream file(std::string(AUTOPAR_SOURCE_DIR) + "/examples/models/" + name);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto document = parseJsonText(text);
+  EXPECT_TRUE(document.ok()) << document.error().message;
+  return document.ok() ? *document : json{};
+}
+
+// mistralai/Mixtral-8x7B-v0.1's config.json: 46.7B parameters, 12.9B of them used per token
+// (Jiang et al. 2024, "Mixtral of Experts": 47B total, 13B active).
+TEST(ModelConfig, MixtralHasItsPublishedSizes) {
+  auto config = modelConfigFromJson(readExample("mixtral-8x7b-config.json"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->experts, 8);
+  EXPECT_EQ(config->topK, 2);
+  EXPECT_EQ(config->kvHeads, 8);
+  EXPECT_EQ(transformerParameterCount(*config), 46'702'792'704);
+  EXPECT_EQ(activeParameterCount(*config), 12'879'925'248);
+  auto preset = transformerPreset("mixtral-8x7b");
+  ASSERT_TRUE(preset.ok()) << preset.error().message;
+  EXPECT_EQ(transformerParameterCount(*preset), transformerParameterCount(*config));
+  json broken = readExample("mixtral-8x7b-config.json");
+  broken.erase("num_experts_per_tok");
+  EXPECT_EQ(modelConfigFromJson(broken).error().message,
+            "top level: missing required field 'num_experts_per_tok'");
+  broken["num_experts_per_tok"] = 9;
+  EXPECT_EQ(modelConfigFromJson(broken).error().message,
+            "mixtral: topK: 9 experts per token of 8: expected 1 to the experts");
+}
+
+TEST(ModelConfig, DimensionsTakeExperts) {
+  json dims = {{"num_layers", 2},          {"hidden_size", 256}, {"ffn_hidden_size", 688},
+               {"num_attention_heads", 8}, {"vocab_size", 1024}, {"seq_length", 128},
+               {"swiglu", true},           {"num_experts", 4},   {"moe_top_k", 2}};
+  auto config = modelConfigFromJson(dims);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->experts, 4);
+  EXPECT_EQ(config->topK, 2);
+  // Two experts of four per token: the active count drops two experts' MLPs per layer.
+  EXPECT_EQ(transformerParameterCount(*config) - activeParameterCount(*config),
+            2 * 2 * 3 * 256 * 688);
+  dims.erase("moe_top_k");
+  EXPECT_EQ(modelConfigFromJson(dims).error().message,
+            "top level: missing required field 'moe_top_k'");
+  dims["moe_top_k"] = 1;
+  dims["seq_length"] = 126;  // 126 tokens do not spread evenly over 4 experts
+  EXPECT_EQ(modelConfigFromJson(dims).error().message,
+            "transformer: seq: 126 tokens x topK 1 do not spread evenly over 4 experts");
+}
+
 TEST(ModelConfig, DimensionsTakeAVisionObject) {
   const json dims = {{"num_layers", 2},
                      {"hidden_size", 256},
@@ -145,10 +195,10 @@ TEST(ModelConfig, BadFieldsAreNamed) {
   dims["hidden"] = 3;
   EXPECT_NE(modelConfigFromJson(dims).error().message.find("unknown field 'hidden'"),
             std::string::npos);
-  const json mixtral = {{"model_type", "mixtral"}, {"num_local_experts", 8}};
-  EXPECT_EQ(modelConfigFromJson(mixtral).error().message,
-            "model_type: 'mixtral' (mixture of experts) is not supported yet; supported: llama, "
-            "qwen2, qwen2_vl, mistral, baichuan, gpt2, gpt_neox");
+  const json bert = {{"model_type", "bert"}, {"hidden_size", 768}};
+  EXPECT_EQ(modelConfigFromJson(bert).error().message,
+            "model_type: 'bert' is not supported yet; supported: llama, qwen2, qwen2_vl, mistral, "
+            "mixtral, baichuan, gpt2, gpt_neox");
   const json nemo = {
       {"model_type", "mistral"},         {"hidden_size", 5120},     {"intermediate_size", 14336},
       {"num_attention_heads", 32},       {"num_hidden_layers", 40}, {"num_key_value_heads", 8},

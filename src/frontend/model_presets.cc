@@ -55,6 +55,13 @@ Config withVision(Config config, int64_t layers, int64_t hidden, int64_t heads, 
   return config;
 }
 
+/// Every layer's MLP a mixture of `experts` experts, `topK` per token.
+Config withExperts(Config config, int64_t experts, int64_t topK) {
+  config.experts = experts;
+  config.topK = topK;
+  return config;
+}
+
 Config withAlibi(Config config) {
   config.position = Config::Position::kAlibi;
   return config;
@@ -108,6 +115,11 @@ const std::vector<Config>& transformerPresets() {
       // vision tower (rotary, merger MLP), a difference of under 1% of the parameters.
       withVision(llamaStyle("internvl2-8b", 32, 4096, 32, 8, 14336, 92672, 8192, 1e-5), 24, 1024,
                  16, 4096),
+      // mistralai/Mixtral-8x7B-v0.1 config.json (examples/models/mixtral-8x7b-config.json): 32
+      // layers, hidden 4096, 32 heads, 8 key/value heads, 8 experts of intermediate_size 14336,
+      // 2 per token, vocab 32000, rms_norm_eps 1e-5; 46,702,792,704 parameters, 12.9B active.
+      // Sequence 4096, as Megatron-LM's Mixtral example trains it (its config.json allows 32768).
+      withExperts(llamaStyle("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, 1e-5), 8, 2),
   };
   return kPresets;
 }

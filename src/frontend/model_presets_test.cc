@@ -23,7 +23,7 @@ TEST(ModelPresets, NamesAreTheDocumentedList) {
             (std::vector<std::string>{"llama2-7b", "llama2-13b", "llama2-70b", "baichuan2-7b",
                                       "baichuan2-13b", "qwen-7b", "qwen-14b", "pangu-alpha-2.6b",
                                       "pangu-alpha-13b", "gpt3-175b", "qwen2-vl-72b",
-                                      "internvl2-8b", "ffn"}));
+                                      "internvl2-8b", "mixtral-8x7b", "ffn"}));
 }
 
 TEST(ModelPresets, Llama2MatchesTheOfficialParameterCounts) {
@@ -151,7 +151,7 @@ TEST(ModelPresets, Errors) {
   EXPECT_EQ(unknown.error().message,
             "unknown model preset 'llama3-8b' (known: llama2-7b, llama2-13b, llama2-70b, "
             "baichuan2-7b, baichuan2-13b, qwen-7b, qwen-14b, pangu-alpha-2.6b, pangu-alpha-13b, "
-            "gpt3-175b, qwen2-vl-72b, internvl2-8b, ffn)");
+            "gpt3-175b, qwen2-vl-72b, internvl2-8b, mixtral-8x7b, ffn)");
   auto badBatch = buildPresetGraph("llama2-7b", 0);
   ASSERT_FALSE(badBatch);
   EXPECT_EQ(badBatch.error().message, "llama2-7b: microBatch: expected a positive size, got 0");

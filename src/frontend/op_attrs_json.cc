@@ -81,8 +81,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 16>& allCodecs() {
-  static const std::array<AttrCodec, 16> kCodecs = {
+const std::array<AttrCodec, 17>& allCodecs() {
+  static const std::array<AttrCodec, 17> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -100,6 +100,7 @@ const std::array<AttrCodec, 16>& allCodecs() {
                 isDefaultField<&A::dropoutRate>},
       AttrCodec{"epsilon", readEpsilon, writeField<&A::epsilon>, isDefaultField<&A::epsilon>},
       codec<&A::manualSplit, readPositiveIntList>("manual_split"),
+      codec<&A::topK, readPositiveInt>("top_k"),
   };
   return kCodecs;
 }
@@ -158,6 +159,9 @@ std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
       return {"epsilon"};
     case K::kGather:
       return {"manual_split"};
+    case K::kMoEDispatch:
+    case K::kMoECombine:
+      return {"top_k"};
     default:
       return {};
   }

@@ -53,6 +53,10 @@ TEST(OpAttrsJson, KeysPerKind) {
             (std::vector<std::string_view>{"num_heads", "num_kv_heads", "causal"}));
   EXPECT_EQ(attrKeysOf(ir::OpKind::kGather), (std::vector<std::string_view>{"manual_split"}));
   EXPECT_TRUE(attrKeysOf(ir::OpKind::kCrossEntropy).empty());
+  EXPECT_EQ(attrKeysOf(ir::OpKind::kMoEDispatch), (std::vector<std::string_view>{"top_k"}));
+  ir::OpAttrs attrs;
+  attrs.topK = 2;
+  EXPECT_EQ(attrsToJson(ir::OpKind::kMoECombine, attrs), json::parse(R"({"top_k": 2})"));
 }
 
 TEST(OpAttrsJson, ValueErrors) {

@@ -39,6 +39,8 @@ Config visionTower(const Config& config) {
   tower.qkvBias = true;
   tower.hiddenDropout = 0;
   tower.vision = {};
+  tower.experts = 0;
+  tower.topK = 0;
   return tower;
 }
 
@@ -56,7 +58,8 @@ class TransformerBuilder {
         dp_(std::max<int64_t>(config.dataParallel, 1)),
         tp_(std::max<int64_t>(config.tensorParallel, 1)),
         sequenceCuts_(config.sequenceParallel ? tp_ : 1),
-        cp_(std::max<int64_t>(config.contextParallel, 1)) {}
+        cp_(std::max<int64_t>(config.contextParallel, 1)),
+        ep_(std::max<int64_t>(config.expertParallel, 1)) {}
 
   Expected<ir::Graph> build();
 
@@ -74,7 +77,15 @@ class TransformerBuilder {
   TensorId hiddenDropout(const std::string& name, TensorId input);
   TensorId embedding(TensorId tokens);
   TensorId attention(const std::string& prefix, TensorId input);
-  TensorId mlp(const std::string& prefix, TensorId input);
+  /// The tower's MLP on the hidden state, or with `experts` every expert's MLP on its slots
+  /// [b, E, c, h] (linears by expertLinear).
+  TensorId mlp(const std::string& prefix, TensorId input, bool experts = false);
+  /// "<name>" BatchMatMul of slots [b, E, c, in] by "<name>.weight" [E, in, out], split over the
+  /// experts by ep and Megatron-style by tp.
+  TensorId expertLinear(const std::string& name, TensorId input, int64_t inFeatures,
+                        int64_t outFeatures, Parallel parallel);
+  /// The mixture of experts in place of the MLP: router, dispatch, experts, combine.
+  TensorId moe(const std::string& prefix, TensorId input);
   /// Layer `index` of the current tower: block "<stack>.layer.<index>", ops "<ops><index>.*".
   TensorId layer(const std::string& stack, const std::string& ops, int64_t index, TensorId input);
   /// The vision tower and merger: image tokens [b, P / merge^2, h].
@@ -92,6 +103,13 @@ class TransformerBuilder {
   /// Cuts of the hidden state [b, s, h] between the tensor-parallel regions: replicated over tp,
   /// or split along s with sequence parallelism.
   [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, cp_ * sequenceCuts_, 1}; }
+  /// Cuts of the dispatched slots [b, E, c, h] on the tokens' ranks: as the hidden state.
+  [[nodiscard]] std::vector<int64_t> tokenSlots() const { return {dp_, 1, cp_ * sequenceCuts_, 1}; }
+  /// Cuts of the slots [b, E, c, width] on the experts' ranks: the experts split by ep out of
+  /// dp, the slots by cp (sp's share gathered), the width by tp or not.
+  [[nodiscard]] std::vector<int64_t> expertSlots(bool tensorSplit) const {
+    return {dp_ / ep_, ep_, cp_, tensorSplit ? tp_ : 1};
+  }
 
   const Config& config_;
   /// The vision tower as a layer stack of its own: LayerNorm, biased linears, GeLU MLP.
@@ -106,6 +124,7 @@ class TransformerBuilder {
   int64_t tp_;
   int64_t sequenceCuts_;  ///< tp with sequence parallelism, else 1
   int64_t cp_;            ///< context parallelism of the tower being built (the vision tower: 1)
+  int64_t ep_;            ///< expert parallelism, out of dp_
 };
 
 TensorId TransformerBuilder::addInput(const std::string& name, ir::Shape shape, ir::DType dtype) {
@@ -215,21 +234,56 @@ TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input
   return linear(prefix + ".o_proj", context, queryWidth, t.hidden, t.linearBias, Parallel::kRow);
 }
 
-TensorId TransformerBuilder::mlp(const std::string& prefix, TensorId input) {
+TensorId TransformerBuilder::mlp(const std::string& prefix, TensorId input, bool experts) {
   const int64_t hidden = tower_->hidden;
   const int64_t ffn = tower_->ffn;
-  const bool bias = tower_->linearBias;
+  const bool bias = tower_->linearBias && !experts;
+  const auto project = [&](const std::string& name, TensorId x, int64_t in, int64_t out,
+                           Parallel parallel) {
+    return experts ? expertLinear(name, x, in, out, parallel)
+                   : linear(name, x, in, out, bias, parallel);
+  };
+  const std::vector<int64_t> split = experts ? expertSlots(true) : activation(true);
   if (tower_->mlp == Config::Mlp::kGeLU) {
-    TensorId up = linear(prefix + ".fc1", input, hidden, ffn, bias, Parallel::kColumn);
-    TensorId act = addOp(prefix + ".act", OpKind::kGeLU, {up}, cuts({activation(true)}));
-    return linear(prefix + ".fc2", act, ffn, hidden, bias, Parallel::kRow);
+    TensorId up = project(prefix + ".fc1", input, hidden, ffn, Parallel::kColumn);
+    TensorId act = addOp(prefix + ".act", OpKind::kGeLU, {up}, cuts({split}));
+    return project(prefix + ".fc2", act, ffn, hidden, Parallel::kRow);
   }
-  TensorId gate = linear(prefix + ".gate_proj", input, hidden, ffn, bias, Parallel::kColumn);
-  TensorId up = linear(prefix + ".up_proj", input, hidden, ffn, bias, Parallel::kColumn);
-  TensorId act = addOp(prefix + ".act", OpKind::kSiLU, {gate}, cuts({activation(true)}));
-  TensorId gated =
-      addOp(prefix + ".mul", OpKind::kMul, {act, up}, cuts({activation(true), activation(true)}));
-  return linear(prefix + ".down_proj", gated, ffn, hidden, bias, Parallel::kRow);
+  TensorId gate = project(prefix + ".gate_proj", input, hidden, ffn, Parallel::kColumn);
+  TensorId up = project(prefix + ".up_proj", input, hidden, ffn, Parallel::kColumn);
+  TensorId act = addOp(prefix + ".act", OpKind::kSiLU, {gate}, cuts({split}));
+  TensorId gated = addOp(prefix + ".mul", OpKind::kMul, {act, up}, cuts({split, split}));
+  return project(prefix + ".down_proj", gated, ffn, hidden, Parallel::kRow);
+}
+
+TensorId TransformerBuilder::expertLinear(const std::string& name, TensorId input,
+                                          int64_t inFeatures, int64_t outFeatures,
+                                          Parallel parallel) {
+  TensorId weight = addParameter(name + ".weight", {tower_->experts, inFeatures, outFeatures});
+  // Column: slots (dp/ep,ep,1,1) x W (ep,1,tp). Row: slots (dp/ep,ep,1,tp) x W (ep,tp,1), which
+  // leaves partial sums over tp.
+  ir::StrategyCuts matmulCuts = parallel == Parallel::kColumn
+                                    ? ir::StrategyCuts{expertSlots(false), {ep_, 1, tp_}}
+                                    : ir::StrategyCuts{expertSlots(true), {ep_, tp_, 1}};
+  return addOp(name, OpKind::kBatchMatMul, {input, weight}, cuts(std::move(matmulCuts)));
+}
+
+TensorId TransformerBuilder::moe(const std::string& prefix, TensorId input) {
+  const Config& t = *tower_;
+  // Each rank routes the tokens it holds (a sequence-parallel rank its share), with the router's
+  // weight replicated.
+  TensorId router = addParameter(prefix + ".router.weight", {t.hidden, t.experts});
+  TensorId logits =
+      addOp(prefix + ".router", OpKind::kMatMul, {input, router}, cuts({hiddenState(), {1, 1}}));
+  ir::OpAttrs routing;
+  routing.topK = t.topK;
+  TensorId slots = addOp(prefix + ".dispatch", OpKind::kMoEDispatch, {input, logits},
+                         cuts({hiddenState(), hiddenState()}), routing);
+  TensorId outputs = mlp(prefix + ".experts", slots, /*experts=*/true);
+  // The outputs go back to their tokens' ranks (the layout engine's all-to-all) and are summed
+  // there, as Megatron-Core's dispatcher does.
+  return addOp(prefix + ".combine", OpKind::kMoECombine, {outputs, logits},
+               cuts({tokenSlots(), hiddenState()}), routing);
 }
 
 TensorId TransformerBuilder::layer(const std::string& stack, const std::string& ops, int64_t index,
@@ -240,7 +294,9 @@ TensorId TransformerBuilder::layer(const std::string& stack, const std::string& 
   TensorId attnOut = attention(prefix + ".attn", norm(prefix + ".attn_norm", input));
   attnOut = hiddenDropout(prefix + ".attn.dropout", attnOut);
   TensorId hidden = addOp(prefix + ".attn.residual", OpKind::kAdd, {input, attnOut}, residualCuts);
-  TensorId mlpOut = mlp(prefix + ".mlp", norm(prefix + ".mlp_norm", hidden));
+  TensorId normed = norm(prefix + ".mlp_norm", hidden);
+  TensorId mlpOut =
+      tower_->experts > 0 ? moe(prefix + ".moe", normed) : mlp(prefix + ".mlp", normed);
   mlpOut = hiddenDropout(prefix + ".mlp.dropout", mlpOut);
   return addOp(prefix + ".mlp.residual", OpKind::kAdd, {hidden, mlpOut}, residualCuts);
 }
@@ -317,153 +373,7 @@ Expected<ir::Graph> TransformerBuilder::build() {
   return std::move(graph_);
 }
 
-Error fieldError(const Config& config, std::string_view field, const std::string& message) {
-  return Error{fmt::format("{}: {}: {}", config.name, field, message)};
-}
-
-Status validateDims(const Config& config) {
-  const std::pair<std::string_view, int64_t> dims[] = {
-      {"layers", config.layers}, {"hidden", config.hidden},
-      {"heads", config.heads},   {"kvHeads", config.kvHeads},
-      {"ffn", config.ffn},       {"vocab", config.vocab},
-      {"seq", config.seq},       {"microBatch", config.microBatch}};
-  for (const auto& [field, value] : dims) {
-    if (value <= 0) {
-      return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
-    }
-  }
-  if (config.hidden % config.heads != 0) {
-    return fieldError(
-        config, "heads",
-        fmt::format("hidden {} is not divisible by heads {}", config.hidden, config.heads));
-  }
-  if (config.heads % config.kvHeads != 0) {
-    return fieldError(
-        config, "kvHeads",
-        fmt::format("heads {} is not divisible by kvHeads {}", config.heads, config.kvHeads));
-  }
-  const int64_t headDim = config.hidden / config.heads;
-  if (config.position == Config::Position::kRotary && headDim % 2 != 0) {
-    return fieldError(
-        config, "heads",
-        fmt::format("head dim {} (hidden / heads) must be even for rotary positions", headDim));
-  }
-  if (config.normEpsilon <= 0) {
-    return fieldError(config, "normEpsilon",
-                      fmt::format("expected a positive number, got {}", config.normEpsilon));
-  }
-  if (!(config.hiddenDropout >= 0 && config.hiddenDropout < 1)) {
-    return fieldError(config, "hiddenDropout",
-                      fmt::format("expected a rate in [0, 1), got {}", config.hiddenDropout));
-  }
-  return {};
-}
-
-Status validateParallel(const Config& config) {
-  if (config.dataParallel < 0 || config.tensorParallel < 0) {
-    const bool dataBad = config.dataParallel < 0;
-    return fieldError(config, dataBad ? "dataParallel" : "tensorParallel",
-                      fmt::format("expected 0 (no annotation) or a positive degree, got {}",
-                                  dataBad ? config.dataParallel : config.tensorParallel));
-  }
-  if (config.dataParallel > 0 && config.microBatch % config.dataParallel != 0) {
-    return fieldError(config, "microBatch",
-                      fmt::format("{} is not divisible by dataParallel {}", config.microBatch,
-                                  config.dataParallel));
-  }
-  if (config.contextParallel < 0) {
-    return fieldError(
-        config, "contextParallel",
-        fmt::format("expected 0 or a positive degree, got {}", config.contextParallel));
-  }
-  const int64_t cp = std::max<int64_t>(config.contextParallel, 1);
-  const int64_t sequenceCuts =
-      cp * (config.sequenceParallel ? std::max<int64_t>(config.tensorParallel, 1) : 1);
-  const auto& v = config.vision;
-  const int64_t text = config.seq - (v.layers > 0 ? v.patches / (v.merge * v.merge) : 0);
-  if (cp > 1 && (config.seq % sequenceCuts != 0 || text % cp != 0)) {
-    return fieldError(
-        config, "seq",
-        fmt::format("{} ({} of it text) is not divisible by contextParallel {}{}", config.seq, text,
-                    cp, config.sequenceParallel ? " x tensorParallel" : ""));
-  }
-  if (config.tensorParallel <= 0) return {};
-  const std::pair<std::string_view, int64_t> splitByTp[] = {{"heads", config.heads},
-                                                            {"kvHeads", config.kvHeads},
-                                                            {"ffn", config.ffn},
-                                                            {"vocab", config.vocab}};
-  for (const auto& [field, value] : splitByTp) {
-    if (value % config.tensorParallel == 0) continue;
-    return fieldError(
-        config, field,
-        fmt::format("{} is not divisible by tensorParallel {}", value, config.tensorParallel));
-  }
-  if (config.sequenceParallel && config.seq % config.tensorParallel != 0) {
-    return fieldError(config, "seq",
-                      fmt::format("{} is not divisible by tensorParallel {} (sequenceParallel)",
-                                  config.seq, config.tensorParallel));
-  }
-  return {};
-}
-
-Status validateVision(const Config& config) {
-  const auto& v = config.vision;
-  if (v.layers == 0) return {};
-  const std::pair<std::string_view, int64_t> dims[] = {
-      {"vision.layers", v.layers},   {"vision.hidden", v.hidden},
-      {"vision.heads", v.heads},     {"vision.ffn", v.ffn},
-      {"vision.patches", v.patches}, {"vision.patchInput", v.patchInput},
-      {"vision.merge", v.merge}};
-  for (const auto& [field, value] : dims) {
-    if (value <= 0) {
-      return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
-    }
-  }
-  if (v.hidden % v.heads != 0 || (v.hidden / v.heads) % 2 != 0) {
-    return fieldError(
-        config, "vision.heads",
-        fmt::format("hidden {} must split into heads {} of an even size", v.hidden, v.heads));
-  }
-  if (v.patches % (v.merge * v.merge) != 0) {
-    return fieldError(
-        config, "vision.patches",
-        fmt::format("{} is not divisible by merge^2 = {}", v.patches, v.merge * v.merge));
-  }
-  if (v.patches / (v.merge * v.merge) >= config.seq) {
-    return fieldError(config, "vision.patches",
-                      fmt::format("{} image tokens leave no text in a sequence of {}",
-                                  v.patches / (v.merge * v.merge), config.seq));
-  }
-  if (config.position == Config::Position::kLearned) {
-    return fieldError(config, "position", "a vision tower needs rotary or ALiBi positions");
-  }
-  const int64_t tp = config.tensorParallel;
-  if (tp <= 1) return {};
-  for (const auto& [field, value] :
-       {std::pair<std::string_view, int64_t>{"vision.heads", v.heads}, {"vision.ffn", v.ffn}}) {
-    if (value % tp != 0) {
-      return fieldError(config, field,
-                        fmt::format("{} is not divisible by tensorParallel {}", value, tp));
-    }
-  }
-  const int64_t imageTokens = v.patches / (v.merge * v.merge);
-  if (config.sequenceParallel && (v.patches % tp != 0 || imageTokens % tp != 0)) {
-    return fieldError(config, "vision.patches",
-                      fmt::format("{} patches ({} image tokens) do not divide by tensorParallel {} "
-                                  "(sequenceParallel)",
-                                  v.patches, imageTokens, tp));
-  }
-  return {};
-}
-
 }  // namespace
-
-Status validateTransformerConfig(const TransformerConfig& config) {
-  if (config.name.empty()) return Error{"name: expected a non-empty model name"};
-  if (auto status = validateDims(config); !status) return status;
-  if (auto status = validateVision(config); !status) return status;
-  return validateParallel(config);
-}
 
 Expected<ir::Graph> buildTransformer(const TransformerConfig& config) {
   if (auto status = validateTransformerConfig(config); !status) return status.error();
@@ -472,8 +382,9 @@ Expected<ir::Graph> buildTransformer(const TransformerConfig& config) {
 
 namespace {
 
-/// One layer's parameters: attention, MLP and the two norms.
-int64_t layerParameters(const TransformerConfig& config) {
+/// One layer's parameters: attention, MLP (or router and `expertsCounted` of its experts) and the
+/// two norms.
+int64_t layerParameters(const TransformerConfig& config, int64_t expertsCounted) {
   const int64_t hidden = config.hidden;
   const int64_t queryWidth = config.heads * (hidden / config.heads);
   const int64_t kvWidth = config.kvHeads * (hidden / config.heads);
@@ -483,8 +394,14 @@ int64_t layerParameters(const TransformerConfig& config) {
                             (qkvBias ? queryWidth + 2 * kvWidth : 0) +
                             (config.linearBias ? hidden : 0);
   const int64_t columnProjections = config.mlp == Config::Mlp::kSwiGLU ? 2 : 1;
-  const int64_t mlp = (columnProjections + 1) * hidden * config.ffn +
-                      (config.linearBias ? columnProjections * config.ffn + hidden : 0);
+  const int64_t projections = (columnProjections + 1) * hidden * config.ffn;
+  if (config.experts > 0) {
+    // Experts have no biases.
+    const int64_t router = hidden * config.experts;
+    return attention + router + expertsCounted * projections + 2 * normParams;
+  }
+  const int64_t mlp =
+      projections + (config.linearBias ? columnProjections * config.ffn + hidden : 0);
   return attention + mlp + 2 * normParams;
 }
 
@@ -495,19 +412,29 @@ int64_t visionParameters(const TransformerConfig& config) {
   const int64_t group = v.merge * v.merge * v.hidden;
   const int64_t merger =
       2 * v.hidden + group * group + group + group * config.hidden + config.hidden;
-  return v.patchInput * v.hidden + v.layers * layerParameters(visionTower(config)) + merger;
+  return v.patchInput * v.hidden + v.layers * layerParameters(visionTower(config), 0) + merger;
 }
 
-}  // namespace
-
-int64_t transformerParameterCount(const TransformerConfig& config) {
+/// The parameters with `expertsCounted` experts of each layer.
+int64_t parameterCount(const TransformerConfig& config, int64_t expertsCounted) {
   const int64_t hidden = config.hidden;
   const int64_t normParams = config.norm == Config::Norm::kLayerNorm ? 2 * hidden : hidden;
   const int64_t embedding =
       config.vocab * hidden +
       (config.position == Config::Position::kLearned ? config.seq * hidden : 0);
   const int64_t head = normParams + (config.tiedEmbeddings ? 0 : hidden * config.vocab);
-  return embedding + config.layers * layerParameters(config) + head + visionParameters(config);
+  return embedding + config.layers * layerParameters(config, expertsCounted) + head +
+         visionParameters(config);
+}
+
+}  // namespace
+
+int64_t transformerParameterCount(const TransformerConfig& config) {
+  return parameterCount(config, config.experts);
+}
+
+int64_t activeParameterCount(const TransformerConfig& config) {
+  return parameterCount(config, config.topK);
 }
 
 }  // namespace autopar::frontend

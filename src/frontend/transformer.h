@@ -20,6 +20,16 @@
 ///   GeLU:   layer<i>.mlp.fc1 (+ fc1.bias_add), act (GeLU), fc2 (+ fc2.bias_add)
 ///   layer<i>.mlp.dropout      Dropout (hiddenDropout > 0 only)
 ///   layer<i>.mlp.residual     Add
+/// With experts (a mixture of experts, Mixtral; experts > 0) the MLP is instead, c = s*topK/E
+/// slots per sample and expert (routing spread evenly over the experts):
+///   layer<i>.moe.router       MatMul [b,s,h] x [h, E]: the router logits
+///   layer<i>.moe.dispatch     MoEDispatch [b,s,h], logits -> [b, E, c, h]: each token copied to
+///                             its topK experts
+///   layer<i>.moe.experts.*    the MLP above with every linear a BatchMatMul over the experts:
+///                             [b, E, c, in] x [E, in, out] (gate_proj, up_proj, act, mul,
+///                             down_proj; fc1, act, fc2 for GeLU), no biases
+///   layer<i>.moe.combine      MoECombine [b, E, c, h], logits -> [b,s,h]: each token's topK
+///                             outputs weighted by the softmax of their logits
 /// Every op's output tensor carries the op's name; a parameter is "<op>.weight" or "<op>.bias"
 /// ("layer3.attn.q_proj.weight", "layer3.attn_norm.weight").
 /// Around the layers: "embedding" (Gather of tokens [b,s] int32 from "embedding.weight" [v,h],
@@ -52,6 +62,19 @@
 ///   residual adds                   ((dp,sp,1), (dp,sp,1))
 ///   lm_head                         ((dp,1,1), (1,tp)); tied (transposeB) ((dp,1,1), (tp,1))
 ///   loss                            ((dp,1,tp), (dp,1))
+///   moe.router                      ((dp,sp,1), (1,1))     each rank routes its own tokens
+///   moe.dispatch                    ((dp,sp,1), (dp,sp,1)) -> slots (dp, 1, sp, 1)
+///   moe.experts column linears      ((dp/ep,ep,1,1), (ep,1,tp))
+///   moe.experts row linear          ((dp/ep,ep,1,tp), (ep,tp,1))
+///   moe.experts act, mul            ((dp/ep,ep,1,tp)[, same])
+///   moe.combine                     ((dp,1,sp,1), (dp,sp,1))
+/// Expert parallelism (ep, Megatron-Core's --expert-model-parallel-size) is carved out of the
+/// data-parallel ranks: the batch dim's dp cut becomes dp/ep on the batch times ep on the experts,
+/// so the layout engine moves the dispatched tokens to their experts' ranks with an all-to-all
+/// over ep (and gathers sp's share of the slots over tp), and back before the combine
+/// (reduce-scattering the row-parallel partial sums over tp first). The experts' weights are
+/// split over ep and tp and replicated over dp/ep, so their gradients are summed over dp/ep (the
+/// expert-data-parallel group) and ZeRO shards their states over it.
 /// With contextParallel = cp every activation's sequence dim is also cut by cp (the hidden state's
 /// by cp x sp), the embedding's tokens and the loss's labels too; attention takes its keys and
 /// values whole along the sequence, ((dp,cp,tp), (dp,1,tp), (dp,1,tp)), so the layout engine
@@ -116,6 +139,14 @@ struct TransformerConfig {
     bool operator==(const Vision&) const = default;
   };
   Vision vision;
+  /// A mixture of experts in every LLM layer (Mixtral, Megatron-LM --num-experts): `experts`
+  /// expert MLPs of width ffn, each token routed to `topK` of them (--moe-router-topk). 0: a dense
+  /// MLP. seq x topK must divide by experts (the even spread the graph assumes).
+  int64_t experts = 0;
+  int64_t topK = 0;
+  /// Expert parallelism (--expert-model-parallel-size): the experts split over this many of the
+  /// dataParallel ranks (see above); it divides experts and dataParallel. 0 or 1: none.
+  int64_t expertParallel = 0;
   /// When either is > 0, annotate ops Megatron-style as MindFormers' parallel_config does; the
   /// other then counts as 1. microBatch must divide by dataParallel; heads, kvHeads, ffn and
   /// vocab by tensorParallel.
@@ -135,6 +166,7 @@ struct TransformerConfig {
 ///   "llama2-7b: kvHeads: heads 32 is not divisible by kvHeads 5"
 ///   "llama2-7b: vocab: 32001 is not divisible by tensorParallel 8"
 ///   "gpt3-175b: seq: 2050 is not divisible by tensorParallel 8 (sequenceParallel)"
+///   "mixtral-8x7b: expertParallel: 3 does not divide the 8 experts"
 Status validateTransformerConfig(const TransformerConfig& config);
 
 /// Builds the training graph of one micro-batch. Parameter count follows the architecture
@@ -142,8 +174,13 @@ Status validateTransformerConfig(const TransformerConfig& config);
 Expected<ir::Graph> buildTransformer(const TransformerConfig& config);
 
 /// Parameters of the config without building the graph (same count as parameterCount() of the
-/// built graph): embeddings, per layer attention + MLP + norms (+ biases), final norm, head, and
-/// the vision tower's patch embedding, layers and merger.
+/// built graph): embeddings, per layer attention + MLP (or router and experts) + norms (+ biases),
+/// final norm, head, and the vision tower's patch embedding, layers and merger. Mixtral-8x7B
+/// gives 46,702,792,704.
 int64_t transformerParameterCount(const TransformerConfig& config);
+
+/// The parameters one token uses: the count above with only topK of each layer's experts
+/// (Mixtral-8x7B: 12,879,925,248 of its 46.7 billion). Equal to the count for dense models.
+int64_t activeParameterCount(const TransformerConfig& config);
 
 }  // namespace autopar::frontend

@@ -44,11 +44,14 @@ TEST(DType, UnknownNameListsTheCanonicalOnes) {
 
 TEST(OpKind, NamesRoundTrip) {
   const std::vector<std::string_view> names = {
-      "MatMul",    "BatchMatMul", "Add",     "Sub",       "Mul",     "Div",       "ReLU",
-      "GeLU",      "SiLU",        "Tanh",    "Sigmoid",   "Exp",     "Neg",       "Sqrt",
-      "Cast",      "Dropout",     "Softmax", "LayerNorm", "RMSNorm", "ReduceSum", "ReduceMean",
-      "ReduceMax", "Gather",      "Reshape", "Transpose", "Concat",  "Slice",     "FlashAttention",
-      "Rotary",    "CrossEntropy"};
+      "MatMul",     "BatchMatMul",  "Add",         "Sub",
+      "Mul",        "Div",          "ReLU",        "GeLU",
+      "SiLU",       "Tanh",         "Sigmoid",     "Exp",
+      "Neg",        "Sqrt",         "Cast",        "Dropout",
+      "Softmax",    "LayerNorm",    "RMSNorm",     "ReduceSum",
+      "ReduceMean", "ReduceMax",    "Gather",      "Reshape",
+      "Transpose",  "Concat",       "Slice",       "FlashAttention",
+      "Rotary",     "CrossEntropy", "MoEDispatch", "MoECombine"};
   ASSERT_EQ(allOpKinds().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const OpKind kind = allOpKinds()[i];

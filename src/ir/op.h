@@ -32,6 +32,7 @@ struct OpAttrs {
   DType castTo = DType::kF32;   ///< Cast
   double dropoutRate = 0.0;     ///< Dropout
   double epsilon = 1e-5;        ///< LayerNorm/RMSNorm
+  int64_t topK = 0;             ///< MoEDispatch/MoECombine: experts each token is routed to
   /// Gather: sizes of the parts input 0's dim 0 is split into, one per cut (seed 001's
   /// manual_split, e.g. (10, 20, 30, 4)); empty for an even split. The parts must sum to dim 0.
   std::vector<int64_t> manualSplit;

@@ -14,7 +14,8 @@ enum class OpKind {
   // matmul family
   kMatMul,       ///< [..., m, k] x [k, n] -> [..., m, n]; attrs.transposeA/B. Leading dims of A are
                  ///< batch.
-  kBatchMatMul,  ///< [b..., m, k] x [b..., k, n] -> [b..., m, n]; batch dims must match.
+  kBatchMatMul,  ///< [a..., b..., m, k] x [b..., k, n] -> [a..., b..., m, n]: B's batch dims
+                 ///< match A's last ones; A's leading a... are broadcast over B (torch.matmul).
   // elementwise binary, numpy broadcasting
   kAdd,
   kSub,
@@ -51,6 +52,9 @@ enum class OpKind {
                     ///< attrs.numHeads/numKvHeads, causal
   kRotary,          ///< x [b,s,h*d] -> same; rotates pairs inside each head; attrs.numHeads
   kCrossEntropy,    ///< logits [..., v], labels [...] (int) -> scalar mean loss
+  // mixture of experts (ir/ops/moe.cc)
+  kMoEDispatch,  ///< x [b,s,h], logits [b,s,E] -> [b,E,s*topK/E,h]; tokens to their topK experts
+  kMoECombine,   ///< y [b,E,c,h], logits [b,s,E] -> [b,s,h]; each token's topK outputs, weighted
 };
 
 /// Families group kinds that share shape inference, cost formulas and sharding rules.
@@ -69,6 +73,7 @@ enum class OpFamily {
   kAttention,
   kRotary,
   kCrossEntropy,
+  kMoE,
 };
 
 OpFamily familyOf(OpKind kind);

@@ -40,6 +40,8 @@ const ops::FamilySemantics& semanticsOf(OpKind kind) {
       return ops::rotaryFamily();
     case OpFamily::kCrossEntropy:
       return ops::crossEntropyFamily();
+    case OpFamily::kMoE:
+      return ops::moeFamily();
   }
   assert(false && "familyOf returned a value outside OpFamily");
   return ops::elementwiseUnaryFamily();

@@ -39,6 +39,8 @@ std::vector<Example> oneOfEachKind() {
   OpAttrs slice;
   slice.starts = {0, 0, 0};
   slice.ends = {1, 4, 8};
+  OpAttrs topTwo;
+  topTwo.topK = 2;
   return {
       {OpKind::kMatMul, {}, {x, type({8, 3})}},
       {OpKind::kBatchMatMul, {}, {x, type({2, 8, 3})}},
@@ -70,6 +72,8 @@ std::vector<Example> oneOfEachKind() {
       {OpKind::kFlashAttention, withHeads(2), {x, x, x}},
       {OpKind::kRotary, withHeads(2), {x}},
       {OpKind::kCrossEntropy, {}, {x, type({2, 4}, DType::kI32)}},
+      {OpKind::kMoEDispatch, topTwo, {x, type({2, 4, 4})}},
+      {OpKind::kMoECombine, topTwo, {type({2, 4, 2, 8}), type({2, 4, 4})}},
   };
 }
 
@@ -153,11 +157,22 @@ TEST(BatchMatMulSemantics, Errors) {
   EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({8, 16}), type({2, 16, 32})}),
             "BatchMatMul: inputs[0] must have rank >= 3, got rank 2");
   EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({2, 8, 16}), type({3, 16, 32})}),
-            "BatchMatMul: inputs[1] batch dims [3] differ from inputs[0] batch dims [2]");
-  EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({2, 4, 8, 16}), type({4, 16, 32})}),
-            "BatchMatMul: inputs[1] batch dims [4] differ from inputs[0] batch dims [2,4]");
+            "BatchMatMul: inputs[1] batch dims [3] differ from the last of inputs[0]'s [2]");
+  EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({2, 4, 8, 16}), type({2, 16, 32})}),
+            "BatchMatMul: inputs[1] batch dims [2] differ from the last of inputs[0]'s [2,4]");
+  EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({4, 8, 16}), type({2, 4, 16, 32})}),
+            "BatchMatMul: inputs[1] batch dims [2,4] differ from the last of inputs[0]'s [4]");
   EXPECT_EQ(inferError(OpKind::kBatchMatMul, {}, {type({2, 8, 16}), type({2, 8, 32})}),
             "BatchMatMul: inputs[1] dim 1 is 8 but inputs[0] contracts over 16");
+}
+
+// The experts' weights [E, k, n] against tokens [b, E, m, k]: A's leading b is broadcast over
+// B, as torch.matmul does.
+TEST(BatchMatMulSemantics, BroadcastsLeadingDimsOfA) {
+  auto op = semantics(OpKind::kBatchMatMul, {}, {type({2, 4, 8, 16}), type({4, 16, 32})});
+  EXPECT_EQ(op.output, type({2, 4, 8, 32}));
+  EXPECT_EQ(op.flops, 65536);  // 2 * (2*4) * 8 * 16 * 32, as with B repeated over b
+  EXPECT_EQ(op.backward.flops, 131072);
 }
 
 // ---- elementwise binary ----

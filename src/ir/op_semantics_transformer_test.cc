@@ -1,4 +1,5 @@
-// Shape inference and costs of the fused transformer ops: FlashAttention, Rotary, CrossEntropy.
+// Shape inference and costs of the fused transformer ops: FlashAttention, Rotary, CrossEntropy,
+// and the mixture-of-experts token movement (MoEDispatch, MoECombine).
 
 #include <gtest/gtest.h>
 
@@ -131,6 +132,59 @@ TEST(CrossEntropySemantics, Errors) {
       "fp8)");
   EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({}), type({}, DType::kI32)}),
             "CrossEntropy: inputs[0] must have rank >= 1, got rank 0");
+}
+
+// ---- MoEDispatch and MoECombine ----
+
+OpAttrs topK(int64_t k) {
+  OpAttrs attrs;
+  attrs.topK = k;
+  return attrs;
+}
+
+// b = 2, s = 16, h = 8, E = 4 experts, top 2: each expert gets 16 * 2 / 4 = 8 slots per sample.
+TEST(MoEDispatchSemantics, SlotsPerExpertFollowTopK) {
+  auto op = semantics(OpKind::kMoEDispatch, topK(2),
+                      {type({2, 16, 8}, DType::kBF16), type({2, 16, 4}, DType::kBF16)});
+  EXPECT_EQ(op.output, type({2, 4, 8, 8}, DType::kBF16));
+  EXPECT_EQ(op.flops, 256);  // top 2 of 4: 2 passes over the 2 * 16 * 4 logits
+  // Every token copied twice: as many output elements as topK x the input's.
+  EXPECT_EQ(op.backward.flops, 512);
+  EXPECT_EQ(savedToString(op.backward), "extra:256");  // 32 tokens x 2 int32 slots
+  // x 512 + logits 256 + output 1024 bytes.
+  EXPECT_EQ(op.bytes, 1792);
+  auto topOne = semantics(OpKind::kMoEDispatch, topK(1),
+                          {type({2, 16, 8}, DType::kBF16), type({2, 16, 4}, DType::kBF16)});
+  EXPECT_EQ(topOne.output, type({2, 4, 4, 8}, DType::kBF16));
+}
+
+TEST(MoECombineSemantics, WeightedSumOfTheExpertOutputs) {
+  auto op = semantics(OpKind::kMoECombine, topK(2), {type({2, 4, 8, 8}), type({2, 16, 4})});
+  EXPECT_EQ(op.output, type({2, 16, 8}));
+  // A multiply-add per routed element, 3 per choice for the softmax over the 2 x 16 x 2 chosen.
+  EXPECT_EQ(op.flops, 1024 + 192);
+  // Per element a scale and a dot product for the weights; 2 per choice through the softmax.
+  EXPECT_EQ(op.backward.flops, 1536 + 128);
+  EXPECT_EQ(savedToString(op.backward), "in0 in1");
+}
+
+TEST(MoESemantics, Errors) {
+  const std::vector<TensorType> dispatch{type({2, 16, 8}), type({2, 16, 4})};
+  EXPECT_EQ(inferError(OpKind::kMoEDispatch, topK(0), dispatch),
+            "MoEDispatch: attrs.topK is 0, expected 1 to the 4 experts (inputs[1] dim 2)");
+  EXPECT_EQ(inferError(OpKind::kMoEDispatch, topK(5), dispatch),
+            "MoEDispatch: attrs.topK is 5, expected 1 to the 4 experts (inputs[1] dim 2)");
+  EXPECT_EQ(inferError(OpKind::kMoEDispatch, topK(1), {type({2, 6, 8}), type({2, 6, 4})}),
+            "MoEDispatch: inputs[0] dim 1 is 6: 6 tokens x topK 1 do not spread evenly over 4 "
+            "experts");
+  EXPECT_EQ(inferError(OpKind::kMoEDispatch, topK(2), {type({2, 16, 8}), type({2, 8, 4})}),
+            "MoEDispatch: inputs[1] tokens [2,8] differ from inputs[0] tokens [2,16]");
+  EXPECT_EQ(inferError(OpKind::kMoECombine, topK(2), {type({2, 4, 4, 8}), type({2, 16, 4})}),
+            "MoECombine: inputs[0] shape [2,4,4,8] is not [b, E, s * topK / E, h] for inputs[1] "
+            "[b, s, E] = [2,16,4] and topK 2");
+  EXPECT_EQ(
+      inferError(OpKind::kMoECombine, topK(2), {type({2, 4, 8, 8}), type({2, 16, 4}, DType::kI32)}),
+      "MoECombine: inputs[1] dtype int32, expected a floating type (fp32, bf16, fp16 or fp8)");
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 ///
 /// Both layouts are first expressed on one common device matrix that refines both (e.g. [4,2] and
 /// [2,4] over 8 devices both refine to [2,2,2]). Then, on that matrix:
-///   1. partial axes the target does not keep and does not split a dim over: all-reduce;
+///   1. partial axes the target does not keep and does not split a dim over: all-reduce; with
+///      all-to-all enabled, a partial axis the target splits a dim over next (the dim's axes a
+///      prefix of the target's): reduce-scatter, before anything moves;
 ///   2. for each dim, axes beyond the longest common prefix of the source's and the target's axis
 ///      lists are all-gathered, minor first (an all-to-all when allowed and the axis moves straight
 ///      to the next position of another dim);

@@ -32,6 +32,23 @@ class StepPlanner {
     }
   }
 
+  /// Step 1b, with all-to-all enabled: a partial axis that is the next one the target splits a
+  /// dim over, when that dim's axes are already a prefix of its target's, is reduce-scattered
+  /// before anything moves, so the all-to-alls and gathers of step 2 carry the reduced slice
+  /// instead of the partial sums (Megatron-Core's MoE combine reduce-scatters over the
+  /// tensor-parallel group, then runs the all-to-all over the expert-parallel one). MindSpore's
+  /// default (all-to-all off) keeps its order, and the plans searched under it stay as they were.
+  void reduceScatterReadyPartials() {
+    for (int dim = 0; dim < static_cast<int>(dimAxes_.size()); ++dim) {
+      for (int axis = nextTargetAxis(dim); axis >= 0 && contains(partial_, axis);
+           axis = nextTargetAxis(dim)) {
+        emit(PrimitiveKind::kReduceScatter, axis, dim);
+        std::erase(partial_, axis);
+        dimAxes_[dim].push_back(axis);
+      }
+    }
+  }
+
   /// Step 2: until every dim's axes are a prefix of the target's, take the minor-most axis off a
   /// dim that is not, preferring an all-to-all into a ready dim when enabled. With all-to-all on,
   /// dims whose minor axis no other dim wants are gathered first, so that the dims they free can
@@ -143,6 +160,7 @@ std::vector<RedistStep> stepsOnCommonMatrix(const TensorLayout& from, const Tens
                                             bool enableAllToAll) {
   StepPlanner planner(from, to);
   planner.allReduceDroppedPartials();
+  if (enableAllToAll) planner.reduceScatterReadyPartials();
   planner.gatherBeyondCommonPrefix(enableAllToAll);
   planner.appendTargetAxes();
   planner.makeTargetPartials();

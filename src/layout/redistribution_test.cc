@@ -113,6 +113,19 @@ TEST(Redistribute, PartialToRowShardedIsAReduceScatter) {
   expectReachesTarget(partial, rows, plan);
 }
 
+// Expert outputs [b, E, c] split over experts on axis 0 and partial over axis 1 (a row-parallel
+// expert linear), to the tokens' layout: b on axis 0, c on axis 1. The partial sums are
+// reduce-scattered first, so the all-to-all moves the reduced half (Megatron-Core's combine).
+TEST(Redistribute, ReduceScattersBeforeMoving) {
+  const TensorLayout experts = layoutOf(DeviceMatrix({2, 2}), {{}, {0}, {}}, {4, 4, 8}, {1});
+  const TensorLayout tokens = layoutOf(DeviceMatrix({2, 2}), {{0}, {}, {1}}, {4, 4, 8});
+  const Redistribution plan = planned(experts, tokens, /*allToAll=*/true);
+  EXPECT_EQ(stepNames(plan), (std::vector<std::string>{"reduce_scatter(2,1)", "all_to_all(1,0)"}));
+  // The all-to-all moves half of the reduced slice: 4 x 2 x 4 floats, 64 bytes.
+  expectPricedAs(plan.steps[1], cluster::Collective::kAllToAll, 64, 64);
+  expectReachesTarget(experts, tokens, plan);
+}
+
 TEST(Redistribute, KeepsPartialAxesTheTargetKeeps) {
   const TensorLayout from = layoutOf(DeviceMatrix({2, 4}), {{1}, {}}, {16, 8}, {0});
   const TensorLayout to = layoutOf(DeviceMatrix({2, 4}), {{}, {1}}, {16, 8}, {0});

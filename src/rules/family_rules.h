@@ -37,6 +37,7 @@ Expected<ShardingRule> sliceRule(const OpTypes& op);         ///< concat_slice_r
 Expected<ShardingRule> attentionRule(const OpTypes& op);     ///< attention_rule.cc
 Expected<ShardingRule> rotaryRule(const OpTypes& op);        ///< attention_rule.cc
 Expected<ShardingRule> crossEntropyRule(const OpTypes& op);  ///< cross_entropy_rule.cc
+Expected<ShardingRule> moeRule(const OpTypes& op);           ///< moe_rule.cc
 
 // ---- Helpers shared by the rule files (family_rules.cc). ----
 

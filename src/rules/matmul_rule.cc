@@ -1,7 +1,9 @@
 /// \file
 /// MatMul and BatchMatMul as factors.
 ///   MatMul      A [b..., m, k] x B [k, n]       -> [b..., m, n]: factors b..., m, k, n
-///   BatchMatMul A [b..., m, k] x B [b..., k, n] -> [b..., m, n]: factors b..., m, k, n
+///   BatchMatMul A [b..., m, k] x B [b..., k, n] -> [b..., m, n]: factors b..., m, k, n; when B
+///               has fewer batch dims, they are A's last ones and A's leading ones map to
+///               factors in A and the output only (broadcast over B)
 /// k is a reduction factor: cutting it leaves partial sums in the output (Megatron's row-parallel
 /// linear). The first leading dim of A is the batch; a 2-D A has no leading dims, so m is.
 /// transposeA reads A as [..., k, m] and transposeB reads B as [..., n, k]; the factors stay the
@@ -9,6 +11,11 @@
 ///
 /// Example: X [4,16,32] x W [32,64] gives factors b (batch, 4), m (16), k (32, reduction), n (64):
 /// X dims {b},{m},{k}; W dims {k},{n}; output [4,16,64] dims {b},{m},{n}.
+/// The experts' linear, tokens [2,8,1024,4096] x weights [8,4096,14336]: factors b0 (batch), b1
+/// (the experts), m, k, n; the weights' dims {b1},{k},{n}, so cutting b1 (expert parallelism)
+/// splits both and cutting b0 (data parallelism) leaves the weights replicated.
+
+#include <fmt/format.h>
 
 #include "rules/family_rules.h"
 
@@ -29,7 +36,12 @@ Status checkRanks(const OpTypes& op) {
   const bool batched = op.kind == ir::OpKind::kBatchMatMul;
   if (auto status = expectRank(op, 0, batched ? 3 : 2, /*minimum=*/true); !status) return status;
   if (!batched) return expectRank(op, 1, 2);
-  return expectRank(op, 1, op.inputs[0].shape.size());
+  const size_t rank = op.inputs[1].shape.size();
+  if (rank < 3 || rank > op.inputs[0].shape.size()) {
+    return Error{fmt::format("inputs[1] must have rank 3 to {} (inputs[0]'s), got rank {}",
+                             op.inputs[0].shape.size(), rank)};
+  }
+  return {};
 }
 
 }  // namespace
@@ -46,10 +58,13 @@ Expected<ShardingRule> matmulRule(const OpTypes& op) {
   const int m = builder.factor("m", FactorKind::kPassThrough, /*isBatch=*/leadingCount == 0);
   const int k = builder.factor("k", FactorKind::kReduction);
   const int n = builder.factor("n");
-  const bool batched = op.kind == ir::OpKind::kBatchMatMul;
+  // B's batch dims are A's last ones (all of them unless A's leading ones are broadcast).
+  const size_t sharedCount =
+      op.kind == ir::OpKind::kBatchMatMul ? op.inputs[1].shape.size() - 2 : 0;
+  const std::vector<std::vector<int>> shared(leading.end() - static_cast<ptrdiff_t>(sharedCount),
+                                             leading.end());
   builder.operand(0, matrixDims(leading, m, k, op.attrs.transposeA))
-      .operand(1, matrixDims(batched ? leading : std::vector<std::vector<int>>{}, k, n,
-                             op.attrs.transposeB))
+      .operand(1, matrixDims(shared, k, n, op.attrs.transposeB))
       .result(0, matrixDims(leading, m, n, false));
   return std::move(builder).build();
 }

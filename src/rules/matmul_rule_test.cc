@@ -53,6 +53,25 @@ TEST(MatMulRule, BatchMatMulSharesBatchFactors) {
             "inputs[0] dim 0 cuts factor b0 by 2 but inputs[1] dim 0 cuts it by 1");
 }
 
+// Tokens [b, E, c, h] x the experts' weights [E, h, f]: the expert factor b1 is in both, the
+// batch b0 only in the tokens, so expert parallelism splits the weights and data parallelism
+// replicates them.
+TEST(MatMulRule, BatchMatMulBroadcastsLeadingDimsOfA) {
+  const ShardingRule rule =
+      ruleOf(OpKind::kBatchMatMul, {}, {f32({2, 8, 16, 32}), f32({8, 32, 64})});
+  EXPECT_EQ(ruleToString(rule),
+            "([b0, b1, m, k], [b1, k, n]) -> ([b0, b1, m, n]) batch={b0} reduction={k}");
+  auto cuts = factorCutsFromStrategy(rule, {{2, 4, 1, 1}, {4, 1, 2}});
+  ASSERT_TRUE(cuts.ok()) << cuts.error().message;
+  EXPECT_EQ(*cuts, (FactorCuts{2, 4, 1, 1, 2}));
+  auto sharded = applyFactorCuts(rule, *cuts, testing::ranks(16));
+  ASSERT_TRUE(sharded.ok()) << sharded.error().message;
+  // The weights' gradient is summed over b0's axis only: data parallelism over 2, not 8.
+  EXPECT_EQ(sharded->inputGradPartialAxes[1], (std::vector<int>{0}));
+  EXPECT_EQ(strategyError(rule, {{1, 4, 1, 1}, {2, 1, 1}}),
+            "inputs[0] dim 1 cuts factor b1 by 4 but inputs[1] dim 0 cuts it by 2");
+}
+
 TEST(MatMulRule, DefaultIsDataParallel) {
   const ShardingRule rule =
       ruleOf(OpKind::kBatchMatMul, {}, {f32({8, 4, 16, 32}), f32({8, 4, 32, 8})});

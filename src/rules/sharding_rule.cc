@@ -208,6 +208,8 @@ Expected<ShardingRule> familyRule(const OpTypes& op) {
       return rotaryRule(op);
     case ir::OpFamily::kCrossEntropy:
       return crossEntropyRule(op);
+    case ir::OpFamily::kMoE:
+      return moeRule(op);
   }
   return Error{"no sharding rule for this op family"};
 }

@@ -1,6 +1,7 @@
 #include "search/analytic_step.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 namespace autopar::search {
@@ -53,11 +54,11 @@ class Stage {
     return total;
   }
 
-  /// The weights of the recomputed layers, which ZeRO 3 gathers again in backward.
-  [[nodiscard]] double recomputedWeightBytes() const {
+  /// The weights in `state` of the recomputed layers, which ZeRO 3 gathers again in backward.
+  [[nodiscard]] double recomputedWeightBytes(StateBytes ProfiledPart::*state) const {
     double total = 0;
     for (size_t k = 0; k < layers_.size(); ++k) {
-      total += recomputed_[k] * static_cast<double>(profile_.layers[k].state.weights);
+      total += recomputed_[k] * static_cast<double>((profile_.layers[k].*state).weights);
     }
     return total;
   }
@@ -66,8 +67,9 @@ class Stage {
   [[nodiscard]] double keptWeightBytes() const {
     double total = 0;
     for (size_t k = 0; k < layers_.size(); ++k) {
-      total +=
-          (layers_[k] - recomputed_[k]) * static_cast<double>(profile_.layers[k].state.weights);
+      const ProfiledPart& layer = profile_.layers[k];
+      total += (layers_[k] - recomputed_[k]) *
+               static_cast<double>(layer.state.weights + layer.expertState.weights);
     }
     return total;
   }
@@ -92,6 +94,67 @@ double inFlight(const AnalyticCandidate& c, int64_t stage) {
   const int64_t v = c.virtualStages;
   const int64_t chunks = std::min(2 * (p - stage - 1) + (v - 1) * p + 1, c.microBatches * v);
   return static_cast<double>(chunks) / static_cast<double>(v);
+}
+
+/// A replica group of a candidate: its parameters' state in a profiled part, and its replicas.
+struct GroupOf {
+  ReplicaGroup group;
+  StateBytes ProfiledPart::*state;
+  int64_t replicas;
+};
+
+std::array<GroupOf, 2> replicaGroups(const AnalyticCandidate& c) {
+  return {{{ReplicaGroup::kData, &ProfiledPart::state, c.dp},
+           {ReplicaGroup::kExpertData, &ProfiledPart::expertState, c.expertDp}}};
+}
+
+/// One stage's gradient traffic, over both replica groups: one all-reduce of each group's
+/// gradients per step; ZeRO 2 reduce-scatters them every micro-batch (half an all-reduce); ZeRO 3
+/// also all-gathers the recomputed layers' weights again every micro-batch (half an all-reduce of
+/// their bytes), as the cost model does.
+struct StageSync {
+  double allReduceSeconds = 0;
+  double perMicroBatchSeconds = 0;
+  int64_t gradientBytes = 0;
+};
+
+StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const GradientSync& sync) {
+  StageSync result;
+  for (const GroupOf& g : replicaGroups(c)) {
+    const auto gradients = static_cast<int64_t>(stage.sum(
+        [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).gradients); }));
+    result.gradientBytes += gradients;
+    if (g.replicas <= 1) continue;
+    const double allReduce = sync(gradients, g.group);
+    result.allReduceSeconds += allReduce;
+    if (c.zero >= 2) result.perMicroBatchSeconds += allReduce / 2;
+    if (c.zero >= 3) {
+      const auto gathered = static_cast<int64_t>(stage.recomputedWeightBytes(g.state));
+      result.perMicroBatchSeconds += sync(gathered, g.group) / 2;
+    }
+  }
+  return result;
+}
+
+/// One part's state on a device under the candidate's ZeRO stage, each group over its replicas.
+double shardedStateBytes(const ProfiledPart& p, const AnalyticCandidate& c) {
+  double total = 0;
+  for (const GroupOf& g : replicaGroups(c)) {
+    total += static_cast<double>((p.*g.state).sharded(c.zero, g.replicas));
+  }
+  return total;
+}
+
+/// One part's optimizer step: ZeRO shards each group's share (by optimizer-state bytes) over its
+/// replicas.
+double shardedOptimizerSeconds(const ProfiledPart& p, const AnalyticCandidate& c) {
+  if (c.zero < 1) return p.optimizerSeconds;
+  const auto dense = static_cast<double>(p.state.optimizer);
+  const auto experts = static_cast<double>(p.expertState.optimizer);
+  if (dense + experts <= 0) return p.optimizerSeconds / static_cast<double>(c.dp);
+  return p.optimizerSeconds *
+         (dense / static_cast<double>(c.dp) + experts / static_cast<double>(c.expertDp)) /
+         (dense + experts);
 }
 
 /// Which stack position `i` of the concatenated stacks belongs to.
@@ -168,26 +231,17 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   double tail = 0;
   double weights = 0;  // ZeRO 3 holds two layers' gathered weights: one in use, one prefetched
   for (const ProfiledPart& layer : profile.layers) {
-    weights = std::max(weights, 2 * static_cast<double>(layer.state.weights));
+    weights =
+        std::max(weights, 2 * static_cast<double>(layer.state.weights + layer.expertState.weights));
   }
   const double buffers = static_cast<double>(profile.bufferBytes) + (c.zero >= 3 ? weights : 0);
   for (int64_t s = 0; s < c.stages; ++s) {
     const Stage stage(profile, c, s);
-    // One data-parallel all-reduce of the stage's gradients; ZeRO 2 reduce-scatters them every
-    // micro-batch (half an all-reduce). ZeRO 3 keeps the gathered weights of the layers it does
-    // not recompute (see keptWeightBytes) and all-gathers those of the recomputed ones again
-    // every micro-batch (half an all-reduce of their bytes), as the cost model does.
-    const auto gradients = static_cast<int64_t>(
-        stage.sum([](const ProfiledPart& p) { return static_cast<double>(p.state.gradients); }));
-    const double allReduce = c.dp > 1 ? gradientSync(gradients) : 0.0;
-    double perMicroBatch = c.zero >= 2 ? allReduce / 2 : 0.0;
-    if (c.zero >= 3 && c.dp > 1) {
-      perMicroBatch += gradientSync(static_cast<int64_t>(stage.recomputedWeightBytes())) / 2;
-    }
+    const StageSync sync = stageSync(stage, c, gradientSync);
     const double backward = stage.sum([](const ProfiledPart& p) { return p.backwardSeconds; }) +
                             stage.recomputeSeconds();
     const double seconds = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; }) +
-                           backward + perMicroBatch;
+                           backward + sync.perMicroBatchSeconds;
     const double weight = stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; });
     total += seconds;
     weightTotal += weight;
@@ -197,25 +251,25 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
     }
     // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
     // until their backward, as the cost model does), buffers and the activations in flight.
-    double state = stage.sum([&](const ProfiledPart& p) {
-      return static_cast<double>(p.state.sharded(c.zero, c.dp));
-    }) + buffers;
+    double state =
+        stage.sum([&](const ProfiledPart& p) { return shardedStateBytes(p, c); }) + buffers;
     if (c.zero >= 3) state += stage.keptWeightBytes();
     estimate.peakBytes[static_cast<size_t>(s)] =
         static_cast<int64_t>(state + inFlight(c, s) * stage.activationBytes());
     // The tail: what is left of the gradient reduction (all of it without ZeRO 2; the weights'
     // all-gather with it) overlaps the last micro-batch's backward but for its last bucket; then
     // the optimizer step.
-    double sync = 0;
-    if (allReduce > 0) {
-      const double whole = c.zero >= 2 ? allReduce / 2 : allReduce;
-      const double lastBucket = whole * static_cast<double>(std::min(gradients, kBucketBytes)) /
-                                static_cast<double>(std::max<int64_t>(gradients, 1));
-      sync = std::max(whole - backward, lastBucket);
+    double exposed = 0;
+    if (sync.allReduceSeconds > 0) {
+      const double whole = c.zero >= 2 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
+      const double lastBucket = whole *
+                                static_cast<double>(std::min(sync.gradientBytes, kBucketBytes)) /
+                                static_cast<double>(std::max<int64_t>(sync.gradientBytes, 1));
+      exposed = std::max(whole - backward, lastBucket);
     }
-    double optimizer = stage.sum([](const ProfiledPart& p) { return p.optimizerSeconds; });
-    if (c.zero >= 1) optimizer /= static_cast<double>(c.dp);
-    tail = std::max(tail, sync + optimizer);
+    tail = std::max(tail, exposed + stage.sum([&](const ProfiledPart& p) {
+      return shardedOptimizerSeconds(p, c);
+    }));
   }
   const auto m = static_cast<double>(c.microBatches);
   const double fill = static_cast<double>(c.stages - 1);

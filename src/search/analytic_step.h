@@ -16,6 +16,10 @@
 ///               (P - 1)(F + B + W))
 ///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
 /// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
+/// Parameters come in two replica groups: those replicated over the candidate's data-parallel
+/// ranks (dp, DP x CP), and those split over expert parallelism, replicated over dp / EP only
+/// (expertDp, Megatron-Core's expert-data-parallel group); each group's gradients are
+/// synchronised and ZeRO-sharded over its own replicas.
 /// ZeRO 1 shards the optimizer states over DP; 2 the gradients too, reduce-scattered every
 /// micro-batch; 3 the weights too, the gathered copies of layers not recomputed kept until their
 /// backward and those of recomputed layers gathered again every micro-batch (as the cost model
@@ -45,11 +49,12 @@ struct StateBytes {
 /// micro-batch on one device.
 struct ProfiledPart {
   double forwardSeconds = 0;
-  double backwardSeconds = 0;        ///< recompute not included
-  double weightGradientSeconds = 0;  ///< the part of backward that computes weight gradients
-  double recomputeSeconds = 0;       ///< what full recompute adds to backward
-  double optimizerSeconds = 0;       ///< the update of its parameters without ZeRO
-  StateBytes state;
+  double backwardSeconds = 0;             ///< recompute not included
+  double weightGradientSeconds = 0;       ///< the part of backward that computes weight gradients
+  double recomputeSeconds = 0;            ///< what full recompute adds to backward
+  double optimizerSeconds = 0;            ///< the update of its parameters without ZeRO
+  StateBytes state;                       ///< parameters replicated over the data-parallel ranks
+  StateBytes expertState;                 ///< parameters split over expert parallelism
   int64_t activationBytes = 0;            ///< kept for backward, per micro-batch in flight
   int64_t recomputedActivationBytes = 0;  ///< kept when recomputed in full
 };
@@ -71,15 +76,22 @@ struct AnalyticCandidate {
   int64_t stages = 1;
   int64_t virtualStages = 1;
   int64_t microBatches = 1;
-  int64_t dp = 1;
+  int64_t dp = 1;        ///< replicas of the parameters in `state`
+  int64_t expertDp = 1;  ///< replicas of those in `expertState`: dp / EP
   int zero = 0;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   StackCounts layers;      ///< per stack, per stage
   StackCounts recomputed;  ///< per stack, per stage: layers recomputed in full
 };
 
-/// Seconds to synchronise `bytes` of gradients per device over the candidate's DP group.
-using GradientSync = std::function<double(int64_t bytes)>;
+/// The replicas a parameter's gradient is synchronised over.
+enum class ReplicaGroup {
+  kData,        ///< the candidate's dp ranks
+  kExpertData,  ///< its expertDp ranks (the experts' replicas)
+};
+
+/// Seconds to synchronise (all-reduce) `bytes` of gradients per device over a replica group.
+using GradientSync = std::function<double(int64_t bytes, ReplicaGroup group)>;
 
 struct AnalyticEstimate {
   double stepSeconds = 0;

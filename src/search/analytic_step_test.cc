@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "search/layer_placement.h"
 
 namespace autopar::search {
@@ -41,7 +43,7 @@ AnalyticCandidate candidate(int64_t stages, int64_t virtualStages, int64_t micro
   return c;
 }
 
-const GradientSync kNoSync = [](int64_t) { return 0.0; };
+const GradientSync kNoSync = [](int64_t, ReplicaGroup) { return 0.0; };
 
 TEST(AnalyticStep, EvenLayersFollowThePipelineAssignment) {
   // Layer i on virtual stage floor(i P V / L), virtual stage k on stage k mod P.
@@ -127,7 +129,9 @@ TEST(AnalyticStep, ZeroShardsStateAndAddsTraffic) {
   EXPECT_EQ(state.sharded(2, 4), 100 + 50 + 150);
   EXPECT_EQ(state.sharded(3, 4), 25 + 50 + 150);
   // All-reducing 1000 gradient bytes takes a second.
-  const GradientSync sync = [](int64_t bytes) { return static_cast<double>(bytes) / 1000; };
+  const GradientSync sync = [](int64_t bytes, ReplicaGroup) {
+    return static_cast<double>(bytes) / 1000;
+  };
   AnalyticCandidate c = candidate(1, 1, 4, 4);
   c.dp = 4;
   std::vector<AnalyticEstimate> byZero;
@@ -160,6 +164,41 @@ TEST(AnalyticStep, FullRecomputeTradesTimeForMemory) {
   const AnalyticEstimate recomputed = estimateAnalytic(profile(), c, kNoSync);
   EXPECT_GT(recomputed.stepSeconds, kept.stepSeconds);
   EXPECT_LT(recomputed.peak(), kept.peak());
+}
+
+// A mixture-of-experts layer: a tenth of its state is replicated over DP 8, the experts' state
+// over DP 8 / EP 4 = 2 only.
+TEST(AnalyticStep, ExpertStateShardsAndSyncsOverItsOwnReplicas) {
+  BlockProfile p = profile();
+  p.layers[0].state = {10, 20, 60};
+  p.layers[0].expertState = {90, 180, 540};
+  AnalyticCandidate c = candidate(1, 1, 4, 4);
+  c.dp = 8;
+  c.expertDp = 2;
+  std::map<ReplicaGroup, int64_t> synced;
+  const GradientSync sync = [&](int64_t bytes, ReplicaGroup group) {
+    synced[group] += bytes;
+    return static_cast<double>(bytes) / 1000;
+  };
+  c.zero = 1;
+  const AnalyticEstimate sharded = estimateAnalytic(p, c, sync);
+  // Once per step: the layers' and ends' 4 x 20 + 80 + 80 dense gradient bytes over DP, the 4 x
+  // 180 expert gradient bytes over the experts' replicas.
+  EXPECT_EQ(synced[ReplicaGroup::kData], 240);
+  EXPECT_EQ(synced[ReplicaGroup::kExpertData], 720);
+  // ZeRO 1: the experts' optimizer states over 2, the others over 8 (shards rounded up).
+  c.zero = 0;
+  const AnalyticEstimate whole = estimateAnalytic(p, c, sync);
+  const int64_t saved = 4 * (60 - 8) + 2 * (240 - 30) + 4 * (540 - 270);
+  EXPECT_EQ(whole.peakBytes[0] - sharded.peakBytes[0], saved);
+  // Expert parallelism as wide as DP leaves the experts unreplicated: nothing to sync or shard.
+  synced.clear();
+  c.expertDp = 1;
+  c.zero = 1;
+  const AnalyticEstimate unreplicated = estimateAnalytic(p, c, sync);
+  EXPECT_EQ(synced.count(ReplicaGroup::kExpertData), 0U);
+  EXPECT_EQ(unreplicated.peakBytes[0] - sharded.peakBytes[0], 4 * (540 / 2));
+  EXPECT_LT(unreplicated.tailSeconds, sharded.tailSeconds);
 }
 
 }  // namespace

@@ -37,6 +37,45 @@ std::vector<int64_t> contextDegrees(const HybridModel& model, const HybridSpace&
   return degrees;
 }
 
+/// Expert-parallel degrees for a DP degree: those dividing the experts and DP (1 when dense).
+std::vector<int64_t> expertDegrees(const HybridModel& model, int64_t dp) {
+  std::vector<int64_t> degrees{1};
+  for (int64_t ep = 2; ep <= std::min(model.experts, dp); ++ep) {
+    if (divides(ep, model.experts) && divides(ep, dp)) degrees.push_back(ep);
+  }
+  return degrees;
+}
+
+/// Sequence parallel off and on, as the shape allows: on needs TP > 1 with CP x TP dividing the
+/// sequence (and the experts' slots); expert parallelism with TP > 1 needs it on.
+std::vector<bool> sequenceParallelChoices(const HybridModel& model, const HybridCandidate& shape) {
+  const bool slotsSplitByCp = model.experts == 0 || divides(shape.cp, model.expertSlots);
+  const bool slotsSplitBySp = model.experts == 0 || divides(shape.cp * shape.tp, model.expertSlots);
+  std::vector<bool> choices;
+  if (slotsSplitByCp && (shape.ep == 1 || shape.tp == 1)) choices.push_back(false);
+  if (shape.tp > 1 && divides(shape.tp * shape.cp, model.seq) && slotsSplitBySp) {
+    choices.push_back(true);
+  }
+  return choices;
+}
+
+/// Appends `shape` with every expert-parallel degree, schedule (1F1B and, with PP > 1 and VPP
+/// 1, zero-bubble H1) and sequence-parallel choice.
+void appendVariants(const HybridModel& model, HybridCandidate shape,
+                    std::vector<HybridCandidate>& shapes) {
+  for (int64_t ep : expertDegrees(model, shape.dp)) {
+    shape.ep = ep;
+    for (bool zeroBubble : {false, true}) {
+      if (zeroBubble && (shape.pp == 1 || shape.vpp > 1)) continue;
+      shape.zeroBubble = zeroBubble;
+      for (bool sequenceParallel : sequenceParallelChoices(model, shape)) {
+        shape.sequenceParallel = sequenceParallel;
+        shapes.push_back(shape);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space) {
@@ -63,16 +102,7 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
             shape.dp = dp;
             shape.vpp = vpp;
             shape.mbs = mbs;
-            for (bool zeroBubble : {false, true}) {
-              if (zeroBubble && (pp == 1 || vpp > 1)) continue;
-              shape.zeroBubble = zeroBubble;
-              shape.sequenceParallel = false;
-              shapes.push_back(shape);
-              if (tp > 1 && divides(tp * cp, model.seq)) {
-                shape.sequenceParallel = true;
-                shapes.push_back(shape);
-              }
-            }
+            appendVariants(model, shape, shapes);
           }
         }
       }

@@ -20,9 +20,10 @@
 /// world, with at least PP x VPP layers, and the layers divide into PP x VPP chunks when
 /// interleaved; the micro-batch count (global batch / (DP x micro-batch size)) is whole, at least
 /// PP, and a multiple of PP when interleaved; sequence parallel needs TP > 1 with CP x TP dividing
-/// the sequence.
-///
-/// Not yet: expert parallelism.
+/// the sequence. With experts, EP (expert parallelism, carved out of DP as Megatron-Core does)
+/// is every degree dividing both the experts and DP, with the experts' slots per sample dividing
+/// by CP (x TP with sequence parallelism); EP > 1 with TP > 1 only with sequence parallelism
+/// (Megatron-Core requires it).
 
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,7 @@ namespace autopar::search {
 struct HybridCandidate {
   int64_t tp = 1;
   int64_t cp = 1;  ///< context parallel
+  int64_t ep = 1;  ///< expert parallel, out of dp
   int64_t pp = 1;
   int64_t dp = 1;
   int64_t vpp = 1;
@@ -59,6 +61,10 @@ struct HybridModel {
   /// interleaved.
   int64_t visionHeads = 0;
   int64_t visionFfn = 0;
+  /// Experts in every layer (0: dense) and the slots of each per sample (seq x topK / experts),
+  /// which are cut like the sequence.
+  int64_t experts = 0;
+  int64_t expertSlots = 0;
 };
 
 struct HybridSpace {

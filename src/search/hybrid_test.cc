@@ -77,6 +77,39 @@ TEST(HybridSearch, ContextParallelOnlyForLongSequences) {
   EXPECT_EQ(degrees, (std::set<int64_t>{1, 2, 4}));
 }
 
+// 6 experts on 8 devices: EP divides the experts and DP (1, 2; 3 and 6 never divide a power-of-two
+// DP), needs sequence parallelism with TP > 1, and a dense model gets EP 1 only.
+TEST(HybridSearch, ExpertParallelDividesTheExpertsAndDataParallel) {
+  HybridModel model = smallModel();
+  for (const auto& shape : hybridShapes(model, smallSpace())) EXPECT_EQ(shape.ep, 1);
+  const size_t denseShapes = hybridShapes(model, smallSpace()).size();
+  model.experts = 6;
+  model.expertSlots = 171;  // odd: no TP or CP cuts it
+  std::set<int64_t> degrees;
+  for (const auto& shape : hybridShapes(model, smallSpace())) {
+    degrees.insert(shape.ep);
+    EXPECT_EQ(shape.dp % shape.ep, 0);
+    EXPECT_EQ(model.experts % shape.ep, 0);
+    EXPECT_FALSE(shape.sequenceParallel) << "171 slots do not split over TP";
+    EXPECT_FALSE(shape.ep > 1 && shape.tp > 1) << "EP with TP needs sequence parallelism";
+  }
+  EXPECT_EQ(degrees, (std::set<int64_t>{1, 2}));
+  model.experts = 8;
+  model.expertSlots = model.seq * 2 / 8;
+  degrees.clear();
+  size_t withTensorParallel = 0;
+  for (const auto& shape : hybridShapes(model, smallSpace())) {
+    degrees.insert(shape.ep);
+    if (shape.ep > 1 && shape.tp > 1) {
+      EXPECT_TRUE(shape.sequenceParallel);
+      ++withTensorParallel;
+    }
+  }
+  EXPECT_EQ(degrees, (std::set<int64_t>{1, 2, 4, 8}));
+  EXPECT_GT(withTensorParallel, 0U);
+  EXPECT_GT(hybridShapes(model, smallSpace()).size(), denseShapes);
+}
+
 TEST(HybridSearch, CandidatesCrossEveryShapeWithEveryAllowedSaver) {
   const auto shapes = hybridShapes(smallModel(), smallSpace());
   const auto candidates = hybridCandidates(smallModel(), smallSpace());

@@ -55,6 +55,7 @@ const FamilySemantics& sliceFamily();              ///< concat_slice.cc
 const FamilySemantics& attentionFamily();          ///< attention.cc
 const FamilySemantics& rotaryFamily();             ///< attention.cc
 const FamilySemantics& crossEntropyFamily();       ///< cross_entropy.cc
+const FamilySemantics& moeFamily();                ///< moe.cc
 
 // ---- Validation helpers (common.cc). Each returns an error in the family message style. ----
 

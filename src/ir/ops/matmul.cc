@@ -1,10 +1,14 @@
 /// \file
 /// MatMul and BatchMatMul.
 ///   MatMul:      A [..., m, k] x B [k, n]       -> [..., m, n]  (A's leading dims are batch)
-///   BatchMatMul: A [b..., m, k] x B [b..., k, n] -> [b..., m, n] (equal batch dims, rank >= 3)
+///   BatchMatMul: A [a..., b..., m, k] x B [b..., k, n] -> [a..., b..., m, n] (rank >= 3; B's
+///                batch dims equal A's last ones, A's leading a... broadcast over B as in
+///                torch.matmul: the experts' weights [E, h, f] against tokens [b, E, c, h])
 /// attrs.transposeA reads A as [..., k, m]; attrs.transposeB reads B as [..., n, k].
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "ir/ops/families.h"
 
@@ -42,8 +46,11 @@ Expected<TensorType> inferMatMul(OpKind kind, const OpAttrs& attrs,
   Shape output(a.begin(), a.end() - 2);
   if (kind == OpKind::kBatchMatMul) {
     const Shape batchOfB(b.begin(), b.end() - 2);
-    if (batchOfB != output) {
-      return Error{fmt::format("inputs[1] batch dims {} differ from inputs[0] batch dims {}",
+    const bool matches = batchOfB.size() <= output.size() &&
+                         std::equal(batchOfB.begin(), batchOfB.end(),
+                                    output.end() - static_cast<std::ptrdiff_t>(batchOfB.size()));
+    if (!matches) {
+      return Error{fmt::format("inputs[1] batch dims {} differ from the last of inputs[0]'s {}",
                                shapeToString(batchOfB), shapeToString(output))};
     }
   }

@@ -251,11 +251,14 @@ Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem, const SolveO
   auto ilp = solveIlp(problem, exact);
   if (!ilp) return ilp.error();
   if (ilp->optimal || heuristic->solution.empty()) return ilp;
+  // Both bounds hold; the better one is kept whichever solution wins.
+  const double bound = std::max(ilp->lowerBound, heuristic->lowerBound);
   if (ilp->solution.empty() || heuristic->evaluation.cost < ilp->evaluation.cost) {
-    heuristic->lowerBound = ilp->lowerBound;
+    heuristic->lowerBound = bound;
     heuristic->status += fmt::format(" (ILP: {})", ilp->status);
     return heuristic;
   }
+  ilp->lowerBound = bound;
   return ilp;
 }
 

@@ -18,8 +18,7 @@ constexpr int kPatience = 3;
 /// from the dual optimum).
 constexpr int64_t kDriveEvery = 4;
 constexpr int64_t kFirstDrive = 8;
-/// A drive's growth of the multipliers of over-full segments per round, and its round limit.
-constexpr double kDrive = 1.3;
+/// A drive's round limit.
 constexpr int kDriveRounds = 30;
 /// Hard-search moves that polish a drive's labelling.
 constexpr int64_t kPolishMoves = 1000;
@@ -60,10 +59,11 @@ int64_t usageProfile(const Indexed& index, const std::vector<int>& labels,
 
 class LagrangianSearch {
  public:
-  LagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget)
+  LagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget, double driveGrowth)
       : index_(index),
         seed_(seed),
         budget_(budget),
+        driveGrowth_(driveGrowth),
         passing_(index.problem),
         multipliers_(index.timeline, 0.0) {}
 
@@ -162,7 +162,7 @@ class LagrangianSearch {
     for (int r = 0; r < kDriveRounds && !budget_.spent(); ++r) {
       if (usageProfile(index_, passing_.labels(), usage) <= index_.limit) break;
       for (size_t t = 0; t < usage.size(); ++t) {
-        if (usage[t] > index_.limit) driven[t] = driven[t] * kDrive + nudge;
+        if (usage[t] > index_.limit) driven[t] = driven[t] * driveGrowth_ + nudge;
       }
       passing_.setUsagePrice(nodePrices(index_, driven));
       passing_.sweep();
@@ -181,6 +181,7 @@ class LagrangianSearch {
   const Indexed& index_;
   uint64_t seed_;
   Budget& budget_;
+  double driveGrowth_;
   MessagePassing passing_;
   std::vector<double> multipliers_;  ///< lambda_t per segment of the timeline
   Outcome best_;
@@ -191,8 +192,8 @@ class LagrangianSearch {
 
 }  // namespace
 
-Outcome lagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget) {
-  return LagrangianSearch(index, seed, budget).run();
+Outcome lagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget, double driveGrowth) {
+  return LagrangianSearch(index, seed, budget, driveGrowth).run();
 }
 
 }  // namespace autopar::search::local

@@ -23,9 +23,9 @@
 ///      where g_t is the rounded labelling's usage at t minus M. Theta halves after kPatience
 ///      rounds without a better bound.
 ///   3. Every kDriveEvery rounds, a primal drive. From a copy of the multipliers, each segment
-///      over the limit gets dearer (x kDrive, plus a tenth of the mean multiplier), and message
-///      passing runs again until the rounded labelling fits. That labelling is repaired if need
-///      be, descended, and polished by kPolishMoves moves of the hard search; the cheapest is
+///      over the limit gets dearer (x driveGrowth, plus a tenth of the mean multiplier), and
+///      message passing runs again until the rounded labelling fits. That labelling is repaired if
+///      need be, descended, and polished by kPolishMoves moves of the hard search; the cheapest is
 ///      the result. The multipliers and messages are then restored.
 /// On memory-bound problems the dual's labellings sit at the edge of memory, so a drive needs
 /// few rounds and lands near the bound (docs/intra-op-solvers.md has the figures).
@@ -43,8 +43,9 @@
 
 namespace autopar::search::local {
 
-/// Runs until the budget is spent; each round counts one step against an iteration budget. The outcome is empty when nothing fits; its lowerBound is the best dual
-/// value reached.
-Outcome lagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget);
+/// Runs until the budget is spent; each round counts one step against an iteration budget.
+/// `driveGrowth` is the drives' factor per round on the multipliers of over-full segments. The
+/// outcome is empty when nothing fits; its lowerBound is the best dual value reached.
+Outcome lagrangianSearch(const Indexed& index, uint64_t seed, Budget& budget, double driveGrowth);
 
 }  // namespace autopar::search::local

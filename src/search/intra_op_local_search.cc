@@ -1,4 +1,5 @@
-// solveLocalSearch (intra_op_solver.h): schedules of the moves in local_search_moves.h.
+// solveLocalSearch (intra_op_solver.h): the Lagrangian search on every thread, the best result
+// and the best bound.
 
 #include <fmt/format.h>
 
@@ -19,24 +20,11 @@ namespace {
 
 using local::Budget;
 using local::Indexed;
-using local::kNever;
 using local::Outcome;
-using local::Search;
 
-std::vector<int> everyNode(const Indexed& index) {
-  std::vector<int> all(index.problem.nodes.size());
-  for (size_t v = 0; v < all.size(); ++v) all[v] = static_cast<int>(all.size() - 1 - v);
-  return all;
-}
-
-/// Memory as a hard constraint: a feasible start improved by moves that keep it feasible.
-Outcome hardSearch(const Indexed& index, uint64_t seed, Budget& budget) {
-  Search search(index, seed);
-  if (!search.start()) return {};
-  search.descend(everyNode(index));
-  for (; !budget.spent(); budget.moves += 64) search.improve(budget.moves, 64);
-  return Outcome{search.cost() < kNever, search.cost(), search.choice()};
-}
+/// The drives' growth per thread (intra_op_lagrangian.h): threads drive at different rates, so
+/// they round different labellings near the dual optimum and the best of them wins.
+double driveGrowth(int thread) { return thread % 2 == 0 ? 1.3 : 1.15; }
 
 }  // namespace
 
@@ -56,13 +44,10 @@ Expected<SolveResult> solveLocalSearch(const ir::IntraOpProblem& problem,
   const int threads = std::max(options.threads, 1);
   std::vector<Outcome> outcomes(static_cast<size_t>(threads));
   std::vector<Budget> budgets(static_cast<size_t>(threads), Budget(options, deadline));
-  // Even threads run the Lagrangian search, odd ones the hard search; a single thread takes the
-  // Lagrangian one, the stronger on every contest instance (BENCHMARKS.md).
   auto run = [&](int t) {
     const uint64_t seed = options.seed + static_cast<uint64_t>(t);
-    auto& budget = budgets[static_cast<size_t>(t)];
     outcomes[static_cast<size_t>(t)] =
-        t % 2 == 0 ? local::lagrangianSearch(index, seed, budget) : hardSearch(index, seed, budget);
+        local::lagrangianSearch(index, seed, budgets[static_cast<size_t>(t)], driveGrowth(t));
   };
   std::vector<std::thread> workers;
   for (int t = 1; t < threads; ++t) workers.emplace_back(run, t);

@@ -2,18 +2,14 @@
 /// \file
 /// Solvers for the intra-operator problem (ir/intra_op_problem.h).
 ///
-/// solveLocalSearch scales to the contest's instances (tens of thousands of nodes):
-///   1. start from each node's least-memory strategy, which is feasible whenever any solution is
-///      (usage only adds up);
-///   2. improve one node at a time (a move never crosses the usage limit, checked on a segment
-///      tree over the timeline) until no node can improve;
-///   3. until the deadline, perturb a random neighbourhood (a node and the nodes a few edges away
-///      get random strategies within the limit), improve again, and keep the result only when it
-///      is cheaper (iterated local search).
-/// Every candidate is feasible, so it never returns a solution over the limit once it has one.
-/// Threads run independent searches from seeds seed, seed + 1, ...; the cheapest result wins, ties
-/// to the lowest seed. With an iteration budget instead of a deadline the result depends only on
-/// the problem and the seed.
+/// solveLocalSearch scales to the contest's instances (tens of thousands of nodes). Every thread
+/// runs the Lagrangian search (intra_op_lagrangian.h): dual ascent on memory multipliers over
+/// message passing gives a lower bound, and primal drives round the dual's labellings until they
+/// fit, then polish them with the local search's moves (local_search_moves.h: a greedy start,
+/// a memory repair, descents, exact tree moves and perturbations, all within the limit). Threads
+/// drive at different rates from seeds seed, seed + 1, ...; the cheapest result wins, ties to the
+/// lowest seed. It never returns a solution over the limit. With an iteration budget instead of a
+/// deadline the result depends only on the problem and the seed.
 ///
 /// solveIlp is exact on small and medium problems (Alpa's formulation solved with CBC): a binary
 /// per (node, strategy), an edge term linearised with one variable per strategy pair whose row
@@ -32,8 +28,8 @@ namespace autopar::search {
 
 struct SolveOptions {
   double timeLimitSeconds = 10;
-  /// > 0: stop after this many perturbations per thread instead of at the deadline (the
-  /// deadline still applies as a safety net).
+  /// > 0: stop after this many rounds of the Lagrangian search per thread instead of at the
+  /// deadline (the deadline still applies as a safety net).
   int64_t iterations = 0;
   uint64_t seed = 1;
   int threads = 2;
@@ -48,7 +44,8 @@ struct SolveResult {
   std::vector<int> solution;  ///< empty when none is feasible
   ir::Evaluation evaluation;
   bool optimal = false;   ///< proven (ILP only)
-  double lowerBound = 0;  ///< ILP: the best bound; the gap is (cost - bound) / cost
+  /// The best proven bound (CBC's, or the Lagrangian search's); the gap is (cost - bound) / cost.
+  double lowerBound = 0;
   std::string status;     ///< one line: "optimal", "time limit, gap 2.1%", why infeasible
 };
 

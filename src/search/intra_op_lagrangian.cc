@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "search/message_passing.h"
 
@@ -89,11 +90,14 @@ class LagrangianSearch {
     return all;
   }
 
-  void keep(const Search& search) {
-    if (search.cost() >= kNever || search.cost() >= best_.cost) return;
+  /// Takes the search's solution as the best when it is cheaper; true when it did.
+  bool keep(const Search& search) {
+    if (search.cost() >= kNever || search.cost() >= best_.cost) return false;
     best_.feasible = true;
     best_.cost = search.cost();
     best_.choice = search.choice();
+    if (!incumbent_ || &*incumbent_ != &search) incumbent_.emplace(search);
+    return true;
   }
 
   /// The target of Polyak's step: the best feasible cost, or a guess above the bound.
@@ -170,10 +174,17 @@ class LagrangianSearch {
     }
     Search polish(index_, seed_ + static_cast<uint64_t>(round));
     polish.assign(passing_.labels());
+    bool better = false;
     if (polish.repair()) {
       polish.descend(everyNode());
       polish.improve(0, kPolishMoves);
-      keep(polish);
+      better = keep(polish);
+    }
+    // A drive that finds nothing better gives its polish to the best solution instead.
+    if (!better && incumbent_) {
+      incumbent_->improve(incumbentMoves_, kPolishMoves);
+      incumbentMoves_ += kPolishMoves;
+      keep(*incumbent_);
     }
     passing_.restoreMessages(messages);
   }
@@ -185,6 +196,8 @@ class LagrangianSearch {
   MessagePassing passing_;
   std::vector<double> multipliers_;  ///< lambda_t per segment of the timeline
   Outcome best_;
+  std::optional<Search> incumbent_;  ///< the best solution's search, polished further
+  int64_t incumbentMoves_ = 0;
   double bestBound_ = -std::numeric_limits<double>::infinity();
   double theta_ = 1;
   int stalled_ = 0;

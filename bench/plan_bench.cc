@@ -193,15 +193,14 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
           if ((vpp > 1 && pp == 1) || (zero >= 2 && pp > 1)) continue;
           const int64_t dp = 1024 / (tp * pp);
           Case c;
-          c.candidate = {
-              pp,
-              vpp,
-              1536 / dp,
-              dp,
-              zero,
-              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B,
-              search::evenLayers({80}, pp, vpp),
-              {}};
+          c.candidate.stages = pp;
+          c.candidate.virtualStages = vpp;
+          c.candidate.microBatches = 1536 / dp;
+          c.candidate.dp = dp;
+          c.candidate.zero = zero;
+          c.candidate.schedule =
+              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B;
+          c.candidate.layers = search::evenLayers({80}, pp, vpp);
           c.candidate.recomputed =
               full ? c.candidate.layers
                    : search::StackCounts{std::vector<int64_t>(static_cast<size_t>(pp), 0)};

@@ -20,15 +20,15 @@
 ///          fill_s = T_s (1F1B), T_s / V (interleaved), max(T_s - 2 W_s, 0) (zero-bubble H1)
 /// Recompute only adds time, so a stage recomputes the cheapest set of layers that makes it fit
 /// (with two stacks: every count of the first, the fewest of the second that then fits;
-/// interleaved: the fewest over every split of its layers into its chunks). The solver finds the
-/// least bottleneck B (the slowest stage's time) for which some placement fits (binary search: a
-/// larger B only allows more), then tries each achievable B upward; for each, a dynamic program
-/// over (stage, layers placed) finds the least sum of fill_s with every stage at most B, and the
-/// step is m B + that sum - the largest fill + sends. Under 1F1B and interleaved the largest fill
+/// interleaved: the fewest over every balanced split of its layers into its chunks). The solver
+/// finds the least bottleneck B (the slowest stage's time) for which some placement fits (binary
+/// search: a larger B only allows more), then tries each achievable B upward; for each, a dynamic
+/// program over (stage, layers placed) finds the least sum of fill_s with every stage at most B,
+/// and the step is m B + that sum - the largest fill + sends. Under 1F1B and interleaved the largest fill
 /// is fill(B); under zero-bubble H1 it depends on the stage's W, so the program also carries
 /// whether it has left a stage out (sum_s fill_s - max_s fill_s is the least sum over all stages
 /// but one). The scan stops once a lower bound of the step at B exceeds the best step.
-
+///
 /// Interleaved, one stack only: a stage's time depends on its layer count N and recompute only,
 /// so its option for N is the least recompute over the splits of N into its V chunks and every
 /// recompute count per chunk that fits its peak rows. The chunks of a stage are balanced (each
@@ -36,9 +36,10 @@
 /// closed form's interleaved bubble, (sum_s T_s - T_max) / V, takes a stage's chunks to run
 /// about equally long: with balanced chunks it is 2.3% from the simulator on average, with
 /// chunks split anywhere 12.6% and up to 35% (tests/integration/schedule_model_test.cc). Uneven
-/// placements are uneven across stages. The split search is O(C(V, N mod V) N^(V-1)) per (stage,
-/// N), pruned by the best count so far; the search asks for V = 2 only (search/hybrid.h), where it
-/// is O(N) per (stage, N).
+/// placements are uneven across stages. The split search tries both chunk sizes and every
+/// recompute count for each chunk but the last, whose recompute it solves: O((2 N / V)^(V-1)) per
+/// (stage, N) at worst, pruned by the best count so far; the search asks for V = 2 only
+/// (search/hybrid.h), where it is O(N) per (stage, N).
 ///
 /// Cost: O(P L) stage options interleaved, O(P L^2) contiguous (each O(L) for two stacks), then
 /// O(P L^2) per bottleneck tried in the dynamic program (twice that when it chooses the stage

@@ -23,6 +23,8 @@ class Stage {
         chunks_(static_cast<size_t>(chunksOf(c.schedule, c.virtualStages))),
         first_(stage == 0),
         last_(stage == c.stages - 1) {
+    layers_.reserve(profile.layers.size() * chunks_);
+    recomputed_.reserve(profile.layers.size() * chunks_);
     for (size_t k = 0; k < profile.layers.size(); ++k) {
       for (size_t chunk = 0; chunk < chunks_; ++chunk) {
         const auto v = static_cast<size_t>(static_cast<int64_t>(chunk) * c.stages + stage);

@@ -26,7 +26,11 @@ void scanPeaks(PipelineSchedule schedule, int64_t stages, int64_t virtualStages,
   const auto backwardChunk = [&](int64_t step) {
     return virtualStages - 1 - step % period / stages;
   };
-  for (int64_t step = 0; step < warmup; ++step) add(forwardChunk(step), 1);
+  // The warmup's forwards: whole periods of P per chunk, then the partial period's chunks.
+  for (int64_t chunk = 0; chunk < virtualStages; ++chunk) {
+    const int64_t partial = std::clamp<int64_t>(warmup % period - chunk * stages, 0, stages);
+    add(chunk, warmup / period * stages + partial);
+  }
   if (warmup == steps) {
     visit();
     return;

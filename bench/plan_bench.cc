@@ -132,6 +132,9 @@ search::PlacementProblem llamaLikePlacement(int64_t stages) {
   problem.memoryLimitBytes = int64_t{80} << 30;
   problem.first = {0.01, int64_t{500} << 20, int64_t{60} << 20};
   problem.last = {0.03, int64_t{500} << 20, int64_t{200} << 20};
+  problem.stacks.front().layer.weightGradientSeconds = 0.0125;
+  problem.first.weightGradientSeconds = 0.0025;
+  problem.last.weightGradientSeconds = 0.005;
   return problem;
 }
 
@@ -193,18 +196,16 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
           if ((vpp > 1 && pp == 1) || (zero >= 2 && pp > 1)) continue;
           const int64_t dp = 1024 / (tp * pp);
           Case c;
-          c.candidate = {
-              pp,
-              vpp,
-              1536 / dp,
-              dp,
-              zero,
-              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B,
-              search::evenLayers({80}, pp, vpp),
-              {}};
+          c.candidate.stages = pp;
+          c.candidate.virtualStages = vpp;
+          c.candidate.microBatches = 1536 / dp;
+          c.candidate.dp = dp;
+          c.candidate.zero = zero;
+          c.candidate.schedule =
+              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B;
+          c.candidate.layers = search::evenLayers({80}, pp, vpp);
           c.candidate.recomputed =
-              full ? c.candidate.layers
-                   : search::StackCounts{std::vector<int64_t>(static_cast<size_t>(pp), 0)};
+              full ? c.candidate.layers : search::zerosLike(c.candidate.layers);
           for (int64_t d = 0; d < dp; ++d) c.ranks.push_back(static_cast<int>(d * tp));
           cases.push_back(std::move(c));
         }
@@ -225,6 +226,34 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ClosedFormEstimate);
+
+/// The same under zero-bubble H1 (the program also designates the slowest stage) and interleaved
+/// with 2 chunks per stage (each stage's option is the least-recompute split over its chunks).
+void BM_PlaceLayersExactZeroBubble(benchmark::State& state) {
+  search::PlacementProblem problem = llamaLikePlacement(state.range(0));
+  problem.schedule = search::PipelineSchedule::kZeroBubbleH1;
+  for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
+}
+
+void BM_PlaceLayersExactInterleaved(benchmark::State& state) {
+  search::PlacementProblem problem = llamaLikePlacement(state.range(0));
+  problem.schedule = search::PipelineSchedule::kInterleaved;
+  problem.virtualStages = 2;
+  for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
+}
+
+BENCHMARK(BM_PlaceLayersExactZeroBubble)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlaceLayersExactInterleaved)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
 
 /// The same with a Qwen2-VL-like vision tower first: 32 ViT layers at a hundredth of an LLM
 /// layer's time, then the 80 LLM layers.

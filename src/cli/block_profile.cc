@@ -209,23 +209,45 @@ Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& co
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
                     MegatronConfig& config) {
   config.stages.clear();
+  config.chunks.clear();
   config.recomputeBlocks.clear();
-  const size_t stages = layers.front().size();
-  config.stages.push_back("embedding=0");
-  config.stages.push_back(fmt::format("head={}", stages - 1));
+  const auto stages = static_cast<size_t>(config.pp);
+  const size_t virtualStages = layers.front().size();
+  const bool interleaved = virtualStages > stages;
+  // Virtual stage v runs on stage v mod P as its chunk v / P.
+  const auto place = [&](const std::string& block, size_t v) {
+    config.stages.push_back(fmt::format("{}={}", block, v % stages));
+    if (interleaved) config.chunks.push_back(fmt::format("{}={}", block, v / stages));
+  };
+  place("embedding", 0);
+  place("head", virtualStages - 1);
   const char* names[] = {"vit", "llm"};
   for (size_t k = 0; k < layers.size(); ++k) {
     const char* stack = names[k + 2 - layers.size()];  // one stack is the LLM
     int64_t layer = 0;
-    for (size_t s = 0; s < stages; ++s) {
-      for (int64_t i = 0; i < layers[k][s]; ++i, ++layer) {
-        config.stages.push_back(fmt::format("{}.layer.{}={}", stack, layer, s));
-        if (i < recomputed[k][s]) {
+    for (size_t v = 0; v < virtualStages; ++v) {
+      for (int64_t i = 0; i < layers[k][v]; ++i, ++layer) {
+        place(fmt::format("{}.layer.{}", stack, layer), v);
+        if (i < recomputed[k][v]) {
           config.recomputeBlocks.push_back(fmt::format("{}.layer.{}", stack, layer));
         }
       }
     }
   }
+}
+
+search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
+  search::AnalyticCandidate candidate;
+  candidate.stages = config.pp;
+  candidate.virtualStages = config.vpp;
+  candidate.microBatches = config.gbs / (config.dp * config.mbs);
+  candidate.dp = config.dp * config.cp;  // the parameters' replicas
+  candidate.expertDp = config.dp * config.cp / config.ep;
+  candidate.zero = config.zero;
+  candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
+                       : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
+                                           : search::PipelineSchedule::k1F1B;
+  return candidate;
 }
 
 search::StackCounts screenLayers(const MegatronConfig& config, const search::BlockProfile& profile,
@@ -241,16 +263,7 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
                                                       search::StackCounts recomputed) {
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
-  search::AnalyticCandidate candidate;
-  candidate.stages = config.pp;
-  candidate.virtualStages = config.vpp;
-  candidate.microBatches = config.gbs / (config.dp * config.mbs);
-  candidate.dp = config.dp * config.cp;  // the parameters' replicas
-  candidate.expertDp = config.dp * config.cp / config.ep;
-  candidate.zero = config.zero;
-  candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
-                       : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
-                                           : search::PipelineSchedule::k1F1B;
+  search::AnalyticCandidate candidate = candidateOf(config);
   candidate.layers =
       layers.empty() ? screenLayers(config, *profile, profiler.stacks()) : std::move(layers);
   if (!recomputed.empty()) {
@@ -278,49 +291,35 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   return search::estimateAnalytic(*profile, candidate, sync);
 }
 
-search::PlacementProblem placementProblem(const search::BlockProfile& profile,
-                                          const MegatronConfig& config,
-                                          const std::vector<int64_t>& stacks, int64_t deviceBytes) {
-  const auto sharded = [&](const search::ProfiledPart& part) {
-    return part.state.sharded(config.zero, config.dp * config.cp) +
-           part.expertState.sharded(config.zero, config.dp * config.cp / config.ep);
-  };
-  search::PlacementProblem problem;
-  for (size_t k = 0; k < stacks.size(); ++k) {
-    const auto& l = profile.layers[k];
-    problem.stacks.push_back({stacks[k],
-                              {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds, sharded(l),
-                               l.activationBytes, l.recomputedActivationBytes}});
-  }
-  problem.stages = config.pp;
-  problem.microBatches = config.gbs / (config.dp * config.mbs);
-  const auto end = [&](const search::ProfiledPart& part) {
-    return search::StageExtra{part.forwardSeconds + part.backwardSeconds, sharded(part),
-                              part.activationBytes};
-  };
-  problem.first = end(profile.first);
-  problem.last = end(profile.last);
-  problem.memoryLimitBytes = deviceBytes - profile.bufferBytes;
-  problem.zeroBubble = config.zeroBubble;
-  return problem;
+Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfig& config,
+                                                             BlockProfiler& profiler) {
+  if (config.pp < 2 || config.recompute == "full") return std::optional<search::Placement>{};
+  auto profile = profiler.profileOf(config);
+  if (!profile) return profile.error();
+  auto problem = search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(),
+                                            profiler.deviceBytes());
+  if (!problem) return problem.error();
+  auto placement = search::placeLayers(*problem);
+  if (!placement) return placement.error();
+  return std::optional<search::Placement>{std::move(*placement)};
+}
+
+Expected<PlacedEstimate> evaluatePlaced(const MegatronConfig& config, search::Placement placement) {
+  MegatronConfig placed = config;
+  applyPlacement(placement.layers, placement.recomputed, placed);
+  auto estimate = estimateConfig(placed);
+  if (!estimate) return estimate.error();
+  return PlacedEstimate{std::move(placed), std::move(*estimate), std::move(placement)};
 }
 
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler) {
-  if (config.pp < 2 || config.vpp > 1 || config.recompute == "full") {
-    return std::optional<PlacedEstimate>{};
-  }
-  auto profile = profiler.profileOf(config);
-  if (!profile) return profile.error();
-  auto placement = search::placeLayers(
-      placementProblem(*profile, config, profiler.stacks(), profiler.deviceBytes()));
-  if (!placement) return std::optional<PlacedEstimate>{};
-  MegatronConfig placed = config;
-  applyPlacement(placement->layers, placement->recomputed, placed);
-  auto estimate = estimateConfig(placed);
-  if (!estimate) return estimate.error();
-  return std::optional<PlacedEstimate>{
-      PlacedEstimate{std::move(placed), std::move(*estimate), std::move(*placement)}};
+  auto placement = placeOnClosedForm(config, profiler);
+  if (!placement) return placement.error();
+  if (!*placement) return std::optional<PlacedEstimate>{};
+  auto placed = evaluatePlaced(config, std::move(**placement));
+  if (!placed) return placed.error();
+  return std::optional<PlacedEstimate>{std::move(*placed)};
 }
 
 }  // namespace autopar::cli

@@ -85,9 +85,11 @@ class BlockProfiler {
   std::map<BlockSetting, search::BlockProfile> profiles_;
 };
 
-/// Writes a placement as the configuration's block stages ("vit.layer.<i>=S", "llm.layer.<i>=S",
-/// the embedding on the first stage and the head on the last) and recomputed blocks (the first
-/// layers of each stack on each stage).
+/// Writes a placement (per stage, or per virtual stage when it has more entries than --pp) as the
+/// configuration's block stages ("vit.layer.<i>=S", "llm.layer.<i>=S", the embedding on the first
+/// stage and the head on the last), their chunks when interleaved ("llm.layer.<i>=C": virtual
+/// stage v runs on stage v mod P as chunk v / P) and recomputed blocks (the first layers of each
+/// stack on each stage or virtual stage).
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
                     MegatronConfig& config);
 
@@ -108,11 +110,9 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
                                                       search::StackCounts layers = {},
                                                       search::StackCounts recomputed = {});
 
-/// The placement problem of a configuration (PP > 1, no interleaving) from its profile: the
-/// state sharded by its ZeRO stage, the buffers off the device's memory.
-search::PlacementProblem placementProblem(const search::BlockProfile& profile,
-                                          const MegatronConfig& config,
-                                          const std::vector<int64_t>& stacks, int64_t deviceBytes);
+/// A configuration's shape for the closed form: stages, chunks, micro-batches, replicas, ZeRO
+/// stage and schedule (no layers).
+search::AnalyticCandidate candidateOf(const MegatronConfig& config);
 
 struct PlacedEstimate {
   MegatronConfig config;  ///< with the placement's stages and recompute blocks
@@ -121,8 +121,16 @@ struct PlacedEstimate {
 };
 
 /// Non-uniform layer placement with per-stage recompute (search/layer_placement.h) for a
-/// configuration with PP > 1 and no interleaving, evaluated again on the whole model; nullopt
-/// when placement does not apply or nothing fits its model.
+/// configuration with PP > 1 (per chunk when interleaved), on the closed form's model of its
+/// schedule; nullopt when placement does not apply (PP 1, or full recompute everywhere); the
+/// solver's error when nothing fits its model or it cannot place the stacks.
+Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfig& config,
+                                                             BlockProfiler& profiler);
+
+/// The configuration with `placement` applied, evaluated on the whole model.
+Expected<PlacedEstimate> evaluatePlaced(const MegatronConfig& config, search::Placement placement);
+
+/// placeOnClosedForm, then the placed configuration evaluated on the whole model.
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler);
 

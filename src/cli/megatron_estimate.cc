@@ -130,6 +130,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
   training.recompute = config.recompute;
   training.stages = config.stages;
+  training.chunks = config.chunks;
   training.recomputeBlocks = config.recomputeBlocks;
   options.modelOptions.transformer = config.transformer;
   if (config.zero > 0) {
@@ -245,6 +246,21 @@ StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages, std::
     if (allRecomputed || graph.settingsOf(op).recompute) ++result.recomputed[stage];
   }
   return result;
+}
+
+std::vector<int64_t> layersPerVirtualStage(const ConfigEstimate& estimate, std::string_view stack) {
+  const auto& stages = estimate.evaluated.stages;
+  std::vector<int64_t> layers(static_cast<size_t>(stages.stages * stages.virtualStages), 0);
+  const ir::Graph& graph = estimate.evaluated.model.graph;
+  std::set<std::string> seen;
+  for (const ir::Op& op : graph.ops()) {
+    if (!ir::isStackLayer(op.block) || !op.block.starts_with(fmt::format("{}.", stack)) ||
+        !seen.insert(op.block).second) {
+      continue;
+    }
+    ++layers.at(static_cast<size_t>(stages.virtualStageOf.at(static_cast<size_t>(op.id))));
+  }
+  return layers;
 }
 
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {

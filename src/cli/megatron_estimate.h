@@ -53,9 +53,10 @@ struct MegatronConfig {
   int zero = 0;
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
-  /// Non-uniform placement: BLOCK=STAGE assignments and blocks recomputed in full (the layer
-  /// placement search fills these; empty splits layers evenly).
+  /// Non-uniform placement: BLOCK=STAGE assignments, BLOCK=CHUNK when interleaved, and blocks
+  /// recomputed in full (the layer placement search fills these; empty splits layers evenly).
   std::vector<std::string> stages;
+  std::vector<std::string> chunks;
   std::vector<std::string> recomputeBlocks;
   /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
   std::optional<frontend::TransformerConfig> transformer;
@@ -118,5 +119,10 @@ struct StageLayers {
 };
 StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages,
                            std::string_view stack = "llm");
+
+/// Layers of one stack per virtual stage (chunk c of stage s at c P + s; per stage without
+/// interleaving).
+std::vector<int64_t> layersPerVirtualStage(const ConfigEstimate& estimate,
+                                           std::string_view stack = "llm");
 
 }  // namespace autopar::cli

@@ -101,6 +101,9 @@ void addTrainingFlags(CLI::App& verb, TrainingFlags& flags) {
       ->check(positive());
   verb.add_option("--stage", flags.stages,
                   "BLOCK=STAGE: run a block on a stage (Cell.pipeline_stage)");
+  verb.add_option("--chunk", flags.chunks,
+                  "BLOCK=CHUNK: run a block as a stage's model chunk under the interleaved "
+                  "schedule (MindSpore's pipeline segment; default 0)");
   verb.add_option("--recompute", flags.recompute,
                   "layer recompute: none | selective (attention core) | full (every layer)")
       ->capture_default_str();
@@ -141,6 +144,12 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
     auto status =
         setBlock(graph, "--stage", text, "BLOCK=STAGE, e.g. llm.layer.3=1",
                  [](ir::BlockSettings& s, int64_t v) { s.pipelineStage = static_cast<int>(v); });
+    if (!status) return status;
+  }
+  for (const auto& text : flags.chunks) {
+    auto status =
+        setBlock(graph, "--chunk", text, "BLOCK=CHUNK, e.g. llm.layer.3=1",
+                 [](ir::BlockSettings& s, int64_t v) { s.pipelineSegment = static_cast<int>(v); });
     if (!status) return status;
   }
   for (const auto& text : flags.fusion) {

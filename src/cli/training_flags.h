@@ -23,6 +23,7 @@ struct TrainingFlags {
   std::string schedule = "1f1b";
   int virtualStages = 0;            ///< 0: 2 for the interleaved schedule, else 1
   std::vector<std::string> stages;  ///< BLOCK=STAGE
+  std::vector<std::string> chunks;  ///< BLOCK=CHUNK (interleaved)
   std::string recompute = "none";
   std::vector<std::string> recomputeBlocks;
   std::vector<std::string> recomputeOps;

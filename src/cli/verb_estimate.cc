@@ -122,9 +122,12 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> givenPlacement(
     }
     return std::pair<search::StackCounts, search::StackCounts>{};
   }
-  const auto stages = static_cast<size_t>(args.config.pp);
+  // Interleaved: one count per virtual stage, chunk c of stage s at c PP + s.
+  const auto stages = static_cast<size_t>(args.config.pp * args.config.vpp);
   const bool vision = transformer.vision.layers > 0;
-  if (args.config.vpp > 1) return Error{"--llm-layers: a placement needs --vpp 1"};
+  if (args.config.vpp > 1 && vision) {
+    return Error{"--vit-layers: a vision tower is not interleaved; give --vpp 1"};
+  }
   struct Stack {
     const char* flag;
     const std::vector<int64_t>* layers;
@@ -146,8 +149,8 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> givenPlacement(
     const std::vector<int64_t>& counts = stack.layers->empty() ? zeros : *stack.layers;
     const std::vector<int64_t>& recompute = stack.recompute->empty() ? zeros : *stack.recompute;
     if (counts.size() != stages || recompute.size() != stages) {
-      return Error{
-          fmt::format("{}: expected {} per-stage counts (one per --pp stage)", stack.flag, stages)};
+      return Error{fmt::format("{}: expected {} counts (one per {})", stack.flag, stages,
+                               args.config.vpp > 1 ? "virtual stage: --pp x --vpp" : "--pp stage")};
     }
     int64_t sum = 0;
     for (size_t s = 0; s < stages; ++s) {
@@ -251,11 +254,10 @@ int runEstimate(const EstimateArgs& args) {
     // The search's inner solver on this configuration: exact layer placement and per-stage
     // recompute, then the whole model evaluated with it.
     auto placed = placeConfiguration(config, profiler);
-    if (!placed) return reportError(placed.error());
+    if (!placed) return reportError(placed.error().in("--place"));
     if (!*placed) {
       return reportError(
-          Error{"--place: needs --pp greater than 1, --vpp 1, --recompute none or selective, and a "
-                "placement that fits"});
+          Error{"--place: needs --pp greater than 1 and --recompute none or selective"});
     }
     config = (*placed)->config;
     *estimate = std::move((*placed)->estimate);
@@ -307,8 +309,10 @@ void addEstimateVerb(CLI::App& app, Action& action) {
                  "inner solver), and estimate the placed configuration");
   verb->add_option("--profile", args->profile,
                    "measured block table (docs/profile-table.md) for --closed-form and --place");
-  verb->add_option("--llm-layers", args->llmLayers,
-                   "LLM layers per pipeline stage (seed 003's llm_layer_placement)")
+  verb->add_option(
+          "--llm-layers", args->llmLayers,
+          "LLM layers per pipeline stage, per virtual stage with --vpp (chunk c of stage s "
+          "at c PP + s; seed 003's llm_layer_placement)")
       ->delimiter(',');
   verb->add_option("--vit-layers", args->vitLayers,
                    "vision-tower layers per pipeline stage (vit_layer_placement)")

@@ -76,27 +76,44 @@ nlohmann::ordered_json optimalConfigJson(const MegatronConfig& config,
                              static_cast<double>(estimate.worldSize)}};
 }
 
-/// Megatron-LM takes uneven first and last stages (--decoder-first/last-pipeline-num-layers)
-/// when the middle stages are even; other layouts have no flag.
-std::string unevenStages(const std::vector<int64_t>& layers) {
-  if (layers.size() < 2) return "";
-  const std::vector<int64_t> middle(layers.begin() + 1, layers.end() - 1);
-  const bool evenMiddle =
-      std::adjacent_find(middle.begin(), middle.end(), std::not_equal_to<>()) == middle.end();
-  if (std::adjacent_find(layers.begin(), layers.end(), std::not_equal_to<>()) == layers.end()) {
-    return "";
+/// Megatron-Core's --pipeline-model-parallel-layout: the virtual stages in order (chunk c of
+/// stage s is the c P + s-th), "E" the embedding, "t" a decoder layer, "L" the loss (head), e.g.
+/// "Et*4|t*5|t*5|t*3,L" for 4, 5, 5 and 3 layers on 4 stages.
+std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers) {
+  std::vector<std::string> stages;
+  for (size_t v = 0; v < virtualStageLayers.size(); ++v) {
+    std::string stage = v == 0 ? "E" : "";
+    if (virtualStageLayers[v] > 0) stage += fmt::format("t*{}", virtualStageLayers[v]);
+    if (v + 1 == virtualStageLayers.size()) stage += stage.empty() ? "L" : ",L";
+    stages.push_back(stage);
   }
-  if (!evenMiddle) {
-    return fmt::format(" (stages of [{}] layers: no Megatron-LM flag for uneven middle stages)",
-                       fmt::join(layers, ", "));
-  }
-  return fmt::format(
-      " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-      layers.front(), layers.back());
+  return fmt::format("{}", fmt::join(stages, "|"));
 }
 
-std::string megatronArguments(const MegatronConfig& config, int64_t layers,
-                              const std::vector<int64_t>& stageLayers) {
+/// How Megatron-LM places the layers: evenly by default; uneven first and last stages with
+/// --decoder-first/last-pipeline-num-layers when the middle stages are even and there is one
+/// chunk per stage; any other split with Megatron-Core's --pipeline-model-parallel-layout.
+std::string layerArguments(const MegatronConfig& config,
+                           const std::vector<int64_t>& virtualStageLayers) {
+  const auto even = [](auto begin, auto end) {
+    return std::adjacent_find(begin, end, std::not_equal_to<>()) == end;
+  };
+  if (even(virtualStageLayers.begin(), virtualStageLayers.end())) {
+    if (config.vpp <= 1 || virtualStageLayers.empty()) return "";
+    return fmt::format(" --num-layers-per-virtual-pipeline-stage {}", virtualStageLayers.front());
+  }
+  if (config.vpp <= 1 && virtualStageLayers.size() > 2 &&
+      even(virtualStageLayers.begin() + 1, virtualStageLayers.end() - 1)) {
+    return fmt::format(
+        " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+        virtualStageLayers.front(), virtualStageLayers.back());
+  }
+  return fmt::format(" --pipeline-model-parallel-layout \"{}\"",
+                     pipelineLayout(virtualStageLayers));
+}
+
+std::string megatronArguments(const MegatronConfig& config,
+                              const std::vector<int64_t>& virtualStageLayers) {
   std::string args = fmt::format(
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
       "--global-batch-size {}",
@@ -106,11 +123,7 @@ std::string megatronArguments(const MegatronConfig& config, int64_t layers,
     args += fmt::format(" --expert-model-parallel-size {} --moe-token-dispatcher-type alltoall",
                         config.ep);
   }
-  if (config.vpp > 1) {
-    args += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
-                        layers / (config.pp * config.vpp));
-  }
-  args += unevenStages(stageLayers);
+  args += layerArguments(config, virtualStageLayers);
   if (config.sequenceParallel) args += " --sequence-parallel";
   if (config.zeroBubble) args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
   if (!config.recomputeBlocks.empty()) {
@@ -208,6 +221,15 @@ class SearchRun {
     bool placed = false;
     std::string placementLine;  ///< empty when placement does not apply
   };
+  /// Places the candidate exactly (search/layer_placement.h) and, when that changes its layers,
+  /// evaluates the placed plan on the full model; keeps it in `refined` and `score` when it is
+  /// faster (or only it fits).
+  Status tryPlacement(const search::HybridCandidate& candidate, Refined& refined,
+                      search::HybridScore& score);
+  /// The report's line for a candidate's placement.
+  static std::string placementLine(const MegatronConfig& config, const search::Placement& placement,
+                                   double placedSeconds, const search::HybridCandidate& candidate,
+                                   double unplacedSeconds);
   static std::string keyOf(const search::HybridCandidate& c);
   [[nodiscard]] int placedCount() const {
     return static_cast<int>(std::count_if(refined_.begin(), refined_.end(),
@@ -285,43 +307,72 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
   auto seconds = stepOf(*config, *estimate, nullptr);
   if (!seconds) return seconds.error();
   Refined refined{*config, *seconds, false, ""};
-  bool fits = estimate->fits();
-  int64_t peak =
-      *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end());
-  // The exact placement, from no recompute when the candidate recomputes every layer: it chooses
-  // how many layers each stage recomputes.
+  search::HybridScore score{
+      *seconds,
+      *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end()),
+      estimate->fits()};
+  if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
+  refined_.insert_or_assign(keyOf(candidate), std::move(refined));
+  return score;
+}
+
+Status SearchRun::tryPlacement(const search::HybridCandidate& candidate, Refined& refined,
+                               search::HybridScore& score) {
+  // From no recompute when the candidate recomputes every layer: the placement chooses how many
+  // layers each stage recomputes.
   MegatronConfig toPlace = configOf(base_, candidate);
   if (toPlace.recompute == "full") toPlace.recompute = "none";
-  auto placement = placeConfiguration(toPlace, profiler_);
+  auto placement = placeOnClosedForm(toPlace, profiler_);
   if (!placement) {
     refined.placementLine =
         fmt::format("  {}: not placed: {}", shapeName(toPlace), placement.error().message);
-  } else if (*placement && (*placement)->estimate.fits()) {
-    const auto& placed = **placement;
-    auto placedSeconds = stepOf(placed.config, placed.estimate, &placed.placement);
-    if (!placedSeconds) return placedSeconds.error();
-    const auto& layers = placed.placement.layers;
-    const auto& recomputed = placed.placement.recomputed;
-    const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
-                                                               fmt::join(layers.front(), ", "),
-                                                               fmt::join(recomputed.front(), ", "))
-                                                 : "";
-    refined.placementLine = fmt::format(
-        "  {}: {}layers [{}], recomputed [{}]: {} (unplaced, {}: {})", shapeName(toPlace), towers,
-        fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
-        formatSeconds(*placedSeconds), candidate.recompute, formatSeconds(refined.seconds));
-    if (*placedSeconds < refined.seconds || !fits) {
-      refined.config = placed.config;
-      refined.seconds = *placedSeconds;
-      refined.placed = true;
-      fits = true;
-      peak = *std::max_element(placed.estimate.peakMemoryBytes.begin(),
-                               placed.estimate.peakMemoryBytes.end());
-    }
+    return {};
   }
-  const search::HybridScore score{refined.seconds, peak, fits};
-  refined_.insert_or_assign(keyOf(candidate), std::move(refined));
-  return score;
+  if (!*placement) return {};
+  auto profile = profiler_.profileOf(toPlace);
+  if (!profile) return profile.error();
+  // The placement the candidate was evaluated with needs no second evaluation.
+  const search::Placement& layout = **placement;
+  const bool unchanged = candidate.recompute != "full" &&
+                         layout.recomputed == search::zerosLike(layout.recomputed) &&
+                         layout.layers == screenLayers(toPlace, *profile, profiler_.stacks());
+  if (unchanged) {
+    refined.placementLine =
+        placementLine(toPlace, layout, refined.seconds, candidate, refined.seconds);
+    return {};
+  }
+  auto placed = evaluatePlaced(toPlace, layout);
+  if (!placed) return placed.error();
+  if (!placed->estimate.fits()) return {};
+  auto seconds = stepOf(placed->config, placed->estimate, &placed->placement);
+  if (!seconds) return seconds.error();
+  refined.placementLine = placementLine(toPlace, layout, *seconds, candidate, refined.seconds);
+  if (*seconds >= refined.seconds && score.fits) return {};
+  refined.config = placed->config;
+  refined.seconds = *seconds;
+  refined.placed = true;
+  score = {*seconds,
+           *std::max_element(placed->estimate.peakMemoryBytes.begin(),
+                             placed->estimate.peakMemoryBytes.end()),
+           true};
+  return {};
+}
+
+std::string SearchRun::placementLine(const MegatronConfig& config,
+                                     const search::Placement& placement, double placedSeconds,
+                                     const search::HybridCandidate& candidate,
+                                     double unplacedSeconds) {
+  const auto& layers = placement.layers;
+  const auto& recomputed = placement.recomputed;
+  const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
+                                                             fmt::join(layers.front(), ", "),
+                                                             fmt::join(recomputed.front(), ", "))
+                                               : "";
+  return fmt::format("  {}: {}layers{} [{}], recomputed [{}]: {} (unplaced, {}: {})",
+                     shapeName(config), towers, config.vpp > 1 ? " per virtual stage" : "",
+                     fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
+                     formatSeconds(placedSeconds), candidate.recompute,
+                     formatSeconds(unplacedSeconds));
 }
 
 int SearchRun::nothingFits(const search::HybridResult& result) const {
@@ -412,8 +463,7 @@ void SearchRun::printReport(const search::HybridResult& result) const {
         static_cast<double>(args_.base.gbs * model().seq) / bestSeconds_);
   }
   printEstimateReport(best_, estimate);
-  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best_, transformer_.layers,
-                                                      layersPerStage(estimate, best_.pp).layers));
+  fmt::print("\nMegatron-LM: {}\n", megatronArguments(best_, layersPerVirtualStage(estimate)));
   if (vision()) {
     // MindSpeed-MM places each tower's layers by its model JSON.
     fmt::print(

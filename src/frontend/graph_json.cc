@@ -317,21 +317,28 @@ Status readOp(const json& opJson, size_t index, ReadState& state) {
   return {};
 }
 
-/// "blocks": {"layer1": {"pipeline_stage": 0, "comm_fusion": 0, "recompute": true}}: what a user
-/// sets on a Cell (seeds 001 and 004).
+/// "blocks": {"layer1": {"pipeline_stage": 0, "pipeline_segment": 1, "comm_fusion": 0,
+/// "recompute": true}}: what a user sets on a Cell (seeds 001 and 004; the segment is the model
+/// chunk of its stage under the interleaved schedule).
 Status readBlocks(const json& blocks, ir::Graph& graph) {
   if (!blocks.is_object()) {
     return Error{fmt::format("blocks: expected an object, got {}", jsonTypeName(blocks))};
   }
   for (const auto& item : blocks.items()) {
     const std::string path = childPath("blocks", item.key());
-    auto status = checkObject(item.value(), path, {"pipeline_stage", "comm_fusion", "recompute"});
+    auto status = checkObject(item.value(), path,
+                              {"pipeline_stage", "pipeline_segment", "comm_fusion", "recompute"});
     if (!status) return status;
     ir::BlockSettings settings;
     if (auto it = item.value().find("pipeline_stage"); it != item.value().end()) {
       auto stage = readInt(*it, childPath(path, "pipeline_stage"));
       if (!stage) return stage.error();
       settings.pipelineStage = static_cast<int>(*stage);
+    }
+    if (auto it = item.value().find("pipeline_segment"); it != item.value().end()) {
+      auto segment = readInt(*it, childPath(path, "pipeline_segment"));
+      if (!segment) return segment.error();
+      settings.pipelineSegment = static_cast<int>(*segment);
     }
     if (auto it = item.value().find("comm_fusion"); it != item.value().end()) {
       auto fusion = readInt(*it, childPath(path, "comm_fusion"));

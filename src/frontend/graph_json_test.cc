@@ -384,7 +384,8 @@ json planFeaturesDocument() {
              "block": "embedding"},
             {"name": "dense", "kind": "MatMul", "inputs": ["e", "w"], "outputs": ["y"],
              "recompute": true, "block": "layer1.dense"}],
-    "blocks": {"layer1": {"pipeline_stage": 0, "comm_fusion": 2, "recompute": true}}
+    "blocks": {"layer1": {"pipeline_stage": 0, "pipeline_segment": 1, "comm_fusion": 2,
+                          "recompute": true}}
   })");
 }
 
@@ -400,6 +401,7 @@ TEST(GraphJsonPlanFeatures, ReadsOpParameterAndBlockSettingsAndWritesThemBack) {
   EXPECT_FALSE(graph->tensor(*graph->findTensor("w")).parallelOptimizer.has_value());
   const ir::BlockSettings settings = graph->settingsOf(dense);
   EXPECT_EQ(settings.pipelineStage, 0);
+  EXPECT_EQ(settings.pipelineSegment, 1);
   EXPECT_EQ(settings.commFusion, 2);
   EXPECT_TRUE(settings.recompute);
   EXPECT_FALSE(graph->settingsOf(lookup).recompute);

@@ -118,6 +118,7 @@ json graphToJson(const ir::Graph& graph) {
     for (const auto& [scope, settings] : graph.blockSettings()) {
       json entry = json::object();
       if (settings.pipelineStage) entry["pipeline_stage"] = *settings.pipelineStage;
+      if (settings.pipelineSegment) entry["pipeline_segment"] = *settings.pipelineSegment;
       if (settings.commFusion) entry["comm_fusion"] = *settings.commFusion;
       if (settings.recompute) entry["recompute"] = true;
       blocks[scope] = entry;

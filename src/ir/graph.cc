@@ -136,6 +136,7 @@ Status Graph::setBlockSettings(const std::string& scope, const BlockSettings& se
   }
   BlockSettings& current = blockSettings_[scope];
   if (settings.pipelineStage) current.pipelineStage = settings.pipelineStage;
+  if (settings.pipelineSegment) current.pipelineSegment = settings.pipelineSegment;
   if (settings.commFusion) current.commFusion = settings.commFusion;
   current.recompute = current.recompute || settings.recompute;
   return {};
@@ -144,6 +145,7 @@ Status Graph::setBlockSettings(const std::string& scope, const BlockSettings& se
 BlockSettings Graph::settingsOf(const Op& op) const {
   BlockSettings result;
   size_t stageScope = 0;
+  size_t segmentScope = 0;
   size_t fusionScope = 0;
   // Scopes are few (one per block a user names); the innermost (longest) setting wins.
   for (const auto& [scope, settings] : blockSettings_) {
@@ -151,6 +153,10 @@ BlockSettings Graph::settingsOf(const Op& op) const {
     if (settings.pipelineStage && scope.size() + 1 > stageScope) {
       result.pipelineStage = settings.pipelineStage;
       stageScope = scope.size() + 1;
+    }
+    if (settings.pipelineSegment && scope.size() + 1 > segmentScope) {
+      result.pipelineSegment = settings.pipelineSegment;
+      segmentScope = scope.size() + 1;
     }
     if (settings.commFusion && scope.size() + 1 > fusionScope) {
       result.commFusion = settings.commFusion;

@@ -27,9 +27,11 @@ namespace autopar::ir {
 
 /// What a user sets on a block (a Cell in MindSpore), applying to every op in it and in the
 /// blocks nested in it: seed 001's pipeline_stage(value) and Cell.recompute(), seed 004's
-/// set_comm_fusion(id).
+/// set_comm_fusion(id), and the model chunk of its stage under the interleaved schedule
+/// (MindSpore's pipeline segment, PipelineCell's segment_config).
 struct BlockSettings {
   std::optional<int> pipelineStage;
+  std::optional<int> pipelineSegment;
   std::optional<int> commFusion;
   bool recompute = false;
   bool operator==(const BlockSettings&) const = default;

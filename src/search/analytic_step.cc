@@ -1,5 +1,7 @@
 #include "search/analytic_step.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -11,15 +13,24 @@ namespace {
 /// PyTorch DDP's and Megatron-LM's default bucket: the last one cannot overlap the backward.
 constexpr int64_t kBucketBytes = int64_t{25} << 20;
 
-/// One stage of a candidate: how many layers of each stack it runs and recomputes, and whether
-/// it carries an end.
+/// One stage of a candidate: how many layers of each stack each of its chunks runs and
+/// recomputes, and whether it carries an end (the embedding on its first chunk, the head on its
+/// last).
 class Stage {
  public:
   Stage(const BlockProfile& profile, const AnalyticCandidate& c, int64_t stage)
-      : profile_(profile), first_(stage == 0), last_(stage == c.stages - 1) {
+      : profile_(profile),
+        chunks_(static_cast<size_t>(chunksOf(c.schedule, c.virtualStages))),
+        first_(stage == 0),
+        last_(stage == c.stages - 1) {
+    layers_.reserve(profile.layers.size() * chunks_);
+    recomputed_.reserve(profile.layers.size() * chunks_);
     for (size_t k = 0; k < profile.layers.size(); ++k) {
-      layers_.push_back(static_cast<double>(c.layers[k][static_cast<size_t>(stage)]));
-      recomputed_.push_back(static_cast<double>(c.recomputed[k][static_cast<size_t>(stage)]));
+      for (size_t chunk = 0; chunk < chunks_; ++chunk) {
+        const auto v = static_cast<size_t>(static_cast<int64_t>(chunk) * c.stages + stage);
+        layers_.push_back(static_cast<double>(c.layers[k][v]));
+        recomputed_.push_back(static_cast<double>(c.recomputed[k][v]));
+      }
     }
   }
 
@@ -27,7 +38,7 @@ class Stage {
   template <typename Field>
   [[nodiscard]] double sum(Field field) const {
     double total = 0;
-    for (size_t k = 0; k < layers_.size(); ++k) total += layers_[k] * field(profile_.layers[k]);
+    for (size_t i = 0; i < layers_.size(); ++i) total += layers_[i] * field(layerOf(i));
     if (first_) total += field(profile_.first);
     if (last_) total += field(profile_.last);
     return total;
@@ -35,30 +46,31 @@ class Stage {
 
   [[nodiscard]] double recomputeSeconds() const {
     double total = 0;
-    for (size_t k = 0; k < layers_.size(); ++k) {
-      total += recomputed_[k] * profile_.layers[k].recomputeSeconds;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      total += recomputed_[i] * layerOf(i).recomputeSeconds;
     }
     return total;
   }
 
-  /// Activations of one micro-batch: recomputed layers keep only their inputs.
-  [[nodiscard]] double activationBytes() const {
-    double total = 0;
-    for (size_t k = 0; k < layers_.size(); ++k) {
-      const ProfiledPart& layer = profile_.layers[k];
-      total += (layers_[k] - recomputed_[k]) * static_cast<double>(layer.activationBytes) +
-               recomputed_[k] * static_cast<double>(layer.recomputedActivationBytes);
+  /// Activations of one micro-batch per chunk (recomputed layers keep only their inputs), in
+  /// `bytes`.
+  void chunkActivationBytes(std::vector<double>& bytes) const {
+    bytes.assign(chunks_, 0.0);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const ProfiledPart& layer = layerOf(i);
+      bytes[i % chunks_] +=
+          (layers_[i] - recomputed_[i]) * static_cast<double>(layer.activationBytes) +
+          recomputed_[i] * static_cast<double>(layer.recomputedActivationBytes);
     }
-    if (first_) total += static_cast<double>(profile_.first.activationBytes);
-    if (last_) total += static_cast<double>(profile_.last.activationBytes);
-    return total;
+    if (first_) bytes.front() += static_cast<double>(profile_.first.activationBytes);
+    if (last_) bytes.back() += static_cast<double>(profile_.last.activationBytes);
   }
 
   /// The weights in `state` of the recomputed layers, which ZeRO 3 gathers again in backward.
   [[nodiscard]] double recomputedWeightBytes(StateBytes ProfiledPart::*state) const {
     double total = 0;
-    for (size_t k = 0; k < layers_.size(); ++k) {
-      total += recomputed_[k] * static_cast<double>((profile_.layers[k].*state).weights);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      total += recomputed_[i] * static_cast<double>((layerOf(i).*state).weights);
     }
     return total;
   }
@@ -66,35 +78,25 @@ class Stage {
   /// The gathered weights ZeRO 3 keeps until backward: those of the layers not recomputed.
   [[nodiscard]] double keptWeightBytes() const {
     double total = 0;
-    for (size_t k = 0; k < layers_.size(); ++k) {
-      const ProfiledPart& layer = profile_.layers[k];
-      total += (layers_[k] - recomputed_[k]) *
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const ProfiledPart& layer = layerOf(i);
+      total += (layers_[i] - recomputed_[i]) *
                static_cast<double>(layer.state.weights + layer.expertState.weights);
     }
     return total;
   }
 
  private:
+  /// Entry i of layers_ is stack i / chunks_, chunk i % chunks_.
+  [[nodiscard]] const ProfiledPart& layerOf(size_t i) const { return profile_.layers[i / chunks_]; }
+
   const BlockProfile& profile_;
+  size_t chunks_;
   bool first_;
   bool last_;
   std::vector<double> layers_;
   std::vector<double> recomputed_;
 };
-
-/// Chunk-micro-batches the stage holds at its peak, in units of its whole layer set.
-double inFlight(const AnalyticCandidate& c, int64_t stage) {
-  const int64_t p = c.stages;
-  if (c.schedule == PipelineSchedule::kZeroBubbleH1) {
-    return static_cast<double>(std::min(p, c.microBatches));
-  }
-  if (c.schedule != PipelineSchedule::kInterleaved || c.virtualStages <= 1) {
-    return static_cast<double>(std::min(p - stage, c.microBatches));
-  }
-  const int64_t v = c.virtualStages;
-  const int64_t chunks = std::min(2 * (p - stage - 1) + (v - 1) * p + 1, c.microBatches * v);
-  return static_cast<double>(chunks) / static_cast<double>(v);
-}
 
 /// A replica group of a candidate: its parameters' state in a profiled part, and its replicas.
 struct GroupOf {
@@ -179,11 +181,11 @@ int64_t AnalyticEstimate::peak() const {
 }
 
 StackCounts evenLayers(const std::vector<int64_t>& stacks, int64_t stages, int64_t virtualStages) {
-  StackCounts counts(stacks.size(), std::vector<int64_t>(static_cast<size_t>(stages), 0));
-  const int64_t layers = std::accumulate(stacks.begin(), stacks.end(), int64_t{0});
   const int64_t total = stages * virtualStages;
+  StackCounts counts(stacks.size(), std::vector<int64_t>(static_cast<size_t>(total), 0));
+  const int64_t layers = std::accumulate(stacks.begin(), stacks.end(), int64_t{0});
   for (int64_t i = 0; i < layers; ++i) {
-    ++counts[stackOf(stacks, i)][static_cast<size_t>(i * total / layers % stages)];
+    ++counts[stackOf(stacks, i)][static_cast<size_t>(i * total / layers)];
   }
   return counts;
 }
@@ -220,14 +222,68 @@ StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfil
   return counts;
 }
 
+Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
+                                              const AnalyticCandidate& shape,
+                                              const std::vector<int64_t>& stacks,
+                                              int64_t deviceBytes) {
+  if (shape.zero >= 2) {
+    return Error{fmt::format(
+        "layer placement models ZeRO 0 and 1; ZeRO {} adds per-micro-batch gradient traffic "
+        "that depends on each stage's bytes",
+        shape.zero)};
+  }
+  const auto sharded = [&](const ProfiledPart& part) {
+    return static_cast<int64_t>(shardedStateBytes(part, shape));
+  };
+  PlacementProblem problem;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const ProfiledPart& l = profile.layers[k];
+    problem.stacks.push_back(
+        {stacks[k],
+         {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds, sharded(l), l.activationBytes,
+          l.recomputedActivationBytes, l.weightGradientSeconds}});
+  }
+  problem.stages = shape.stages;
+  problem.virtualStages = chunksOf(shape.schedule, shape.virtualStages);
+  problem.microBatches = shape.microBatches;
+  problem.schedule = shape.schedule;
+  const auto end = [&](const ProfiledPart& part) {
+    return StageExtra{part.forwardSeconds + part.backwardSeconds, sharded(part),
+                      part.activationBytes, part.weightGradientSeconds};
+  };
+  problem.first = end(profile.first);
+  problem.last = end(profile.last);
+  problem.memoryLimitBytes = deviceBytes - profile.bufferBytes;
+  problem.sendSeconds = profile.sendSeconds;
+  return problem;
+}
+
+namespace {
+
+/// The stage's tail: what is left of its gradient reduction (all of it without ZeRO 2; the
+/// weights' all-gather with it) overlaps the last micro-batch's backward but for its last bucket;
+/// then its optimizer step.
+double tailSeconds(const Stage& stage, const StageSync& sync, double backwardSeconds,
+                   const AnalyticCandidate& c) {
+  double exposed = 0;
+  if (sync.allReduceSeconds > 0) {
+    const double whole = c.zero >= 2 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
+    const double lastBucket = whole *
+                              static_cast<double>(std::min(sync.gradientBytes, kBucketBytes)) /
+                              static_cast<double>(std::max<int64_t>(sync.gradientBytes, 1));
+    exposed = std::max(whole - backwardSeconds, lastBucket);
+  }
+  return exposed + stage.sum([&](const ProfiledPart& p) { return shardedOptimizerSeconds(p, c); });
+}
+
+}  // namespace
+
 AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCandidate& c,
                                   const GradientSync& gradientSync) {
   AnalyticEstimate estimate;
   estimate.peakBytes.resize(static_cast<size_t>(c.stages));
-  double total = 0;
-  double slowest = 0;
-  double slowestWeight = 0;
-  double weightTotal = 0;
+  PipelineClock clock(c.schedule, chunksOf(c.schedule, c.virtualStages), c.microBatches, c.stages,
+                      profile.sendSeconds);
   double tail = 0;
   double weights = 0;  // ZeRO 3 holds two layers' gathered weights: one in use, one prefetched
   for (const ProfiledPart& layer : profile.layers) {
@@ -235,6 +291,7 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
         std::max(weights, 2 * static_cast<double>(layer.state.weights + layer.expertState.weights));
   }
   const double buffers = static_cast<double>(profile.bufferBytes) + (c.zero >= 3 ? weights : 0);
+  std::vector<double> chunkBytes;
   for (int64_t s = 0; s < c.stages; ++s) {
     const Stage stage(profile, c, s);
     const StageSync sync = stageSync(stage, c, gradientSync);
@@ -242,45 +299,20 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
                             stage.recomputeSeconds();
     const double seconds = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; }) +
                            backward + sync.perMicroBatchSeconds;
-    const double weight = stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; });
-    total += seconds;
-    weightTotal += weight;
-    if (seconds > slowest) {
-      slowest = seconds;
-      slowestWeight = weight;
-    }
+    clock.addStage(seconds,
+                   stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; }));
     // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
     // until their backward, as the cost model does), buffers and the activations in flight.
     double state =
         stage.sum([&](const ProfiledPart& p) { return shardedStateBytes(p, c); }) + buffers;
     if (c.zero >= 3) state += stage.keptWeightBytes();
+    stage.chunkActivationBytes(chunkBytes);
     estimate.peakBytes[static_cast<size_t>(s)] =
-        static_cast<int64_t>(state + inFlight(c, s) * stage.activationBytes());
-    // The tail: what is left of the gradient reduction (all of it without ZeRO 2; the weights'
-    // all-gather with it) overlaps the last micro-batch's backward but for its last bucket; then
-    // the optimizer step.
-    double exposed = 0;
-    if (sync.allReduceSeconds > 0) {
-      const double whole = c.zero >= 2 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
-      const double lastBucket = whole *
-                                static_cast<double>(std::min(sync.gradientBytes, kBucketBytes)) /
-                                static_cast<double>(std::max<int64_t>(sync.gradientBytes, 1));
-      exposed = std::max(whole - backward, lastBucket);
-    }
-    tail = std::max(tail, exposed + stage.sum([&](const ProfiledPart& p) {
-      return shardedOptimizerSeconds(p, c);
-    }));
+        static_cast<int64_t>(state + peakActivationBytes(c.schedule, c.stages, c.virtualStages,
+                                                         c.microBatches, s, chunkBytes.data()));
+    tail = std::max(tail, tailSeconds(stage, sync, backward, c));
   }
-  const auto m = static_cast<double>(c.microBatches);
-  const double fill = static_cast<double>(c.stages - 1);
-  const double v = c.schedule == PipelineSchedule::kInterleaved
-                       ? static_cast<double>(std::max<int64_t>(c.virtualStages, 1))
-                       : 1.0;
-  double fillDrain = (total - slowest) / v;
-  if (c.schedule == PipelineSchedule::kZeroBubbleH1) {
-    fillDrain = std::max(fillDrain - 2 * (weightTotal - slowestWeight), 0.0);
-  }
-  estimate.pipelineSeconds = m * slowest + fillDrain + 2 * fill * profile.sendSeconds;
+  estimate.pipelineSeconds = clock.seconds();
   estimate.tailSeconds = tail;
   estimate.stepSeconds = estimate.pipelineSeconds + tail;
   return estimate;

@@ -8,12 +8,11 @@
 ///
 /// For P stages, V chunks per stage, m micro-batches, stage s with n_ks layers of stack k (a
 /// vision tower's, the LLM's) of which c_ks are recomputed in full (T_s its forward and backward
-/// time for one micro-batch):
-///   pipeline  = m T_max + (sum_s T_s - T_max) / V + 2 (P - 1) t_send      (1F1B: V = 1)
-///   ZB-H1     = m T_max + sum_{s != slowest} (T_s - 2 W_s) + 2 (P - 1) t_send, W_s the stage's
-///               weight-gradient time: the fill and drain pass only the input-gradient part of
-///               each backward (Qi et al. 2023: bubble (P - 1)(F + B - W) against 1F1B's
-///               (P - 1)(F + B + W))
+/// time for one micro-batch, W_s the weight-gradient part of it):
+///   pipeline  = m T_max + sum_s fill_s - max_s fill_s + 2 (P - 1) t_send, fill_s = T_s (1F1B),
+///               T_s / V (interleaved) or max(T_s - 2 W_s, 0) (zero-bubble H1, Qi et al. 2023:
+///               the fill and drain pass only the input-gradient part of each backward; bubble
+///               (P - 1)(F + B - W) against 1F1B's (P - 1)(F + B + W)); search/schedule_model.h
 ///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
 /// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
 /// Parameters come in two replica groups: those replicated over the candidate's data-parallel
@@ -24,15 +23,19 @@
 /// micro-batch; 3 the weights too, the gathered copies of layers not recomputed kept until their
 /// backward and those of recomputed layers gathered again every micro-batch (as the cost model
 /// does).
-/// Memory: state + k_s x activations, k_s = min(P - s, m) micro-batches in flight under 1F1B,
-/// min(P, m) under ZB-H1 (deferred weight gradients hold their micro-batches), (2 (P - s - 1) + (V
-/// - 1) P + 1) chunks of n_s / V layers when interleaved.
+/// Memory: state + the activations in flight at the stage's peak: min(P - s, m) micro-batches
+/// under 1F1B, min(P, m) under ZB-H1 (deferred weight gradients hold their micro-batches); when
+/// interleaved, each chunk's activations (the embedding's on chunk 0 of stage 0, the head's on
+/// the last chunk of the last stage) times the micro-batches of that chunk the schedule holds,
+/// at the worst moment (search/schedule_model.h's peak rows).
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "search/layer_placement.h"
+#include "search/schedule_model.h"
+#include "util/expected.h"
 
 namespace autopar::search {
 
@@ -70,8 +73,6 @@ struct BlockProfile {
   int64_t bufferBytes = 0;
 };
 
-enum class PipelineSchedule { k1F1B, kInterleaved, kZeroBubbleH1 };
-
 struct AnalyticCandidate {
   int64_t stages = 1;
   int64_t virtualStages = 1;
@@ -80,8 +81,9 @@ struct AnalyticCandidate {
   int64_t expertDp = 1;  ///< replicas of those in `expertState`: dp / EP
   int zero = 0;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
-  StackCounts layers;      ///< per stack, per stage
-  StackCounts recomputed;  ///< per stack, per stage: layers recomputed in full
+  /// Per stack, per stage; when interleaved per virtual stage: chunk c of stage s at c P + s.
+  StackCounts layers;
+  StackCounts recomputed;  ///< as `layers`: layers recomputed in full
 };
 
 /// The replicas a parameter's gradient is synchronised over.
@@ -101,8 +103,9 @@ struct AnalyticEstimate {
   [[nodiscard]] int64_t peak() const;
 };
 
-/// Layers per stack and stage, split as search/pipeline.h assigns them: layer i of the L
-/// concatenated layers on virtual stage k = floor(i P V / L), which runs on stage k mod P.
+/// Layers per stack and virtual stage (per stage when V is 1), split as search/pipeline.h assigns
+/// them: layer i of the L concatenated layers on virtual stage k = floor(i P V / L), which runs
+/// on stage k mod P as its chunk k / P.
 StackCounts evenLayers(const std::vector<int64_t>& stacks, int64_t stages,
                        int64_t virtualStages = 1);
 
@@ -111,6 +114,18 @@ StackCounts evenLayers(const std::vector<int64_t>& stacks, int64_t stages,
 /// stacks of unequal layers (a vision tower before an LLM), where an even count is far off.
 StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfile& profile,
                            int64_t stages);
+
+/// The layer placement problem (search/layer_placement.h) of a candidate's shape (its layers
+/// and recompute are not read): the profile's layers and ends with their state sharded by the
+/// candidate's ZeRO stage over its replicas, its schedule, chunks, micro-batches and sends, and
+/// `deviceBytes` less the buffers. estimateAnalytic of the candidate with a placement's layers and
+/// recompute then has the placement's step as its pipelineSeconds, and its peaks plus the buffers
+/// as its peakBytes. Fails under ZeRO 2 and 3, whose per-micro-batch traffic (priced by the
+/// bytes of each stage's gradients) and kept weights the placement does not model.
+Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
+                                              const AnalyticCandidate& shape,
+                                              const std::vector<int64_t>& stacks,
+                                              int64_t deviceBytes);
 
 AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCandidate& candidate,
                                   const GradientSync& gradientSync);

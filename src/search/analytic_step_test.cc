@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 
 #include "search/layer_placement.h"
 
@@ -39,16 +40,16 @@ AnalyticCandidate candidate(int64_t stages, int64_t virtualStages, int64_t micro
   c.microBatches = microBatches;
   c.schedule = virtualStages > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
   c.layers = evenLayers({layers}, stages, virtualStages);
-  c.recomputed = {std::vector<int64_t>(static_cast<size_t>(stages), 0)};
+  c.recomputed = zerosLike(c.layers);
   return c;
 }
 
 const GradientSync kNoSync = [](int64_t, ReplicaGroup) { return 0.0; };
 
 TEST(AnalyticStep, EvenLayersFollowThePipelineAssignment) {
-  // Layer i on virtual stage floor(i P V / L), virtual stage k on stage k mod P.
+  // Layer i on virtual stage floor(i P V / L), virtual stage k on stage k mod P as chunk k / P.
   EXPECT_EQ(evenLayers({10}, 4), (StackCounts{{3, 2, 3, 2}}));
-  EXPECT_EQ(evenLayers({10}, 4, 2), (StackCounts{{4, 2, 2, 2}}));
+  EXPECT_EQ(evenLayers({10}, 4, 2), (StackCounts{{2, 1, 1, 1, 2, 1, 1, 1}}));
   EXPECT_EQ(evenLayers({80}, 8), StackCounts{std::vector<int64_t>(8, 10)});
   // Two stacks split as one run of 12: positions 0-3 are the first stack's.
   EXPECT_EQ(evenLayers({4, 8}, 3), (StackCounts{{4, 0, 0}, {0, 4, 4}}));
@@ -101,10 +102,12 @@ TEST(AnalyticStep, InterleavingShrinksTheBubbleAndHoldsMoreInFlight) {
   // Stage times: 4 layers x 3 s, plus the ends (1 s on stage 0, 2 s on stage 3).
   EXPECT_NEAR(plain.pipelineSeconds, 8 * 14.0 + (13 + 12 + 12 + 14 - 14), 1e-9);
   EXPECT_NEAR(interleaved.pipelineSeconds, 8 * 14.0 + (13 + 12 + 12 + 14 - 14) / 2.0, 1e-9);
-  // Stage 0 holds (2 (P - 1) + (V - 1) P + 1) / V = 11 / 2 micro-batches of its layers against 4.
+  // Stage 0 holds 2 (P - 1) + (V - 1) P + 1 = 11 chunk-micro-batches against 4 micro-batches:
+  // at worst 8 of chunk 0 (2 layers and the embedding's 7 bytes) and 3 of chunk 1
+  // (search/schedule_model.h).
   EXPECT_GT(interleaved.peakBytes[0], plain.peakBytes[0]);
   EXPECT_EQ(plain.peakBytes[0], 4 * 900 + 360 + 4 * (4 * 50 + 7));
-  EXPECT_EQ(interleaved.peakBytes[0], 4 * 900 + 360 + (4 * 50 + 7) * 11 / 2);
+  EXPECT_EQ(interleaved.peakBytes[0], 4 * 900 + 360 + 8 * (2 * 50 + 7) + 3 * 2 * 50);
 }
 
 TEST(AnalyticStep, ZeroBubbleMatchesTheSimulatorOnEvenStages) {
@@ -199,6 +202,81 @@ TEST(AnalyticStep, ExpertStateShardsAndSyncsOverItsOwnReplicas) {
   EXPECT_EQ(synced.count(ReplicaGroup::kExpertData), 0U);
   EXPECT_EQ(unreplicated.peakBytes[0] - sharded.peakBytes[0], 4 * (540 / 2));
   EXPECT_LT(unreplicated.tailSeconds, sharded.tailSeconds);
+}
+
+/// A random profile (one stack) with weight gradients, sends and ends, and a candidate shape of
+/// up to 4 stages over which its layers place.
+std::pair<BlockProfile, AnalyticCandidate> randomShape(std::mt19937_64& rng,
+                                                       PipelineSchedule schedule) {
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  const auto part = [&](ProfiledPart& p) {
+    p.forwardSeconds = 0.25 * static_cast<double>(uniform(1, 8));
+    p.backwardSeconds = 2 * p.forwardSeconds;
+    p.weightGradientSeconds = std::min(p.forwardSeconds, p.backwardSeconds / 2);
+    p.recomputeSeconds = p.forwardSeconds;
+    p.optimizerSeconds = 0.01;
+    p.state = {uniform(1, 40), uniform(1, 80), uniform(1, 240)};
+    p.activationBytes = uniform(5, 60);
+    p.recomputedActivationBytes = uniform(1, 5);
+  };
+  BlockProfile profile;
+  profile.layers.resize(1);
+  part(profile.layers[0]);
+  part(profile.first);
+  part(profile.last);
+  profile.sendSeconds = 0.125 * static_cast<double>(uniform(0, 2));
+  profile.bufferBytes = uniform(0, 50);
+  AnalyticCandidate c;
+  c.schedule = schedule;
+  c.stages = uniform(2, 4);
+  c.virtualStages = schedule == PipelineSchedule::kInterleaved ? 2 : 1;
+  c.microBatches = c.stages * uniform(1, 3);
+  c.dp = uniform(1, 4);
+  c.expertDp = 1;
+  c.zero = static_cast<int>(uniform(0, 1));
+  return {profile, c};
+}
+
+// The placement optimises the closed form's pipeline: the placed plan's closed form gives back
+// the placement's step and peaks (plus the buffers), for each schedule.
+TEST(AnalyticStep, PlacementObjectiveIsTheClosedForm) {
+  std::mt19937_64 rng(2031);
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kInterleaved}) {
+    int placed = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+      auto [profile, c] = randomShape(rng, schedule);
+      const int64_t layers = c.stages * c.virtualStages + static_cast<int64_t>(rng() % 9);
+      const int64_t deviceBytes = 2000 + static_cast<int64_t>(rng() % 4000);
+      auto problem = placementProblemOf(profile, c, {layers}, deviceBytes);
+      ASSERT_TRUE(problem.ok()) << problem.error().message;
+      auto placement = placeLayers(*problem);
+      if (!placement.ok()) continue;
+      ++placed;
+      c.layers = placement->layers;
+      c.recomputed = placement->recomputed;
+      const AnalyticEstimate estimate = estimateAnalytic(profile, c, kNoSync);
+      EXPECT_NEAR(estimate.pipelineSeconds, placement->stepSeconds, 1e-12 * placement->stepSeconds)
+          << "trial " << trial;
+      ASSERT_EQ(estimate.peakBytes.size(), placement->peakBytes.size());
+      for (size_t s = 0; s < estimate.peakBytes.size(); ++s) {
+        EXPECT_EQ(estimate.peakBytes[s], placement->peakBytes[s] + profile.bufferBytes)
+            << "trial " << trial << " stage " << s;
+        EXPECT_LE(estimate.peakBytes[s], deviceBytes);
+      }
+    }
+    EXPECT_GT(placed, 20);
+  }
+}
+
+TEST(AnalyticStep, PlacementModelsZeroZeroAndOneOnly) {
+  AnalyticCandidate c = candidate(2, 1, 4, 8);
+  c.zero = 2;
+  auto problem = placementProblemOf(profile(), c, {8}, 1 << 20);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_NE(problem.error().message.find("ZeRO 2"), std::string::npos);
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <functional>
 #include <limits>
-#include <numeric>
+
+#include "search/placement_model.h"
+#include "search/stage_options.h"
 
 namespace autopar::search {
 
@@ -15,224 +14,133 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-/// What one stage holds: layers and recomputed layers per stack (at most two stacks).
-struct StageLoad {
-  std::array<int64_t, 2> layers{};
-  std::array<int64_t, 2> recomputed{};
-};
-
-int64_t inFlight(const PlacementProblem& p, int64_t stage) {
-  return std::min(p.zeroBubble ? p.stages : p.stages - stage, p.microBatches);
-}
-
-double recomputeSeconds(const PlacementProblem& p, const StageLoad& load) {
-  double seconds = 0;
-  for (size_t k = 0; k < p.stacks.size(); ++k) {
-    seconds += static_cast<double>(load.recomputed[k]) * p.stacks[k].layer.recomputeSeconds;
-  }
-  return seconds;
-}
-
-double stageSeconds(const PlacementProblem& p, int64_t stage, const StageLoad& load) {
-  double seconds = recomputeSeconds(p, load);
-  for (size_t k = 0; k < p.stacks.size(); ++k) {
-    const LayerCost& layer = p.stacks[k].layer;
-    seconds += static_cast<double>(load.layers[k]) * (layer.forwardSeconds + layer.backwardSeconds);
-  }
-  if (stage == 0) seconds += p.first.seconds;
-  if (stage == p.stages - 1) seconds += p.last.seconds;
-  return seconds;
-}
-
-int64_t stageBytes(const PlacementProblem& p, int64_t stage, const StageLoad& load) {
-  const int64_t k = inFlight(p, stage);
-  int64_t bytes = 0;
-  for (size_t i = 0; i < p.stacks.size(); ++i) {
-    const LayerCost& layer = p.stacks[i].layer;
-    const int64_t n = load.layers[i];
-    const int64_t c = load.recomputed[i];
-    bytes += n * layer.staticBytes +
-             k * ((n - c) * layer.activationBytes + c * layer.recomputedActivationBytes);
-  }
-  if (stage == 0) bytes += p.first.staticBytes + k * p.first.activationBytes;
-  if (stage == p.stages - 1) bytes += p.last.staticBytes + k * p.last.activationBytes;
-  return bytes;
-}
-
-/// The layers of each stack in positions [from, from + count) of the concatenated stacks.
-StageLoad loadOf(const PlacementProblem& p, int64_t from, int64_t count) {
+/// Stage `stage`'s counts in a placement (entry k V + c from virtual stage c P + s).
+StageLoad stageLoad(const PlacementModel& model, const StackCounts& layers,
+                    const StackCounts& recomputed, int64_t stage) {
   StageLoad load;
-  int64_t start = 0;
-  for (size_t k = 0; k < p.stacks.size(); ++k) {
-    const int64_t end = start + p.stacks[k].layers;
-    load.layers[k] = std::max<int64_t>(0, std::min(end, from + count) - std::max(start, from));
-    start = end;
+  const auto stages = static_cast<size_t>(model.problem().stages);
+  for (size_t k = 0; k < model.stacks(); ++k) {
+    for (size_t c = 0; c < model.chunks(); ++c) {
+      load.layers.push_back(layers[k][c * stages + static_cast<size_t>(stage)]);
+      load.recomputed.push_back(recomputed[k][c * stages + static_cast<size_t>(stage)]);
+    }
   }
   return load;
 }
 
-/// The stage with the cheapest recompute that makes it fit (every count of the first stack's
-/// recompute, the fewest of the second's that then fits), or false when none does.
-bool leastRecompute(const PlacementProblem& p, int64_t stage, StageLoad& load) {
-  const int64_t over = stageBytes(p, stage, load) - p.memoryLimitBytes;
-  if (over <= 0) return true;
-  const int64_t k = inFlight(p, stage);
-  std::array<int64_t, 2> saved{};
-  for (size_t i = 0; i < p.stacks.size(); ++i) {
-    const LayerCost& layer = p.stacks[i].layer;
-    saved[i] = k * (layer.activationBytes - layer.recomputedActivationBytes);
-  }
-  double best = kInfinity;
-  StageLoad chosen = load;
-  for (int64_t first = 0; first <= load.layers[0]; ++first) {
-    const int64_t left = over - first * saved[0];
-    int64_t second = 0;
-    if (left > 0) {
-      if (saved[1] <= 0) continue;
-      second = (left + saved[1] - 1) / saved[1];
-      if (second > load.layers[1]) continue;
-    }
-    StageLoad trial = load;
-    trial.recomputed = {first, second};
-    const double seconds = recomputeSeconds(p, trial);
-    if (seconds < best) {
-      best = seconds;
-      chosen = trial;
-    }
-  }
-  if (best == kInfinity) return false;
-  load = chosen;
-  return true;
-}
-
-/// One stage holding positions [from, from + count): whether it fits and at what cost.
-struct StageOption {
-  bool fits = false;
-  double seconds = 0;
-  double recompute = 0;
-  StageLoad load;
-};
-
-/// Every stage's options, indexed [stage][from][count].
-class StageOptions {
- public:
-  explicit StageOptions(const PlacementProblem& p)
-      : total_(p.layers()), options_(static_cast<size_t>(p.stages * (total_ + 1) * (total_ + 1))) {
-    for (int64_t s = 0; s < p.stages; ++s) {
-      // Earlier stages hold at least one layer each, later ones too.
-      for (int64_t from = s; from + (p.stages - s) <= total_; ++from) {
-        for (int64_t count = 1; from + count + (p.stages - 1 - s) <= total_; ++count) {
-          StageOption& option = options_[index(s, from, count)];
-          option.load = loadOf(p, from, count);
-          option.fits = leastRecompute(p, s, option.load);
-          if (!option.fits) continue;
-          option.seconds = stageSeconds(p, s, option.load);
-          option.recompute = recomputeSeconds(p, option.load);
-        }
-      }
-    }
-  }
-  [[nodiscard]] const StageOption& at(int64_t s, int64_t from, int64_t count) const {
-    return options_[index(s, from, count)];
-  }
-  /// Every distinct stage time that fits, ascending.
-  [[nodiscard]] std::vector<double> bottlenecks() const {
-    std::vector<double> values;
-    for (const StageOption& option : options_) {
-      if (option.fits) values.push_back(option.seconds);
-    }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    return values;
-  }
-
- private:
-  [[nodiscard]] size_t index(int64_t s, int64_t from, int64_t count) const {
-    return static_cast<size_t>((s * (total_ + 1) + from) * (total_ + 1) + count);
-  }
-  int64_t total_;
-  std::vector<StageOption> options_;
-};
-
-/// For one bottleneck: the least total recompute time over placements with every stage at most
-/// `bottleneck`, and the layer count of each stage achieving it (empty when none fits).
+/// For one bottleneck B: the least sum of fill_s over placements with every stage at most B (with
+/// `designate`, over every stage but one, which the program chooses), and the layer count of each
+/// stage achieving it (empty when none fits).
 struct Packing {
-  double recompute = kInfinity;
+  double cost = kInfinity;
   std::vector<int64_t> counts;
 };
 
-Packing pack(const PlacementProblem& p, const StageOptions& options, double bottleneck) {
+Packing pack(const PlacementProblem& p, const StageOptions& options, double bottleneck,
+             bool designate) {
   const int64_t total = p.layers();
+  const int64_t least = options.minLayers();
+  const size_t flags = designate ? 2 : 1;
   const auto width = static_cast<size_t>(total + 1);
-  // least[s][u]: the least recompute over stages < s holding positions [0, u); pick: stage s-1's
-  // layer count achieving it.
-  std::vector<std::vector<double>> least(static_cast<size_t>(p.stages + 1),
-                                         std::vector<double>(width, kInfinity));
-  std::vector<std::vector<int64_t>> pick(static_cast<size_t>(p.stages + 1),
-                                         std::vector<int64_t>(width, 0));
-  least[0][0] = 0;
+  const auto slot = [&](int64_t s, int64_t used, size_t flag) {
+    return (static_cast<size_t>(s) * width + static_cast<size_t>(used)) * flags + flag;
+  };
+  // cost[s, u, f]: the least cost of stages < s holding the first u layers, f whether the stage
+  // left out is among them; pick: the last stage's count and its flag before.
+  std::vector<double> cost(static_cast<size_t>(p.stages + 1) * width * flags, kInfinity);
+  std::vector<std::pair<int64_t, size_t>> pick(cost.size(), {0, 0});
+  cost[slot(0, 0, 0)] = 0;
   for (int64_t s = 0; s < p.stages; ++s) {
-    const auto si = static_cast<size_t>(s);
-    for (int64_t from = s; from + (p.stages - s) <= total; ++from) {
-      const double sofar = least[si][static_cast<size_t>(from)];
-      if (sofar == kInfinity) continue;
-      for (int64_t count = 1; from + count + (p.stages - 1 - s) <= total; ++count) {
-        const StageOption& option = options.at(s, from, count);
-        if (!option.fits || option.seconds > bottleneck) continue;
-        double& slot = least[si + 1][static_cast<size_t>(from + count)];
-        if (sofar + option.recompute < slot) {
-          slot = sofar + option.recompute;
-          pick[si + 1][static_cast<size_t>(from + count)] = count;
+    for (int64_t from = s * least; from + (p.stages - s) * least <= total; ++from) {
+      for (size_t flag = 0; flag < flags; ++flag) {
+        const double sofar = cost[slot(s, from, flag)];
+        if (sofar == kInfinity) continue;
+        for (int64_t count = least; from + count + (p.stages - 1 - s) * least <= total; ++count) {
+          const StageOption& option = options.at(s, from, count);
+          if (!option.fits || option.seconds > bottleneck) continue;
+          // With `designate`, this stage may be the one left out (it adds nothing).
+          for (size_t next = flag; next < (designate ? 2 : flag + 1); ++next) {
+            const double added = next != flag ? 0.0 : option.fill;
+            double& to = cost[slot(s + 1, from + count, next)];
+            if (sofar + added < to) {
+              to = sofar + added;
+              pick[slot(s + 1, from + count, next)] = {count, flag};
+            }
+          }
         }
       }
     }
   }
   Packing packing;
-  packing.recompute = least[static_cast<size_t>(p.stages)][static_cast<size_t>(total)];
-  if (packing.recompute == kInfinity) return packing;
+  size_t flag = flags - 1;
+  packing.cost = cost[slot(p.stages, total, flag)];
+  if (packing.cost == kInfinity) return packing;
   packing.counts.assign(static_cast<size_t>(p.stages), 0);
   for (int64_t s = p.stages, used = total; s > 0; --s) {
-    const int64_t count = pick[static_cast<size_t>(s)][static_cast<size_t>(used)];
+    const auto [count, before] = pick[slot(s, used, flag)];
     packing.counts[static_cast<size_t>(s - 1)] = count;
     used -= count;
+    flag = before;
   }
   return packing;
 }
 
-Placement placementOf(const PlacementProblem& p, const StageOptions& options,
+Placement placementOf(const PlacementModel& model, const StageOptions& options,
                       const std::vector<int64_t>& counts) {
-  StackCounts layers(p.stacks.size(), std::vector<int64_t>(counts.size(), 0));
+  const PlacementProblem& p = model.problem();
+  const auto virtualStages = static_cast<size_t>(p.stages) * model.chunks();
+  StackCounts layers(model.stacks(), std::vector<int64_t>(virtualStages, 0));
   StackCounts recomputed = layers;
   int64_t from = 0;
   for (size_t s = 0; s < counts.size(); ++s) {
-    const StageLoad& load = options.at(static_cast<int64_t>(s), from, counts[s]).load;
-    for (size_t k = 0; k < p.stacks.size(); ++k) {
-      layers[k][s] = load.layers[k];
-      recomputed[k][s] = load.recomputed[k];
+    const StageLoad load = options.load(static_cast<int64_t>(s), from, counts[s]);
+    for (size_t k = 0; k < model.stacks(); ++k) {
+      for (size_t c = 0; c < model.chunks(); ++c) {
+        layers[k][c * counts.size() + s] = load.layers[k * model.chunks() + c];
+        recomputed[k][c * counts.size() + s] = load.recomputed[k * model.chunks() + c];
+      }
     }
     from += counts[s];
   }
   return evaluatePlacement(p, std::move(layers), std::move(recomputed));
 }
 
-Error noPlacement(const PlacementProblem& p, const StageOptions& options) {
-  // Name a stage that cannot hold even one layer, else how many layers the stages can hold.
+/// The leanest load a stage can hold: one layer per chunk (at its place in the stacks when
+/// contiguous), all recomputed.
+int64_t leanestBytes(const PlacementModel& model, int64_t stage) {
+  const PlacementProblem& p = model.problem();
+  std::vector<int64_t> layers(model.stacks() * model.chunks(), 0);
+  if (model.chunks() > 1) {
+    std::fill(layers.begin(), layers.end(), 1);
+  } else {
+    // Stage s's first layer, when every earlier stage holds one.
+    int64_t position = std::min(stage, p.layers() - 1);
+    size_t k = 0;
+    while (position >= p.stacks[k].layers) position -= p.stacks[k++].layers;
+    layers[k] = 1;
+  }
+  return model.bytes(stage, {layers.data(), layers.data()});
+}
+
+Error noPlacement(const PlacementModel& model, const StageOptions& options) {
+  // Name a stage that cannot hold even its fewest layers, else how many the stages can hold.
+  const PlacementProblem& p = model.problem();
   const int64_t total = p.layers();
+  const int64_t least = options.minLayers();
   int64_t capacity = 0;
   for (int64_t s = 0; s < p.stages; ++s) {
     int64_t most = 0;
-    for (int64_t from = s; from + (p.stages - s) <= total; ++from) {
-      for (int64_t count = 1; from + count + (p.stages - 1 - s) <= total; ++count) {
+    for (int64_t from = s * least; from + (p.stages - s) * least <= total; ++from) {
+      for (int64_t count = least; from + count + (p.stages - 1 - s) * least <= total; ++count) {
         if (options.at(s, from, count).fits) most = std::max(most, count);
       }
     }
     if (most == 0) {
-      StageLoad one = loadOf(p, std::min(s, total - 1), 1);
-      one.recomputed = one.layers;
       return Error{fmt::format(
-          "no placement of {} layers on {} stages fits in {} bytes: stage {} needs {} bytes for a "
-          "single recomputed layer",
-          total, p.stages, p.memoryLimitBytes, s, stageBytes(p, s, one))};
+          "no placement of {} layers on {} stages fits in {} bytes: stage {} needs {} bytes for {}",
+          total, p.stages, p.memoryLimitBytes, s, leanestBytes(model, s),
+          least == 1 ? "a single recomputed layer"
+                     : fmt::format("{} recomputed layers (one per chunk)", least))};
     }
     capacity += most;
   }
@@ -240,6 +148,25 @@ Error noPlacement(const PlacementProblem& p, const StageOptions& options) {
       "no placement of {} layers on {} stages fits in {} bytes: with full recompute the stages "
       "hold at most {} layers together",
       total, p.stages, p.memoryLimitBytes, capacity)};
+}
+
+Status checkProblem(const PlacementProblem& problem) {
+  if (problem.stacks.empty() || problem.stacks.size() > 2) {
+    return Error{fmt::format("layer placement takes one or two layer stacks, not {}",
+                             problem.stacks.size())};
+  }
+  if (problem.chunks() > 1 && problem.stacks.size() > 1) {
+    return Error{
+        "interleaved layer placement takes one layer stack (a vision tower is not "
+        "interleaved)"};
+  }
+  const int64_t least = problem.stages * problem.chunks();
+  if (problem.stages < 1 || problem.layers() < least) {
+    return Error{
+        fmt::format("{} layers cannot fill {} stages of {} chunk(s) (one layer each at least)",
+                    problem.layers(), problem.stages, problem.chunks())};
+  }
+  return {};
 }
 
 }  // namespace
@@ -256,113 +183,80 @@ int64_t PlacementProblem::layers() const {
   return total;
 }
 
+int64_t PlacementProblem::chunks() const { return chunksOf(schedule, virtualStages); }
+
 Placement evaluatePlacement(const PlacementProblem& problem, StackCounts layers,
                             StackCounts recomputed) {
+  const PlacementModel model(problem);
+  PipelineClock clock(problem.schedule, problem.chunks(), problem.microBatches, problem.stages,
+                      problem.sendSeconds);
   Placement placement{std::move(layers), std::move(recomputed), 0, {}};
-  double total = 0;
-  double slowest = 0;
   for (int64_t s = 0; s < problem.stages; ++s) {
-    const auto i = static_cast<size_t>(s);
-    StageLoad load;
-    for (size_t k = 0; k < problem.stacks.size(); ++k) {
-      load.layers[k] = placement.layers[k][i];
-      load.recomputed[k] = placement.recomputed[k][i];
-    }
-    const double seconds = stageSeconds(problem, s, load);
-    total += seconds;
-    slowest = std::max(slowest, seconds);
-    placement.peakBytes.push_back(stageBytes(problem, s, load));
+    const StageLoad load = stageLoad(model, placement.layers, placement.recomputed, s);
+    clock.addStage(model.seconds(s, load.view()), model.weightSeconds(s, load.view()));
+    placement.peakBytes.push_back(model.bytes(s, load.view()));
   }
-  placement.stepSeconds = total + static_cast<double>(problem.microBatches - 1) * slowest;
+  placement.stepSeconds = clock.seconds();
   return placement;
 }
 
 Expected<Placement> placeLayers(const PlacementProblem& problem) {
-  if (problem.stacks.empty() || problem.stacks.size() > 2) {
-    return Error{fmt::format("layer placement takes one or two layer stacks, not {}",
-                             problem.stacks.size())};
-  }
-  const int64_t stages = problem.stages;
-  const int64_t total = problem.layers();
-  if (stages < 1 || total < stages) {
-    return Error{
-        fmt::format("{} layers cannot fill {} stages (one layer each at least)", total, stages)};
-  }
-  const StageOptions options(problem);
+  if (Status valid = checkProblem(problem); !valid) return valid.error();
+  const PlacementModel model(problem);
+  const StageOptions options(model);
   const std::vector<double> bottlenecks = options.bottlenecks();
   // The least bottleneck that fits: a larger one only allows more placements.
-  auto fits = [&](size_t i) { return !pack(problem, options, bottlenecks[i]).counts.empty(); };
-  if (bottlenecks.empty() || !fits(bottlenecks.size() - 1)) return noPlacement(problem, options);
+  auto fits = [&](size_t i) {
+    return !pack(problem, options, bottlenecks[i], false).counts.empty();
+  };
+  if (bottlenecks.empty() || !fits(bottlenecks.size() - 1)) return noPlacement(model, options);
   size_t lo = 0;
   size_t hi = bottlenecks.size() - 1;
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
     fits(mid) ? hi = mid : lo = mid + 1;
   }
+  // The step at bottleneck B is m B + sum_s fill_s - max_s fill_s + sends. Under 1F1B and
+  // interleaved the largest fill is the slowest stage's, fill(B); under ZB-H1 it depends on the
+  // stage's W, so the program chooses the stage to leave out (schedule_model.h).
+  const bool designate = problem.schedule == PipelineSchedule::kZeroBubbleH1;
   double base = problem.first.seconds + problem.last.seconds;
+  double weights = problem.first.weightGradientSeconds + problem.last.weightGradientSeconds;
   for (const LayerStack& stack : problem.stacks) {
-    base += static_cast<double>(stack.layers) *
-            (stack.layer.forwardSeconds + stack.layer.backwardSeconds);
+    const auto n = static_cast<double>(stack.layers);
+    base += n * (stack.layer.forwardSeconds + stack.layer.backwardSeconds);
+    weights += n * stack.layer.weightGradientSeconds;
   }
-  const double waits = static_cast<double>(problem.microBatches - 1);
-  // With one micro-batch the slowest stage costs nothing extra: the loosest bottleneck is best.
-  if (waits == 0) lo = bottlenecks.size() - 1;
+  const auto m = static_cast<double>(problem.microBatches);
+  const double sends = 2 * static_cast<double>(problem.stages - 1) * problem.sendSeconds;
+  // Without recompute the fills sum to at least the fill of all the work together, and no fill
+  // exceeds B.
+  const double leastFill = model.fill(base, weights);
+  const auto leftOut = [&](double bottleneck) {
+    return designate ? 0.0 : model.fill(bottleneck, 0);
+  };
+  const auto lowerBound = [&](double bottleneck) {
+    const double others =
+        designate ? std::max(leastFill - bottleneck, 0.0) : leastFill - leftOut(bottleneck);
+    return m * bottleneck + others + sends;
+  };
+  // 1F1B with one micro-batch: the step is the total work, least at the loosest bottleneck.
+  if (m == 1 && problem.schedule == PipelineSchedule::k1F1B) lo = bottlenecks.size() - 1;
   double bestStep = kInfinity;
   std::vector<int64_t> best;
   for (size_t i = lo; i < bottlenecks.size(); ++i) {
-    if (base + waits * bottlenecks[i] >= bestStep) break;  // later bottlenecks only cost more
-    const Packing packing = pack(problem, options, bottlenecks[i]);
+    const double b = bottlenecks[i];
+    // A lower bound of the step at b, rising with b: later bottlenecks only cost more.
+    if (lowerBound(b) >= bestStep) break;
+    const Packing packing = pack(problem, options, b, designate);
     if (packing.counts.empty()) continue;
-    const double step = base + packing.recompute + waits * bottlenecks[i];
+    const double step = m * b + packing.cost - leftOut(b) + sends;
     if (step < bestStep) {
       bestStep = step;
       best = packing.counts;
     }
   }
-  return placementOf(problem, options, best);
-}
-
-Expected<Placement> placeLayersBruteForce(const PlacementProblem& problem) {
-  const int64_t total = problem.layers();
-  if (problem.stages < 1 || total < problem.stages) return Error{"no placement fits"};
-  Placement best;
-  best.stepSeconds = kInfinity;
-  const size_t stacks = problem.stacks.size();
-  StackCounts layers(stacks, std::vector<int64_t>(static_cast<size_t>(problem.stages), 0));
-  StackCounts recomputed = layers;
-  // Every recompute count per stack and stage, for every composition of the layers.
-  std::function<void(size_t)> chooseRecompute = [&](size_t slot) {
-    if (slot == stacks * static_cast<size_t>(problem.stages)) {
-      Placement trial = evaluatePlacement(problem, layers, recomputed);
-      const bool fits = std::all_of(trial.peakBytes.begin(), trial.peakBytes.end(),
-                                    [&](int64_t b) { return b <= problem.memoryLimitBytes; });
-      if (fits && trial.stepSeconds < best.stepSeconds) best = std::move(trial);
-      return;
-    }
-    const size_t k = slot % stacks;
-    const size_t s = slot / stacks;
-    for (int64_t c = 0; c <= layers[k][s]; ++c) {
-      recomputed[k][s] = c;
-      chooseRecompute(slot + 1);
-    }
-  };
-  std::function<void(int64_t, int64_t)> chooseLayers = [&](int64_t s, int64_t from) {
-    const int64_t left = total - from;
-    const int64_t most = s == problem.stages - 1 ? left : left - (problem.stages - 1 - s);
-    const int64_t least = s == problem.stages - 1 ? left : 1;
-    for (int64_t count = least; count <= most; ++count) {
-      const StageLoad load = loadOf(problem, from, count);
-      for (size_t k = 0; k < stacks; ++k) layers[k][static_cast<size_t>(s)] = load.layers[k];
-      if (s == problem.stages - 1) {
-        chooseRecompute(0);
-      } else {
-        chooseLayers(s + 1, from + count);
-      }
-    }
-  };
-  chooseLayers(0, 0);
-  if (best.layers.empty()) return Error{"no placement fits"};
-  return best;
+  return placementOf(model, options, best);
 }
 
 }  // namespace autopar::search

@@ -10,9 +10,8 @@ namespace autopar::search {
 
 namespace {
 
-/// Stages given per block; -1 where none is.
-Expected<std::vector<int>> givenStages(const ir::Graph& graph, int stages) {
-  std::vector<int> given(graph.ops().size(), -1);
+/// Virtual stages given per block (stage s, chunk c: c * stages + s); -1 where none is.
+Expected<std::vector<int>> givenStages(const ir::Graph& graph, int stages, int virtualStages) {
   for (const auto& [scope, settings] : graph.blockSettings()) {
     if (settings.pipelineStage &&
         (*settings.pipelineStage < 0 || *settings.pipelineStage >= stages)) {
@@ -21,9 +20,20 @@ Expected<std::vector<int>> givenStages(const ir::Graph& graph, int stages) {
                       "(expected 0..{})",
                       scope, *settings.pipelineStage, stages, stages - 1)};
     }
+    if (settings.pipelineSegment &&
+        (*settings.pipelineSegment < 0 || *settings.pipelineSegment >= virtualStages)) {
+      return Error{fmt::format(
+          "block '{}': pipeline_segment {} is out of range for {} model chunk(s) per stage "
+          "(expected 0..{})",
+          scope, *settings.pipelineSegment, virtualStages, virtualStages - 1)};
+    }
   }
+  std::vector<int> given(graph.ops().size(), -1);
   for (const ir::Op& op : graph.ops()) {
-    if (auto stage = graph.settingsOf(op).pipelineStage) given[op.id] = *stage;
+    const ir::BlockSettings settings = graph.settingsOf(op);
+    if (settings.pipelineStage) {
+      given[op.id] = settings.pipelineSegment.value_or(0) * stages + *settings.pipelineStage;
+    }
   }
   return given;
 }
@@ -58,14 +68,9 @@ Expected<StageAssignment> assignStages(const ir::Graph& graph, int stages, int v
   if (stages < 1) return Error{fmt::format("pipeline_stages: {} must be at least 1", stages)};
   StageAssignment result{std::vector<int>(graph.ops().size(), 0), stages, virtualStages};
   if (stages * virtualStages == 1) return result;
-  auto given = givenStages(graph, stages);
+  auto given = givenStages(graph, stages, virtualStages);
   if (!given) return given.error();
   const bool anyGiven = std::any_of(given->begin(), given->end(), [](int s) { return s >= 0; });
-  if (anyGiven && virtualStages > 1) {
-    return Error{
-        "pipeline_stage per block: not supported with the interleaved schedule (use "
-        "automatic placement, or virtual stages 1)"};
-  }
   std::vector<int> fixed = *given;
   if (!anyGiven) {
     auto layers = layerStages(graph, stages * virtualStages);

@@ -11,7 +11,9 @@
 ///
 /// With stages given per block (seed 001's Cell.pipeline_stage), those ops keep them and every
 /// other op joins the latest stage among its inputs' producers, or stage 0 (MindSpore's default).
-/// Either way no op may read a tensor produced on a later stage.
+/// Interleaved, a block's pipeline_segment names its chunk (0 when not given): stage s, chunk c
+/// is virtual stage c * p + s, so blocks on (0, 0), (1, 0), (0, 1), (1, 1) of two stages run in
+/// that order. Either way no op may read a tensor produced on a later (virtual) stage.
 
 #include <vector>
 
@@ -27,9 +29,8 @@ struct StageAssignment {
   [[nodiscard]] int stageOf(ir::OpId op) const { return virtualStageOf[op] % stages; }
 };
 
-/// Fails when a block's stage is out of range, when per-block stages are combined with
-/// interleaving, when there are fewer layers than virtual stages, or when an op would read from a
-/// later stage; messages name the block or op.
+/// Fails when a block's stage or chunk is out of range, when there are fewer layers than virtual
+/// stages, or when an op would read from a later stage; messages name the block or op.
 Expected<StageAssignment> assignStages(const ir::Graph& graph, int stages, int virtualStages);
 
 }  // namespace autopar::search

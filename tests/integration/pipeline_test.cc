@@ -135,5 +135,29 @@ TEST(PipelineStages, LayersSplitEvenlyAndBlocksMayBePlaced) {
       "block 'toy.layer.10': pipeline_stage 2 is out of range for 2 stage(s) (expected 0..1)");
 }
 
+TEST(PipelineStages, InterleavedBlocksNameTheirChunk) {
+  // Two stages of two chunks, layers 0-2 on stage 0 chunk 0, 3-6 on stage 1 chunk 0, 7-11 on
+  // stage 0 chunk 1 and 12-15 on stage 1 chunk 1: virtual stages 0, 1, 2 and 3.
+  ir::Graph graph = uniformToy();
+  const auto place = [&](int layer, int stage, int chunk) {
+    ir::BlockSettings settings;
+    settings.pipelineStage = stage;
+    settings.pipelineSegment = chunk;
+    ASSERT_TRUE(graph.setBlockSettings(fmt::format("toy.layer.{}", layer), settings).ok());
+  };
+  for (int i = 0; i < kLayers; ++i) place(i, i < 3 || (i >= 7 && i < 12) ? 0 : 1, i < 7 ? 0 : 1);
+  auto placed = search::assignStages(graph, 2, 2);
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  EXPECT_EQ(placed->virtualStageOf[2], 0);
+  EXPECT_EQ(placed->virtualStageOf[3], 1);
+  EXPECT_EQ(placed->virtualStageOf[7], 2);
+  EXPECT_EQ(placed->virtualStageOf[12], 3);
+  EXPECT_EQ(placed->stageOf(12), 1);
+  place(5, 1, 2);
+  EXPECT_EQ(search::assignStages(graph, 2, 2).error().message,
+            "block 'toy.layer.5': pipeline_segment 2 is out of range for 2 model chunk(s) per "
+            "stage (expected 0..1)");
+}
+
 }  // namespace
 }  // namespace autopar

@@ -191,10 +191,10 @@ Status readVisionDimensions(const json& document, TransformerConfig& config) {
 }
 
 Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields) {
-  if (auto status = checkObject(
-          document, "",
-          {"name", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
-           "num_kv_heads", "vocab_size", "seq_length", "swiglu", "tied_embeddings", "vision"});
+  if (auto status = checkObject(document, "",
+                                {"name", "num_layers", "hidden_size", "ffn_hidden_size",
+                                 "num_attention_heads", "num_kv_heads", "vocab_size", "seq_length",
+                                 "swiglu", "tied_embeddings", "hidden_dropout", "vision"});
       !status) {
     return status.error();
   }
@@ -211,6 +211,11 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
   config.vocab = fields.positive("vocab_size");
   config.seq = fields.positive("seq_length");
   config.tiedEmbeddings = fields.flagOr("tied_embeddings", false);
+  config.hiddenDropout = fields.numberOr("hidden_dropout", 0.0);
+  if (config.hiddenDropout < 0 || config.hiddenDropout >= 1) {
+    fields.reject(
+        fmt::format("hidden_dropout: expected a rate in [0, 1), got {}", config.hiddenDropout));
+  }
   if (!fields.status()) return fields.status().error();
   if (fields.has("vision")) {
     if (auto status = readVisionDimensions(document.at("vision"), config); !status) {

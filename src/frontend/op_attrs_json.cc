@@ -81,8 +81,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 16>& allCodecs() {
-  static const std::array<AttrCodec, 16> kCodecs = {
+const std::array<AttrCodec, 17>& allCodecs() {
+  static const std::array<AttrCodec, 17> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -95,6 +95,7 @@ const std::array<AttrCodec, 16>& allCodecs() {
       codec<&A::numHeads, readPositiveInt>("num_heads"),
       codec<&A::numKvHeads, readPositiveInt>("num_kv_heads"),
       codec<&A::causal, readBool>("causal"),
+      codec<&A::scoresInMemory, readBool>("scores_in_memory"),
       AttrCodec{"cast_to", readCastTo, writeCastTo, isDefaultField<&A::castTo>},
       AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,
                 isDefaultField<&A::dropoutRate>},
@@ -146,7 +147,7 @@ std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
     case K::kSlice:
       return {"starts", "ends"};
     case K::kFlashAttention:
-      return {"num_heads", "num_kv_heads", "causal"};
+      return {"num_heads", "num_kv_heads", "causal", "scores_in_memory"};
     case K::kRotary:
       return {"num_heads"};
     case K::kCast:

@@ -62,12 +62,11 @@ class Stage {
     return total;
   }
 
-  /// The gathered weights ZeRO 3 keeps until backward: those of the layers not recomputed.
-  [[nodiscard]] double keptWeightBytes() const {
+  /// The weights of all layers, which ZeRO 3 gathers for forward and again for backward.
+  [[nodiscard]] double weightBytes() const {
     double total = 0;
     for (size_t k = 0; k < layers_.size(); ++k) {
-      total +=
-          (layers_[k] - recomputed_[k]) * static_cast<double>(profile_.layers[k].state.weights);
+      total += layers_[k] * static_cast<double>(profile_.layers[k].state.weights);
     }
     return total;
   }
@@ -174,15 +173,16 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
   for (int64_t s = 0; s < c.stages; ++s) {
     const Stage stage(profile, c, s);
     // One data-parallel all-reduce of the stage's gradients; ZeRO 2 reduce-scatters them every
-    // micro-batch (half an all-reduce). ZeRO 3 keeps the gathered weights of the layers it does
-    // not recompute (see keptWeightBytes) and all-gathers those of the recomputed ones again
-    // every micro-batch (half an all-reduce of their bytes), as the cost model does.
+    // micro-batch (half an all-reduce). ZeRO 3 all-gathers every layer's weights for forward and
+    // again for backward, and those of the recomputed layers once more for the recomputation,
+    // every micro-batch (each half an all-reduce of their bytes), as the cost model does.
     const auto gradients = static_cast<int64_t>(
         stage.sum([](const ProfiledPart& p) { return static_cast<double>(p.state.gradients); }));
     const double allReduce = c.dp > 1 ? gradientSync(gradients) : 0.0;
     double perMicroBatch = c.zero >= 2 ? allReduce / 2 : 0.0;
     if (c.zero >= 3 && c.dp > 1) {
-      perMicroBatch += gradientSync(static_cast<int64_t>(stage.recomputedWeightBytes())) / 2;
+      perMicroBatch += gradientSync(static_cast<int64_t>(stage.weightBytes())) +
+                       gradientSync(static_cast<int64_t>(stage.recomputedWeightBytes())) / 2;
     }
     const double backward = stage.sum([](const ProfiledPart& p) { return p.backwardSeconds; }) +
                             stage.recomputeSeconds();
@@ -195,12 +195,10 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
       slowest = seconds;
       slowestWeight = weight;
     }
-    // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
-    // until their backward, as the cost model does), buffers and the activations in flight.
-    double state = stage.sum([&](const ProfiledPart& p) {
+    // Memory: sharded state, buffers and the activations in flight.
+    const double state = stage.sum([&](const ProfiledPart& p) {
       return static_cast<double>(p.state.sharded(c.zero, c.dp));
     }) + buffers;
-    if (c.zero >= 3) state += stage.keptWeightBytes();
     estimate.peakBytes[static_cast<size_t>(s)] =
         static_cast<int64_t>(state + inFlight(c, s) * stage.activationBytes());
     // The tail: what is left of the gradient reduction (all of it without ZeRO 2; the weights'

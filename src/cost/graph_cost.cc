@@ -357,20 +357,54 @@ Status costParameters(Context& ctx) {
   return {};
 }
 
+/// The ranks of a stage holding the same slice of `layout` as its first device: the mesh axes
+/// that neither split nor hold partial sums of the tensor.
+std::vector<int> replicaGroup(const layout::TensorLayout& layout) {
+  std::vector<bool> used(static_cast<size_t>(layout.deviceMatrix.numAxes()), false);
+  for (const auto& axes : layout.dimAxes) {
+    for (int axis : axes) used[static_cast<size_t>(axis)] = true;
+  }
+  for (int axis : layout.partialAxes) used[static_cast<size_t>(axis)] = true;
+  std::vector<int> replicated;
+  for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
+    if (!used[static_cast<size_t>(axis)]) replicated.push_back(axis);
+  }
+  return layout.deviceMatrix.group(0, replicated);
+}
+
 /// Activations produced on one stage and read on a later one travel point-to-point, stage by
-/// stage, as the producer's slice.
+/// stage. A slice held alike by r ranks of the stage (replicated over the tensor-parallel group)
+/// is sent as r pieces, one per rank, each on its own link, and all-gathered by the receiving
+/// ranks: Megatron-LM's scatter/gather of pipeline sends (Narayanan et al. 2021, Section 4.1; on
+/// by default), which trades r-fold traffic on the slower inter-node links for an all-gather on
+/// the fast intra-node ones. `sendBytes` counts what one rank sends.
 void costStageSends(Context& ctx) {
+  std::vector<double> gatherSeconds(static_cast<size_t>(ctx.options.stages), 0.0);
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.producer == ir::kNoOp || tensor.consumers.empty()) continue;
     const int from = ctx.stageOf[tensor.producer];
     const int to = *stagesUsing(ctx, tensor).rbegin();
-    const int64_t bytes = ctx.sources[static_cast<size_t>(tensor.id)].sliceElements() *
-                          elementBytes(ctx.graph, tensor.id);
-    for (int s = from; s < to; ++s) ctx.report.stages[static_cast<size_t>(s)].sendBytes += bytes;
+    if (from >= to) continue;
+    const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
+    const int64_t bytes = source.sliceElements() * elementBytes(ctx.graph, tensor.id);
+    const std::vector<int> replicas = replicaGroup(source);
+    const auto pieces = static_cast<int64_t>(replicas.size());
+    const bool scatter = pieces > 1 && bytes % pieces == 0;
+    double gather = 0;
+    if (scatter) {
+      gather =
+          cluster::collectiveCost(ctx.cluster, cluster::Collective::kAllGather, replicas, bytes)
+              .seconds;
+    }
+    for (int s = from; s < to; ++s) {
+      ctx.report.stages[static_cast<size_t>(s)].sendBytes += scatter ? bytes / pieces : bytes;
+      gatherSeconds[static_cast<size_t>(s)] += gather;
+    }
   }
   for (int s = 0; s + 1 < ctx.options.stages; ++s) {
     StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
     stage.sendSeconds = sendSeconds(ctx, s, s + 1, stage.sendBytes);
+    if (stage.sendSeconds > 0) stage.sendSeconds += gatherSeconds[static_cast<size_t>(s)];
   }
 }
 

@@ -108,6 +108,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // (--bias-gelu-fusion and --bias-dropout-fusion are on by default).
   training.fuseElementwise = true;
   training.listCollectives = config.listCollectives;
+  training.unfusedGradientAccumulation = !config.gradientAccumulationFusion;
   // Megatron-LM reduces its contiguous gradient buffer: after the backward in one collective,
   // or with --overlap-grad-reduce (Megatron-Core's DistributedDataParallel) in buckets of
   // max(40M, 1M x DP) elements as the last micro-batch's backward completes them.

@@ -28,6 +28,8 @@
 ///   --list-collectives  all-gathers and reduce-scatters take per-rank tensor lists, one copy
 ///                       per rank (PyTorch's list API, DeepSpeed's ZeRO-3 in 2021)
 ///   --attention unfused the score matrix in memory (Megatron-LM's attention before 2023)
+///   --no-gradient-accumulation-fusion  each micro-batch's weight gradients are added into the
+///                       accumulation buffer by a separate kernel (Megatron-LM before 2022)
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -69,6 +71,9 @@ struct MegatronConfig {
   bool tpCommOverlap = false;
   bool asyncTpAllreduce = false;  ///< --async-tensor-model-parallel-allreduce (Megatron 2022)
   bool listCollectives = false;
+  /// --no-gradient-accumulation-fusion: weight gradients added into the accumulation buffer by
+  /// a separate kernel every micro-batch (Megatron-LM before 2022).
+  bool gradientAccumulationFusion = true;
   /// flash: FlashAttention; unfused: the score matrix in memory, as Megatron-LM ran attention
   /// before it took FlashAttention (2023).
   std::string attention = "flash";

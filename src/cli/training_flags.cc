@@ -222,6 +222,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.overlapActivationComm = flags.overlapActivationComm;
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
   options.fuseElementwise = flags.fuseElementwise;
+  options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
   if (flags.listCollectives) {
     options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
   }

@@ -45,6 +45,7 @@ struct TrainingFlags {
   bool overlapActivationComm = false;          ///< cost::EvaluateOptions
   bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
   bool fuseElementwise = false;                ///< cost::EvaluateOptions
+  bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";

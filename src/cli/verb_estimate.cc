@@ -309,6 +309,9 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_flag("--list-collectives", config->listCollectives,
                  "all-gathers and reduce-scatters take per-rank tensor lists (one copy per rank; "
                  "DeepSpeed's ZeRO-3 in 2021)");
+  verb->add_flag("--no-gradient-accumulation-fusion{false}", config->gradientAccumulationFusion,
+                 "Megatron-LM before 2022: add each micro-batch's weight gradients into the "
+                 "accumulation buffer with a separate kernel");
   verb->add_option("--attention", config->attention,
                    "flash | unfused (the score matrix in memory, Megatron-LM before 2023)")
       ->capture_default_str();

@@ -299,6 +299,18 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
   return cluster::collectiveCost(ctx.cluster, cluster::Collective::kSendRecv, ranks, bytes).seconds;
 }
 
+/// One micro-batch's unfused gradient accumulation over `elements` weight elements of `dtype`
+/// (EvaluateOptions::unfusedGradientAccumulation): read the new gradient, read and write the
+/// accumulator (fp32, or the weight's dtype when gradients are kept in it), at the fitted HBM
+/// efficiency.
+double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
+  const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
+  const double accumulatorBytes = ctx.options.optimizer.fp32Gradients ? 4.0 : weightBytes;
+  return static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes) /
+         (ctx.cluster.device.memoryBytesPerSecond *
+          costConstants().forDevice(ctx.cluster.device.name).memoryEfficiency);
+}
+
 /// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on
 /// each and its gradient all-reduced between them, as Megatron-LM does.
 Status costParameters(Context& ctx) {
@@ -328,6 +340,10 @@ Status costParameters(Context& ctx) {
         continue;
       }
       stage.optimizerParallelSavedBytes += whole.total() - state.total();
+      if (options.unfusedGradientAccumulation) {
+        stage.backwardComputeSeconds +=
+            accumulationSeconds(ctx, placement.use.sliceElements(), tensor.type.dtype);
+      }
       stage.memory.parameterBytes += state.weight;
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;

@@ -67,6 +67,12 @@ struct EvaluateOptions {
   /// intermediate made by an elementwise op and read only by the next one on the same stage, in
   /// the same layout, is neither written nor read back.
   bool fuseElementwise = false;
+  /// Each micro-batch's weight gradients are written by their matmul and then added into the
+  /// gradient accumulation buffer by a separate kernel, as Megatron-LM did before gradient-
+  /// accumulation fusion (2022; its local DDP's main_grad.add_ hook): per parameter element and
+  /// micro-batch the backward streams the gradient in the weight's dtype and reads and writes
+  /// the accumulator. False: the weight-gradient matmul accumulates into the buffer itself.
+  bool unfusedGradientAccumulation = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };

@@ -28,6 +28,8 @@ struct ModelOptions {
   int64_t expertParallel = 1;
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
   std::optional<ir::DType> dtype;
+  /// Attention with the score matrix in memory (frontend::TransformerConfig::scoresInMemory).
+  bool attentionScoresInMemory = false;
   /// A transformer given by a run yaml (--config) instead of a preset name.
   std::optional<frontend::TransformerConfig> transformer;
 };

@@ -41,6 +41,9 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.zeroBubble && (config.pp < 2 || config.vpp > 1)) {
     return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
   }
+  if (config.attention != "flash" && config.attention != "unfused") {
+    return Error{fmt::format("--attention {}: expected flash or unfused", config.attention)};
+  }
   if (config.sequenceParallel && config.tp == 1) {
     return Error{"--sequence-parallel: needs --tp greater than 1"};
   }
@@ -123,6 +126,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
   options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;
+  options.modelOptions.attentionScoresInMemory = config.attention == "unfused";
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.gbs / (config.dp * config.mbs));
@@ -133,16 +137,39 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.chunks = config.chunks;
   training.recomputeBlocks = config.recomputeBlocks;
   options.modelOptions.transformer = config.transformer;
+  // Megatron-LM accumulates and reduces gradients in fp32 under bf16 (it forces
+  // --accumulate-allreduce-grads-in-fp32) and in fp16 under fp16 (the flag's default).
+  training.fp32Gradients = dtype != ir::DType::kF16;
+  training.overlapParameterGather = config.overlapParamGather;
+  training.overlapActivationComm = config.tpCommOverlap;
+  training.overlapBackwardActivationComm = config.asyncTpAllreduce;
+  // Megatron-LM fuses bias + GeLU and bias + dropout + residual add into one kernel each
+  // (--bias-gelu-fusion and --bias-dropout-fusion are on by default).
+  training.fuseElementwise = true;
+  training.listCollectives = config.listCollectives;
+  training.unfusedGradientAccumulation = !config.gradientAccumulationFusion;
+  // Megatron-LM reduces its contiguous gradient buffer: after the backward in one collective,
+  // or with --overlap-grad-reduce (Megatron-Core's DistributedDataParallel) in buckets of
+  // max(40M, 1M x DP) elements as the last micro-batch's backward completes them.
+  training.bucketing = "size";
+  training.bucketMb = 1e9;  // 1 PiB: one bucket holds any model's gradients
+  if (config.overlapGradReduce) {
+    const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
+    training.bucketMb = elements * (training.fp32Gradients ? 4 : 2) / (1024.0 * 1024.0);
+  }
   if (config.zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;
     training.optimizerThresholdKb = 0;
     training.groupUpdate = config.zero < 3;
+    training.distributedOptimizer = config.zero < 3;
     training.gradientAccumulationShard = config.zero >= 2;
-    // ZeRO-3 frees a gathered parameter after use and gathers it again for backward. The cost
-    // model re-gathers only inside recomputed ops; other ops keep their gathered copies, counted
-    // as communication buffers, so ZeRO 3 without full recompute is costed on the heavy side.
+    // Both frameworks flatten the parameters and cut them in equal, padded parts.
+    training.padToShard = true;
+    // ZeRO-3 frees a gathered parameter after every use: it gathers it for forward, again for
+    // a recomputed forward, and again for backward.
     training.parallelOptimizerCommRecompute = config.zero == 3;
+    training.parallelOptimizerRegather = config.zero == 3;
   }
   return options;
 }

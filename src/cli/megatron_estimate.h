@@ -15,10 +15,25 @@
 ///                       token dispatcher's)
 ///   --zero-bubble       the zero-bubble H1 schedule (Qi et al. 2023) instead of 1F1B
 ///   --gbs G, --mbs B    G / (DP x B) micro-batches per step
-///   --zero 1            optimizer parallel, group update (whole parameters, states / DP)
-///   --zero 2            as 1, gradients sharded too
-///   --zero 3            optimizer parallel with parameters stored as slices (gathered for use)
-///   --precision         the transformer's compute dtype (fp8 runs at the device's fp8 peak)
+///   --zero 1            the distributed optimizer: whole parameters, states / DP, gradients
+///                       reduce-scattered and the updated slices all-gathered once per step
+///   --zero 2            as 1, gradients sharded too (reduce-scattered every micro-batch)
+///   --zero 3            parameters stored as slices, gathered for forward, for a recomputed
+///                       forward and again for backward (ZeRO-3)
+///   --precision         the transformer's compute dtype (fp8 runs at the device's fp8 peak);
+///                       gradients accumulate and reduce in fp32 but under fp16, as Megatron-LM
+///                       does by default
+///   --overlap-grad-reduce   gradients reduce in buckets (max(40M, 1M x DP) elements, Megatron-
+///                       Core's default) as the last micro-batch's backward makes them
+///   --overlap-param-gather  the updated parameters' all-gather hides under the next forward
+///   --tp-comm-overlap   tensor-parallel communication hides under the matmuls
+///   --async-tensor-model-parallel-allreduce  the backward's tensor-parallel communication hides
+///                       under the backward matmuls (Megatron-LM 2022)
+///   --list-collectives  all-gathers and reduce-scatters take per-rank tensor lists, one copy
+///                       per rank (PyTorch's list API, DeepSpeed's ZeRO-3 in 2021)
+///   --attention unfused the score matrix in memory (Megatron-LM's attention before 2023)
+///   --no-gradient-accumulation-fusion  each micro-batch's weight gradients are added into the
+///                       accumulation buffer by a separate kernel (Megatron-LM before 2022)
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -53,6 +68,19 @@ struct MegatronConfig {
   int zero = 0;
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
+  /// Megatron-Core's overlap switches (--overlap-grad-reduce, --overlap-param-gather,
+  /// --tp-comm-overlap), and collectives called with per-rank tensor lists (DeepSpeed 2021).
+  bool overlapGradReduce = false;
+  bool overlapParamGather = false;
+  bool tpCommOverlap = false;
+  bool asyncTpAllreduce = false;  ///< --async-tensor-model-parallel-allreduce (Megatron 2022)
+  bool listCollectives = false;
+  /// --no-gradient-accumulation-fusion: weight gradients added into the accumulation buffer by
+  /// a separate kernel every micro-batch (Megatron-LM before 2022).
+  bool gradientAccumulationFusion = true;
+  /// flash: FlashAttention; unfused: the score matrix in memory, as Megatron-LM ran attention
+  /// before it took FlashAttention (2023).
+  std::string attention = "flash";
   /// Non-uniform placement: BLOCK=STAGE assignments, BLOCK=CHUNK when interleaved, and blocks
   /// recomputed in full (the layer placement search fills these; empty splits layers evenly).
   std::vector<std::string> stages;

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "cli/verbs.h"
+#include "cost/constants.h"
 #include "ir/op_semantics.h"
 
 namespace autopar::cli {
@@ -218,10 +219,22 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.recompute.layers = *recompute;
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
+  options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
   options.optimizerParallel.enabled = flags.optimizerParallel;
   options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
   options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
   options.optimizerParallel.groupUpdate = groupUpdate;
+  options.optimizerParallel.padToShard = flags.padToShard;
+  options.optimizerParallel.distributedOptimizer = flags.distributedOptimizer;
+  options.optimizer.fp32Gradients = flags.fp32Gradients;
+  options.overlapParameterGather = flags.overlapParameterGather;
+  options.overlapActivationComm = flags.overlapActivationComm;
+  options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
+  options.fuseElementwise = flags.fuseElementwise;
+  options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
+  if (flags.listCollectives) {
+    options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
+  }
   auto bucketing = cost::parseBucketing(flags.bucketing);
   if (!bucketing) return bucketing.error().in("--bucketing");
   options.fusion.bucketing = *bucketing;

@@ -35,6 +35,19 @@ struct TrainingFlags {
   /// Optimizer parallel's data-parallel-mode variant (whole parameters, sharded optimizer states:
   /// ZeRO-1); the data_parallel search mode implies it.
   bool groupUpdate = false;
+  /// Shards a parameter no dim of which divides by its replicas by padding (Megatron-LM's
+  /// distributed optimizer, DeepSpeed's ZeRO); set by `autopar estimate`, not a flag.
+  bool padToShard = false;
+  /// Set by `autopar estimate` from its Megatron-style options, not flags of their own:
+  bool parallelOptimizerRegather = false;      ///< ZeRO-3 (cost::RecomputeOptions)
+  bool distributedOptimizer = false;           ///< cost::OptimizerParallelOptions
+  bool fp32Gradients = true;                   ///< cost::OptimizerSpec
+  bool overlapParameterGather = false;         ///< cost::EvaluateOptions
+  bool overlapActivationComm = false;          ///< cost::EvaluateOptions
+  bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
+  bool fuseElementwise = false;                ///< cost::EvaluateOptions
+  bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
+  bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";
   double bucketMb = 25;

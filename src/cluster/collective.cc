@@ -7,11 +7,22 @@
 //   tree all-reduce (double binary tree)            2 ceil(log2 p) a + 2 n/B
 //   broadcast (pipelined tree)                      ceil(log2 p) a + n/B
 //   send/recv                                       a + n/B on the level joining the two ranks
-// A group spanning several domains of its outermost level L, with k ranks in each domain of the
-// level inside it and D domains, can also run hierarchically: the inner part over k ranks on the
-// inner level, and the outer part over D domains on 1/k of the data, all k ranks of a domain using
-// their own NIC at once (multi-rail). The cheapest applicable variant is chosen. Ragged groups
-// (uneven ranks per domain) are costed with the largest per-domain count.
+// All-reduce, broadcast and all-to-all over a group spanning several domains of its outermost
+// level L, with k ranks in each domain of the level inside it and D domains, can also run
+// hierarchically: the inner part over k ranks on the inner level, and the outer part over D
+// domains on 1/k of the data, all k ranks of a domain using their own NIC at once (multi-rail).
+// The cheapest applicable variant is chosen. Ragged groups (uneven ranks per domain) are costed
+// with the largest per-domain count.
+//
+// All-gather and reduce-scatter run as NCCL runs them: as one ring over all p ranks, whatever
+// the group spans. NCCL's tuning model (src/graph/tuning.cc, before the PAT algorithm of 2.23)
+// offers no other algorithm for them, and charges a ring step inside a node at the intra-node
+// latency and each of the D - 1 steps between nodes at the network's:
+//   (p - D) a_inner + (D - 1) a_outer + (p-1)/p * n * max(1/B_inner, 1/(k B_outer)).
+// The bandwidth term is the ring's slower link: each rank forwards (p-1)/p of the data over
+// the inner level, and the k rings of a domain (one per NIC) each carry 1/k of it between
+// domains. At 1536 ranks on 192 nodes the latency alone is 1344 a_inner + 191 a_outer, which a
+// hierarchical algorithm would cut to 7 a_inner + 191 a_outer.
 
 #include "cluster/collective.h"
 
@@ -87,9 +98,9 @@ double hierarchicalSeconds(const Cluster& cluster, Collective collective, const 
       return innerPart + std::min(outerRing, outerTree);
     }
     case Collective::kAllGather:
-    case Collective::kReduceScatter:
-      return flatSeconds(collective, k, bytes, inner, Algorithm::kRing) +
-             flatSeconds(collective, d, slice, outer, Algorithm::kRing);
+    case Collective::kReduceScatter:  // rings only (multiLevelRingSeconds)
+    case Collective::kSendRecv:
+      break;
     case Collective::kBroadcast:
       return flatSeconds(collective, d, bytes, outer, Algorithm::kTree) +
              flatSeconds(collective, k, bytes, inner, Algorithm::kTree);
@@ -100,10 +111,20 @@ double hierarchicalSeconds(const Cluster& cluster, Collective collective, const 
       return (d - 1) * outer.latencySeconds + outsideShare * bytes / outer.bytesPerSecond +
              (k - 1) * inner.latencySeconds + insideShare * bytes / inner.bytesPerSecond;
     }
-    case Collective::kSendRecv:
-      break;
   }
   return 0;
+}
+
+/// NCCL's ring all-gather or reduce-scatter over a group spanning several domains (see above).
+double multiLevelRingSeconds(const Cluster& cluster, const Span& span, double bytes) {
+  const LinkLevel& inner = cluster.levels[span.outerLevel - 1];
+  const LinkLevel& outer = cluster.levels[span.outerLevel];
+  const int p = span.size;
+  const int d = span.domains;
+  const double latency = (p - d) * inner.latencySeconds + (d - 1) * outer.latencySeconds;
+  const double secondsPerByte =
+      std::max(1.0 / inner.bytesPerSecond, 1.0 / (span.perDomain * outer.bytesPerSecond));
+  return latency + static_cast<double>(p - 1) / p * bytes * secondsPerByte;
 }
 
 }  // namespace
@@ -151,6 +172,12 @@ CollectiveCost collectiveCost(const Cluster& cluster, Collective collective,
   if (collective == Collective::kSendRecv) {
     return CollectiveCost{flatSeconds(collective, 2, n, level, Algorithm::kDirect),
                           Algorithm::kDirect, span.outerLevel};
+  }
+  const bool ringOnly =
+      collective == Collective::kAllGather || collective == Collective::kReduceScatter;
+  if (ringOnly && span.outerLevel > 0 && span.domains > 1) {
+    return CollectiveCost{multiLevelRingSeconds(cluster, span, n), Algorithm::kRing,
+                          span.outerLevel};
   }
   const bool hasTree = collective == Collective::kAllReduce || collective == Collective::kBroadcast;
   CollectiveCost best{flatSeconds(collective, span.size, n, level, Algorithm::kRing),

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -54,6 +55,23 @@ TEST(CollectiveCost, LargeMessagesAcrossNodesGoHierarchical) {
   const LinkLevel& ib = cluster.levels[1];
   const double flatRing = 2.0 * 15 / 16 * static_cast<double>(int64_t{1} << 30) / ib.bytesPerSecond;
   EXPECT_LT(cost.seconds, flatRing);
+}
+
+TEST(CollectiveCost, AllGatherAcrossNodesIsOneRingWithPerHopLatency) {
+  // NCCL runs all-gather and reduce-scatter only as rings: 1536 ranks on 192 nodes pay 1344
+  // NVLink hops and 191 network hops, and the ring moves at the slower of NVLink and the 8 NICs.
+  const Cluster cluster = dgxA100(192);
+  const int64_t bytes = int64_t{1} << 20;
+  const auto cost = collectiveCost(cluster, Collective::kAllGather, range(0, 1536), bytes);
+  const LinkLevel& nvlink = cluster.levels[0];
+  const LinkLevel& ib = cluster.levels[1];
+  const double perByte = std::max(1 / nvlink.bytesPerSecond, 1 / (8 * ib.bytesPerSecond));
+  const double expected = 1344 * nvlink.latencySeconds + 191 * ib.latencySeconds +
+                          1535.0 / 1536 * static_cast<double>(bytes) * perByte;
+  EXPECT_EQ(cost.algorithm, Algorithm::kRing);
+  EXPECT_DOUBLE_EQ(cost.seconds, expected);
+  const auto scatter = collectiveCost(cluster, Collective::kReduceScatter, range(0, 1536), bytes);
+  EXPECT_DOUBLE_EQ(scatter.seconds, expected);
 }
 
 TEST(CollectiveCost, TinyMessagesOverManyNodesUseATree) {

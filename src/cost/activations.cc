@@ -86,14 +86,15 @@ struct Accumulator {
     }
   }
 
-  /// An optimizer-parallel parameter a consumer saves: its gathered copy, or a gather again.
-  void keepParameter(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool replay) {
+  /// An optimizer-parallel parameter a consumer saves: its gathered copy, or `replays` gathers
+  /// again in backward.
+  void keepParameter(ir::TensorId tensor, const layout::TensorLayout& use, int stage, int replays) {
     const layout::TensorLayout& storage = in.sources[static_cast<size_t>(tensor)];
     if (storage == use.withoutPartial()) return;
     if (!counted.insert({tensor, stage}).second) return;
     auto s = static_cast<size_t>(stage);
-    if (replay) {
-      cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
+    if (replays > 0) {
+      cost.replaySeconds[s] += replays * in.forwardSeconds(tensor, use);
     } else {
       cost.gatheredParameters[s] += bytesOf(use, tensor);
     }
@@ -117,7 +118,9 @@ struct Accumulator {
       const ir::TensorId t = op.inputs[i];
       const ir::Tensor& tensor = in.graph.tensor(t);
       if (tensor.isParameter()) {
-        keepParameter(t, shard.inputs[i], stage, in.options.parallelOptimizerCommRecompute);
+        keepParameter(t, shard.inputs[i], stage,
+                      int{in.options.parallelOptimizerCommRecompute} +
+                          int{in.options.parallelOptimizerRegather});
         continue;
       }
       const ir::OpId producer = tensor.producer;
@@ -150,7 +153,8 @@ struct Accumulator {
       const ir::TensorId t = op.inputs[saved.index];
       const ir::Tensor& tensor = in.graph.tensor(t);
       if (tensor.isParameter()) {
-        keepParameter(t, shard.inputs[saved.index], stage, false);
+        keepParameter(t, shard.inputs[saved.index], stage,
+                      int{in.options.parallelOptimizerRegather});
         continue;
       }
       if (tensor.producer != ir::kNoOp &&

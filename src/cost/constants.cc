@@ -42,7 +42,7 @@ const CostConstants& CostConstants::forDevice(const std::string& device) const {
 
 namespace {
 
-/// Reads the five constants of `document` into `constants`; with `optional`, absent fields keep
+/// Reads the constants of `document` into `constants`; with `optional`, absent fields keep
 /// their values (a device's overrides).
 Status readConstants(const nlohmann::json& document, bool optional, CostConstants& constants) {
   struct Field {
@@ -50,11 +50,13 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
     double upper;
     double* target;
   };
-  const Field fields[] = {{"matmul_efficiency", 1, &constants.matmulEfficiency},
-                          {"attention_efficiency", 1, &constants.attentionEfficiency},
-                          {"vector_efficiency", 1, &constants.vectorEfficiency},
-                          {"memory_efficiency", 1, &constants.memoryEfficiency},
-                          {"tile_dim", 1e6, &constants.tileDim}};
+  const Field fields[] = {
+      {"matmul_efficiency", 1, &constants.matmulEfficiency},
+      {"attention_efficiency", 1, &constants.attentionEfficiency},
+      {"vector_efficiency", 1, &constants.vectorEfficiency},
+      {"memory_efficiency", 1, &constants.memoryEfficiency},
+      {"tile_dim", 1e6, &constants.tileDim},
+      {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds}};
   for (const Field& field : fields) {
     if (optional && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);

@@ -17,6 +17,9 @@ struct CostConstants {
   double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
   double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth
   double tileDim = 0;  ///< GEMM efficiency follows d / (d + tileDim), d the cube-root size
+  /// Host seconds of one per-rank staging copy of a list-API collective
+  /// (layout::RedistributionOptions::perRankCopySeconds).
+  double listCollectiveCopySeconds = 0;
   /// Per device name (cluster::DeviceSpec::name): the constants with that device's overrides
   /// (the file's "devices" object) applied; other devices use the ones above.
   std::map<std::string, CostConstants> devices;
@@ -29,7 +32,7 @@ const CostConstants& costConstants();
 
 /// Parses a cost-model JSON document; errors name the field ("matmul_efficiency: expected a
 /// number in (0, 1], got 1.5", "devices.H100-SXM5-80GB.attention_efficiency: ..."). A device
-/// entry may override any of the five constants.
+/// entry may override any of the constants.
 Expected<CostConstants> parseCostConstants(const std::string& text);
 
 /// Reads `path` and puts its constants in force for the rest of the process.

@@ -20,7 +20,8 @@ TEST(CostConstants, BadFieldsAreNamed) {
   EXPECT_EQ(parseCostConstants(R"({"matmul_efficiency": 0.7})").error().message,
             "missing field 'attention_efficiency'");
   EXPECT_EQ(parseCostConstants(R"({"matmul_efficiency": 1.5, "attention_efficiency": 0.6,
-      "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128})")
+      "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
+      "list_collective_copy_seconds": 5e-6})")
                 .error()
                 .message,
             "matmul_efficiency: expected a number in (0, 1], got 1.5");
@@ -28,7 +29,8 @@ TEST(CostConstants, BadFieldsAreNamed) {
 
 TEST(CostConstants, DevicesOverrideSomeConstants) {
   const std::string base = R"("matmul_efficiency": 0.7, "attention_efficiency": 0.4,
-      "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128)";
+      "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
+      "list_collective_copy_seconds": 5e-6)";
   auto constants = parseCostConstants(
       "{" + base + R"(, "devices": {"H100-SXM5-80GB": {"attention_efficiency": 0.65}}})");
   ASSERT_TRUE(constants.ok()) << constants.error().message;

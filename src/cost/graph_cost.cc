@@ -8,17 +8,14 @@
 
 #include "cluster/collective.h"
 #include "cost/activations.h"
+#include "cost/constants.h"
 #include "cost/op_cost.h"
+#include "cost/optimizer_step.h"
 
 namespace autopar::cost {
 
 namespace {
 
-/// Bytes Adam touches per parameter element in one step: read the fp32 gradient, master weight
-/// and two moments (16), write master and moments (12) and the bf16 weight copy (2).
-constexpr double kOptimizerBytesPerElement = 30.0;
-/// Streaming efficiency of HBM, as in compute.cc.
-constexpr double kOptimizerMemoryEfficiency = 0.85;
 /// Host-side Adam: about 14 floating-point operations per element (moments, bias correction,
 /// square root, division and update), at the host's compute rate.
 constexpr double kHostOptimizerFlopsPerElement = 14.0;
@@ -30,6 +27,8 @@ struct Context {
   const EvaluateOptions& options;
   std::vector<int> stageOf;                   ///< per op
   std::vector<layout::TensorLayout> sources;  ///< per tensor with consumers
+  /// Per parameter: the layout its gradient is reduced into (ParameterPlacement::gradientTarget).
+  std::vector<layout::TensorLayout> gradientTargets;
   std::vector<ParameterCollective> parameterCollectives;
   /// Per tensor: the forward redistributions costed, by target layout (activations look them up
   /// when a gather is redone in backward).
@@ -60,8 +59,10 @@ layout::TensorLayout inputLayoutOf(const Context& ctx, const ir::Op& op, ir::Ten
 /// parameter its storage layout; for an input the layout its first consumer needs.
 void placeSources(Context& ctx) {
   ctx.sources.resize(ctx.graph.tensors().size());
+  ctx.gradientTargets.resize(ctx.graph.tensors().size());
   for (const ParameterPlacement& placement : ctx.report.parameters) {
     ctx.sources[static_cast<size_t>(placement.tensor)] = placement.storage;
+    ctx.gradientTargets[static_cast<size_t>(placement.tensor)] = placement.gradientTarget;
   }
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.consumers.empty() || tensor.isParameter()) continue;
@@ -77,11 +78,19 @@ void placeSources(Context& ctx) {
   }
 }
 
+/// Bytes per element of `tensor`'s gradient as it is reduced: a parameter's gradient in the
+/// dtype it accumulates in (fp32 with OptimizerSpec::fp32Gradients, Megatron-LM's main_grad),
+/// any other gradient in the tensor's own dtype.
+int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
+  if (ctx.graph.tensor(tensor).isParameter() && ctx.options.optimizer.fp32Gradients) return 4;
+  return elementBytes(ctx.graph, tensor);
+}
+
 Expected<layout::Redistribution> plan(const Context& ctx, ir::TensorId tensor,
                                       const layout::TensorLayout& from,
-                                      const layout::TensorLayout& to) {
-  auto result = layout::redistribute(from, to, ctx.cluster, elementBytes(ctx.graph, tensor),
-                                     ctx.options.redistribution);
+                                      const layout::TensorLayout& to, int64_t bytesPerElement) {
+  auto result =
+      layout::redistribute(from, to, ctx.cluster, bytesPerElement, ctx.options.redistribution);
   if (!result) {
     return result.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(tensor).name));
   }
@@ -133,7 +142,8 @@ Status costForwardEdges(Context& ctx) {
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          auto redistribution = plan(ctx, tensor.id, source, target);
+          auto redistribution =
+              plan(ctx, tensor.id, source, target, elementBytes(ctx.graph, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
                                                                           redistribution->seconds);
@@ -167,12 +177,13 @@ Status costBackwardEdges(Context& ctx) {
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.role == ir::TensorRole::kInput || tensor.consumers.empty()) continue;
     if (!ir::isFloating(tensor.type.dtype)) continue;
-    const layout::TensorLayout target =
-        ctx.sources[static_cast<size_t>(tensor.id)].withoutPartial();
+    const auto& targets = tensor.isParameter() ? ctx.gradientTargets : ctx.sources;
+    const layout::TensorLayout target = targets[static_cast<size_t>(tensor.id)].withoutPartial();
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          auto redistribution = plan(ctx, tensor.id, grad, target);
+          auto redistribution =
+              plan(ctx, tensor.id, grad, target, gradientElementBytes(ctx, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           if (redistribution->empty()) return Status{};
           EdgeRedistribution edge{tensor.id,
@@ -215,9 +226,44 @@ OpCost hostOpCost(const Context& ctx, const ir::Op& op, OpCost cost, StageCost& 
   return cost;
 }
 
+bool isElementwise(const ir::Op& op) {
+  const ir::OpFamily family = ir::familyOf(op.kind);
+  return op.placement == ir::Placement::kDevice &&
+         (family == ir::OpFamily::kElementwiseUnary || family == ir::OpFamily::kElementwiseBinary);
+}
+
+/// Per op, the per-device bytes elementwise fusion saves it (EvaluateOptions::fuseElementwise):
+/// an intermediate from one elementwise op to the next is not written by the producer nor read
+/// by the consumer. Example: bias add -> dropout -> residual add, Megatron-LM's bias-dropout-add
+/// kernel, saves two round trips of the hidden state.
+std::vector<double> fusedBytes(const Context& ctx) {
+  std::vector<double> saved(ctx.graph.ops().size(), 0.0);
+  if (!ctx.options.fuseElementwise) return saved;
+  for (const ir::Op& consumer : ctx.graph.ops()) {
+    if (!isElementwise(consumer)) continue;
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      const ir::Tensor& tensor = ctx.graph.tensor(consumer.inputs[i]);
+      if (tensor.producer == ir::kNoOp || tensor.consumers.size() != 1) continue;
+      const ir::Op& producer = ctx.graph.op(tensor.producer);
+      const layout::TensorLayout& made = ctx.sources[static_cast<size_t>(tensor.id)];
+      if (!isElementwise(producer) || ctx.stageOf[producer.id] != ctx.stageOf[consumer.id] ||
+          !made.partialAxes.empty() || !(made == ctx.sharded[consumer.id].inputs[i])) {
+        continue;
+      }
+      const auto bytes =
+          static_cast<double>(made.sliceElements() * elementBytes(ctx.graph, tensor.id));
+      saved[static_cast<size_t>(producer.id)] += bytes;
+      saved[static_cast<size_t>(consumer.id)] += bytes;
+    }
+  }
+  return saved;
+}
+
 Status costOps(Context& ctx) {
+  const std::vector<double> fused = fusedBytes(ctx);
   for (const ir::Op& op : ctx.graph.ops()) {
-    auto cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster);
+    auto cost =
+        costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused[static_cast<size_t>(op.id)]);
     if (!cost) return cost.error();
     StageCost& stage = ctx.stage(op.id);
     if (op.placement == ir::Placement::kHost) *cost = hostOpCost(ctx, op, *cost, stage);
@@ -253,10 +299,23 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
   return cluster::collectiveCost(ctx.cluster, cluster::Collective::kSendRecv, ranks, bytes).seconds;
 }
 
+/// One micro-batch's unfused gradient accumulation over `elements` weight elements of `dtype`
+/// (EvaluateOptions::unfusedGradientAccumulation): read the new gradient, read and write the
+/// accumulator (fp32, or the weight's dtype when gradients are kept in it), at the fitted HBM
+/// efficiency.
+double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
+  const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
+  const double accumulatorBytes = ctx.options.optimizer.fp32Gradients ? 4.0 : weightBytes;
+  return static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes) /
+         (ctx.cluster.device.memoryBytesPerSecond *
+          costConstants().forDevice(ctx.cluster.device.name).memoryEfficiency);
+}
+
 /// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on
 /// each and its gradient all-reduced between them, as Megatron-LM does.
-void costParameters(Context& ctx) {
+Status costParameters(Context& ctx) {
   const auto& options = ctx.options;
+  BufferGather bufferGather(ctx.cluster, options.redistribution);
   for (const ParameterPlacement& placement : ctx.report.parameters) {
     const ir::Tensor& tensor = ctx.graph.tensor(placement.tensor);
     const auto state =
@@ -281,44 +340,87 @@ void costParameters(Context& ctx) {
         continue;
       }
       stage.optimizerParallelSavedBytes += whole.total() - state.total();
+      if (options.unfusedGradientAccumulation) {
+        stage.backwardComputeSeconds +=
+            accumulationSeconds(ctx, placement.use.sliceElements(), tensor.type.dtype);
+      }
       stage.memory.parameterBytes += state.weight;
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;
+      // Streaming at the fitted HBM efficiency (data/cost_model.json), as compute.cc does.
       stage.optimizerSeconds +=
-          elements * kOptimizerBytesPerElement /
-          (ctx.cluster.device.memoryBytesPerSecond * kOptimizerMemoryEfficiency);
+          elements * optimizerBytesPerElement(tensor.type.dtype, options.optimizer) /
+          (ctx.cluster.device.memoryBytesPerSecond *
+           costConstants().forDevice(ctx.cluster.device.name).memoryEfficiency);
       if (stages.size() > 1) {
         const double shared = sendSeconds(ctx, *stages.begin(), *stages.rbegin(), state.weight);
         stage.gradientSyncSeconds += shared;
         stage.exposedGradientSyncSeconds += shared;
       }
-      if (options.optimizerParallel.groupUpdate && placement.optimizerShards > 1) {
-        // Seed 004's data-parallel mode: the updated parameter is broadcast from its owner.
-        const auto ranks = placement.use.deviceMatrix.ranks();
-        const std::vector<int> group(ranks.begin(), ranks.begin() + placement.optimizerShards);
-        stage.optimizerSeconds +=
-            cluster::collectiveCost(ctx.cluster, cluster::Collective::kBroadcast, group,
-                                    state.weight)
-                .seconds;
+      if (!options.optimizerParallel.groupUpdate || placement.optimizerShards == 1) continue;
+      if (!options.optimizerParallel.distributedOptimizer) {
+        stage.parameterGatherSeconds += broadcastSeconds(ctx.cluster, placement, state.weight);
+      } else if (auto status = bufferGather.add(s, placement, elementBytes(ctx.graph, tensor.id));
+                 !status) {
+        return status.error().in(fmt::format("parameter '{}'", tensor.name));
       }
     }
   }
+  const std::vector<double> gathers = bufferGather.secondsPerStage(ctx.report.stages.size());
+  for (size_t s = 0; s < gathers.size(); ++s) {
+    ctx.report.stages[s].parameterGatherSeconds += gathers[s];
+  }
+  return {};
+}
+
+/// The ranks of a stage holding the same slice of `layout` as its first device: the mesh axes
+/// that neither split nor hold partial sums of the tensor.
+std::vector<int> replicaGroup(const layout::TensorLayout& layout) {
+  std::vector<bool> used(static_cast<size_t>(layout.deviceMatrix.numAxes()), false);
+  for (const auto& axes : layout.dimAxes) {
+    for (int axis : axes) used[static_cast<size_t>(axis)] = true;
+  }
+  for (int axis : layout.partialAxes) used[static_cast<size_t>(axis)] = true;
+  std::vector<int> replicated;
+  for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
+    if (!used[static_cast<size_t>(axis)]) replicated.push_back(axis);
+  }
+  return layout.deviceMatrix.group(0, replicated);
 }
 
 /// Activations produced on one stage and read on a later one travel point-to-point, stage by
-/// stage, as the producer's slice.
+/// stage. A slice held alike by r ranks of the stage (replicated over the tensor-parallel group)
+/// is sent as r pieces, one per rank, each on its own link, and all-gathered by the receiving
+/// ranks: Megatron-LM's scatter/gather of pipeline sends (Narayanan et al. 2021, Section 4.1; on
+/// by default), which trades r-fold traffic on the slower inter-node links for an all-gather on
+/// the fast intra-node ones. `sendBytes` counts what one rank sends.
 void costStageSends(Context& ctx) {
+  std::vector<double> gatherSeconds(static_cast<size_t>(ctx.options.stages), 0.0);
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.producer == ir::kNoOp || tensor.consumers.empty()) continue;
     const int from = ctx.stageOf[tensor.producer];
     const int to = *stagesUsing(ctx, tensor).rbegin();
-    const int64_t bytes = ctx.sources[static_cast<size_t>(tensor.id)].sliceElements() *
-                          elementBytes(ctx.graph, tensor.id);
-    for (int s = from; s < to; ++s) ctx.report.stages[static_cast<size_t>(s)].sendBytes += bytes;
+    if (from >= to) continue;
+    const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
+    const int64_t bytes = source.sliceElements() * elementBytes(ctx.graph, tensor.id);
+    const std::vector<int> replicas = replicaGroup(source);
+    const auto pieces = static_cast<int64_t>(replicas.size());
+    const bool scatter = pieces > 1 && bytes % pieces == 0;
+    double gather = 0;
+    if (scatter) {
+      gather =
+          cluster::collectiveCost(ctx.cluster, cluster::Collective::kAllGather, replicas, bytes)
+              .seconds;
+    }
+    for (int s = from; s < to; ++s) {
+      ctx.report.stages[static_cast<size_t>(s)].sendBytes += scatter ? bytes / pieces : bytes;
+      gatherSeconds[static_cast<size_t>(s)] += gather;
+    }
   }
   for (int s = 0; s + 1 < ctx.options.stages; ++s) {
     StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
     stage.sendSeconds = sendSeconds(ctx, s, s + 1, stage.sendBytes);
+    if (stage.sendSeconds > 0) stage.sendSeconds += gatherSeconds[static_cast<size_t>(s)];
   }
 }
 
@@ -410,6 +512,18 @@ void fuseParameterCollectives(Context& ctx) {
   ctx.report.fusionGroups = std::move(fused.groups);
 }
 
+/// Tensor-parallel communication overlap: a pass's activation communication (before the
+/// parameter collectives are added) runs under that pass's compute; what outlasts it stays
+/// exposed.
+void hideActivationComm(StageCost& stage, bool forward) {
+  if (forward) {
+    stage.forwardCommSeconds =
+        std::max(0.0, stage.forwardCommSeconds - stage.forwardComputeSeconds);
+  }
+  stage.backwardCommSeconds =
+      std::max(0.0, stage.backwardCommSeconds - stage.backwardComputeSeconds);
+}
+
 void summarise(Context& ctx) {
   StepTime& time = ctx.report.time;
   int64_t peak = -1;
@@ -422,6 +536,10 @@ void summarise(Context& ctx) {
     time.communicationSeconds += stage.forwardCommSeconds + stage.backwardCommSeconds +
                                  stage.recomputeSeconds + stage.hostTransferSeconds +
                                  stage.sendSeconds;
+    stage.exposedParameterGatherSeconds =
+        ctx.options.overlapParameterGather
+            ? std::max(0.0, stage.parameterGatherSeconds - stage.forwardSeconds)
+            : stage.parameterGatherSeconds;
     time.gradientSyncSeconds = std::max(time.gradientSyncSeconds, stage.exposedGradientSyncSeconds);
     time.optimizerSeconds = std::max(time.optimizerSeconds, stage.optimizerSeconds);
     if (stage.memory.total() > peak) {
@@ -442,7 +560,7 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
                              graph.ops().size())};
   }
   if (graph.ops().empty()) return Error{fmt::format("graph '{}': has no ops", graph.name())};
-  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}, {}};
+  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}, {}, {}};
   ctx.stageOf = options.stageOfOp;
   if (ctx.stageOf.empty()) ctx.stageOf.assign(graph.ops().size(), 0);
   if (ctx.stageOf.size() != graph.ops().size()) {
@@ -456,10 +574,15 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
   if (auto status = costOps(ctx); !status) return status.error();
   if (auto status = costForwardEdges(ctx); !status) return status.error();
   if (auto status = costBackwardEdges(ctx); !status) return status.error();
-  costParameters(ctx);
+  if (auto status = costParameters(ctx); !status) return status.error();
   costStageSends(ctx);
   costActivations(ctx);
   costCommunicationBuffers(ctx);
+  if (options.overlapActivationComm || options.overlapBackwardActivationComm) {
+    for (StageCost& stage : ctx.report.stages) {
+      hideActivationComm(stage, options.overlapActivationComm);
+    }
+  }
   fuseParameterCollectives(ctx);
   summarise(ctx);
   const auto numDevices = sharded.front().matrix.numDevices();

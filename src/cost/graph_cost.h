@@ -48,6 +48,31 @@ struct EvaluateOptions {
   /// interleaved schedule runs on stage k % physicalStages. The sharded ops' ranks are stage 0's.
   int rankStride = 0;
   int physicalStages = 1;
+  /// Megatron-Core's --overlap-param-gather: the updated parameters' all-gather runs during the
+  /// next step's first forward, bucket by bucket; only what outlasts one micro-batch's forward
+  /// is exposed.
+  bool overlapParameterGather = false;
+  /// Megatron-Core's --tp-comm-overlap: a stage's activation communication (tensor- and
+  /// sequence-parallel all-gathers and reduce-scatters) runs in chunks under the matmuls it
+  /// feeds or follows; only what outlasts the stage's compute in each pass is exposed.
+  bool overlapActivationComm = false;
+  /// Megatron-LM's --async-tensor-model-parallel-allreduce (2022): in backward, a
+  /// column-parallel linear's input-gradient all-reduce (or, with sequence parallelism, its
+  /// reduce-scatter and the all-gather of its kept input) runs while the weight-gradient and
+  /// input-gradient matmuls compute; only the backward communication that outlasts the
+  /// backward compute is exposed. The forward pass is unchanged.
+  bool overlapBackwardActivationComm = false;
+  /// Chains of elementwise ops run as one kernel, as Megatron-LM's fused bias-GeLU and
+  /// bias-dropout-add kernels (and XLA's or TorchInductor's elementwise fusion) run them: an
+  /// intermediate made by an elementwise op and read only by the next one on the same stage, in
+  /// the same layout, is neither written nor read back.
+  bool fuseElementwise = false;
+  /// Each micro-batch's weight gradients are written by their matmul and then added into the
+  /// gradient accumulation buffer by a separate kernel, as Megatron-LM did before gradient-
+  /// accumulation fusion (2022; its local DDP's main_grad.add_ hook): per parameter element and
+  /// micro-batch the backward streams the gradient in the weight's dtype and reads and writes
+  /// the accumulator. False: the weight-gradient matmul accumulates into the buffer itself.
+  bool unfusedGradientAccumulation = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };
@@ -91,6 +116,10 @@ struct StageCost {
   double gradientSyncSeconds = 0;
   double exposedGradientSyncSeconds = 0;
   double optimizerSeconds = 0;
+  /// Group update: the updated parameters broadcast or all-gathered after the optimizer step,
+  /// and what of it the step exposes (EvaluateOptions::overlapParameterGather).
+  double parameterGatherSeconds = 0;
+  double exposedParameterGatherSeconds = 0;
   /// activationBytes holds one micro-batch; the schedule decides how many are in flight.
   MemoryBreakdown memory;
   /// Optimizer parallel: parameter-state bytes saved against whole parameters, and the seconds

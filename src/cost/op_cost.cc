@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cluster/collective.h"
 #include "cost/compute.h"
 #include "rules/sharding_rule.h"
@@ -45,19 +47,25 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 }  // namespace
 
 Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                          const cluster::Cluster& cluster) {
+                          const cluster::Cluster& cluster, double fusedBytes) {
   auto rule = rules::shardingRuleFor(graph, op);
   if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
-  const double forwardBytes =
-      static_cast<double>(graph.forwardBytes(op)) * localIoShare(graph, op, shard);
+  const double share = localIoShare(graph, op, shard);
+  const double unfusedBytes = static_cast<double>(graph.forwardBytes(op)) * share;
+  const double forwardBytes = std::max(unfusedBytes - fusedBytes, 0.0);
+  const double keptShare = unfusedBytes > 0 ? forwardBytes / unfusedBytes : 1.0;
+  const ir::BackwardRule backward = graph.backwardRule(op);
   OpCost cost;
   cost.forwardFlops = graph.forwardFlops(op) * shard.computeFraction;
-  cost.backwardFlops = graph.backwardRule(op).flops * shard.computeFraction;
+  cost.backwardFlops = backward.flops * shard.computeFraction;
   cost.forwardSeconds = rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes,
                                         shard.computeFraction, cluster.device);
-  // Backward reads the saved tensors and the output gradient and writes the input gradients:
-  // about twice the forward traffic.
-  cost.backwardSeconds = rooflineSeconds(graph, op, cost.backwardFlops, 2 * forwardBytes,
+  // Backward reads the saved tensors and the output gradient and writes the input gradients: the
+  // traffic the op's family gives, else about twice the forward traffic.
+  const double backwardBytes = backward.bytes >= 0
+                                   ? static_cast<double>(backward.bytes) * share * keptShare
+                                   : 2 * forwardBytes;
+  cost.backwardSeconds = rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes,
                                          shard.computeFraction, cluster.device);
   cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
   return cost;

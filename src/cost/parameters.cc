@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace autopar::cost {
 
@@ -45,26 +46,49 @@ std::string keepWholeReason(const ir::Tensor& tensor, const ParameterPlacement& 
   return "";
 }
 
+/// `placement.use` split further over its replica axes: on the first dim of its slice that
+/// divides by the replica count, or with `padToShard` on the largest dim, that dim's size padded
+/// up to whole slices (a [6144] bias replicated 2240 ways becomes [6720] cut 2240 ways, 3
+/// elements per device). Sets shardDim; nullopt when no dim divides and padding is off.
+std::optional<layout::TensorLayout> optimizerSlice(ParameterPlacement& placement,
+                                                   const OptimizerParallelOptions& options) {
+  const ir::Shape slice = placement.use.sliceShape();
+  auto dim = static_cast<size_t>(
+      std::find_if(slice.begin(), slice.end(),
+                   [&](int64_t size) { return size % placement.replicas == 0; }) -
+      slice.begin());
+  if (dim == slice.size()) {
+    if (!options.padToShard) return std::nullopt;
+    dim = static_cast<size_t>(std::max_element(slice.begin(), slice.end()) - slice.begin());
+  }
+  layout::TensorLayout sliced = placement.use;
+  const std::vector<int> axes = replicaAxes(placement.use);
+  sliced.dimAxes[dim].insert(sliced.dimAxes[dim].end(), axes.begin(), axes.end());
+  const int64_t cuts = sliced.cutsOfDim(static_cast<int>(dim));
+  sliced.shape[dim] = (sliced.shape[dim] + cuts - 1) / cuts * cuts;
+  placement.shardDim = static_cast<int>(dim);
+  return sliced;
+}
+
 void shardForOptimizer(const ir::Tensor& tensor, ParameterPlacement& placement,
                        const OptimizerParallelOptions& options) {
   placement.note = keepWholeReason(tensor, placement, options);
   if (!placement.note.empty()) return;
-  if (options.groupUpdate) {
+  if (options.groupUpdate && !options.distributedOptimizer) {
     placement.optimizerShards = placement.replicas;
     return;
   }
-  const ir::Shape slice = placement.use.sliceShape();
-  for (size_t dim = 0; dim < slice.size(); ++dim) {
-    if (slice[dim] % placement.replicas != 0) continue;
-    const std::vector<int> axes = replicaAxes(placement.use);
-    auto& dimAxes = placement.storage.dimAxes[dim];
-    dimAxes.insert(dimAxes.end(), axes.begin(), axes.end());
-    placement.optimizerShards = placement.replicas;
-    placement.shardDim = static_cast<int>(dim);
+  auto sliced = optimizerSlice(placement, options);
+  if (!sliced) {
+    placement.note = fmt::format("no dim of slice {} divides by {}",
+                                 ir::shapeToString(placement.use.sliceShape()), placement.replicas);
+    if (options.groupUpdate) placement.optimizerShards = placement.replicas;
     return;
   }
-  placement.note =
-      fmt::format("no dim of slice {} divides by {}", ir::shapeToString(slice), placement.replicas);
+  placement.optimizerShards = placement.replicas;
+  placement.gradientTarget = *sliced;
+  // Group update keeps the parameter whole; only its gradient and states are cut.
+  if (!options.groupUpdate) placement.storage = std::move(*sliced);
 }
 
 }  // namespace
@@ -82,6 +106,7 @@ std::vector<ParameterPlacement> placeParameters(const ir::Graph& graph,
     const ir::Op& consumer = graph.op(placement.firstConsumer);
     placement.use = inputLayout(consumer, sharded[consumer.id], id);
     placement.storage = placement.use;
+    placement.gradientTarget = placement.use;
     placement.onHost = consumer.placement == ir::Placement::kHost;
     placement.replicas =
         placement.use.deviceMatrix.numDevices() /

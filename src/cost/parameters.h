@@ -11,7 +11,8 @@
 /// slice is at most parallel_optimizer_threshold KB stay whole; a parameter's own
 /// parallel_optimizer flag overrides the threshold (false: never shard, true: shard whatever its
 /// size). In group-update mode (data parallel) storage is not sliced: each device updates whole
-/// parameters and broadcasts them.
+/// parameters and broadcasts them. Megatron-LM's distributed optimizer is group update with the
+/// gradients reduce-scattered into the slice and the updated slices all-gathered.
 
 #include <cstdint>
 #include <string>
@@ -31,9 +32,12 @@ struct ParameterPlacement {
   ir::OpId firstConsumer = ir::kNoOp;
   layout::TensorLayout use;      ///< the first consumer's input layout
   layout::TensorLayout storage;  ///< `use`, or its optimizer-parallel slice
-  int64_t replicas = 1;          ///< devices holding the same slice of `use`
-  int64_t optimizerShards = 1;   ///< the states' share is 1/optimizerShards
-  int shardDim = -1;             ///< dim split further by optimizer parallel, or -1
+  /// Where its gradient is reduced to: `storage`, or under the distributed optimizer (group
+  /// update) the optimizer-parallel slice, reduce-scattered instead of all-reduced.
+  layout::TensorLayout gradientTarget;
+  int64_t replicas = 1;         ///< devices holding the same slice of `use`
+  int64_t optimizerShards = 1;  ///< the states' share is 1/optimizerShards
+  int shardDim = -1;            ///< dim split further by optimizer parallel, or -1
   bool onHost = false;
   /// Gather's manual_split: the largest part's rows over the even split's (1 without one).
   double unevenScale = 1.0;

@@ -22,6 +22,15 @@ struct OptimizerParallelOptions {
   /// Data-parallel mode (seed 004's first table row): each device updates whole parameters,
   /// then broadcasts them, instead of storing parameters as minimal slices.
   bool groupUpdate = false;
+  /// A parameter none of whose dims divides by its replica count is padded on its largest dim to
+  /// equal slices, as Megatron-LM's distributed optimizer and DeepSpeed's ZeRO do (they flatten
+  /// the parameters into one buffer cut in equal parts), instead of staying whole (MindSpore's
+  /// rule).
+  bool padToShard = false;
+  /// With group update: Megatron-LM's distributed optimizer. Gradients are reduce-scattered to
+  /// each device's slice (not all-reduced) and the updated slices all-gathered (not broadcast):
+  /// half the bytes of all-reduce plus broadcast.
+  bool distributedOptimizer = false;
 };
 
 enum class LayerRecompute {
@@ -42,6 +51,11 @@ struct RecomputeOptions {
   /// Inside recomputed blocks, optimizer-parallel parameter all-gathers are replayed in backward
   /// instead of keeping the gathered parameter (MindSpore's default false).
   bool parallelOptimizerCommRecompute = false;
+  /// Every gathered optimizer-parallel parameter is freed after its forward use and gathered
+  /// again for its backward use (ZeRO-3: DeepSpeed's pre-/post-forward and pre-/post-backward
+  /// module hooks). A recomputed op's parameter is then gathered three times per micro-batch:
+  /// forward, recomputed forward and backward; others twice.
+  bool parallelOptimizerRegather = false;
 };
 
 enum class Bucketing {

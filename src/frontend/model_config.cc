@@ -200,7 +200,7 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
           checkObject(document, "",
                       {"name", "num_layers", "hidden_size", "ffn_hidden_size",
                        "num_attention_heads", "num_kv_heads", "vocab_size", "seq_length", "swiglu",
-                       "tied_embeddings", "vision", "num_experts", "moe_top_k"});
+                       "tied_embeddings", "hidden_dropout", "vision", "num_experts", "moe_top_k"});
       !status) {
     return status.error();
   }
@@ -221,6 +221,11 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
     // Megatron-LM's --num-experts and --moe-router-topk: both or neither.
     config.experts = fields.positive("num_experts");
     config.topK = fields.positive("moe_top_k");
+  }
+  config.hiddenDropout = fields.numberOr("hidden_dropout", 0.0);
+  if (config.hiddenDropout < 0 || config.hiddenDropout >= 1) {
+    fields.reject(
+        fmt::format("hidden_dropout: expected a rate in [0, 1), got {}", config.hiddenDropout));
   }
   if (!fields.status()) return fields.status().error();
   if (fields.has("vision")) {

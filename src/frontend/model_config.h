@@ -25,7 +25,8 @@
 /// Dimensions object (every key required unless marked):
 ///   {"num_layers": 2, "hidden_size": 256, "ffn_hidden_size": 688, "num_attention_heads": 8,
 ///    "num_kv_heads": 8 (optional: heads), "vocab_size": 32000, "seq_length": 512,
-///    "swiglu": true, "tied_embeddings": false (optional), "name": "tiny" (optional),
+///    "swiglu": true, "tied_embeddings": false (optional), "hidden_dropout": 0.1 (optional: 0,
+///    Megatron-LM's --hidden-dropout after attention and MLP), "name": "tiny" (optional),
 ///    "num_experts": 8, "moe_top_k": 2 (optional, both or neither: a mixture of experts)}
 /// swiglu true builds LLaMA-style layers (SwiGLU, RMSNorm, rotary); false builds GPT-style layers
 /// (GeLU, LayerNorm, learned positions, biases), as Megatron-LM's --swiglu switches.

@@ -95,6 +95,7 @@ const std::array<AttrCodec, 17>& allCodecs() {
       codec<&A::numHeads, readPositiveInt>("num_heads"),
       codec<&A::numKvHeads, readPositiveInt>("num_kv_heads"),
       codec<&A::causal, readBool>("causal"),
+      codec<&A::scoresInMemory, readBool>("scores_in_memory"),
       AttrCodec{"cast_to", readCastTo, writeCastTo, isDefaultField<&A::castTo>},
       AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,
                 isDefaultField<&A::dropoutRate>},
@@ -147,7 +148,7 @@ std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
     case K::kSlice:
       return {"starts", "ends"};
     case K::kFlashAttention:
-      return {"num_heads", "num_kv_heads", "causal"};
+      return {"num_heads", "num_kv_heads", "causal", "scores_in_memory"};
     case K::kRotary:
       return {"num_heads"};
     case K::kCast:

@@ -49,8 +49,9 @@ TEST(OpAttrsJson, DefaultsAreNotWritten) {
 }
 
 TEST(OpAttrsJson, KeysPerKind) {
-  EXPECT_EQ(attrKeysOf(ir::OpKind::kFlashAttention),
-            (std::vector<std::string_view>{"num_heads", "num_kv_heads", "causal"}));
+  EXPECT_EQ(
+      attrKeysOf(ir::OpKind::kFlashAttention),
+      (std::vector<std::string_view>{"num_heads", "num_kv_heads", "causal", "scores_in_memory"}));
   EXPECT_EQ(attrKeysOf(ir::OpKind::kGather), (std::vector<std::string_view>{"manual_split"}));
   EXPECT_TRUE(attrKeysOf(ir::OpKind::kCrossEntropy).empty());
   EXPECT_EQ(attrKeysOf(ir::OpKind::kMoEDispatch), (std::vector<std::string_view>{"top_k"}));

@@ -126,6 +126,9 @@ struct TransformerConfig {
   /// Dropout rate on the attention and MLP outputs before each residual add (Megatron-LM's
   /// hidden_dropout); 0 adds no Dropout ops.
   double hiddenDropout = 0.0;
+  /// Attention as before FlashAttention (Megatron-LM's CoreAttention, until 2023): the score
+  /// matrix in memory (ir::OpAttrs::scoresInMemory).
+  bool scoresInMemory = false;
   ir::DType dtype = ir::DType::kBF16;
   /// A vision tower whose image tokens precede the text (multimodal models).
   struct Vision {

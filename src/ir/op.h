@@ -29,10 +29,14 @@ struct OpAttrs {
   int64_t numHeads = 0;         ///< FlashAttention, Rotary
   int64_t numKvHeads = 0;       ///< FlashAttention (GQA); 0 means numHeads
   bool causal = true;           ///< FlashAttention
-  DType castTo = DType::kF32;   ///< Cast
-  double dropoutRate = 0.0;     ///< Dropout
-  double epsilon = 1e-5;        ///< LayerNorm/RMSNorm
-  int64_t topK = 0;             ///< MoEDispatch/MoECombine: experts each token is routed to
+  /// FlashAttention: run as attention did before FlashAttention (Megatron-LM's CoreAttention):
+  /// the full score matrix computed and written to memory, softmaxed and dropped out there,
+  /// then read back (ir/ops/attention.cc).
+  bool scoresInMemory = false;
+  DType castTo = DType::kF32;  ///< Cast
+  double dropoutRate = 0.0;    ///< Dropout
+  double epsilon = 1e-5;       ///< LayerNorm/RMSNorm
+  int64_t topK = 0;            ///< MoEDispatch/MoECombine: experts each token is routed to
   /// Gather: sizes of the parts input 0's dim 0 is split into, one per cut (seed 001's
   /// manual_split, e.g. (10, 20, 30, 4)); empty for an even split. The parts must sum to dim 0.
   std::vector<int64_t> manualSplit;

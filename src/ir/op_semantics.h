@@ -42,6 +42,9 @@ struct SavedTensor {
 struct BackwardRule {
   double flops = 0;                ///< FLOPs of the backward pass (grads of all inputs)
   std::vector<SavedTensor> saved;  ///< what the forward pass must keep
+  /// Memory traffic of the backward pass, the kernels' reads and writes; -1 where the family
+  /// does not say, and the cost model takes twice the forward traffic.
+  int64_t bytes = -1;
 };
 
 /// The backward rule at full size. Example: MatMul keeps both inputs and costs 2x forward FLOPs

@@ -47,6 +47,22 @@ TEST(FlashAttentionSemantics, CausalHalvesTheFlops) {
   EXPECT_EQ(op.backward.flops, 167772160);
 }
 
+TEST(FlashAttentionSemantics, ScoresInMemoryComputeTheWholeMatrixAndKeepIt) {
+  OpAttrs attrs = heads(8, 2, true);
+  attrs.scoresInMemory = true;
+  auto op = semantics(OpKind::kFlashAttention, attrs, groupedQueryInputs());
+  // The mask is applied after the scores are computed: no causal saving. Backward runs four
+  // matmuls on the kept probabilities (2x forward) instead of recomputing them.
+  EXPECT_EQ(op.flops, 134217728);
+  EXPECT_EQ(op.backward.flops, 268435456);
+  // 2 x 8 x 128 x 256 = 524288 score elements: P, P' (2 bytes each) and the dropout mask
+  // (1 byte) kept, Korthikanti et al.'s 5 bytes per element.
+  EXPECT_EQ(savedToString(op.backward), "in0 in1 in2 extra:2621440");
+  // q, k, v and output (786432) plus 13 bytes per score element: S written, read by the
+  // softmax, P written, read by dropout, P' and its mask written, P' read.
+  EXPECT_EQ(op.bytes, 786432 + 13 * 524288);
+}
+
 TEST(FlashAttentionSemantics, KvHeadsDefaultToQueryHeads) {
   const TensorType x = type({1, 16, 256});
   EXPECT_EQ(semantics(OpKind::kFlashAttention, heads(4), {x, x, x}).output, x);

@@ -29,14 +29,38 @@ Status badElementBytes(int64_t elementBytes) {
                std::to_string(elementBytes)};
 }
 
+/// Whether `padded` is `shape` rounded up on some dims to the next multiple of the cuts `layout`
+/// makes there.
+bool isPaddingOf(const ir::Shape& padded, const TensorLayout& layout, const ir::Shape& shape) {
+  if (padded.size() != shape.size() || padded.size() != layout.dimAxes.size()) return false;
+  for (size_t dim = 0; dim < padded.size(); ++dim) {
+    if (padded[dim] == shape[dim]) continue;
+    const int64_t cuts = layout.cutsOfDim(static_cast<int>(dim));
+    if (padded[dim] < shape[dim] || padded[dim] - shape[dim] >= cuts) return false;
+  }
+  return true;
+}
+
+/// `from` and `to` on one shape. They may differ where one of them is a padded optimizer-parallel
+/// storage layout (Megatron's distributed optimizer and DeepSpeed's ZeRO flatten parameters and
+/// pad them to equal shards): both are then priced on the padded shape, the padding included.
+Expected<std::pair<TensorLayout, TensorLayout>> onCommonShape(TensorLayout from, TensorLayout to) {
+  if (from.shape == to.shape) return std::make_pair(std::move(from), std::move(to));
+  if (isPaddingOf(from.shape, from, to.shape)) {
+    to.shape = from.shape;
+  } else if (isPaddingOf(to.shape, to, from.shape)) {
+    from.shape = to.shape;
+  } else {
+    return Error{"redistribution: source shape " + ir::shapeToString(from.shape) +
+                 " differs from target shape " + ir::shapeToString(to.shape)};
+  }
+  return std::make_pair(std::move(from), std::move(to));
+}
+
 Status checkInputs(const TensorLayout& from, const TensorLayout& to,
                    const cluster::Cluster& cluster, int64_t elementBytes) {
   if (auto ok = from.validate(); !ok) return ok.error().in("redistribution source layout");
   if (auto ok = to.validate(); !ok) return ok.error().in("redistribution target layout");
-  if (from.shape != to.shape) {
-    return Error{"redistribution: source shape " + ir::shapeToString(from.shape) +
-                 " differs from target shape " + ir::shapeToString(to.shape)};
-  }
   const cluster::Mesh& fromMesh = from.deviceMatrix;
   const cluster::Mesh& toMesh = to.deviceMatrix;
   // Meshes over 0..n-1 (the common case) need no rank-by-rank comparison.
@@ -90,7 +114,7 @@ std::vector<RedistStep> planSteps(const TensorLayout& from, const TensorLayout& 
 /// reduce-scatter send (p-1)/p of the full buffer, all-reduce 2(p-1)/p of it, all-to-all (p-1)/p
 /// of each device's buffer.
 int64_t priceStep(RedistStep& step, int64_t elements, const cluster::Cluster& cluster,
-                  int64_t elementBytes) {
+                  int64_t elementBytes, double perRankCopySeconds) {
   const int64_t groupSize = step.matrix.axisSize(step.axis);
   const int64_t shardBytes = elements * elementBytes;
   const int axes[] = {step.axis};
@@ -112,10 +136,12 @@ int64_t priceStep(RedistStep& step, int64_t elements, const cluster::Cluster& cl
       return elements;
     case PrimitiveKind::kAllGather:  // priced on the gathered (output) size
       price(cluster::Collective::kAllGather, shardBytes * groupSize, shardBytes * (groupSize - 1));
+      step.seconds += static_cast<double>(groupSize) * perRankCopySeconds;
       return elements * groupSize;
     case PrimitiveKind::kReduceScatter:  // priced on the unscattered (input) size
       price(cluster::Collective::kReduceScatter, shardBytes,
             shardBytes / groupSize * (groupSize - 1));
+      step.seconds += static_cast<double>(groupSize) * perRankCopySeconds;
       return elements / groupSize;
     case PrimitiveKind::kAllReduce:
       price(cluster::Collective::kAllReduce, shardBytes,
@@ -165,15 +191,20 @@ std::string RedistStep::toString() const {
          algorithm + ")";
 }
 
-Expected<Redistribution> redistribute(const TensorLayout& from, const TensorLayout& to,
+Expected<Redistribution> redistribute(const TensorLayout& source, const TensorLayout& target,
                                       const cluster::Cluster& cluster, int64_t elementBytes,
                                       const RedistributionOptions& options) {
+  if (auto ok = source.validate(); !ok) return ok.error().in("redistribution source layout");
+  if (auto ok = target.validate(); !ok) return ok.error().in("redistribution target layout");
+  auto common = onCommonShape(source, target);
+  if (!common) return common.error();
+  const auto& [from, to] = *common;
   if (auto ok = checkInputs(from, to, cluster, elementBytes); !ok) return ok.error();
   Redistribution result;
   result.steps = planSteps(from, to, options);
   int64_t elements = from.sliceElements();
   for (RedistStep& step : result.steps) {
-    elements = priceStep(step, elements, cluster, elementBytes);
+    elements = priceStep(step, elements, cluster, elementBytes, options.perRankCopySeconds);
     result.seconds += step.seconds;
     result.bytesPerDevice += step.bytesPerDevice;
   }

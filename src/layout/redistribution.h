@@ -72,10 +72,18 @@ struct Redistribution {
 struct RedistributionOptions {
   /// Let step 2 use all-to-all (seed 001's enable_alltoall, default false as in MindSpore).
   bool enableAllToAll = false;
+  /// Seconds each all-gather and reduce-scatter adds per rank of its group, when the framework
+  /// calls them with one tensor per rank (PyTorch's list API, as DeepSpeed's ZeRO-3 did in 2021):
+  /// the process group copies every rank's part through a flat staging buffer, one copy launch
+  /// per rank. 0: flat-buffer calls (_all_gather_base, reduce_scatter_tensor), no copies.
+  double perRankCopySeconds = 0;
 };
 
 /// Plans the redistribution from `from` to `to`. Both must be valid, describe the same shape, and
-/// cover the same set of ranks. Costs use `cluster` and `elementBytes`.
+/// cover the same set of ranks. Costs use `cluster` and `elementBytes`. One shape may be the
+/// other padded to whole slices (a padded optimizer-parallel storage layout, cost/parameters.h):
+/// the steps are then planned and priced on the padded shape. Example: storage [64 split 3 ways
+/// -> padded 66] gathers to [64] replicated with one all-gather of 66 elements.
 Expected<Redistribution> redistribute(const TensorLayout& from, const TensorLayout& to,
                                       const cluster::Cluster& cluster, int64_t elementBytes,
                                       const RedistributionOptions& options = {});

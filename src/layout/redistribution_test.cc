@@ -225,6 +225,37 @@ TEST(Redistribute, StepToStringNamesKindDimAxisAndCost) {
   EXPECT_EQ(planned(rows, columns).steps.at(1).toString(), "split dim 1 axis 0 of [8]");
 }
 
+TEST(Redistribute, PaddedStorageGathersToTheRealShape) {
+  // A [6, 32] tensor stored cut 4 ways on dim 0 is padded to [8, 32] (2 rows per device), as the
+  // distributed optimizer and ZeRO pad their flat buffers: the gather moves the padded rows.
+  const TensorLayout padded = layoutOf(DeviceMatrix({2, 4}), {{1}, {}}, {8, 32});
+  const TensorLayout whole = TensorLayout::replicated(DeviceMatrix({2, 4}), {6, 32});
+  const Redistribution gather = planned(padded, whole);
+  EXPECT_EQ(stepNames(gather), (std::vector<std::string>{"all_gather(0,1)"}));
+  expectPricedAs(gather.steps[0], cluster::Collective::kAllGather, 8 * 32 * kElementBytes,
+                 6 * 32 * kElementBytes);
+  // Gradients reduce-scatter the other way, into the padded slices.
+  const TensorLayout partial = layoutOf(DeviceMatrix({2, 4}), {{}, {}}, {6, 32}, {1});
+  EXPECT_EQ(stepNames(planned(partial, padded)), (std::vector<std::string>{"reduce_scatter(0,1)"}));
+  // Padding is less than one row per cut: [12, 32] is not [6, 32] padded.
+  auto tooMuch = redistribute(layoutOf(DeviceMatrix({2, 4}), {{1}, {}}, {12, 32}), whole,
+                              twoNodeCluster(), kElementBytes);
+  ASSERT_FALSE(tooMuch.ok());
+  EXPECT_EQ(tooMuch.error().message,
+            "redistribution: source shape [12,32] differs from target shape [6,32]");
+}
+
+TEST(Redistribute, ListCollectivesPayOneCopyPerRank) {
+  const TensorLayout rows = layoutOf(DeviceMatrix({2, 4}), {{1}, {}}, {64, 32});
+  const TensorLayout whole = TensorLayout::replicated(DeviceMatrix({2, 4}), {64, 32});
+  const Redistribution flat = planned(rows, whole);
+  RedistributionOptions options;
+  options.perRankCopySeconds = 5e-6;
+  auto list = redistribute(rows, whole, twoNodeCluster(), kElementBytes, options);
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  EXPECT_DOUBLE_EQ(list->seconds, flat.seconds + 4 * 5e-6);
+}
+
 TEST(Redistribute, RejectsMismatchedInputs) {
   const cluster::Cluster cluster = twoNodeCluster();
   const TensorLayout rows = layoutOf(DeviceMatrix({2, 4}), {{0}, {}}, {64, 32});

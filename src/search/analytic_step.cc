@@ -75,13 +75,12 @@ class Stage {
     return total;
   }
 
-  /// The gathered weights ZeRO 3 keeps until backward: those of the layers not recomputed.
-  [[nodiscard]] double keptWeightBytes() const {
+  /// The weights in `state` of all layers, which ZeRO 3 gathers for forward and again for
+  /// backward.
+  [[nodiscard]] double weightBytes(StateBytes ProfiledPart::*state) const {
     double total = 0;
     for (size_t i = 0; i < layers_.size(); ++i) {
-      const ProfiledPart& layer = layerOf(i);
-      total += (layers_[i] - recomputed_[i]) *
-               static_cast<double>(layer.state.weights + layer.expertState.weights);
+      total += layers_[i] * static_cast<double>((layerOf(i).*state).weights);
     }
     return total;
   }
@@ -112,8 +111,9 @@ std::array<GroupOf, 2> replicaGroups(const AnalyticCandidate& c) {
 
 /// One stage's gradient traffic, over both replica groups: one all-reduce of each group's
 /// gradients per step; ZeRO 2 reduce-scatters them every micro-batch (half an all-reduce); ZeRO 3
-/// also all-gathers the recomputed layers' weights again every micro-batch (half an all-reduce of
-/// their bytes), as the cost model does.
+/// also all-gathers every layer's weights for forward and again for backward, and those of the
+/// recomputed layers once more for the recomputation, every micro-batch (each gather half an
+/// all-reduce of their bytes), as the cost model does.
 struct StageSync {
   double allReduceSeconds = 0;
   double perMicroBatchSeconds = 0;
@@ -131,8 +131,9 @@ StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const Gradie
     result.allReduceSeconds += allReduce;
     if (c.zero >= 2) result.perMicroBatchSeconds += allReduce / 2;
     if (c.zero >= 3) {
-      const auto gathered = static_cast<int64_t>(stage.recomputedWeightBytes(g.state));
-      result.perMicroBatchSeconds += sync(gathered, g.group) / 2;
+      const auto weights = static_cast<int64_t>(stage.weightBytes(g.state));
+      const auto recomputed = static_cast<int64_t>(stage.recomputedWeightBytes(g.state));
+      result.perMicroBatchSeconds += sync(weights, g.group) + sync(recomputed, g.group) / 2;
     }
   }
   return result;
@@ -301,11 +302,9 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
                            backward + sync.perMicroBatchSeconds;
     clock.addStage(seconds,
                    stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; }));
-    // Memory: sharded state (ZeRO 3 keeps the gathered weights of layers it does not recompute
-    // until their backward, as the cost model does), buffers and the activations in flight.
-    double state =
+    // Memory: sharded state, buffers and the activations in flight.
+    const double state =
         stage.sum([&](const ProfiledPart& p) { return shardedStateBytes(p, c); }) + buffers;
-    if (c.zero >= 3) state += stage.keptWeightBytes();
     stage.chunkActivationBytes(chunkBytes);
     estimate.peakBytes[static_cast<size_t>(s)] =
         static_cast<int64_t>(state + peakActivationBytes(c.schedule, c.stages, c.virtualStages,

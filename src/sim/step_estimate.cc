@@ -41,6 +41,7 @@ void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
   stage.backwardSeconds += cost.backwardSeconds;
   stage.sendSeconds = std::max(stage.sendSeconds, cost.sendSeconds);
   stage.exposedGradientSyncSeconds += cost.exposedGradientSyncSeconds;
+  stage.exposedParameterGatherSeconds += cost.exposedParameterGatherSeconds;
   stage.optimizerSeconds += cost.optimizerSeconds;
   stage.memory.parameterBytes += cost.memory.parameterBytes;
   stage.memory.gradientBytes += cost.memory.gradientBytes;
@@ -64,10 +65,13 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
   for (size_t k = 0; k < report.stages.size(); ++k) {
     addStatic(estimate.stages[k % static_cast<size_t>(config.stages)], report.stages[k]);
   }
-  // The step ends with the slowest stage's exposed gradient sync and optimizer step (its tail).
+  // The step ends with the slowest stage's exposed gradient sync, optimizer step and exposed
+  // parameter all-gather (its tail).
   size_t slowestTail = 0;
   auto tailOf = [&](size_t s) {
-    return estimate.stages[s].exposedGradientSyncSeconds + estimate.stages[s].optimizerSeconds;
+    const StageEstimate& stage = estimate.stages[s];
+    return stage.exposedGradientSyncSeconds + stage.optimizerSeconds +
+           stage.exposedParameterGatherSeconds;
   };
   size_t busiest = 0;
   for (size_t s = 0; s < estimate.stages.size(); ++s) {
@@ -87,7 +91,8 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
     compute +=
         cost.forwardComputeSeconds + cost.backwardComputeSeconds + cost.recomputeComputeSeconds;
   }
-  const double gradientSync = estimate.stages[slowestTail].exposedGradientSyncSeconds;
+  const double gradientSync = estimate.stages[slowestTail].exposedGradientSyncSeconds +
+                              estimate.stages[slowestTail].exposedParameterGatherSeconds;
   estimate.optimizerSeconds = estimate.stages[slowestTail].optimizerSeconds;
   estimate.computeSeconds = compute * config.microBatches;
   estimate.bubbleSeconds = simulated->bubbleSeconds;

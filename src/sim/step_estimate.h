@@ -4,7 +4,8 @@
 /// pipeline schedule.
 ///
 ///   step = makespan of the schedule (compute, activation communication, point-to-point sends
-///          and the bubble) + the slowest stage's exposed gradient synchronisation + optimizer.
+///          and the bubble) + the slowest stage's tail: its exposed gradient synchronisation,
+///          optimizer step and exposed all-gather of the updated parameters.
 /// The makespan splits into compute (recompute included), exposed communication and the bubble;
 /// memory per stage is its parameters, gradients, optimizer states, communication buffers and
 /// the activations of the micro-batches the schedule holds in flight at its peak.
@@ -32,6 +33,7 @@ struct StageEstimate {
   double sendSeconds = 0;      ///< one micro-batch to the next stage
   int peakInFlight = 0;        ///< micro-batches (chunk-micro-batches when interleaved)
   double exposedGradientSyncSeconds = 0;
+  double exposedParameterGatherSeconds = 0;  ///< group update's updated parameters
   double optimizerSeconds = 0;
   cost::MemoryBreakdown memory;  ///< activations at the schedule's peak
 };

@@ -48,15 +48,21 @@ double binaryFlops(const TypedOp& op) { return elements(op.output); }
 //   Div: dA = g/b, dB = -g*a/b^2 = -dA*c   -> 3 (divide, multiply, negate), needs b and c.
 //        PyTorch's DivBackward0 keeps a and b instead, so a, b and c are all kept: the union of
 //        the two formulations, an upper bound on the memory.
+// Backward traffic, with T the output's bytes: Mul and Div read g and their two kept tensors and
+// write two gradients (5T); Add and Sub pass g on to both operands unchanged, and the one pass
+// left is where a gradient is summed with another or reduced over a broadcast operand (read g,
+// write the sum: 2T).
 BackwardRule binaryBackward(const TypedOp& op) {
   const double numel = elements(op.output);
+  const int64_t outputBytes = op.output.bytes();
   switch (op.kind) {
     case OpKind::kMul:
-      return BackwardRule{2 * numel, {savedInput(0), savedInput(1)}};
+      return BackwardRule{2 * numel, {savedInput(0), savedInput(1)}, 5 * outputBytes};
     case OpKind::kDiv:
-      return BackwardRule{3 * numel, {savedInput(0), savedInput(1), savedOutput()}};
+      return BackwardRule{
+          3 * numel, {savedInput(0), savedInput(1), savedOutput()}, 5 * outputBytes};
     default:  // Add, Sub
-      return BackwardRule{numel, {}};
+      return BackwardRule{numel, {}, 2 * outputBytes};
   }
 }
 

@@ -79,9 +79,15 @@ double unaryFlops(const TypedOp& op) {
   return unaryCost(op.kind).forwardFlopsPerElement * elements(op.output);
 }
 
+// Backward traffic, with T the output's bytes: read g and what was kept, write dx; 3T when an
+// input or output is kept, 2T plus the 1-byte mask per element for Dropout, 2T otherwise.
 BackwardRule unaryBackward(const TypedOp& op) {
   const UnaryCost& cost = unaryCost(op.kind);
-  BackwardRule rule{cost.backwardFlopsPerElement * elements(op.output), {}};
+  const int64_t outputBytes = op.output.bytes();
+  BackwardRule rule{cost.backwardFlopsPerElement * elements(op.output), {}, 2 * outputBytes};
+  if (cost.saves == UnarySaves::kInput || cost.saves == UnarySaves::kOutput) {
+    rule.bytes = 3 * outputBytes;
+  }
   switch (cost.saves) {
     case UnarySaves::kNothing:
       break;
@@ -93,6 +99,7 @@ BackwardRule unaryBackward(const TypedOp& op) {
       break;
     case UnarySaves::kMask:
       rule.saved.push_back(savedExtra(kDropoutMaskBytesPerElement * numElements(op.output.shape)));
+      rule.bytes += kDropoutMaskBytesPerElement * numElements(op.output.shape);
       break;
   }
   return rule;

@@ -64,11 +64,15 @@ double normFlops(const TypedOp& op) {
 
 // Keeps x and the per-row statistics. gamma is needed too, but it is a parameter and resident
 // anyway, so it is not listed (listing it would count its memory twice).
+// Backward traffic: read g, x and the statistics, write dx (the affine parameters' gradients
+// are row sums of the same pass): 3 activation-sized tensors plus the statistics.
 BackwardRule normBackward(const TypedOp& op) {
   const NormCost& cost = normCost(op.kind);
   const int64_t rows = numElements(op.output.shape) / op.output.shape.back();
+  const int64_t statistics = rows * cost.statisticsBytesPerRow;
   return BackwardRule{cost.backwardFlopsPerElement * elements(op.output),
-                      {savedInput(0), savedExtra(rows * cost.statisticsBytesPerRow)}};
+                      {savedInput(0), savedExtra(statistics)},
+                      3 * op.output.bytes() + statistics};
 }
 
 // The statistics are also written in the forward pass.

@@ -22,8 +22,10 @@ Expected<TensorType> inferSoftmax(OpKind /*kind*/, const OpAttrs& attrs,
 
 double softmaxFlops(const TypedOp& op) { return kForwardFlopsPerElement * elements(op.output); }
 
+// Backward traffic: read y and g, write dx.
 BackwardRule softmaxBackward(const TypedOp& op) {
-  return BackwardRule{kBackwardFlopsPerElement * elements(op.output), {savedOutput()}};
+  return BackwardRule{
+      kBackwardFlopsPerElement * elements(op.output), {savedOutput()}, 3 * op.output.bytes()};
 }
 
 constexpr FamilySemantics kSoftmax{inferSoftmax, softmaxFlops, streamingBytes, softmaxBackward};

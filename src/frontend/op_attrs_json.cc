@@ -81,8 +81,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 17>& allCodecs() {
-  static const std::array<AttrCodec, 17> kCodecs = {
+const std::array<AttrCodec, 18>& allCodecs() {
+  static const std::array<AttrCodec, 18> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),

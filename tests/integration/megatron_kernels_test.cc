@@ -1,12 +1,14 @@
 // What Megatron-LM's kernels and communication overlaps change in the cost of a GPT layer under
 // tensor parallelism 4: the fused bias-GeLU and bias-dropout-add kernels (intermediates between
 // elementwise ops stay on chip), and the overlap of tensor-parallel communication with the
-// matmuls (--tp-comm-overlap both passes, --async-tensor-model-parallel-allreduce backward only).
+// matmuls (--tp-comm-overlap both passes, --async-tensor-model-parallel-allreduce backward only),
+// and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion).
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "cost/constants.h"
 #include "cost/graph_cost.h"
 #include "frontend/transformer.h"
 #include "rules/graph_sharding.h"
@@ -105,6 +107,35 @@ TEST(MegatronKernels, CommunicationOverlapHidesTensorParallelTraffic) {
   const cost::CostReport both = evaluate(layer, options);
   EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
   EXPECT_LT(both.stages[0].forwardSeconds, plain.stages[0].forwardSeconds);
+}
+
+TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatch) {
+  const Layer layer = gptLayer();
+  cost::EvaluateOptions options;
+  const cost::CostReport fused = evaluate(layer, options);
+  options.unfusedGradientAccumulation = true;
+  const cost::CostReport unfused = evaluate(layer, options);
+  options.optimizer.fp32Gradients = false;
+  const cost::CostReport unfused16 = evaluate(layer, options);
+  // Per weight element of the device's slices: the new gradient read in the weight's dtype, the
+  // accumulator (fp32, or the weight's dtype) read and written, at the fitted HBM bandwidth.
+  double bytes32 = 0;
+  double bytes16 = 0;
+  for (const cost::ParameterPlacement& placement : fused.parameters) {
+    const auto elements = static_cast<double>(placement.use.sliceElements());
+    const auto weight =
+        static_cast<double>(ir::dtypeBytes(layer.graph.tensor(placement.tensor).type.dtype));
+    bytes32 += elements * (weight + 2 * 4);
+    bytes16 += elements * 3 * weight;
+  }
+  ASSERT_GT(bytes32, 0.0);
+  const double bandwidth =
+      layer.cluster.device.memoryBytesPerSecond *
+      cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+  const double base = fused.stages[0].backwardComputeSeconds;
+  EXPECT_NEAR(unfused.stages[0].backwardComputeSeconds - base, bytes32 / bandwidth, 1e-12);
+  EXPECT_NEAR(unfused16.stages[0].backwardComputeSeconds - base, bytes16 / bandwidth, 1e-12);
+  EXPECT_EQ(unfused.stages[0].forwardComputeSeconds, fused.stages[0].forwardComputeSeconds);
 }
 
 }  // namespace

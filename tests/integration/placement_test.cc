@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "cluster/collective.h"
 #include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
@@ -119,6 +120,34 @@ TEST(PipelineSends, StagesOnDifferentNodesSendOverTheSlowerLink) {
   EXPECT_EQ(nvlink.stages[0].sendBytes, int64_t{512} * 4096 * 2);
   EXPECT_EQ(nvlink.stages[1].sendBytes, 0);
   EXPECT_GT(infiniband.stages[0].sendSeconds, 5 * nvlink.stages[0].sendSeconds);
+}
+
+TEST(PipelineSends, ATensorParallelReplicatedActivationIsScatteredAndGathered) {
+  auto graph = frontend::buildTransformer(smallLlama(8));
+  ASSERT_TRUE(graph.ok());
+  auto stages = search::assignStages(*graph, 2, 1);
+  ASSERT_TRUE(stages.ok());
+  cost::EvaluateOptions options;
+  options.stageOfOp = stages->virtualStageOf;
+  options.stages = 2;
+  options.physicalStages = 2;
+  options.rankStride = 8;  // stage 0 on node 0's 8 GPUs, stage 1 on node 1's
+  const cost::CostReport report = evaluate(*graph, 8, options, 2);
+  // The hidden state [1, 512, 4096] bf16, which the 8 tensor-parallel ranks hold alike, crosses
+  // as 8 pieces, one per rank and network link, and is all-gathered over NVLink on arrival.
+  const int64_t whole = int64_t{512} * 4096 * 2;
+  EXPECT_EQ(report.stages[0].sendBytes, whole / 8);
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", 2);
+  ASSERT_TRUE(cluster.ok());
+  const std::vector<int> link = {0, 8};
+  const std::vector<int> node = {0, 1, 2, 3, 4, 5, 6, 7};
+  const double expected =
+      cluster::collectiveCost(*cluster, cluster::Collective::kSendRecv, link, whole / 8).seconds +
+      cluster::collectiveCost(*cluster, cluster::Collective::kAllGather, node, whole).seconds;
+  EXPECT_NEAR(report.stages[0].sendSeconds, expected, 1e-12);
+  const double unscattered =
+      cluster::collectiveCost(*cluster, cluster::Collective::kSendRecv, link, whole).seconds;
+  EXPECT_LT(report.stages[0].sendSeconds, unscattered / 2);
 }
 
 }  // namespace

@@ -9,8 +9,8 @@ autopar=${1:-$root/build/release/autopar}
 step() {  # devices search -> step time in ms
   local nodes=$(($1 > 8 ? 2 : 1))
   "$autopar" plan --config "$root/bench/llama_block.yaml" --nodes "$nodes" --devices "$1" \
-    --search "$2" --json | grep -m1 '"step_time_s"' | sed 's/.*: //; s/,//' |
-    awk '{printf "%.3f", $1 * 1000}'
+    --search "$2" --json |
+    python3 -c 'import json, sys; print("%.3f" % (json.load(sys.stdin)["estimate"]["step_time_s"] * 1000))'
 }
 printf '%-8s %12s %12s %12s %10s %10s\n' devices ilp_ms propagation recursive prop/ilp rec/ilp
 for devices in 4 8 16; do

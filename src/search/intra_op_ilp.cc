@@ -243,6 +243,7 @@ Expected<SolveResult> solvePortfolio(const IntraOpProblem& problem, const SolveO
   local.timeLimitSeconds = options.timeLimitSeconds / 10;
   auto heuristic = solveLocalSearch(problem, local);
   if (!heuristic) return heuristic.error();
+  if (heuristic->optimal) return heuristic;  // its Lagrangian bound meets its cost
   SolveOptions exact = options;
   exact.incumbent = heuristic->solution;
   exact.timeLimitSeconds = std::max(

@@ -73,7 +73,7 @@ class LagrangianSearch {
     if (!start.start()) return {};
     start.descend(everyNode());
     keep(start);
-    for (int64_t round = 0; !budget_.spent(); ++round) {
+    for (int64_t round = 0; !budget_.spent() && !proven(); ++round) {
       const double dual = solveDual();
       const std::vector<int> labels = passing_.labels();
       if (round >= kFirstDrive && round % kDriveEvery == 0) drive(round);
@@ -88,6 +88,12 @@ class LagrangianSearch {
     std::vector<int> all(index_.problem.nodes.size());
     std::iota(all.begin(), all.end(), 0);
     return all;
+  }
+
+  /// The best solution is optimal: costs are integers, so the optimum is at least the bound
+  /// rounded up (the half taken off covers the bound's rounding error).
+  [[nodiscard]] bool proven() const {
+    return best_.feasible && std::ceil(bestBound_ - 0.5) >= static_cast<double>(best_.cost);
   }
 
   /// Takes the search's solution as the best when it is cheaper; true when it did.

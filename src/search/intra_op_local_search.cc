@@ -74,6 +74,8 @@ Expected<SolveResult> solveLocalSearch(const ir::IntraOpProblem& problem,
     result.lowerBound =
         std::min(std::ceil(bound - 0.5), static_cast<double>(result.evaluation.cost));
     const double cost = static_cast<double>(result.evaluation.cost);
+    result.optimal = result.lowerBound >= cost;
+    if (result.optimal) result.status = "local search, proven optimal";
     result.status += fmt::format("; Lagrangian lower bound {:.0f} (gap {:.2f}%)", result.lowerBound,
                                  100 * (cost - result.lowerBound) / cost);
   }

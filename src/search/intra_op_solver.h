@@ -43,10 +43,10 @@ struct SolveOptions {
 struct SolveResult {
   std::vector<int> solution;  ///< empty when none is feasible
   ir::Evaluation evaluation;
-  bool optimal = false;   ///< proven (ILP only)
+  bool optimal = false;  ///< proven: by the ILP, or by a Lagrangian bound meeting the cost
   /// The best proven bound (CBC's, or the Lagrangian search's); the gap is (cost - bound) / cost.
   double lowerBound = 0;
-  std::string status;     ///< one line: "optimal", "time limit, gap 2.1%", why infeasible
+  std::string status;  ///< one line: "optimal", "time limit, gap 2.1%", why infeasible
 };
 
 Expected<SolveResult> solveLocalSearch(const ir::IntraOpProblem& problem,

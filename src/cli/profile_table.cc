@@ -193,22 +193,28 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
 
 }  // namespace
 
+Expected<ProfileTable> parseProfileTable(const std::string& text, const std::string& sourceName,
+                                         const std::string& device, int nnodes,
+                                         int nprocPerNode) {
+  auto document = frontend::parseJsonText(text);
+  if (!document) return document.error().in(sourceName);
+  auto table = parseTable(*document, nnodes, nprocPerNode);
+  if (!table) return table.error().in(sourceName);
+  if (table->device != device) {
+    return Error{
+        fmt::format("{}: device: the blocks were measured on {}, but the cluster's devices are {}",
+                    sourceName, table->device, device)};
+  }
+  return table;
+}
+
 Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
                                         int nnodes, int nprocPerNode) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
   std::ostringstream text;
   text << file.rdbuf();
-  auto document = frontend::parseJsonText(text.str());
-  if (!document) return document.error().in(path);
-  auto table = parseTable(*document, nnodes, nprocPerNode);
-  if (!table) return table.error().in(path);
-  if (table->device != device) {
-    return Error{
-        fmt::format("{}: device: the blocks were measured on {}, but the cluster's devices are {}",
-                    path, table->device, device)};
-  }
-  return table;
+  return parseProfileTable(text.str(), path, device, nnodes, nprocPerNode);
 }
 
 namespace {

@@ -57,14 +57,19 @@ struct ProfileTable {
   std::map<BlockSetting, MeasuredBlocks> entries;
 };
 
-/// Reads a table measured on `device` (the target cluster's device: block times do not carry
-/// across devices); `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster.
-/// Errors name the file, the entry and the field.
 /// The table as the reader reads it (keys in the documented order); `model` says what was
 /// measured.
 std::string profileTableToJson(const ProfileTable& table, const std::string& model);
 
+/// Reads a table measured on `device` (the target cluster's device: block times do not carry
+/// across devices); `nnodes` and `nprocPerNode` (> 0) override the file's sampling cluster.
+/// Errors name the file, the entry and the field.
 Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
                                         int nnodes = 0, int nprocPerNode = 0);
+
+/// Parses table JSON text as readProfileTable does; `sourceName` prefixes every error.
+Expected<ProfileTable> parseProfileTable(const std::string& text, const std::string& sourceName,
+                                         const std::string& device, int nnodes = 0,
+                                         int nprocPerNode = 0);
 
 }  // namespace autopar::cli

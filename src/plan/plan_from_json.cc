@@ -202,14 +202,18 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   return plan;
 }
 
+Expected<Plan> parsePlanJson(const std::string& text, const std::string& sourceName) {
+  Json object = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return Error{fmt::format("{}: not valid JSON", sourceName)};
+  return planFromJson(object, sourceName);
+}
+
 Expected<Plan> readPlanFile(const std::string& path) {
   std::ifstream file(path);
   if (!file) return Error{fmt::format("{}: cannot open file", path)};
   std::stringstream text;
   text << file.rdbuf();
-  Json object = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return Error{fmt::format("{}: not valid JSON", path)};
-  return planFromJson(object, path);
+  return parsePlanJson(text.str(), path);
 }
 
 }  // namespace autopar::plan

@@ -19,6 +19,9 @@ nlohmann::ordered_json stepToJson(const StepRecord& step);
 /// Reads a plan; errors name the source and the JSON path, e.g.
 /// "p.json: ops[2].strategy: expected a list of lists of positive integers".
 Expected<Plan> planFromJson(const nlohmann::json& json, const std::string& sourceName);
+/// Parses plan JSON text; `sourceName` prefixes every error ("p.json: not valid JSON").
+Expected<Plan> parsePlanJson(const std::string& text, const std::string& sourceName);
+/// Reads and parses a plan file; errors are prefixed with `path` as given.
 Expected<Plan> readPlanFile(const std::string& path);
 
 /// 64-bit FNV-1a of `text` as 16 hex digits (a reproducibility fingerprint, not a security hash).

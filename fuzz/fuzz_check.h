@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// What every fuzz target checks besides "no crash, no sanitizer report": a rejected input gets
+/// an error that says something, and an accepted one survives its own writer where the format
+/// has one. A failed check aborts, which libFuzzer reports as a crash and saves the input.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "util/expected.h"
+
+namespace autopar::fuzz {
+
+/// The fuzzer's bytes as text.
+inline std::string textOf(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+/// Aborts with `what` (and `detail`, e.g. the second parse's error) unless `condition` holds.
+inline void check(bool condition, std::string_view what, std::string_view detail = {}) {
+  if (condition) return;
+  std::fprintf(stderr, "fuzz check failed: %.*s%s%.*s\n", static_cast<int>(what.size()),
+               what.data(), detail.empty() ? "" : ": ", static_cast<int>(detail.size()),
+               detail.data());
+  std::abort();
+}
+
+/// A rejection must come with a message (the CLI prints it as the one error line).
+inline void checkError(const Error& error) {
+  check(!error.message.empty(), "an input was rejected with an empty error message");
+}
+
+}  // namespace autopar::fuzz

@@ -1,0 +1,26 @@
+/// \file
+/// Fuzz target: IOPDDL problem files (frontend::parseIopddl). Any text gives a problem that
+/// passes ir::validateProblem, or an error; an accepted problem evaluates its first strategies
+/// (what `autopar iopddl --solution` does with a solver's answer).
+
+#include "frontend/iopddl.h"
+#include <vector>
+
+#include "fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace autopar;
+  auto problem = frontend::parseIopddl(fuzz::textOf(data, size), "fuzz.json");
+  if (!problem) {
+    fuzz::checkError(problem.error());
+    return 0;
+  }
+  auto status = ir::validateProblem(*problem);
+  fuzz::check(status.ok(), "an accepted problem fails validation",
+              status ? "" : status.error().message);
+  const std::vector<int> firstStrategies(problem->nodes.size(), 0);
+  auto evaluation = ir::evaluateSolution(*problem, firstStrategies);
+  fuzz::check(evaluation.ok(), "an accepted problem cannot evaluate its first strategies",
+              evaluation ? "" : evaluation.error().message);
+  return 0;
+}

@@ -1,0 +1,25 @@
+/// \file
+/// Fuzz target: MindFormers-style run yamls (frontend::parseMindFormersYaml,
+/// docs/mindformers-yaml.md). Any text gives a config or an error; an accepted config goes
+/// through what `autopar plan --config` derives from it on 8 devices: the device-count check,
+/// then the global and per-micro-step batch sizes.
+
+#include "frontend/mindformers_yaml.h"
+#include "fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace autopar;
+  auto config = frontend::parseMindFormersYaml(fuzz::textOf(data, size), "fuzz.yaml");
+  if (!config) {
+    fuzz::checkError(config.error());
+    return 0;
+  }
+  constexpr int64_t kDevices = 8;
+  if (auto status = frontend::checkDeviceCount(*config, kDevices); !status) {
+    fuzz::checkError(status.error());
+    return 0;
+  }
+  (void)frontend::globalBatchSizeReport(*config, kDevices);
+  (void)frontend::clusterMicroBatchSize(*config, kDevices);
+  return 0;
+}

@@ -1,0 +1,27 @@
+/// \file
+/// Fuzz target: model configuration JSON, a Hugging Face config.json or a dimensions object
+/// (frontend::modelConfigFromJson, as `--model file.json` reads it). Any text gives a validated
+/// transformer or an error; an accepted one counts its parameters (what estimate prints).
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/json_fields.h"
+#include "frontend/model_config.h"
+#include "fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace autopar;
+  auto document = frontend::parseJsonText(fuzz::textOf(data, size));
+  if (!document) {
+    fuzz::checkError(document.error());
+    return 0;
+  }
+  auto config = frontend::modelConfigFromJson(*document);
+  if (!config) {
+    fuzz::checkError(config.error());
+    return 0;
+  }
+  fuzz::check(frontend::transformerParameterCount(*config) > 0,
+              "an accepted model has no parameters");
+  return 0;
+}

@@ -1,0 +1,24 @@
+/// \file
+/// Fuzz target: measured block tables (cli::parseProfileTable, docs/profile-table.md), as
+/// `--profile-table` reads them for a cluster of "CPU-rank" devices. Any text gives a table or
+/// an error; an accepted table written by profileTableToJson reads back to the same file.
+
+#include "cli/profile_table.h"
+#include "fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace autopar;
+  const std::string device = "CPU-rank";
+  auto table = cli::parseProfileTable(fuzz::textOf(data, size), "fuzz.json", device);
+  if (!table) {
+    fuzz::checkError(table.error());
+    return 0;
+  }
+  const std::string written = cli::profileTableToJson(*table, "fuzz");
+  auto again = cli::parseProfileTable(written, "written.json", device);
+  fuzz::check(again.ok(), "an accepted table's own file does not read back",
+              again ? "" : again.error().message);
+  fuzz::check(cli::profileTableToJson(*again, "fuzz") == written,
+              "an accepted table's own file reads back to another table");
+  return 0;
+}

@@ -2,10 +2,9 @@
 /// Fuzz target: graph JSON (frontend::parseGraphJson, docs/graph-format.md). Any text gives a
 /// graph or an error; an accepted graph's own dump reads back to the same dump.
 
-#include "frontend/graph_json.h"
-
 #include <nlohmann/json.hpp>
 
+#include "frontend/graph_json.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,9 +3,9 @@
 /// passes ir::validateProblem, or an error; an accepted problem evaluates its first strategies
 /// (what `autopar iopddl --solution` does with a solver's answer).
 
-#include "frontend/iopddl.h"
 #include <vector>
 
+#include "frontend/iopddl.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::checkError(solution.error());
     return 0;
   }
-  auto again = frontend::parseIopddlSolution(fmt::format("[{}]", fmt::join(*solution, ", ")),
-                                             "printed.txt");
+  auto again =
+      frontend::parseIopddlSolution(fmt::format("[{}]", fmt::join(*solution, ", ")), "printed.txt");
   fuzz::check(again.ok() && *again == *solution, "a printed solution reads back differently");
   return 0;
 }

@@ -104,8 +104,7 @@ Model oldOpset() {
   Model::intsAttribute(slice, "starts", {1});
   Model::intsAttribute(slice, "ends", {3});
   Model::intsAttribute(slice, "axes", {2});
-  Model::intsAttribute(model.node("Constant", "shape_const", {}, {"shape"}), "value_ints",
-                       {6, -1});
+  Model::intsAttribute(model.node("Constant", "shape_const", {}, {"shape"}), "value_ints", {6, -1});
   model.node("Reshape", "reshape", {"sl", "shape"}, {"r"});
   Model::intsAttribute(model.node("Unsqueeze", "unsqueeze", {"r"}, {"u"}), "axes", {0, -1});
   Model::intsAttribute(model.node("Squeeze", "squeeze_all", {"u"}, {"q"}), "axes", {});

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,7 @@ constexpr double kGiB = 1073741824.0;
 Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
                                 const std::string& key, bool required, double fallback = 0) {
   const std::string where = path.empty() ? key : path + "." + key;
+  if (!node.IsMap()) return Error{fmt::format("{}: expected a map holding {}", path, key)};
   const YAML::Node value = node[key];
   if (!value) {
     if (required) return Error{fmt::format("{}: missing; expected a positive number", where)};
@@ -32,9 +34,27 @@ Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
   return number;
 }
 
+/// Device counts go up to 2^20: a whole number, positive, and small enough that products of
+/// counts stay within int.
+constexpr double kMaxDevices = 1048576;
+
+/// A positive whole number of devices (or nodes) at most kMaxDevices.
+Expected<int> positiveCount(const YAML::Node& node, const std::string& path, const std::string& key,
+                            bool required, int fallback = 0) {
+  auto number = positiveNumber(node, path, key, required, fallback);
+  if (!number) return number.error();
+  if (*number != std::floor(*number) || *number > kMaxDevices) {
+    const std::string where = path.empty() ? key : path + "." + key;
+    return Error{fmt::format("{}: expected a whole number from 1 to {}, got {}", where, kMaxDevices,
+                             *number)};
+  }
+  return static_cast<int>(*number);
+}
+
 Expected<std::string> text(const YAML::Node& node, const std::string& path,
                            const std::string& key) {
   const std::string where = path.empty() ? key : path + "." + key;
+  if (!node.IsMap()) return Error{fmt::format("{}: expected a map holding {}", path, key)};
   const YAML::Node value = node[key];
   if (!value || !value.IsScalar() || value.Scalar().empty()) {
     return Error{fmt::format("{}: expected a non-empty string", where)};
@@ -94,9 +114,9 @@ Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevi
     auto name = text(node[i], path, "name");
     if (!name) return name.error();
     level.name = *name;
-    auto domain = positiveNumber(node[i], path, "domain_size", !last, numDevices);
+    auto domain = positiveCount(node[i], path, "domain_size", !last, numDevices);
     if (!domain) return domain.error();
-    level.domainSize = static_cast<int>(*domain);
+    level.domainSize = *domain;
     auto bandwidth = positiveNumber(node[i], path, "gbytes_per_s", true);
     if (!bandwidth) return bandwidth.error();
     level.bytesPerSecond = *bandwidth * 1e9;
@@ -135,12 +155,16 @@ Expected<Cluster> parseDocument(const YAML::Node& root) {
   auto name = text(root, "", "name");
   if (!name) return name.error();
   cluster.name = *name;
-  auto nodes = positiveNumber(root, "", "nodes", false, 1);
+  auto nodes = positiveCount(root, "", "nodes", false, 1);
   if (!nodes) return nodes.error();
-  auto perNode = positiveNumber(root, "", "devices_per_node", true);
+  auto perNode = positiveCount(root, "", "devices_per_node", true);
   if (!perNode) return perNode.error();
-  cluster.devicesPerNode = static_cast<int>(*perNode);
-  cluster.numDevices = cluster.devicesPerNode * static_cast<int>(*nodes);
+  if (static_cast<double>(*nodes) * *perNode > kMaxDevices) {
+    return Error{fmt::format("nodes x devices_per_node: {} x {} devices, expected at most {}",
+                             *nodes, *perNode, kMaxDevices)};
+  }
+  cluster.devicesPerNode = *perNode;
+  cluster.numDevices = *perNode * *nodes;
   auto device = parseDevice(root["device"]);
   if (!device) return device.error();
   cluster.device = std::move(*device);

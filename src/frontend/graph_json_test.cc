@@ -64,6 +64,24 @@ TEST(GraphJson, AcceptsTheSeedsTupleNotationForShards) {
   EXPECT_EQ(graph->op(1).shard, (ir::StrategyCuts{{1, 8}, {8}}));
 }
 
+TEST(GraphJson, TheTupleNotationTakesWhatShardTakes) {
+  // Leading zeros, trailing commas after any element, tuples and lists mixed: as --shard.
+  for (const char* text : {"((02, 4), (4, 1),)", "([2, 4,], (4, 1,))"}) {
+    json document = tinyDocument();
+    document["ops"][0]["shard"] = text;
+    auto graph = parseGraphJson(document.dump(), "tiny.json");
+    ASSERT_TRUE(graph) << text << ": " << graph.error().message;
+    EXPECT_EQ(graph->op(0).shard, (ir::StrategyCuts{{2, 4}, {4, 1}})) << text;
+  }
+  // An empty element, a bracket closing the other kind, a NUL byte: rejected, as --shard does.
+  for (const std::string text : {std::string("((,), (4, 1))"), std::string("((2, 4], (4, 1))"),
+                                 std::string("((2, 4), (4, 1))\0x", 19)}) {
+    json document = tinyDocument();
+    document["ops"][0]["shard"] = text;
+    EXPECT_FALSE(parseGraphJson(document.dump(), "tiny.json")) << text;
+  }
+}
+
 TEST(GraphJson, ReadsAttributesByKind) {
   json document = tinyDocument();
   document["tensors"][1]["shape"] = {512, 784};

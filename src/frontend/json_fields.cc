@@ -48,11 +48,18 @@ Error typeError(const std::string& path, std::string_view expected, const json& 
 }  // namespace
 
 Expected<json> parseJsonText(const std::string& text) {
+  // nlohmann's parser ends its input at a NUL byte; what follows would go unread.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    return Error{fmt::format("line {}: JSON parse error: a NUL byte", lineOfByte(text, nul + 1))};
+  }
   try {
     return json::parse(text);
   } catch (const json::parse_error& error) {
     return Error{fmt::format("line {}: JSON parse error: {}", lineOfByte(text, error.byte),
                              parseErrorDetail(error.what()))};
+  } catch (const json::exception& error) {
+    // A number beyond double's range ("1e400"): nlohmann reports it as out_of_range.
+    return Error{fmt::format("JSON parse error: {}", error.what())};
   }
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_set>
 
@@ -125,6 +126,31 @@ Status importNodes(const onnx::GraphProto& onnxGraph, OnnxContext& context) {
   return {};
 }
 
+/// ONNX (protobuf 2) does not require its strings to be UTF-8, but plans and graph JSON do: a
+/// name that is not would only fail later, when a plan is written. nlohmann validates UTF-8 as it
+/// serialises, so it does the check rather than a hand-written decoder.
+bool isUtf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+Status checkNamesAreUtf8(const ir::Graph& graph) {
+  if (!isUtf8(graph.name())) return Error{"the graph's name is not valid UTF-8"};
+  for (const ir::Op& op : graph.ops()) {
+    if (!isUtf8(op.name)) return Error{fmt::format("node {}: its name is not valid UTF-8", op.id)};
+  }
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (!isUtf8(tensor.name)) {
+      return Error{fmt::format("tensor {}: its name is not valid UTF-8", tensor.id)};
+    }
+  }
+  return {};
+}
+
 Expected<ir::Graph> importModel(const onnx::ModelProto& model, const std::string& sourceName,
                                 const OnnxImportOptions& options) {
   if (!model.has_graph()) return Error{"not an ONNX model: it has no graph"};
@@ -141,6 +167,7 @@ Expected<ir::Graph> importModel(const onnx::ModelProto& model, const std::string
   }
   if (auto status = importNodes(onnxGraph, context); !status) return status.error();
   if (graph.ops().empty()) return Error{"the graph has no ops to plan"};
+  if (auto status = checkNamesAreUtf8(graph); !status) return status.error();
   return graph;
 }
 

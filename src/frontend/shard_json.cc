@@ -16,13 +16,37 @@ namespace {
 /// The frontend may not use layout::parseStrategy (frontend depends on ir only), and this
 /// rewrite lets nlohmann do the parsing.
 Expected<json> tuplesToJson(const std::string& text, const std::string& path) {
+  // nlohmann's parser ends its input at a NUL byte; what follows would go unread.
+  if (text.find('\0') != std::string::npos) {
+    return Error{fmt::format("{}: a strategy string may not hold a NUL byte", path)};
+  }
+  // Tuples and lists may mix, "([2, 4], (8,))", but each must close with its own bracket.
+  std::string open;
+  for (char c : text) {
+    if (c == '(' || c == '[') open.push_back(c);
+    if (c != ')' && c != ']') continue;
+    if (open.empty() || open.back() != (c == ')' ? '(' : '[')) {
+      return Error{fmt::format("{}: \"{}\": a '{}' closes no matching bracket", path, text, c)};
+    }
+    open.pop_back();
+  }
   std::string lists = text;
   for (char& c : lists) {
     if (c == '(') c = '[';
     if (c == ')') c = ']';
   }
-  static const std::regex kTrailingComma(",\\s*\\]");
-  lists = std::regex_replace(lists, kTrailingComma, "]");
+  // The tuple notation takes integers as written, "(08, 1)"; JSON does not take leading zeros.
+  static const std::regex kLeadingZeros("\\b0+(\\d)");
+  lists = std::regex_replace(lists, kLeadingZeros, "$1");
+  // A trailing comma after an element, "(8,)" or "((2, 4),)"; a comma after nothing, "(,)",
+  // stays and fails to parse.
+  static const std::regex kTrailingComma("([\\d\\]])\\s*,\\s*\\]");
+  // Until nothing changes: in "((2, 4,),)" the inner comma's match holds the bracket the outer
+  // one needs.
+  for (std::string before; before != lists;) {
+    before = lists;
+    lists = std::regex_replace(lists, kTrailingComma, "$1]");
+  }
   json parsed = json::parse(lists, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_array()) {
     return Error{fmt::format("{}: cannot read \"{}\" as cuts; expected e.g. \"((2, 4), (4, 1))\"",

@@ -7,15 +7,35 @@
 
 namespace autopar::ir {
 
+namespace {
+
+/// At most 2^50 elements a tensor (a PiB of bytes): sizes, byte counts and FLOPs computed from
+/// shapes then stay far inside int64.
+constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
+
+/// Every dim positive and the element count at most kMaxTensorElements.
+Status checkShape(const std::string& name, const Shape& shape) {
+  int64_t count = 1;
+  for (size_t dim = 0; dim < shape.size(); ++dim) {
+    if (shape[dim] <= 0) {
+      return Error{fmt::format("tensor '{}': shape[{}] is {}, expected a positive size", name, dim,
+                               shape[dim])};
+    }
+    if (count > kMaxTensorElements / shape[dim]) {
+      return Error{fmt::format("tensor '{}': shape {} has more than 2^50 elements", name,
+                               shapeToString(shape))};
+    }
+    count *= shape[dim];
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<TensorId> Graph::addTensor(const std::string& name, TensorType type, TensorRole role) {
   if (name.empty()) return Error{"tensor name: expected a non-empty string"};
   if (tensorByName_.contains(name)) return Error{fmt::format("tensor '{}': duplicate name", name)};
-  for (size_t dim = 0; dim < type.shape.size(); ++dim) {
-    if (type.shape[dim] <= 0) {
-      return Error{fmt::format("tensor '{}': shape[{}] is {}, expected a positive size", name, dim,
-                               type.shape[dim])};
-    }
-  }
+  if (auto status = checkShape(name, type.shape); !status) return status.error();
   const auto id = static_cast<TensorId>(tensors_.size());
   tensors_.push_back(Tensor{id, name, std::move(type), role, kNoOp, {}, {}});
   tensorByName_.emplace(name, id);
@@ -40,10 +60,13 @@ Expected<OpId> Graph::addOp(const std::string& name, OpKind kind, const OpAttrs&
     return Error{fmt::format("op '{}': {} produces {} output(s), {} name(s) given", name,
                              opKindName(kind), outputTypes->size(), outputNames.size())};
   }
-  for (const auto& outputName : outputNames) {
-    if (outputName.empty() || tensorByName_.contains(outputName)) {
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    if (outputNames[i].empty() || tensorByName_.contains(outputNames[i])) {
       return Error{fmt::format("op '{}': output '{}': expected a new, non-empty tensor name", name,
-                               outputName)};
+                               outputNames[i])};
+    }
+    if (auto status = checkShape(outputNames[i], (*outputTypes)[i].shape); !status) {
+      return status.error().in(fmt::format("op '{}'", name));
     }
   }
 

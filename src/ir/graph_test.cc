@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace autopar::ir {
 namespace {
 
@@ -44,6 +46,21 @@ TEST(Graph, BuildsAnMlpWithInferredShapes) {
   EXPECT_EQ(g.inputTypes(dense1),
             (std::vector<TensorType>{{{32, 784}, DType::kF32}, {{784, 512}, DType::kF32}}));
   EXPECT_EQ(g.outputTypes(dense1), (std::vector<TensorType>{{{32, 512}, DType::kF32}}));
+}
+
+TEST(Graph, RejectsTensorsOverTwoToTheFiftyElements) {
+  Graph g("big");
+  auto big =
+      g.addTensor("big", {{int64_t{1} << 25, int64_t{1} << 26}, DType::kF32}, TensorRole::kInput);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().message,
+            "tensor 'big': shape [33554432,67108864] has more than 2^50 elements");
+  // An op's output too: a Reshape's new shape is an attribute, not bounded by its input.
+  const TensorId x = g.addTensor("x", {{4, 4}, DType::kF32}, TensorRole::kInput).value();
+  OpAttrs attrs;
+  attrs.newShape = {int64_t{1} << 40, int64_t{1} << 40, 16};
+  EXPECT_FALSE(g.addOp("reshape", OpKind::kReshape, attrs, {x}, {"y"}));
+  EXPECT_EQ(numElements({int64_t{1} << 40, int64_t{1} << 40}), std::numeric_limits<int64_t>::max());
 }
 
 TEST(Graph, ProducersAndConsumers) {

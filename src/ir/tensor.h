@@ -17,6 +17,7 @@ using OpId = int32_t;
 inline constexpr OpId kNoOp = -1;
 
 /// Number of elements of a shape; 1 for a scalar (rank 0).
+/// The product of the dims; INT64_MAX when it overflows.
 int64_t numElements(const Shape& shape);
 
 /// "[2,3,4]"

@@ -103,16 +103,24 @@ TEST(RecomputeOptions, OpRecomputeDropsTheOutputAndKeepsTheInputs) {
   EXPECT_GT(recomputed.stages[0].recomputeSeconds, 0.0);
 }
 
+/// `graph` split into two pipeline stages, the second's devices `rankStride` ranks after the
+/// first's.
+cost::EvaluateOptions twoStages(const ir::Graph& graph, int rankStride) {
+  auto stages = search::assignStages(graph, 2, 1);
+  EXPECT_TRUE(stages.ok());
+  cost::EvaluateOptions options;
+  if (stages.ok()) options.stageOfOp = stages->virtualStageOf;
+  options.stages = 2;
+  options.physicalStages = 2;
+  options.rankStride = rankStride;
+  return options;
+}
+
 TEST(PipelineSends, StagesOnDifferentNodesSendOverTheSlowerLink) {
   auto graph = frontend::buildTransformer(smallLlama(1));
   ASSERT_TRUE(graph.ok());
-  auto stages = search::assignStages(*graph, 2, 1);
-  ASSERT_TRUE(stages.ok());
-  cost::EvaluateOptions options;
-  options.stageOfOp = stages->virtualStageOf;
-  options.stages = 2;
-  options.physicalStages = 2;
-  options.rankStride = 1;  // stages on ranks 0 and 1: one node, NVLink
+  // Stages on ranks 0 and 1: one node, NVLink.
+  cost::EvaluateOptions options = twoStages(*graph, 1);
   const cost::CostReport nvlink = evaluate(*graph, 1, options, 2);
   options.rankStride = 8;  // stages on ranks 0 and 8: two nodes, InfiniBand
   const cost::CostReport infiniband = evaluate(*graph, 1, options, 2);
@@ -125,14 +133,8 @@ TEST(PipelineSends, StagesOnDifferentNodesSendOverTheSlowerLink) {
 TEST(PipelineSends, ATensorParallelReplicatedActivationIsScatteredAndGathered) {
   auto graph = frontend::buildTransformer(smallLlama(8));
   ASSERT_TRUE(graph.ok());
-  auto stages = search::assignStages(*graph, 2, 1);
-  ASSERT_TRUE(stages.ok());
-  cost::EvaluateOptions options;
-  options.stageOfOp = stages->virtualStageOf;
-  options.stages = 2;
-  options.physicalStages = 2;
-  options.rankStride = 8;  // stage 0 on node 0's 8 GPUs, stage 1 on node 1's
-  const cost::CostReport report = evaluate(*graph, 8, options, 2);
+  // Stage 0 on node 0's 8 GPUs, stage 1 on node 1's.
+  const cost::CostReport report = evaluate(*graph, 8, twoStages(*graph, 8), 2);
   // The hidden state [1, 512, 4096] bf16, which the 8 tensor-parallel ranks hold alike, crosses
   // as 8 pieces, one per rank and network link, and is all-gathered over NVLink on arrival.
   const int64_t whole = int64_t{512} * 4096 * 2;

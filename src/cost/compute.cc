@@ -64,6 +64,12 @@ double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision
   return best;
 }
 
+double memorySeconds(const cluster::DeviceSpec& device, double bytes) {
+  if (bytes <= 0 || device.memoryBytesPerSecond <= 0) return 0;
+  return bytes /
+         (device.memoryBytesPerSecond * costConstants().forDevice(device.name).memoryEfficiency);
+}
+
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
                        double computeFraction, const cluster::DeviceSpec& device) {
   double computeSeconds = 0;
@@ -71,12 +77,7 @@ double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, d
     const double peak = peakFlops(device, precisionOf(graph, op));
     computeSeconds = flops / (peak * computeEfficiency(graph, op, computeFraction, device));
   }
-  double memorySeconds = 0;
-  if (bytes > 0 && device.memoryBytesPerSecond > 0) {
-    memorySeconds = bytes / (device.memoryBytesPerSecond *
-                             costConstants().forDevice(device.name).memoryEfficiency);
-  }
-  return std::max(computeSeconds, memorySeconds);
+  return std::max(computeSeconds, memorySeconds(device, bytes));
 }
 
 }  // namespace autopar::cost

@@ -31,6 +31,10 @@ double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision
 double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction,
                          const cluster::DeviceSpec& device);
 
+/// Seconds to stream `bytes` through the device's HBM at the fitted memory efficiency (0 when the
+/// device quotes no bandwidth).
+double memorySeconds(const cluster::DeviceSpec& device, double bytes);
+
 /// Seconds for `flops` and `bytes` of `op` on one device (both already per device).
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
                        double computeFraction, const cluster::DeviceSpec& device);

@@ -8,7 +8,7 @@
 
 #include "cluster/collective.h"
 #include "cost/activations.h"
-#include "cost/constants.h"
+#include "cost/compute.h"
 #include "cost/op_cost.h"
 #include "cost/optimizer_step.h"
 
@@ -301,14 +301,12 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
 
 /// One micro-batch's unfused gradient accumulation over `elements` weight elements of `dtype`
 /// (EvaluateOptions::unfusedGradientAccumulation): read the new gradient, read and write the
-/// accumulator (fp32, or the weight's dtype when gradients are kept in it), at the fitted HBM
-/// efficiency.
+/// accumulator (fp32, or the weight's dtype when gradients are kept in it).
 double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
   const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
   const double accumulatorBytes = ctx.options.optimizer.fp32Gradients ? 4.0 : weightBytes;
-  return static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes) /
-         (ctx.cluster.device.memoryBytesPerSecond *
-          costConstants().forDevice(ctx.cluster.device.name).memoryEfficiency);
+  return memorySeconds(ctx.cluster.device,
+                       static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes));
 }
 
 /// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on
@@ -347,11 +345,9 @@ Status costParameters(Context& ctx) {
       stage.memory.parameterBytes += state.weight;
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;
-      // Streaming at the fitted HBM efficiency (data/cost_model.json), as compute.cc does.
       stage.optimizerSeconds +=
-          elements * optimizerBytesPerElement(tensor.type.dtype, options.optimizer) /
-          (ctx.cluster.device.memoryBytesPerSecond *
-           costConstants().forDevice(ctx.cluster.device.name).memoryEfficiency);
+          memorySeconds(ctx.cluster.device,
+                        elements * optimizerBytesPerElement(tensor.type.dtype, options.optimizer));
       if (stages.size() > 1) {
         const double shared = sendSeconds(ctx, *stages.begin(), *stages.rbegin(), state.weight);
         stage.gradientSyncSeconds += shared;

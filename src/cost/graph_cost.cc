@@ -369,21 +369,6 @@ Status costParameters(Context& ctx) {
   return {};
 }
 
-/// The ranks of a stage holding the same slice of `layout` as its first device: the mesh axes
-/// that neither split nor hold partial sums of the tensor.
-std::vector<int> replicaGroup(const layout::TensorLayout& layout) {
-  std::vector<bool> used(static_cast<size_t>(layout.deviceMatrix.numAxes()), false);
-  for (const auto& axes : layout.dimAxes) {
-    for (int axis : axes) used[static_cast<size_t>(axis)] = true;
-  }
-  for (int axis : layout.partialAxes) used[static_cast<size_t>(axis)] = true;
-  std::vector<int> replicated;
-  for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
-    if (!used[static_cast<size_t>(axis)]) replicated.push_back(axis);
-  }
-  return layout.deviceMatrix.group(0, replicated);
-}
-
 /// Activations produced on one stage and read on a later one travel point-to-point, stage by
 /// stage. A slice held alike by r ranks of the stage (replicated over the tensor-parallel group)
 /// is sent as r pieces, one per rank, each on its own link, and all-gathered by the receiving
@@ -399,7 +384,8 @@ void costStageSends(Context& ctx) {
     if (from >= to) continue;
     const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
     const int64_t bytes = source.sliceElements() * elementBytes(ctx.graph, tensor.id);
-    const std::vector<int> replicas = replicaGroup(source);
+    // The ranks holding the same slice as the stage's first device.
+    const std::vector<int> replicas = source.deviceMatrix.group(0, source.replicaAxes());
     const auto pieces = static_cast<int64_t>(replicas.size());
     const bool scatter = pieces > 1 && bytes % pieces == 0;
     double gather = 0;

@@ -17,21 +17,6 @@ layout::TensorLayout inputLayout(const ir::Op& op, const rules::ShardedOp& shard
   return {};
 }
 
-/// Device-matrix axes that split no dim of `layout`: the devices along them hold the same slice.
-std::vector<int> replicaAxes(const layout::TensorLayout& layout) {
-  std::vector<bool> used(static_cast<size_t>(layout.deviceMatrix.numAxes()), false);
-  for (const auto& axes : layout.dimAxes) {
-    for (int axis : axes) used[static_cast<size_t>(axis)] = true;
-  }
-  std::vector<int> free;
-  for (int axis = 0; axis < layout.deviceMatrix.numAxes(); ++axis) {
-    if (!used[static_cast<size_t>(axis)] && layout.deviceMatrix.axisSize(axis) > 1) {
-      free.push_back(axis);
-    }
-  }
-  return free;
-}
-
 /// Why `placement` stays whole, or empty when it should be sharded.
 std::string keepWholeReason(const ir::Tensor& tensor, const ParameterPlacement& placement,
                             const OptimizerParallelOptions& options) {
@@ -62,7 +47,7 @@ std::optional<layout::TensorLayout> optimizerSlice(ParameterPlacement& placement
     dim = static_cast<size_t>(std::max_element(slice.begin(), slice.end()) - slice.begin());
   }
   layout::TensorLayout sliced = placement.use;
-  const std::vector<int> axes = replicaAxes(placement.use);
+  const std::vector<int> axes = placement.use.replicaAxes();
   sliced.dimAxes[dim].insert(sliced.dimAxes[dim].end(), axes.begin(), axes.end());
   const int64_t cuts = sliced.cutsOfDim(static_cast<int>(dim));
   sliced.shape[dim] = (sliced.shape[dim] + cuts - 1) / cuts * cuts;

@@ -115,6 +115,19 @@ std::vector<std::pair<int64_t, int64_t>> TensorLayout::sliceRanges(int64_t index
   return ranges;
 }
 
+std::vector<int> TensorLayout::replicaAxes() const {
+  std::vector<bool> used(static_cast<size_t>(deviceMatrix.numAxes()), false);
+  for (const auto& axes : dimAxes) {
+    for (int axis : axes) used[static_cast<size_t>(axis)] = true;
+  }
+  for (int axis : partialAxes) used[static_cast<size_t>(axis)] = true;
+  std::vector<int> free;
+  for (int axis = 0; axis < deviceMatrix.numAxes(); ++axis) {
+    if (!used[static_cast<size_t>(axis)] && deviceMatrix.axisSize(axis) > 1) free.push_back(axis);
+  }
+  return free;
+}
+
 TensorLayout TensorLayout::withoutPartial() const {
   TensorLayout layout = *this;
   layout.partialAxes.clear();

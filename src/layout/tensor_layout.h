@@ -47,6 +47,10 @@ struct TensorLayout {
   /// Half-open [lo, hi) per dim of the slice held by the device at mesh position `index`.
   [[nodiscard]] std::vector<std::pair<int64_t, int64_t>> sliceRanges(int64_t index) const;
 
+  /// Device-matrix axes (longer than 1) that neither split a dim nor hold a partial sum: the
+  /// devices along them hold the same values.
+  [[nodiscard]] std::vector<int> replicaAxes() const;
+
   /// The same layout with no partial sums.
   [[nodiscard]] TensorLayout withoutPartial() const;
   /// Fully replicated on a mesh.

@@ -38,6 +38,13 @@ TEST(TensorLayout, SeedMatMulInputXIsRowBlocksOnTheOuterAxis) {
   }
 }
 
+TEST(TensorLayout, ReplicaAxesSplitNothingAndHoldNoPartialSum) {
+  // Matrix [2, 4, 1, 3]: axis 0 splits dim 0, axis 3 holds partial sums, axis 2 is of size 1.
+  const TensorLayout layout = layoutOf(DeviceMatrix({2, 4, 1, 3}), {{0}, {}}, {64, 32}, {3});
+  EXPECT_EQ(layout.replicaAxes(), (std::vector<int>{1}));
+  EXPECT_EQ(layout.withoutPartial().replicaAxes(), (std::vector<int>{1, 3}));
+}
+
 TEST(TensorLayout, SeedMatMulInputWIsColumnBlocksOnTheInnerAxis) {
   const TensorLayout w = layoutOf(DeviceMatrix({2, 4}), {{}, {1}}, {32, 128});
   ASSERT_TRUE(w.validate().ok());

@@ -16,10 +16,6 @@ namespace {
 /// The frontend may not use layout::parseStrategy (frontend depends on ir only), and this
 /// rewrite lets nlohmann do the parsing.
 Expected<json> tuplesToJson(const std::string& text, const std::string& path) {
-  // nlohmann's parser ends its input at a NUL byte; what follows would go unread.
-  if (text.find('\0') != std::string::npos) {
-    return Error{fmt::format("{}: a strategy string may not hold a NUL byte", path)};
-  }
   // Tuples and lists may mix, "([2, 4], (8,))", but each must close with its own bracket.
   std::string open;
   for (char c : text) {
@@ -47,12 +43,13 @@ Expected<json> tuplesToJson(const std::string& text, const std::string& path) {
     before = lists;
     lists = std::regex_replace(lists, kTrailingComma, "$1]");
   }
-  json parsed = json::parse(lists, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !parsed.is_array()) {
+  // parseJsonText also refuses what nlohmann alone would not: a NUL byte, which ends its input.
+  auto parsed = parseJsonText(lists);
+  if (!parsed || !parsed->is_array()) {
     return Error{fmt::format("{}: cannot read \"{}\" as cuts; expected e.g. \"((2, 4), (4, 1))\"",
                              path, text)};
   }
-  return parsed;
+  return std::move(*parsed);
 }
 
 }  // namespace

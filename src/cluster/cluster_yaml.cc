@@ -15,10 +15,15 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
+/// "device.memory_gib", or "nodes" at the top level.
+std::string keyPath(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
 /// A positive number at `node[key]`; `required` decides whether absence is an error.
 Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
                                 const std::string& key, bool required, double fallback = 0) {
-  const std::string where = path.empty() ? key : path + "." + key;
+  const std::string where = keyPath(path, key);
   if (!node.IsMap()) return Error{fmt::format("{}: expected a map holding {}", path, key)};
   const YAML::Node value = node[key];
   if (!value) {
@@ -44,7 +49,7 @@ Expected<int> positiveCount(const YAML::Node& node, const std::string& path, con
   auto number = positiveNumber(node, path, key, required, fallback);
   if (!number) return number.error();
   if (*number != std::floor(*number) || *number > kMaxDevices) {
-    const std::string where = path.empty() ? key : path + "." + key;
+    const std::string where = keyPath(path, key);
     return Error{fmt::format("{}: expected a whole number from 1 to {}, got {}", where, kMaxDevices,
                              *number)};
   }
@@ -53,7 +58,7 @@ Expected<int> positiveCount(const YAML::Node& node, const std::string& path, con
 
 Expected<std::string> text(const YAML::Node& node, const std::string& path,
                            const std::string& key) {
-  const std::string where = path.empty() ? key : path + "." + key;
+  const std::string where = keyPath(path, key);
   if (!node.IsMap()) return Error{fmt::format("{}: expected a map holding {}", path, key)};
   const YAML::Node value = node[key];
   if (!value || !value.IsScalar() || value.Scalar().empty()) {

@@ -1,7 +1,6 @@
 #include "cost/compute.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "cost/constants.h"
@@ -38,19 +37,25 @@ cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
   return cluster::Precision::kF32;
 }
 
-double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction,
+double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>& gemm,
                          const cluster::DeviceSpec& device) {
   const ir::OpFamily family = ir::familyOf(op.kind);
   // The constants and their sources are in data/cost_model.json.
   const CostConstants& constants = costConstants().forDevice(device.name);
   if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
-  const double base = family == ir::OpFamily::kAttention ? constants.attentionEfficiency
-                                                         : constants.matmulEfficiency;
-  // Small GEMMs underfill the device: efficiency follows d / (d + tileDim), d the cube root of
-  // the per-device multiply-adds (a square-equivalent dimension).
-  const double multiplyAdds = graph.forwardFlops(op) * computeFraction / 2.0;
-  const double dim = std::cbrt(std::max(multiplyAdds, 1.0));
-  return base * dim / (dim + constants.tileDim);
+  // FlashAttention runs fixed tiles along the sequence; its fitted efficiency covers its sizes.
+  if (family == ir::OpFamily::kAttention) return constants.attentionEfficiency;
+  // A GEMM underfills the device along each of its three dims separately (partial tiles, partial
+  // waves, the pipeline's fill along the depth): each extent x costs a factor x / (x + tileDim).
+  // The product is symmetric in the extents, so the backward's two GEMMs, which permute them,
+  // run at the forward's efficiency.
+  double efficiency = constants.matmulEfficiency;
+  if (gemm) {
+    for (double extent : {gemm->rows, gemm->columns, gemm->depth}) {
+      efficiency *= extent / (extent + constants.tileDim);
+    }
+  }
+  return efficiency;
 }
 
 double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision) {
@@ -71,11 +76,12 @@ double memorySeconds(const cluster::DeviceSpec& device, double bytes) {
 }
 
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
-                       double computeFraction, const cluster::DeviceSpec& device) {
+                       const std::optional<rules::LocalGemm>& gemm,
+                       const cluster::DeviceSpec& device) {
   double computeSeconds = 0;
   if (flops > 0) {
     const double peak = peakFlops(device, precisionOf(graph, op));
-    computeSeconds = flops / (peak * computeEfficiency(graph, op, computeFraction, device));
+    computeSeconds = flops / (peak * computeEfficiency(op, gemm, device));
   }
   return std::max(computeSeconds, memorySeconds(device, bytes));
 }

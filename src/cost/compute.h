@@ -12,6 +12,7 @@
 
 #include "cluster/cluster.h"
 #include "ir/graph.h"
+#include "rules/sharded_op.h"
 
 namespace autopar::cost {
 
@@ -25,18 +26,20 @@ cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op);
 /// rate (fp8 on A100), else at its highest quoted peak.
 double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision);
 
-/// Fraction of the precision's peak the op's kind reaches at the given per-device size.
-/// Example: a MatMul of 4096x4096x4096 reaches nearly matmul_efficiency; smaller ones less
-/// (see compute.cc for the small-dimension penalty).
-double computeEfficiency(const ir::Graph& graph, const ir::Op& op, double computeFraction,
+/// Fraction of the precision's peak the op's kind reaches. A MatMul reaches matmul_efficiency
+/// times x / (x + tile_dim) for each extent x of its per-device GEMM (`gemm`): with tile_dim 128,
+/// 4096x4096x4096 reaches 91% of matmul_efficiency and 2048x2048x512 61%.
+double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>& gemm,
                          const cluster::DeviceSpec& device);
 
 /// Seconds to stream `bytes` through the device's HBM at the fitted memory efficiency (0 when the
 /// device quotes no bandwidth).
 double memorySeconds(const cluster::DeviceSpec& device, double bytes);
 
-/// Seconds for `flops` and `bytes` of `op` on one device (both already per device).
+/// Seconds for `flops` and `bytes` of `op` on one device (both already per device); `gemm` is the
+/// op's per-device GEMM when it is a contraction.
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
-                       double computeFraction, const cluster::DeviceSpec& device);
+                       const std::optional<rules::LocalGemm>& gemm,
+                       const cluster::DeviceSpec& device);
 
 }  // namespace autopar::cost

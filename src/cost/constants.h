@@ -16,7 +16,7 @@ struct CostConstants {
   double attentionEfficiency = 0;  ///< fused attention, share of dense peak
   double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
   double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth
-  double tileDim = 0;  ///< GEMM efficiency follows d / (d + tileDim), d the cube-root size
+  double tileDim = 0;  ///< each per-device GEMM extent x costs a factor x / (x + tileDim)
   /// Host seconds of one per-rank staging copy of a list-API collective
   /// (layout::RedistributionOptions::perRankCopySeconds).
   double listCollectiveCopySeconds = 0;

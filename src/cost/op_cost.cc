@@ -58,15 +58,16 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
   OpCost cost;
   cost.forwardFlops = graph.forwardFlops(op) * shard.computeFraction;
   cost.backwardFlops = backward.flops * shard.computeFraction;
-  cost.forwardSeconds = rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes,
-                                        shard.computeFraction, cluster.device);
+  const std::optional<rules::LocalGemm> gemm = rules::localGemm(*rule, shard.cuts);
+  cost.forwardSeconds =
+      rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes, gemm, cluster.device);
   // Backward reads the saved tensors and the output gradient and writes the input gradients: the
   // traffic the op's family gives, else about twice the forward traffic.
   const double backwardBytes = backward.bytes >= 0
                                    ? static_cast<double>(backward.bytes) * share * keptShare
                                    : 2 * forwardBytes;
-  cost.backwardSeconds = rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes,
-                                         shard.computeFraction, cluster.device);
+  cost.backwardSeconds =
+      rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes, gemm, cluster.device);
   cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
   return cost;
 }

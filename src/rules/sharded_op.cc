@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -320,6 +321,36 @@ Expected<ShardedOp> applyFactorCuts(const ShardingRule& rule, const FactorCuts& 
   }
   op.computeFraction = 1.0 / static_cast<double>(usedDevices);
   return op;
+}
+
+std::optional<LocalGemm> localGemm(const ShardingRule& rule, const FactorCuts& cuts) {
+  if (rule.operands.size() != 2) return std::nullopt;
+  const size_t count = rule.factors.size();
+  std::vector<int64_t> size(count, 1);
+  std::vector<std::array<bool, 2>> inOperand(count, {false, false});
+  for (size_t index = 0; index < 2; ++index) {
+    for (const DimFactors& dim : rule.operands[index]) {
+      for (const FactorPart& part : dim) {
+        size[part.factor] = part.size;
+        inOperand[part.factor][index] = true;
+      }
+    }
+  }
+  LocalGemm gemm;
+  bool reduces = false;
+  for (size_t f = 0; f < count; ++f) {
+    const double local = static_cast<double>(size[f]) / static_cast<double>(cuts[f]);
+    if (rule.factors[f].kind == FactorKind::kReduction) {
+      gemm.depth *= local;
+      reduces = true;
+    } else if (inOperand[f][0]) {
+      gemm.rows *= local;
+    } else if (inOperand[f][1]) {
+      gemm.columns *= local;
+    }
+  }
+  if (!reduces) return std::nullopt;
+  return gemm;
 }
 
 std::vector<FactorCuts> fullDeviceCuts(const ShardingRule& rule, int64_t numDevices) {

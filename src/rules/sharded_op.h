@@ -23,6 +23,7 @@
 /// block). Reshape [8] -> [2,4] cut as (2 of 2, 2 of 4) is valid; (1 of 2, 2 of 4) is not.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -62,6 +63,19 @@ std::vector<FactorCuts> fullDeviceCuts(const ShardingRule& rule, int64_t numDevi
 /// The default semi-auto strategy for an unannotated op: the batch factor cut by the largest
 /// divisor of `numDevices` that divides it, everything else whole (data parallel).
 FactorCuts defaultFactorCuts(const ShardingRule& rule, int64_t numDevices);
+
+/// The GEMM a contraction of two operands runs on one device, read from the factor structure:
+/// rows are the factors the first operand has and the second lacks, columns those the second has
+/// and the first lacks, depth the reduction factors; factors both operands share without reducing
+/// them (a batched matmul's batch) count as rows, since each member adds row tiles. Each extent is
+/// the product of its factors' sizes over their cuts. MatMul X [4,16,32] x W [32,64] cut b=2, n=4:
+/// rows 2*16 = 32, columns 16, depth 32. Nullopt unless the rule has two operands and a reduction.
+struct LocalGemm {
+  double rows = 1;
+  double columns = 1;
+  double depth = 1;
+};
+std::optional<LocalGemm> localGemm(const ShardingRule& rule, const FactorCuts& cuts);
 
 struct ShardedOp {
   FactorCuts cuts;

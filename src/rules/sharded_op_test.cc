@@ -141,6 +141,38 @@ TEST(ShardedOp, SingleDeviceHasAnEmptyMatrix) {
   EXPECT_DOUBLE_EQ(op->computeFraction, 1.0);
 }
 
+TEST(ShardedOp, LocalGemmDividesEachExtentByItsCuts) {
+  // X [4,16,32] x W [32,64]: factors b, m, k, n; b cut by 2 and n by 4.
+  const ShardingRule matmul = ruleOf(OpKind::kMatMul, {}, {f32({4, 16, 32}), f32({32, 64})});
+  auto gemm = localGemm(matmul, {2, 1, 1, 4});
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_DOUBLE_EQ(gemm->rows, 2 * 16);
+  EXPECT_DOUBLE_EQ(gemm->columns, 16);
+  EXPECT_DOUBLE_EQ(gemm->depth, 32);
+  // Row-parallel: the cut depth shrinks, rows and columns stay whole.
+  gemm = localGemm(matmul, {1, 1, 8, 1});
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_DOUBLE_EQ(gemm->rows, 4 * 16);
+  EXPECT_DOUBLE_EQ(gemm->columns, 64);
+  EXPECT_DOUBLE_EQ(gemm->depth, 4);
+}
+
+TEST(ShardedOp, LocalGemmCountsSharedBatchAsRows) {
+  // A [2,8,16,32] x B [8,32,64]: factors b0 (A only), b1 (both), m, k, n; b1 cut by 2.
+  const ShardingRule rule =
+      ruleOf(OpKind::kBatchMatMul, {}, {f32({2, 8, 16, 32}), f32({8, 32, 64})});
+  auto gemm = localGemm(rule, {1, 2, 1, 1, 1});
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_DOUBLE_EQ(gemm->rows, 2 * 4 * 16);
+  EXPECT_DOUBLE_EQ(gemm->columns, 64);
+  EXPECT_DOUBLE_EQ(gemm->depth, 32);
+}
+
+TEST(ShardedOp, LocalGemmNeedsAContraction) {
+  const ShardingRule add = ruleOf(OpKind::kAdd, {}, {f32({4, 16}), f32({4, 16})});
+  EXPECT_FALSE(localGemm(add, {1, 1}).has_value());
+}
+
 TEST(ShardedOp, EnumeratesEveryAssignmentInLexicographicOrder) {
   // m, k, n of size 8 on 4 devices: exponents (a,b,c) of 2 with a+b+c <= 2, C(5,3) = 10.
   const ShardingRule rule = ruleOf(OpKind::kMatMul, {}, {f32({8, 8}), f32({8, 8})});

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -325,27 +324,29 @@ Expected<ShardedOp> applyFactorCuts(const ShardingRule& rule, const FactorCuts& 
 
 std::optional<LocalGemm> localGemm(const ShardingRule& rule, const FactorCuts& cuts) {
   if (rule.operands.size() != 2) return std::nullopt;
-  const size_t count = rule.factors.size();
-  std::vector<int64_t> size(count, 1);
-  std::vector<std::array<bool, 2>> inOperand(count, {false, false});
-  for (size_t index = 0; index < 2; ++index) {
+  // Called for every op of every costed strategy: a scan per factor, no allocation.
+  auto find = [&](size_t index, int factor) -> const FactorPart* {
     for (const DimFactors& dim : rule.operands[index]) {
       for (const FactorPart& part : dim) {
-        size[part.factor] = part.size;
-        inOperand[part.factor][index] = true;
+        if (part.factor == factor) return &part;
       }
     }
-  }
+    return nullptr;
+  };
   LocalGemm gemm;
   bool reduces = false;
-  for (size_t f = 0; f < count; ++f) {
-    const double local = static_cast<double>(size[f]) / static_cast<double>(cuts[f]);
+  for (size_t f = 0; f < rule.factors.size(); ++f) {
+    const FactorPart* first = find(0, static_cast<int>(f));
+    const FactorPart* second = find(1, static_cast<int>(f));
+    const FactorPart* part = first != nullptr ? first : second;
+    if (part == nullptr) continue;
+    const double local = static_cast<double>(part->size) / static_cast<double>(cuts[f]);
     if (rule.factors[f].kind == FactorKind::kReduction) {
       gemm.depth *= local;
       reduces = true;
-    } else if (inOperand[f][0]) {
+    } else if (first != nullptr) {
       gemm.rows *= local;
-    } else if (inOperand[f][1]) {
+    } else {
       gemm.columns *= local;
     }
   }

@@ -33,4 +33,20 @@ inline void checkError(const Error& error) {
   check(!error.message.empty(), "an input was rejected with an empty error message");
 }
 
+/// Whether `result` (an Expected or a Status) holds a value; a rejection is checked to carry a
+/// message. The targets' `if (!accepted(parsed)) return 0;`.
+template <typename Result>
+bool accepted(const Result& result) {
+  if (result) return true;
+  checkError(result.error());
+  return false;
+}
+
+/// Aborts with `what` and the result's error unless `result` (an Expected or a Status) holds a
+/// value: for what must succeed once an input is accepted (its writer's output read back).
+template <typename Result>
+void checkOk(const Result& result, std::string_view what) {
+  check(result.ok(), what, result ? std::string_view{} : std::string_view{result.error().message});
+}
+
 }  // namespace autopar::fuzz

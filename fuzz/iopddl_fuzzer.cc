@@ -11,16 +11,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace autopar;
   auto problem = frontend::parseIopddl(fuzz::textOf(data, size), "fuzz.json");
-  if (!problem) {
-    fuzz::checkError(problem.error());
-    return 0;
-  }
+  if (!fuzz::accepted(problem)) return 0;
   auto status = ir::validateProblem(*problem);
-  fuzz::check(status.ok(), "an accepted problem fails validation",
-              status ? "" : status.error().message);
+  fuzz::checkOk(status, "an accepted problem fails validation");
   const std::vector<int> firstStrategies(problem->nodes.size(), 0);
   auto evaluation = ir::evaluateSolution(*problem, firstStrategies);
-  fuzz::check(evaluation.ok(), "an accepted problem cannot evaluate its first strategies",
-              evaluation ? "" : evaluation.error().message);
+  fuzz::checkOk(evaluation, "an accepted problem cannot evaluate its first strategies");
   return 0;
 }

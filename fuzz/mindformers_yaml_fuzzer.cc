@@ -10,15 +10,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace autopar;
   auto config = frontend::parseMindFormersYaml(fuzz::textOf(data, size), "fuzz.yaml");
-  if (!config) {
-    fuzz::checkError(config.error());
-    return 0;
-  }
+  if (!fuzz::accepted(config)) return 0;
   constexpr int64_t kDevices = 8;
-  if (auto status = frontend::checkDeviceCount(*config, kDevices); !status) {
-    fuzz::checkError(status.error());
-    return 0;
-  }
+  if (!fuzz::accepted(frontend::checkDeviceCount(*config, kDevices))) return 0;
   (void)frontend::globalBatchSizeReport(*config, kDevices);
   (void)frontend::clusterMicroBatchSize(*config, kDevices);
   return 0;

@@ -12,15 +12,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace autopar;
   auto document = frontend::parseJsonText(fuzz::textOf(data, size));
-  if (!document) {
-    fuzz::checkError(document.error());
-    return 0;
-  }
+  if (!fuzz::accepted(document)) return 0;
   auto config = frontend::modelConfigFromJson(*document);
-  if (!config) {
-    fuzz::checkError(config.error());
-    return 0;
-  }
+  if (!fuzz::accepted(config)) return 0;
   fuzz::check(frontend::transformerParameterCount(*config) > 0,
               "an accepted model has no parameters");
   return 0;

@@ -68,8 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = layout::parseStrategy(layout::strategyToString(*strategy));
   fuzz::check(again.ok() && *again == *strategy, "a printed strategy reads back differently");
   auto shard = frontend::shardFromJson(nlohmann::json(text), "shard", inputTypesOf(*strategy));
-  fuzz::check(shard.ok(), "the graph JSON's shard string rejects a strategy --shard accepts",
-              shard ? "" : shard.error().message);
+  fuzz::checkOk(shard, "the graph JSON's shard string rejects a strategy --shard accepts");
   fuzz::check(*shard == *strategy, "the two strategy readers read different cuts");
   return 0;
 }

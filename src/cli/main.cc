@@ -1,35 +1,11 @@
-/// The `autopar` command: parses the verb and its options, then runs the verb's action.
-
-#include <fmt/format.h>
-
-#include <cstdio>
+/// The `autopar` command: parses the verb and its options, then runs the verb's action. The verbs
+/// that run plans on ranks are autopar-runtime's, started here with the same arguments.
 
 #include "cli/verbs.h"
 
-namespace autopar::cli {
-
-int reportError(const Error& error) {
-  fmt::print(stderr, "autopar: error: {}\n", error.message);
-  return kExitBadInput;
-}
-
-const CLI::Validator& positive() {
-  static const CLI::Validator validator(
-      [](const std::string& input) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
-          return fmt::format("expected a positive number, got {}", input);
-        }
-        return {};
-      },
-      "POSITIVE");
-  return validator;
-}
-
-}  // namespace autopar::cli
-
 int main(int argc, char** argv) {
   using namespace autopar::cli;
+  if (argc > 1 && isRuntimeVerb(argv[1])) return execRuntime(argv);
   CLI::App app{"autopar: find the fastest parallel plan that fits, and predict its step time"};
   app.require_subcommand(1);
   Action action;
@@ -41,17 +17,6 @@ int main(int argc, char** argv) {
   addIopddlVerb(app, action);
   addEstimateVerb(app, action);
   addSearchVerb(app, action);
-  addRunVerbs(app, action);
-  addProfileVerb(app, action);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::ParseError& error) {
-    // One line, exit status 2, like every other input error.
-    return reportError(autopar::Error{error.what()});
-  }
-  return action();
+  addRuntimeVerbs(app, action, argv);
+  return parseAndRun(app, action, argc, argv);
 }

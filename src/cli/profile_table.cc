@@ -194,8 +194,7 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
 }  // namespace
 
 Expected<ProfileTable> parseProfileTable(const std::string& text, const std::string& sourceName,
-                                         const std::string& device, int nnodes,
-                                         int nprocPerNode) {
+                                         const std::string& device, int nnodes, int nprocPerNode) {
   auto document = frontend::parseJsonText(text);
   if (!document) return document.error().in(sourceName);
   auto table = parseTable(*document, nnodes, nprocPerNode);

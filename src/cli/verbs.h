@@ -24,6 +24,10 @@ int reportError(const Error& error);
 /// PositiveNumber names its range up to the largest double instead).
 const CLI::Validator& positive();
 
+/// Parses argv into `app`'s verbs and runs the chosen verb's action: help exits 0, a parse error
+/// is one line and exit 2.
+int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv);
+
 void addPlanVerb(CLI::App& app, Action& action);
 void addLayoutVerb(CLI::App& app, Action& action);
 void addRedistributeVerb(CLI::App& app, Action& action);
@@ -32,9 +36,19 @@ void addValidateVerb(CLI::App& app, Action& action);
 void addIopddlVerb(CLI::App& app, Action& action);
 void addEstimateVerb(CLI::App& app, Action& action);
 void addSearchVerb(CLI::App& app, Action& action);
-/// `run` and `check` (verb_run.cc): execute plans on ranks; they need LibTorch.
+/// `run`, `check` and `profile` as `autopar` lists them: it hands them to autopar-runtime
+/// (runtime_verbs.cc).
+void addRuntimeVerbs(CLI::App& app, Action& action, char** argv);
+/// Whether `verb` is one autopar-runtime runs; `autopar` then starts it with its own argv.
+bool isRuntimeVerb(const char* verb);
+/// Replaces this process with autopar-runtime (beside this executable) run with `argv`; returns
+/// only when that fails, with the error reported.
+int execRuntime(char** argv);
+
+/// autopar-runtime's verbs (src/cli/runtime/), which link LibTorch:
+/// `run` and `check` (verb_run.cc): execute plans on ranks.
 void addRunVerbs(CLI::App& app, Action& action);
-/// `profile` (verb_profile.cc): measure blocks on ranks for search --profile; needs LibTorch.
+/// `profile` (verb_profile.cc): measure blocks on ranks for search --profile.
 void addProfileVerb(CLI::App& app, Action& action);
 
 }  // namespace autopar::cli

@@ -2,8 +2,6 @@
 /// hybrid search reads (docs/profile-table.md), by seed 003's sampling: the model built with 2
 /// and with 4 layers, run Megatron-style at each TP degree and micro-batch size, and differenced.
 
-#ifdef AUTOPAR_HAVE_RUNTIME
-
 #include <fmt/format.h>
 #include <stdlib.h>
 
@@ -218,5 +216,3 @@ void addProfileVerb(CLI::App& app, Action& action) {
 }
 
 }  // namespace autopar::cli
-
-#endif  // AUTOPAR_HAVE_RUNTIME (without LibTorch, verb_run.cc stands in for profile)

@@ -1,7 +1,6 @@
 /// `autopar run` and `autopar check`: run a plan on real ranks (LibTorch + Gloo), and compare it
-/// with the unsharded model (docs/runtime.md). Built only when LibTorch is found.
-
-#ifdef AUTOPAR_HAVE_RUNTIME
+/// with the unsharded model (docs/runtime.md). Part of autopar-runtime, built only when LibTorch
+/// is found.
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -450,42 +449,3 @@ void addRunVerbs(CLI::App& app, Action& action) {
 }
 
 }  // namespace autopar::cli
-
-#else  // built without LibTorch: run, check and profile say what is missing
-
-#include <fmt/format.h>
-
-#include "cli/verbs.h"
-
-namespace autopar::cli {
-
-namespace {
-
-void addMissingRuntimeVerb(CLI::App& app, Action& action, const char* name) {
-  CLI::App* verb = app.add_subcommand(name, "Needs LibTorch, which this build did not find");
-  verb->allow_extras();
-  verb->callback([&action, name] {
-    action = [name] {
-      return reportError(
-          Error{fmt::format("this autopar was built without LibTorch "
-                            "(libtorch-dev); run scripts/setup.sh and rebuild to "
-                            "use {}",
-                            name)});
-    };
-  });
-}
-
-}  // namespace
-
-void addRunVerbs(CLI::App& app, Action& action) {
-  addMissingRuntimeVerb(app, action, "run");
-  addMissingRuntimeVerb(app, action, "check");
-}
-
-void addProfileVerb(CLI::App& app, Action& action) {
-  addMissingRuntimeVerb(app, action, "profile");
-}
-
-}  // namespace autopar::cli
-
-#endif

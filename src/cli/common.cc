@@ -1,0 +1,44 @@
+/// What every verb of both executables (autopar, autopar-runtime) shares: the one-line error and
+/// the positive-number check.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/verbs.h"
+
+namespace autopar::cli {
+
+int reportError(const Error& error) {
+  fmt::print(stderr, "autopar: error: {}\n", error.message);
+  return kExitBadInput;
+}
+
+const CLI::Validator& positive() {
+  static const CLI::Validator validator(
+      [](const std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
+          return fmt::format("expected a positive number, got {}", input);
+        }
+        return {};
+      },
+      "POSITIVE");
+  return validator;
+}
+
+int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    // One line, exit status 2, like every other input error.
+    return reportError(Error{error.what()});
+  }
+  return action();
+}
+
+}  // namespace autopar::cli

@@ -1,0 +1,57 @@
+/// `autopar run`, `check` and `profile` are autopar-runtime's (src/cli/runtime/): it links
+/// LibTorch, which `autopar` does not, so that every other verb starts in milliseconds. `autopar`
+/// lists them in its help and replaces itself with autopar-runtime when one is asked for.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include "cli/verbs.h"
+
+namespace autopar::cli {
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kRuntimeVerbs{"run", "check", "profile"};
+constexpr std::array<const char*, 3> kRuntimeVerbHelp{
+    "Run a plan on local ranks: per-step loss and time (LibTorch + Gloo, docs/runtime.md)",
+    "Run a plan and the unsharded model, and compare losses and parameters (docs/runtime.md)",
+    "Measure a transformer's blocks on local ranks for search --profile "
+    "(docs/profile-table.md)"};
+
+}  // namespace
+
+bool isRuntimeVerb(const char* verb) {
+  return std::find(kRuntimeVerbs.begin(), kRuntimeVerbs.end(), std::string_view(verb)) !=
+         kRuntimeVerbs.end();
+}
+
+int execRuntime(char** argv) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path runtime = self.parent_path() / "autopar-runtime";
+  if (!error) execv(runtime.c_str(), argv);
+  const int code = error ? error.value() : errno;
+  return reportError(Error{
+      fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
+                  "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
+                  argv[1], runtime.string(), std::strerror(code))});
+}
+
+void addRuntimeVerbs(CLI::App& app, Action& action, char** argv) {
+  for (size_t i = 0; i < kRuntimeVerbs.size(); ++i) {
+    CLI::App* verb = app.add_subcommand(std::string(kRuntimeVerbs[i]), kRuntimeVerbHelp[i]);
+    // main() hands these verbs to autopar-runtime before parsing (so that their --help is the
+    // runtime's); should one be reached here, the runtime parses the same arguments the same way.
+    verb->allow_extras();
+    verb->callback([&action, argv] { action = [argv] { return execRuntime(argv); }; });
+  }
+}
+
+}  // namespace autopar::cli

@@ -3,7 +3,7 @@
 /// `--profile-table` reads them for a cluster of "CPU-rank" devices. Any text gives a table or
 /// an error; an accepted table written by profileTableToJson reads back to the same file.
 
-#include "cli/profile_table.h"
+#include "planner/profile_table.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,65 +5,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/block_profile.h"
-#include "cli/megatron_estimate.h"
+#include "cli/configuration_options.h"
 #include "cli/verbs.h"
+#include "export/estimate_json.h"
+#include "planner/block_profile.h"
+#include "planner/configuration_estimate.h"
 
 namespace autopar::cli {
 
 namespace {
 
-nlohmann::json estimateJson(const MegatronConfig& config, const ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  nlohmann::json stages = nlohmann::json::array();
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    const auto& memory = step.stages[s].memory;
-    stages.push_back({{"stage", s},
-                      {"peak_memory_bytes", memory.total()},
-                      {"parameters_bytes", memory.parameterBytes},
-                      {"gradients_bytes", memory.gradientBytes},
-                      {"optimizer_bytes", memory.optimizerBytes},
-                      {"activations_bytes", memory.activationBytes},
-                      {"communication_bytes", memory.communicationBytes},
-                      {"peak_in_flight", step.stages[s].peakInFlight}});
-  }
-  return {{"model", config.model},
-          {"cluster", estimate.cluster.name},
-          {"devices", estimate.worldSize},
-          {"parallel_config",
-           {{"TP", config.tp},
-            {"PP", config.pp},
-            {"DP", config.dp},
-            {"CP", config.cp},
-            {"EP", config.ep},
-            {"VPP", config.vpp},
-            {"schedule", config.vpp > 1      ? "interleaved"
-                         : config.zeroBubble ? "zb-h1"
-                                             : "1f1b"},
-            {"MBS", config.mbs},
-            {"GBS", config.gbs},
-            {"micro_batches", estimate.microBatches},
-            {"sequence_parallel", config.sequenceParallel},
-            {"recompute", config.recompute},
-            {"zero", config.zero},
-            {"precision", config.precision}}},
-          {"step_time_s", estimate.stepSeconds},
-          {"tokens_per_s", estimate.tokensPerSecond},
-          {"tflops_per_gpu", estimate.tflopsPerGpu},
-          {"hardware_tflops_per_gpu", estimate.hardwareTflopsPerGpu},
-          {"mfu", estimate.mfu},
-          {"compute_s", step.computeSeconds},
-          {"exposed_communication_s", step.exposedCommunicationSeconds},
-          {"bubble_s", step.bubbleSeconds},
-          {"optimizer_s", step.optimizerSeconds},
-          {"peak_memory_bytes", estimate.peakMemoryBytes},
-          {"device_memory_bytes", estimate.cluster.device.memoryBytes},
-          {"fits", estimate.fits()},
-          {"stages", stages}};
-}
-
 /// Which stage overflows, by how much, and its largest part, with the flags that shrink it.
-std::string overflowMessage(const ConfigEstimate& estimate) {
+std::string overflowMessage(const planner::ConfigEstimate& estimate) {
   const auto& step = estimate.evaluated.estimate;
   const auto& memory = step.peakMemory();
   const std::pair<const char*, int64_t> parts[] = {
@@ -80,26 +33,27 @@ std::string overflowMessage(const ConfigEstimate& estimate) {
       "does not fit: stage {} needs {} of {} device memory, {} {} the largest part; --zero 1-3 "
       "shards optimizer states (and gradients, parameters), --recompute selective or full cuts "
       "activations, a larger --tp or --pp splits everything",
-      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
-      largest->first, formatBytes(largest->second));
+      step.peakStage, planner::formatBytes(memory.total()),
+      planner::formatBytes(estimate.cluster.device.memoryBytes), largest->first,
+      planner::formatBytes(largest->second));
 }
 
 /// The search's closed-form screen of the configuration: its layers split as the full model
 /// splits them by default (evenly), or as a placement says.
-Expected<search::AnalyticEstimate> closedFormOf(const MegatronConfig& config,
-                                                const ConfigEstimate& estimate,
-                                                BlockProfiler& profiler,
+Expected<search::AnalyticEstimate> closedFormOf(const planner::MegatronConfig& config,
+                                                const planner::ConfigEstimate& estimate,
+                                                planner::BlockProfiler& profiler,
                                                 const std::optional<search::Placement>& placement) {
   if (placement) {
-    return closedFormEstimate(config, profiler, estimate.cluster, placement->layers,
-                              placement->recomputed);
+    return planner::closedFormEstimate(config, profiler, estimate.cluster, placement->layers,
+                                       placement->recomputed);
   }
-  return closedFormEstimate(config, profiler, estimate.cluster,
-                            search::evenLayers(profiler.stacks(), config.pp, config.vpp));
+  return planner::closedFormEstimate(config, profiler, estimate.cluster,
+                                     search::evenLayers(profiler.stacks(), config.pp, config.vpp));
 }
 
 struct EstimateArgs {
-  MegatronConfig config;
+  planner::MegatronConfig config;
   std::string costModel;
   bool json = false;
   bool closedForm = false;
@@ -172,11 +126,12 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> givenPlacement(
 
 /// Prints the estimate (JSON or the report) with the placement and the closed form when given;
 /// exit 3 when the configuration does not fit.
-int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigEstimate& estimate,
+int report(const EstimateArgs& args, const planner::MegatronConfig& config,
+           const planner::ConfigEstimate& estimate,
            const std::optional<search::Placement>& placement,
            const std::optional<search::AnalyticEstimate>& screen) {
   if (args.json) {
-    nlohmann::json out = estimateJson(config, estimate);
+    nlohmann::json out = exporters::estimateJson(config, estimate);
     if (screen) {
       out["closed_form"] = {{"step_time_s", screen->stepSeconds},
                             {"peak_memory_bytes", screen->peakBytes}};
@@ -199,9 +154,9 @@ int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigE
     if (screen) {
       const auto peak = static_cast<double>(estimate.evaluated.estimate.peakMemory().total());
       fmt::print("closed form      step {} ({:+.1f}%), peak {} ({:+.1f}%)\n",
-                 formatSeconds(screen->stepSeconds),
+                 planner::formatSeconds(screen->stepSeconds),
                  100 * (screen->stepSeconds / estimate.stepSeconds - 1),
-                 formatBytes(screen->peak()),
+                 planner::formatBytes(screen->peak()),
                  100 * (static_cast<double>(screen->peak()) / peak - 1));
     }
   }
@@ -211,13 +166,14 @@ int report(const EstimateArgs& args, const MegatronConfig& config, const ConfigE
 }
 
 int runEstimate(const EstimateArgs& args) {
-  if (auto status = applyCostModel(args.costModel); !status) return reportError(status.error());
-  MegatronConfig config = args.config;
+  if (auto status = planner::applyCostModel(args.costModel); !status)
+    return reportError(status.error());
+  planner::MegatronConfig config = args.config;
   // The model's dimensions, read once when a placement, the placement search or the closed form
   // needs them; the estimates then take them instead of reading the model again.
   const auto readTransformer = [&config]() -> Status {
     if (config.transformer) return {};
-    auto transformer = transformerConfigOf(config.model);
+    auto transformer = planner::transformerConfigOf(config.model);
     if (!transformer) return transformer.error();
     config.transformer = std::move(*transformer);
     return {};
@@ -229,10 +185,10 @@ int runEstimate(const EstimateArgs& args) {
     if (auto status = readTransformer(); !status) return reportError(status.error());
     auto placement = givenPlacement(args, *config.transformer);
     if (!placement) return reportError(placement.error());
-    applyPlacement(placement->first, placement->second, config);
+    planner::applyPlacement(placement->first, placement->second, config);
     given = search::Placement{placement->first, placement->second, 0, {}};
   }
-  auto estimate = estimateConfig(config);
+  auto estimate = planner::estimateConfig(config);
   if (!estimate) return reportError(estimate.error());
   if (!args.place && !args.closedForm) {
     if (!args.profile.empty()) {
@@ -242,18 +198,18 @@ int runEstimate(const EstimateArgs& args) {
   }
   if (auto status = readTransformer(); !status) return reportError(status.error());
   const frontend::TransformerConfig& transformer = *config.transformer;
-  std::optional<ProfileTable> table;
+  std::optional<planner::ProfileTable> table;
   if (!args.profile.empty()) {
-    auto read = readProfileTable(args.profile, estimate->cluster.device.name);
+    auto read = planner::readProfileTable(args.profile, estimate->cluster.device.name);
     if (!read) return reportError(read.error());
     table = std::move(*read);
   }
-  BlockProfiler profiler(config, transformer, std::move(table));
+  planner::BlockProfiler profiler(config, transformer, std::move(table));
   std::optional<search::Placement> placement = given;
   if (args.place) {
     // The search's inner solver on this configuration: exact layer placement and per-stage
     // recompute, then the whole model evaluated with it.
-    auto placed = placeConfiguration(config, profiler);
+    auto placed = planner::placeConfiguration(config, profiler);
     if (!placed) return reportError(placed.error().in("--place"));
     if (!*placed) {
       return reportError(
@@ -280,7 +236,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       "Estimate one Megatron-style configuration without searching: step time, tokens/s, model "
       "TFLOP/s per GPU, MFU and memory per pipeline stage");
   auto args = std::make_shared<EstimateArgs>();
-  MegatronConfig* config = &args->config;
+  planner::MegatronConfig* config = &args->config;
   addConfigurationOptions(*verb, *config, args->costModel);
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
   verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/inputs.h"
 #include "cli/verbs.h"
 #include "cluster/cluster.h"
 #include "frontend/model_presets.h"
+#include "planner/inputs.h"
 
 namespace autopar::cli {
 
@@ -62,7 +62,7 @@ int listClusters(bool json) {
                     {"memory_bytes", preset->device.memoryBytes},
                     {"levels", levels}});
     text += fmt::format("{:<18} {} x {:<18} {:>10}  {}\n", name, preset->numDevices,
-                        preset->device.name, formatBytes(preset->device.memoryBytes),
+                        preset->device.name, planner::formatBytes(preset->device.memoryBytes),
                         fmt::join(levelText, ", "));
   }
   fmt::print("{}", json ? list.dump(2) + "\n" : text);

@@ -5,47 +5,48 @@
 
 #include <fstream>
 
-#include "cli/plan_assembly.h"
-#include "cli/plan_evaluation.h"
-#include "cli/plan_report.h"
-#include "cli/run_yaml.h"
 #include "cli/training_flags.h"
 #include "cli/verbs.h"
+#include "export/plan_report.h"
 #include "plan/plan_json.h"
+#include "planner/plan_assembly.h"
+#include "planner/plan_evaluation.h"
+#include "planner/run_yaml.h"
+#include "util/atomic_file.h"
 
 namespace autopar::cli {
 
 namespace {
 
-int runPlan(PlanOptions options) {
-  auto cluster = loadCluster(options.cluster, options.nodes, options.devices);
+int runPlan(planner::PlanOptions options) {
+  auto cluster = planner::loadCluster(options.cluster, options.nodes, options.devices);
   if (!cluster) return reportError(cluster.error());
   if (!options.config.empty()) {
-    auto config = applyRunYaml(options, cluster->numDevices);
+    auto config = planner::applyRunYaml(options, cluster->numDevices);
     if (!config) return reportError(config.error());
-    applyAutoPipeline(options, *config, *cluster);
+    planner::applyAutoPipeline(options, *config, *cluster);
   }
   if (options.model.empty())
     return reportError(Error{"--model: required (or --config with a model)"});
-  auto evaluated = evaluate(options, *cluster, options.modelOptions);
+  auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
-  const PlanContext context{evaluated->evaluateOptions,
-                            evaluated->pipeline,
-                            evaluated->stages.virtualStageOf,
-                            evaluated->estimate,
-                            evaluated->report,
-                            static_cast<size_t>(evaluated->devicesPerStage)};
-  plan::Plan result = assemblePlan(evaluated->model, evaluated->outcome.sharding, evaluated->report,
-                                   context, *cluster, options.cluster);
+  const planner::PlanContext context{evaluated->evaluateOptions,
+                                     evaluated->pipeline,
+                                     evaluated->stages.virtualStageOf,
+                                     evaluated->estimate,
+                                     evaluated->report,
+                                     static_cast<size_t>(evaluated->devicesPerStage)};
+  plan::Plan result = planner::assemblePlan(evaluated->model, evaluated->outcome.sharding,
+                                            evaluated->report, context, *cluster, options.cluster);
   result.search = options.search;
   for (const auto& conflict : evaluated->outcome.conflicts) {
     result.conflicts.push_back(conflict.description);
   }
   const auto json = plan::planToJson(result).dump(2);
   if (!options.out.empty()) {
-    std::ofstream file(options.out);
-    if (!file) return reportError(Error{fmt::format("--out {}: cannot write file", options.out)});
-    file << json << "\n";
+    if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {
+      return reportError(written.error().in("--out"));
+    }
   }
   if (options.json) {
     fmt::print("{}\n", json);
@@ -55,26 +56,28 @@ int runPlan(PlanOptions options) {
       fmt::print("\n");
     }
     if (!options.configNote.empty()) fmt::print("{}\n\n", options.configNote);
-    ReportHeader header{options.model, cluster->name, cluster->device.name,
-                        evaluated->model.graph.parameterCount()};
-    fmt::print("{}", formatPlanReport(result, header));
+    exporters::ReportHeader header{options.model, cluster->name, cluster->device.name,
+                                   evaluated->model.graph.parameterCount()};
+    fmt::print("{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
-  fmt::print(stderr,
-             "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
-             "gradients+optimizer states {}, activations {}); {}\n",
-             formatBytes(result.estimate.peakMemoryBytes), formatBytes(cluster->device.memoryBytes),
-             cluster->device.name,
-             formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
-                         result.estimate.memory.optimizerStates),
-             formatBytes(result.estimate.memory.activations), suggestFit(options, *cluster));
+  fmt::print(
+      stderr,
+      "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
+      "gradients+optimizer states {}, activations {}); {}\n",
+      planner::formatBytes(result.estimate.peakMemoryBytes),
+      planner::formatBytes(cluster->device.memoryBytes), cluster->device.name,
+      planner::formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
+                           result.estimate.memory.optimizerStates),
+      planner::formatBytes(result.estimate.memory.activations),
+      planner::suggestFit(options, *cluster));
   return kExitDoesNotFit;
 }
 
 }  // namespace
 
 void addPlanVerb(CLI::App& app, Action& action) {
-  auto options = std::make_shared<PlanOptions>();
+  auto options = std::make_shared<planner::PlanOptions>();
   CLI::App* verb = app.add_subcommand(
       "plan",
       "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/inputs.h"
-#include "cli/plan_assembly.h"
 #include "cli/verbs.h"
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
 #include "plan/plan_json.h"
+#include "planner/inputs.h"
+#include "planner/plan_assembly.h"
 
 namespace autopar::cli {
 
@@ -112,7 +112,7 @@ int runRedistribute(const RedistributeOptions& options) {
   }
   auto dtype = ir::parseDType(options.dtype);
   if (!dtype) return reportError(dtype.error().in("--dtype"));
-  auto cluster = loadCluster(options.cluster, options.nodes, static_cast<int>(numDevices));
+  auto cluster = planner::loadCluster(options.cluster, options.nodes, static_cast<int>(numDevices));
   if (!cluster) return reportError(cluster.error());
   layout::RedistributionOptions redistributionOptions{options.enableAllToAll};
   auto plan =
@@ -123,7 +123,7 @@ int runRedistribute(const RedistributeOptions& options) {
                                 {"bytes_per_device", plan->bytesPerDevice},
                                 {"steps", nlohmann::json::array()}};
     for (const auto& step : plan->steps)
-      json["steps"].push_back(plan::stepToJson(stepRecord(step)));
+      json["steps"].push_back(plan::stepToJson(planner::stepRecord(step)));
     fmt::print("{}\n", json.dump(2));
     return kExitOk;
   }
@@ -132,8 +132,8 @@ int runRedistribute(const RedistributeOptions& options) {
   for (size_t i = 0; i < plan->steps.size(); ++i) {
     fmt::print("  {}. {}\n", i + 1, plan->steps[i].toString());
   }
-  fmt::print("total {} , {} sent per device on {}\n", formatSeconds(plan->seconds),
-             formatBytes(plan->bytesPerDevice), cluster->name);
+  fmt::print("total {} , {} sent per device on {}\n", planner::formatSeconds(plan->seconds),
+             planner::formatBytes(plan->bytesPerDevice), cluster->name);
   return kExitOk;
 }
 

@@ -6,10 +6,10 @@
 #include <map>
 #include <numeric>
 
-#include "cli/inputs.h"
 #include "cli/verbs.h"
 #include "plan/plan_json.h"
 #include "plan/validate.h"
+#include "planner/inputs.h"
 #include "rules/graph_sharding.h"
 
 namespace autopar::cli {
@@ -19,17 +19,17 @@ namespace {
 struct ValidateOptions {
   std::string planPath;
   std::string model;
-  ModelOptions modelOptions;
+  planner::ModelOptions modelOptions;
 };
 
 int runValidate(const ValidateOptions& options) {
   auto loaded = plan::readPlanFile(options.planPath);
   if (!loaded) return reportError(loaded.error());
   // The plan records the micro-batch and sequence it was made for; use them unless overridden.
-  ModelOptions modelOptions = options.modelOptions;
+  planner::ModelOptions modelOptions = options.modelOptions;
   if (modelOptions.microBatch == 0) modelOptions.microBatch = loaded->inputs.microBatch;
   if (modelOptions.sequence == 0) modelOptions.sequence = loaded->inputs.sequence;
-  auto model = loadModel(options.model, modelOptions, loaded->devices);
+  auto model = planner::loadModel(options.model, modelOptions, loaded->devices);
   if (!model) return reportError(model.error());
   if (auto status = plan::validatePlan(*loaded, model->graph, loaded->devices); !status) {
     return reportError(status.error().in(options.planPath));

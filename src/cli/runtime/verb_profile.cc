@@ -11,13 +11,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cli/inputs.h"
-#include "cli/profile_table.h"
 #include "cli/verbs.h"
 #include "frontend/graph_json.h"
+#include "planner/inputs.h"
+#include "planner/profile_table.h"
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/result_file.h"
+#include "util/atomic_file.h"
 
 namespace autopar::cli {
 
@@ -76,10 +77,10 @@ RunFigures figuresOf(const runtime::RankResult& result) {
 /// Builds the model with `layers` layers for `setting`, runs it on setting.tp local ranks and
 /// returns rank 0's figures.
 Expected<RunFigures> measure(const ProfileOptions& options, frontend::TransformerConfig config,
-                             const BlockSetting& setting, int64_t layers,
+                             const planner::BlockSetting& setting, int64_t layers,
                              const std::string& scratch) {
   config.layers = layers;
-  ModelOptions modelOptions;
+  planner::ModelOptions modelOptions;
   modelOptions.transformer = config;
   modelOptions.microBatch = setting.mbs;
   modelOptions.sequence = options.sequence;
@@ -88,7 +89,7 @@ Expected<RunFigures> measure(const ProfileOptions& options, frontend::Transforme
     modelOptions.dataParallel = 1;
     modelOptions.sequenceParallel = setting.sequenceParallel;
   }
-  auto model = loadModel(options.model, modelOptions, setting.tp);
+  auto model = planner::loadModel(options.model, modelOptions, setting.tp);
   if (!model) return model.error();
   const std::string graphPath = fmt::format("{}/graph.json", scratch);
   std::ofstream(graphPath) << frontend::graphToJson(model->graph).dump();
@@ -114,12 +115,13 @@ Expected<RunFigures> measure(const ProfileOptions& options, frontend::Transforme
 /// the forward is timed op by op, so it is the layers' ops' own time over both runs' layers. The
 /// embedding's and the head's forward and kept bytes are their ops' own (2-layer run); the
 /// backward left after the layers' is shared between them in proportion to their forwards.
-MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t extraLayers) {
+planner::MeasuredBlocks difference(const RunFigures& two, const RunFigures& four,
+                                   int64_t extraLayers) {
   auto perLayer = [&](double a, double b) { return std::max(0.0, (b - a) / extraLayers); };
   const size_t layers = static_cast<size_t>(runtime::Part::kLayers);
   const double forward = (two.parts[layers].forwardSeconds + four.parts[layers].forwardSeconds) /
                          static_cast<double>(2 + 2 + extraLayers);
-  MeasuredPart layer;
+  planner::MeasuredPart layer;
   layer.forwardSeconds = forward;
   layer.backwardSeconds = perLayer(two.backward, four.backward);
   layer.activationBytes = static_cast<int64_t>(perLayer(two.activation, four.activation));
@@ -128,10 +130,10 @@ MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t
   const double rest = std::max(0.0, two.backward - 2 * layer.backwardSeconds);
   const double ends = first.forwardSeconds + last.forwardSeconds;
   const double firstShare = ends > 0 ? first.forwardSeconds / ends : 0.5;
-  MeasuredBlocks blocks;
+  planner::MeasuredBlocks blocks;
   blocks.layers["llm"] = layer;
   auto part = [](double forwardSeconds, double backwardSeconds, int64_t bytes) {
-    MeasuredPart measured;
+    planner::MeasuredPart measured;
     measured.forwardSeconds = forwardSeconds;
     measured.backwardSeconds = backwardSeconds;
     measured.activationBytes = std::max<int64_t>(bytes, 0);
@@ -143,7 +145,7 @@ MeasuredBlocks difference(const RunFigures& two, const RunFigures& four, int64_t
 }
 
 int runProfile(const ProfileOptions& options) {
-  auto config = transformerConfigOf(options.model);
+  auto config = planner::transformerConfigOf(options.model);
   if (!config) return reportError(config.error());
   if (config->vision.layers > 0) {
     return reportError(
@@ -151,9 +153,9 @@ int runProfile(const ProfileOptions& options) {
                           "tower is not profiled yet",
                           options.model)});
   }
-  auto cluster = loadCluster(options.cluster, 1, 0);
+  auto cluster = planner::loadCluster(options.cluster, 1, 0);
   if (!cluster) return reportError(cluster.error());
-  ProfileTable table;
+  planner::ProfileTable table;
   table.device = cluster->device.name;
   table.nnodes = 1;
   int64_t widest = 1;
@@ -164,7 +166,8 @@ int runProfile(const ProfileOptions& options) {
   if (scratch == nullptr) return reportError(Error{"profile: cannot create a temporary directory"});
   for (int64_t tp : options.tensorParallel) {
     for (int64_t mbs : options.microBatches) {
-      const BlockSetting setting{tp, 1, 1, options.sequenceParallel && tp > 1, mbs, "none"};
+      const planner::BlockSetting setting{tp,  1,     1, options.sequenceParallel && tp > 1,
+                                          mbs, "none"};
       auto two = measure(options, *config, setting, 2, scratch);
       auto four = two ? measure(options, *config, setting, 4, scratch) : two;
       if (!two || !four) {
@@ -173,19 +176,23 @@ int runProfile(const ProfileOptions& options) {
                    (!two ? two : four).error().message);
         return kExitFailed;
       }
-      const MeasuredBlocks blocks = difference(*two, *four, 2);
-      const MeasuredPart& layer = blocks.layers.at("llm");
+      const planner::MeasuredBlocks blocks = difference(*two, *four, 2);
+      const planner::MeasuredPart& layer = blocks.layers.at("llm");
       fmt::print(
           "tp {} mbs {}{}: layer forward {:.2f} ms, backward {:.2f} ms, keeps {}; "
           "embedding {:.2f} ms, head {:.2f} ms forward\n",
           tp, mbs, setting.sequenceParallel ? " sp" : "", layer.forwardSeconds * 1e3,
-          layer.backwardSeconds * 1e3, formatBytes(layer.activationBytes),
+          layer.backwardSeconds * 1e3, planner::formatBytes(layer.activationBytes),
           blocks.first->forwardSeconds * 1e3, blocks.last->forwardSeconds * 1e3);
       table.entries[setting] = blocks;
     }
   }
   std::filesystem::remove_all(scratch);
-  std::ofstream(options.out) << profileTableToJson(table, options.model);
+  if (auto written =
+          writeFileAtomically(options.out, planner::profileTableToJson(table, options.model));
+      !written) {
+    return reportError(written.error().in("--out"));
+  }
   fmt::print("wrote {} ({} settings)\n", options.out, table.entries.size());
   return kExitOk;
 }

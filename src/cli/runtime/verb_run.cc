@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <numeric>
 
-#include "cli/inputs.h"
 #include "cli/verbs.h"
 #include "frontend/graph_json.h"
 #include "plan/plan_json.h"
 #include "plan/validate.h"
+#include "planner/inputs.h"
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/result_file.h"
@@ -88,14 +88,14 @@ Expected<rules::GraphSharding> stagedSharding(const plan::Plan& plan, const ir::
 /// sequence but not the Megatron-style options of `autopar plan --tp/--dp/--sequence-parallel`,
 /// so those are tried in turn until the graph's fingerprint matches the plan's.
 Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
-  ModelOptions base;
+  planner::ModelOptions base;
   base.microBatch = plan.inputs.microBatch;
   base.sequence = plan.inputs.sequence;
-  std::vector<ModelOptions> tries{base};
+  std::vector<planner::ModelOptions> tries{base};
   for (int64_t tp = 1; tp <= plan.devices; ++tp) {
     if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
     for (bool sequenceParallel : {false, true}) {
-      ModelOptions options = base;
+      planner::ModelOptions options = base;
       options.tensorParallel = tp;
       options.sequenceParallel = sequenceParallel;
       tries.push_back(options);
@@ -104,9 +104,9 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   const int64_t devices =
       plan.ranks.empty() ? plan.devices : static_cast<int64_t>(plan.ranks.size());
   std::string firstError;
-  for (const ModelOptions& options : tries) {
+  for (const planner::ModelOptions& options : tries) {
     // A pipelined plan's graph is one stage's micro-batch: built for one stage's devices.
-    auto model = loadModel(plan.inputs.model, options, devices);
+    auto model = planner::loadModel(plan.inputs.model, options, devices);
     if (!model) {
       if (firstError.empty()) firstError = model.error().message;
       continue;
@@ -131,8 +131,8 @@ Expected<LoadedRun> loadRun(const std::string& path) {
     return status.error().in(path);
   }
   // The cluster only prices redistribution steps here; as many nodes as devices always suffice.
-  auto cluster = loadCluster(plan->inputs.cluster, static_cast<int>(plan->devices),
-                             static_cast<int>(plan->devices));
+  auto cluster = planner::loadCluster(plan->inputs.cluster, static_cast<int>(plan->devices),
+                                      static_cast<int>(plan->devices));
   if (!cluster) return cluster.error().in(path);
   auto sharding = stagedSharding(*plan, *graph);
   if (!sharding) return sharding.error().in(path);
@@ -153,9 +153,9 @@ Expected<LoadedRun> loadRun(const std::string& path) {
 /// `world` ranks, one stage.
 Expected<LoadedRun> loadGraphRun(const std::string& path, const std::string& clusterName,
                                  int world) {
-  auto model = loadModel(path, {}, world);
+  auto model = planner::loadModel(path, {}, world);
   if (!model) return model.error();
-  auto cluster = loadCluster(clusterName, world, world);
+  auto cluster = planner::loadCluster(clusterName, world, world);
   if (!cluster) return cluster.error();
   std::vector<int> ranks(static_cast<size_t>(world));
   std::iota(ranks.begin(), ranks.end(), 0);

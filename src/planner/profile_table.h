@@ -3,7 +3,7 @@
 /// Measured block tables (seed 003's black-box profiling; format in docs/profile-table.md): per
 /// block setting (TP, CP, SP, micro-batch size, recompute), one layer of each stack and the two
 /// ends' forward and backward seconds and activation bytes, measured on a small sampling cluster.
-/// The block profiler (cli/block_profile.h) takes these in place of its analytic probes' times
+/// The block profiler (planner/block_profile.h) takes these in place of its analytic probes' times
 /// and activations; parameter, gradient and optimizer bytes stay analytic.
 ///
 /// Blocks measured on the sampling cluster carry over to the target as they are: their tensor-
@@ -19,7 +19,7 @@
 
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 /// One measured part for one micro-batch on one device.
 struct MeasuredPart {
@@ -72,4 +72,4 @@ Expected<ProfileTable> parseProfileTable(const std::string& text, const std::str
                                          const std::string& device, int nnodes = 0,
                                          int nprocPerNode = 0);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

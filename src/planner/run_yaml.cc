@@ -1,4 +1,4 @@
-#include "cli/run_yaml.h"
+#include "planner/run_yaml.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -176,4 +176,4 @@ void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& 
   }
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -24,13 +24,13 @@
 #include <utility>
 #include <vector>
 
-#include "cli/megatron_estimate.h"
-#include "cli/profile_table.h"
+#include "planner/configuration_estimate.h"
+#include "planner/profile_table.h"
 #include "search/analytic_step.h"
 #include "search/layer_placement.h"
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 /// One pipeline stage's figures from a probe, for one micro-batch.
 struct ProbeStage {
@@ -134,4 +134,4 @@ Expected<PlacedEstimate> evaluatePlaced(const MegatronConfig& config, search::Pl
 Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig& config,
                                                            BlockProfiler& profiler);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -1,4 +1,4 @@
-#include "cli/inputs.h"
+#include "planner/inputs.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -154,4 +154,4 @@ std::string formatSeconds(double seconds) {
   return fmt::format("{:.1f} us", seconds * 1e6);
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -1,4 +1,4 @@
-#include "cli/block_profile.h"
+#include "planner/block_profile.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "cluster/collective.h"
 #include "cost/parameters.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -322,4 +322,4 @@ Expected<std::optional<PlacedEstimate>> placeConfiguration(const MegatronConfig&
   return std::optional<PlacedEstimate>{std::move(*placed)};
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

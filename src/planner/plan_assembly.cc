@@ -1,11 +1,11 @@
-#include "cli/plan_assembly.h"
+#include "planner/plan_assembly.h"
 
 #include <fmt/format.h>
 
 #include "frontend/graph_json.h"
 #include "plan/plan_json.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -221,4 +221,4 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   return result;
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

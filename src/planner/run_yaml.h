@@ -5,12 +5,12 @@
 
 #include <cstdint>
 
-#include "cli/plan_evaluation.h"
 #include "cluster/cluster.h"
 #include "frontend/mindformers_yaml.h"
+#include "planner/plan_evaluation.h"
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 /// Applies a run yaml's settings and model to `options`, as MindFormers would, and sets
 /// `options.configNote`. Returns the yaml read.
@@ -21,4 +21,4 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
 void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,
                        const cluster::Cluster& cluster);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

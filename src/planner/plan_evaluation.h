@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/inputs.h"
-#include "cli/training_flags.h"
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
+#include "planner/inputs.h"
+#include "planner/training_options.h"
 #include "search/driver.h"
 #include "search/pipeline.h"
 #include "sim/step_estimate.h"
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 /// The options of `autopar plan`, after a run yaml (if any) has set its part.
 struct PlanOptions {
@@ -62,4 +62,4 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
 /// would, as one phrase ("it would fit with --tp 2 --dp 4 (estimated peak 60.1 GiB)").
 std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

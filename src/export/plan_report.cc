@@ -1,13 +1,13 @@
-#include "cli/plan_report.h"
+#include "export/plan_report.h"
 
 #include <fmt/format.h>
 
 #include <map>
 
-#include "cli/inputs.h"
 #include "layout/strategy.h"
+#include "planner/inputs.h"
 
-namespace autopar::cli {
+namespace autopar::exporters {
 
 namespace {
 
@@ -97,8 +97,8 @@ void appendRedistributions(std::string& out, const plan::Plan& plan) {
   out += fmt::format("\nRedistributions: {} forward, {} backward ({} gradient syncs)\n", forward,
                      backward, syncs);
   for (const auto& [primitive, tally] : byPrimitive) {
-    out +=
-        fmt::format("  {:<16} x{:<6} {}\n", primitive, tally.count, formatSeconds(tally.seconds));
+    out += fmt::format("  {:<16} x{:<6} {}\n", primitive, tally.count,
+                       planner::formatSeconds(tally.seconds));
   }
 }
 
@@ -145,8 +145,8 @@ void appendFeatures(std::string& out, const plan::Plan& plan) {
         "{} KB); saves {} per device, adds {} of all-gathers and "
         "reduce-scatters",
         f.optimizerGroupUpdate ? " (group update)" : "", sharded, plan.parameters.size(),
-        f.optimizerThresholdKb, formatBytes(peak.optimizerParallelSavedBytes),
-        formatSeconds(peak.optimizerParallelCommSeconds)));
+        f.optimizerThresholdKb, planner::formatBytes(peak.optimizerParallelSavedBytes),
+        planner::formatSeconds(peak.optimizerParallelCommSeconds)));
   }
   if (!plan.fusionGroups.empty()) {
     int64_t fused = 0;
@@ -168,12 +168,13 @@ void appendStageTable(std::string& out, const plan::Plan& plan) {
     const std::string blocks =
         stage.blocks.empty() ? "" : stage.blocks.front() + " .. " + stage.blocks.back();
     const auto& m = stage.memory;
-    out += fmt::format("  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-                       stage.stage, blocks.substr(0, 30), formatSeconds(stage.forwardSeconds),
-                       formatSeconds(stage.backwardSeconds), stage.peakInFlight,
-                       formatBytes(m.parameters), formatBytes(m.gradients),
-                       formatBytes(m.optimizerStates), formatBytes(m.activations),
-                       formatBytes(m.communicationBuffers), formatBytes(stage.peakMemoryBytes));
+    out += fmt::format(
+        "  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", stage.stage,
+        blocks.substr(0, 30), planner::formatSeconds(stage.forwardSeconds),
+        planner::formatSeconds(stage.backwardSeconds), stage.peakInFlight,
+        planner::formatBytes(m.parameters), planner::formatBytes(m.gradients),
+        planner::formatBytes(m.optimizerStates), planner::formatBytes(m.activations),
+        planner::formatBytes(m.communicationBuffers), planner::formatBytes(stage.peakMemoryBytes));
   }
 }
 
@@ -181,28 +182,35 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   const auto& estimate = plan.estimate;
   const auto& memory = estimate.memory;
   out += fmt::format("\nEstimate per device ({})\n", pipelineTitle(plan));
-  out += fmt::format("  step time            {:>12}\n", formatSeconds(estimate.stepTimeSeconds));
-  out += fmt::format("    compute            {:>12}\n", formatSeconds(estimate.computeSeconds));
+  out += fmt::format("  step time            {:>12}\n",
+                     planner::formatSeconds(estimate.stepTimeSeconds));
+  out += fmt::format("    compute            {:>12}\n",
+                     planner::formatSeconds(estimate.computeSeconds));
   out += fmt::format("    exposed comm       {:>12}   (gradient sync {})\n",
-                     formatSeconds(estimate.communicationSeconds),
-                     formatSeconds(estimate.gradientSyncSeconds));
+                     planner::formatSeconds(estimate.communicationSeconds),
+                     planner::formatSeconds(estimate.gradientSyncSeconds));
   if (plan.pipeline.stages > 1) {
     out += fmt::format("    pipeline bubble    {:>12}   ({:.1f}% of the busy time)\n",
-                       formatSeconds(estimate.bubbleSeconds), 100.0 * estimate.bubbleFraction);
+                       planner::formatSeconds(estimate.bubbleSeconds),
+                       100.0 * estimate.bubbleFraction);
   }
-  out += fmt::format("    optimizer step     {:>12}\n", formatSeconds(estimate.optimizerSeconds));
+  out += fmt::format("    optimizer step     {:>12}\n",
+                     planner::formatSeconds(estimate.optimizerSeconds));
   const std::string where =
       estimate.stages.size() > 1 ? fmt::format(" on stage {}", peakStage(plan)) : "";
   out += fmt::format("  peak memory{:<9} {:>12} of {} ({})\n", where,
-                     formatBytes(estimate.peakMemoryBytes), formatBytes(estimate.deviceMemoryBytes),
+                     planner::formatBytes(estimate.peakMemoryBytes),
+                     planner::formatBytes(estimate.deviceMemoryBytes),
                      estimate.fits ? "fits" : "DOES NOT FIT");
-  out += fmt::format("    parameters         {:>12}\n", formatBytes(memory.parameters));
-  out += fmt::format("    gradients          {:>12}\n", formatBytes(memory.gradients));
-  out += fmt::format("    optimizer states   {:>12}\n", formatBytes(memory.optimizerStates));
-  out += fmt::format("    activations        {:>12}\n", formatBytes(memory.activations));
-  out += fmt::format("    comm buffers       {:>12}\n", formatBytes(memory.communicationBuffers));
+  out += fmt::format("    parameters         {:>12}\n", planner::formatBytes(memory.parameters));
+  out += fmt::format("    gradients          {:>12}\n", planner::formatBytes(memory.gradients));
+  out +=
+      fmt::format("    optimizer states   {:>12}\n", planner::formatBytes(memory.optimizerStates));
+  out += fmt::format("    activations        {:>12}\n", planner::formatBytes(memory.activations));
+  out += fmt::format("    comm buffers       {:>12}\n",
+                     planner::formatBytes(memory.communicationBuffers));
   if (memory.host > 0) {
-    out += fmt::format("    host (not counted) {:>12}\n", formatBytes(memory.host));
+    out += fmt::format("    host (not counted) {:>12}\n", planner::formatBytes(memory.host));
   }
   appendStageTable(out, plan);
 }
@@ -230,4 +238,4 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
   return out;
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::exporters

@@ -2,14 +2,14 @@
 /// \file
 /// Turns a sharded graph and its cost report into the Plan value that is printed and exported.
 
-#include "cli/inputs.h"
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
 #include "plan/plan.h"
+#include "planner/inputs.h"
 #include "rules/graph_sharding.h"
 #include "sim/step_estimate.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 /// What the plan was evaluated with beyond its strategies.
 struct PlanContext {
@@ -31,4 +31,4 @@ plan::StepRecord stepRecord(const layout::RedistStep& step);
 /// A canonical one-line description of a cluster, hashed into the plan's inputs.
 std::string describeCluster(const cluster::Cluster& cluster);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -1,15 +1,14 @@
-#include "cli/megatron_estimate.h"
+#include "planner/configuration_estimate.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
-#include "cli/verbs.h"
 #include "cost/compute.h"
 #include "cost/constants.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -188,67 +187,6 @@ bool ConfigEstimate::fits() const {
                      [&](int64_t bytes) { return bytes <= cluster.device.memoryBytes; });
 }
 
-void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
-             estimate.worldSize, estimate.cluster.device.name);
-  const std::string expert = config.ep > 1 ? fmt::format(" EP {}", config.ep) : "";
-  fmt::print(
-      "  TP {} PP {} DP {}{} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
-      "{}{}{}\n",
-      config.tp, config.pp, config.dp, expert, config.vpp, config.mbs, estimate.microBatches,
-      config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
-      config.zeroBubble ? ", zero-bubble H1" : "");
-  const std::string recompute = config.recomputeBlocks.empty()
-                                    ? config.recompute
-                                    : fmt::format("{}, full on {} placed layers", config.recompute,
-                                                  config.recomputeBlocks.size());
-  fmt::print("  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
-  fmt::print("step time        {}\n", formatSeconds(estimate.stepSeconds));
-  fmt::print("  compute        {}\n", formatSeconds(step.computeSeconds));
-  fmt::print("  exposed comm   {}\n", formatSeconds(step.exposedCommunicationSeconds));
-  fmt::print("  bubble         {}\n", formatSeconds(step.bubbleSeconds));
-  fmt::print("  optimizer      {}\n", formatSeconds(step.optimizerSeconds));
-  fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
-  fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
-             estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
-             "grads", "optimizer", "activations", "comm", "in flight");
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    const auto& memory = step.stages[s].memory;
-    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
-               formatBytes(memory.total()), formatBytes(memory.parameterBytes),
-               formatBytes(memory.gradientBytes), formatBytes(memory.optimizerBytes),
-               formatBytes(memory.activationBytes), formatBytes(memory.communicationBytes),
-               step.stages[s].peakInFlight);
-  }
-  fmt::print("device memory {}: {}\n", formatBytes(estimate.cluster.device.memoryBytes),
-             estimate.fits() ? "every stage fits" : "DOES NOT FIT");
-}
-
-void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string& costModel) {
-  verb.add_option("--model", config.model,
-                  "preset, Hugging Face config.json, or dimensions JSON (num_layers, hidden_size, "
-                  "ffn_hidden_size, num_attention_heads, num_kv_heads, vocab_size, seq_length, "
-                  "swiglu)")
-      ->required();
-  verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
-  verb.add_option("--nodes,--simulated-nnodes", config.nodes,
-                  "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
-      ->check(positive());
-  verb.add_option("--devices-per-node,--simulated-nproc-per-node", config.devicesPerNode,
-                  "devices per node of a preset (default: the preset's)")
-      ->check(positive());
-  verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(positive());
-  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")->check(positive());
-  verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
-  verb.add_option("--inter-node-gbps", config.interNodeGbps,
-                  "inter-node bandwidth per device, Gbit/s (overrides the preset)")
-      ->check(positive());
-  verb.add_option("--cost-model", costModel,
-                  "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
-}
-
 Status applyCostModel(const std::string& path) {
   if (path.empty()) return {};
   if (auto status = cost::useCostModelFile(path); !status) return status.error().in("--cost-model");
@@ -341,4 +279,4 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   return result;
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

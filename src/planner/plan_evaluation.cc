@@ -1,4 +1,4 @@
-#include "cli/plan_evaluation.h"
+#include "planner/plan_evaluation.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "rules/graph_sharding.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -58,9 +58,9 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
-  auto evaluateOptions =
-      cli::evaluateOptions(options.training, options.training.groupUpdate ||
-                                                 request.mode == search::SearchMode::kDataParallel);
+  auto evaluateOptions = planner::evaluateOptions(
+      options.training,
+      options.training.groupUpdate || request.mode == search::SearchMode::kDataParallel);
   if (!evaluateOptions) return evaluateOptions.error();
   evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
   evaluateOptions->stageOfOp = stages->virtualStageOf;
@@ -113,4 +113,4 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
 }
 
 /// The plan features a run yaml sets (seed 001's and 004's keys as MindFormers spells them).
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -35,18 +35,17 @@
 ///   --no-gradient-accumulation-fusion  each micro-batch's weight gradients are added into the
 ///                       accumulation buffer by a separate kernel (Megatron-LM before 2022)
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/plan_evaluation.h"
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
+#include "planner/plan_evaluation.h"
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 struct MegatronConfig {
   std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
@@ -127,14 +126,6 @@ Status checkExpertParallel(const MegatronConfig& config,
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
 
-/// The report `autopar estimate` prints: configuration, step-time parts, throughput, FLOP/s and
-/// one memory row per stage.
-void printEstimateReport(const MegatronConfig& config, const ConfigEstimate& estimate);
-
-/// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,
-/// --gbs, --seq, --precision, --inter-node-gbps and --cost-model.
-void addConfigurationOptions(CLI::App& verb, MegatronConfig& config, std::string& costModel);
-
 /// Puts a --cost-model file's constants in force (nothing when `path` is empty).
 Status applyCostModel(const std::string& path);
 
@@ -153,4 +144,4 @@ StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages,
 std::vector<int64_t> layersPerVirtualStage(const ConfigEstimate& estimate,
                                            std::string_view stack = "llm");
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -7,7 +7,7 @@
 
 #include "plan/plan.h"
 
-namespace autopar::cli {
+namespace autopar::exporters {
 
 struct ReportHeader {
   std::string model;
@@ -18,4 +18,4 @@ struct ReportHeader {
 
 std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header);
 
-}  // namespace autopar::cli
+}  // namespace autopar::exporters

@@ -1,4 +1,4 @@
-#include "cli/profile_table.h"
+#include "planner/profile_table.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "frontend/json_fields.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 namespace {
 
@@ -255,4 +255,4 @@ std::string profileTableToJson(const ProfileTable& table, const std::string& mod
   return document.dump(2) + "\n";
 }
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

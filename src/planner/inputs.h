@@ -12,7 +12,7 @@
 #include "ir/graph.h"
 #include "util/expected.h"
 
-namespace autopar::cli {
+namespace autopar::planner {
 
 struct ModelOptions {
   /// Per data-parallel replica (Megatron's --micro-batch-size); 0: the preset's default (1). The
@@ -60,4 +60,4 @@ std::string formatBytes(int64_t bytes);
 /// "12.3 ms", "1.23 s", "45.6 us".
 std::string formatSeconds(double seconds);
 
-}  // namespace autopar::cli
+}  // namespace autopar::planner

@@ -1,0 +1,76 @@
+#include "export/megatron_args.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace autopar::exporters {
+
+namespace {
+
+/// How Megatron-LM places the layers: evenly by default; uneven first and last stages with
+/// --decoder-first/last-pipeline-num-layers when the middle stages are even and there is one
+/// chunk per stage; any other split with Megatron-Core's --pipeline-model-parallel-layout.
+std::string layerArguments(const planner::MegatronConfig& config,
+                           const std::vector<int64_t>& virtualStageLayers) {
+  const auto even = [](auto begin, auto end) {
+    return std::adjacent_find(begin, end, std::not_equal_to<>()) == end;
+  };
+  if (even(virtualStageLayers.begin(), virtualStageLayers.end())) {
+    if (config.vpp <= 1 || virtualStageLayers.empty()) return "";
+    return fmt::format(" --num-layers-per-virtual-pipeline-stage {}", virtualStageLayers.front());
+  }
+  if (config.vpp <= 1 && virtualStageLayers.size() > 2 &&
+      even(virtualStageLayers.begin() + 1, virtualStageLayers.end() - 1)) {
+    return fmt::format(
+        " --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+        virtualStageLayers.front(), virtualStageLayers.back());
+  }
+  return fmt::format(" --pipeline-model-parallel-layout \"{}\"",
+                     pipelineLayout(virtualStageLayers));
+}
+
+}  // namespace
+
+std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers) {
+  std::vector<std::string> stages;
+  for (size_t v = 0; v < virtualStageLayers.size(); ++v) {
+    std::string stage = v == 0 ? "E" : "";
+    if (virtualStageLayers[v] > 0) stage += fmt::format("t*{}", virtualStageLayers[v]);
+    if (v + 1 == virtualStageLayers.size()) stage += stage.empty() ? "L" : ",L";
+    stages.push_back(stage);
+  }
+  return fmt::format("{}", fmt::join(stages, "|"));
+}
+
+std::string megatronArguments(const planner::MegatronConfig& config,
+                              const std::vector<int64_t>& virtualStageLayers) {
+  std::string args = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
+      "--global-batch-size {}",
+      config.tp, config.pp, config.mbs, config.gbs);
+  if (config.cp > 1) args += fmt::format(" --context-parallel-size {}", config.cp);
+  if (config.ep > 1) {
+    args += fmt::format(" --expert-model-parallel-size {} --moe-token-dispatcher-type alltoall",
+                        config.ep);
+  }
+  args += layerArguments(config, virtualStageLayers);
+  if (config.sequenceParallel) args += " --sequence-parallel";
+  if (config.zeroBubble) args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
+  if (!config.recomputeBlocks.empty()) {
+    args += " (full recompute of the first layers of each stage, per llm_layer_recompute)";
+  }
+  if (config.recompute == "selective") args += " --recompute-granularity selective";
+  if (config.recompute == "full") {
+    args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  }
+  if (config.zero == 1) args += " --use-distributed-optimizer";
+  if (config.zero >= 2) {
+    args += fmt::format(" (ZeRO {}: no Megatron-LM flag; DeepSpeed or FSDP)", config.zero);
+  }
+  return args;
+}
+
+}  // namespace autopar::exporters

@@ -1,0 +1,316 @@
+#include "planner/configuration_search.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "planner/block_profile.h"
+#include "planner/inputs.h"
+#include "planner/profile_table.h"
+
+namespace autopar::planner {
+
+namespace {
+
+MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidate& candidate) {
+  MegatronConfig config = base;
+  config.tp = candidate.tp;
+  config.cp = candidate.cp;
+  config.ep = candidate.ep;
+  config.pp = candidate.pp;
+  config.dp = candidate.dp;
+  config.vpp = candidate.vpp;
+  config.zeroBubble = candidate.zeroBubble;
+  config.mbs = candidate.mbs;
+  config.sequenceParallel = candidate.sequenceParallel;
+  config.recompute = candidate.recompute;
+  config.zero = candidate.zero;
+  return config;
+}
+
+/// One search: the model, the cluster, the block profiler and the evaluators over them.
+class SearchRun {
+ public:
+  SearchRun(const SearchRequest& request, frontend::TransformerConfig transformer,
+            cluster::Cluster cluster, std::optional<ProfileTable> table)
+      : request_(request),
+        transformer_(std::move(transformer)),
+        cluster_(std::move(cluster)),
+        base_(baseOf(request, transformer_)),
+        profiler_(base_, transformer_, std::move(table)) {}
+
+  Expected<ConfigurationSearch> run(const SearchProgress& progress);
+
+ private:
+  static MegatronConfig baseOf(const SearchRequest& request,
+                               const frontend::TransformerConfig& transformer) {
+    MegatronConfig base = request.base;
+    base.nodes = std::max(request.base.nodes, 1);
+    base.transformer = transformer;  // read once, not again for every evaluation
+    return base;
+  }
+  [[nodiscard]] search::HybridModel model() const;
+  [[nodiscard]] bool vision() const { return transformer_.vision.layers > 0; }
+  /// The closed form of a configuration (measured blocks where the table has them).
+  Expected<search::AnalyticEstimate> closedForm(const MegatronConfig& config,
+                                                search::StackCounts layers = {},
+                                                search::StackCounts recomputed = {});
+  Expected<search::HybridScore> screen(const search::HybridCandidate& candidate);
+  /// The configuration with its layers as the screen placed them: evenly for an LLM (the full
+  /// model's default), by time with a vision tower.
+  Expected<MegatronConfig> withLayers(const search::HybridCandidate& candidate);
+  /// The full model's score of the candidate as split by withLayers and as placed exactly
+  /// (search/layer_placement.h), whichever is faster; with a measured table, the closed form's
+  /// (the full model does not read the table). Remembers what it found in refined_.
+  Expected<search::HybridScore> refine(const search::HybridCandidate& candidate);
+  /// The step of an evaluated configuration: the full model's, or with a measured table the
+  /// closed form's.
+  Expected<double> stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
+                          const search::Placement* placement);
+  /// Places the candidate exactly (search/layer_placement.h) and, when that changes its layers,
+  /// evaluates the placed plan on the full model; keeps it in `refined` and `score` when it is
+  /// faster (or only it fits).
+  Status tryPlacement(const search::HybridCandidate& candidate, RefinedConfiguration& refined,
+                      search::HybridScore& score);
+  /// The report's line for a candidate's placement.
+  static std::string placementLine(const MegatronConfig& config, const search::Placement& placement,
+                                   double placedSeconds, const search::HybridCandidate& candidate,
+                                   double unplacedSeconds);
+  static std::string keyOf(const search::HybridCandidate& c);
+
+  const SearchRequest& request_;
+  frontend::TransformerConfig transformer_;
+  cluster::Cluster cluster_;
+  MegatronConfig base_;
+  BlockProfiler profiler_;
+  /// What refining each candidate found. (Not its estimate: that holds the whole graph; the
+  /// winner's is evaluated again.)
+  std::map<std::string, RefinedConfiguration> refined_;
+};
+
+search::HybridModel SearchRun::model() const {
+  search::HybridModel model;
+  model.layers = transformer_.layers + transformer_.vision.layers;
+  model.heads = transformer_.heads;
+  model.kvHeads = transformer_.kvHeads;
+  model.ffn = transformer_.ffn;
+  model.vocab = transformer_.vocab;
+  model.seq = request_.base.seq > 0 ? request_.base.seq : transformer_.seq;
+  const auto& v = transformer_.vision;
+  model.textTokens = model.seq - (vision() ? v.patches / (v.merge * v.merge) : 0);
+  model.visionHeads = vision() ? v.heads : 0;
+  model.visionFfn = v.ffn;
+  model.experts = transformer_.experts;
+  model.expertSlots =
+      transformer_.experts > 0 ? model.seq * transformer_.topK / transformer_.experts : 0;
+  return model;
+}
+
+Expected<search::AnalyticEstimate> SearchRun::closedForm(const MegatronConfig& config,
+                                                         search::StackCounts layers,
+                                                         search::StackCounts recomputed) {
+  return closedFormEstimate(config, profiler_, cluster_, std::move(layers), std::move(recomputed));
+}
+
+Expected<search::HybridScore> SearchRun::screen(const search::HybridCandidate& candidate) {
+  auto estimate = closedForm(configOf(base_, candidate));
+  if (!estimate) return estimate.error();
+  return search::HybridScore{estimate->stepSeconds, estimate->peak(),
+                             estimate->peak() <= cluster_.device.memoryBytes};
+}
+
+Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& candidate) {
+  MegatronConfig config = configOf(base_, candidate);
+  if (!vision()) return config;
+  auto profile = profiler_.profileOf(config);
+  if (!profile) return profile.error();
+  const search::StackCounts layers = screenLayers(config, *profile, profiler_.stacks());
+  applyPlacement(layers, search::zerosLike(layers), config);
+  return config;
+}
+
+std::string SearchRun::keyOf(const search::HybridCandidate& c) {
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {}", c.tp, c.cp, c.ep, c.pp, c.dp, c.vpp, c.mbs,
+                     c.sequenceParallel, c.zeroBubble, c.recompute, c.zero);
+}
+
+Expected<double> SearchRun::stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
+                                   const search::Placement* placement) {
+  if (!profiler_.hasTable()) return estimate.stepSeconds;
+  auto measured =
+      placement ? closedForm(config, placement->layers, placement->recomputed) : closedForm(config);
+  if (!measured) return measured.error();
+  return measured->stepSeconds;
+}
+
+Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
+  auto config = withLayers(candidate);
+  if (!config) return config.error();
+  auto estimate = estimateConfig(*config);
+  if (!estimate) return estimate.error();
+  auto seconds = stepOf(*config, *estimate, nullptr);
+  if (!seconds) return seconds.error();
+  RefinedConfiguration refined{*config, *seconds, false, ""};
+  search::HybridScore score{
+      *seconds,
+      *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end()),
+      estimate->fits()};
+  if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
+  refined_.insert_or_assign(keyOf(candidate), std::move(refined));
+  return score;
+}
+
+Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
+                               RefinedConfiguration& refined, search::HybridScore& score) {
+  // From no recompute when the candidate recomputes every layer: the placement chooses how many
+  // layers each stage recomputes.
+  MegatronConfig toPlace = configOf(base_, candidate);
+  if (toPlace.recompute == "full") toPlace.recompute = "none";
+  auto placement = placeOnClosedForm(toPlace, profiler_);
+  if (!placement) {
+    refined.placementLine =
+        fmt::format("  {}: not placed: {}", shapeName(toPlace), placement.error().message);
+    return {};
+  }
+  if (!*placement) return {};
+  auto profile = profiler_.profileOf(toPlace);
+  if (!profile) return profile.error();
+  // The placement the candidate was evaluated with needs no second evaluation.
+  const search::Placement& layout = **placement;
+  const bool unchanged = candidate.recompute != "full" &&
+                         layout.recomputed == search::zerosLike(layout.recomputed) &&
+                         layout.layers == screenLayers(toPlace, *profile, profiler_.stacks());
+  if (unchanged) {
+    refined.placementLine =
+        placementLine(toPlace, layout, refined.seconds, candidate, refined.seconds);
+    return {};
+  }
+  auto placed = evaluatePlaced(toPlace, layout);
+  if (!placed) return placed.error();
+  if (!placed->estimate.fits()) return {};
+  auto seconds = stepOf(placed->config, placed->estimate, &placed->placement);
+  if (!seconds) return seconds.error();
+  refined.placementLine = placementLine(toPlace, layout, *seconds, candidate, refined.seconds);
+  if (*seconds >= refined.seconds && score.fits) return {};
+  refined.config = placed->config;
+  refined.seconds = *seconds;
+  refined.placed = true;
+  score = {*seconds,
+           *std::max_element(placed->estimate.peakMemoryBytes.begin(),
+                             placed->estimate.peakMemoryBytes.end()),
+           true};
+  return {};
+}
+
+std::string SearchRun::placementLine(const MegatronConfig& config,
+                                     const search::Placement& placement, double placedSeconds,
+                                     const search::HybridCandidate& candidate,
+                                     double unplacedSeconds) {
+  const auto& layers = placement.layers;
+  const auto& recomputed = placement.recomputed;
+  const std::string towers = layers.size() > 1 ? fmt::format("ViT [{}] recomputed [{}], LLM ",
+                                                             fmt::join(layers.front(), ", "),
+                                                             fmt::join(recomputed.front(), ", "))
+                                               : "";
+  return fmt::format("  {}: {}layers{} [{}], recomputed [{}]: {} (unplaced, {}: {})",
+                     shapeName(config), towers, config.vpp > 1 ? " per virtual stage" : "",
+                     fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
+                     formatSeconds(placedSeconds), candidate.recompute,
+                     formatSeconds(unplacedSeconds));
+}
+
+Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
+  search::HybridSpace space;
+  space.world = cluster_.numDevices;
+  space.devicesPerNode = cluster_.devicesPerNode;
+  space.globalBatch = request_.base.gbs;
+  auto result = search::searchHybrid(
+      model(), space, [this](const auto& c) { return screen(c); },
+      [this](const auto& c) { return refine(c); }, request_.refinedCandidates, progress);
+  if (!result) return result.error();
+  ConfigurationSearch found;
+  found.hybrid = std::move(*result);
+  for (const auto& [candidate, score] : found.hybrid.ranked) {
+    found.refined.push_back(refined_.at(keyOf(candidate)));
+  }
+  found.placedFaster = static_cast<int>(std::count_if(
+      refined_.begin(), refined_.end(), [](const auto& entry) { return entry.second.placed; }));
+  found.cluster = cluster_;
+  found.transformer = transformer_;
+  found.sequence = model().seq;
+  found.probes = profiler_.probes();
+  found.settings = profiler_.settings();
+  found.measuredSettings = profiler_.measuredSettings();
+  found.measured = profiler_.hasTable();
+  if (found.refined.empty()) return found;
+  const RefinedConfiguration& winner = found.refined.front();
+  auto estimate = estimateConfig(winner.config);
+  if (!estimate) return estimate.error();
+  found.best = winner.config;
+  found.estimate = std::move(*estimate);
+  found.bestSeconds = winner.seconds;
+  found.placedBest = winner.placed;
+  return found;
+}
+
+}  // namespace
+
+std::string shapeName(const MegatronConfig& config) {
+  std::string name = fmt::format("TP {}", config.tp);
+  if (config.cp > 1) name += fmt::format(" CP {}", config.cp);
+  name += fmt::format(" PP {} DP {}", config.pp, config.dp);
+  if (config.ep > 1) name += fmt::format(" EP {}", config.ep);
+  name += fmt::format(" MBS {}", config.mbs);
+  if (config.sequenceParallel) name += " SP";
+  if (config.zeroBubble) name += " zb-h1";
+  return name;
+}
+
+Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
+                                                   const SearchProgress& progress) {
+  if (auto precision = parsePrecision(request.base.precision); !precision) {
+    return precision.error();
+  }
+  auto transformer = transformerConfigOf(request.base.model);
+  if (!transformer) return transformer.error();
+  MegatronConfig whole = request.base;  // the whole cluster as one data-parallel group
+  whole.nodes = std::max(request.base.nodes, 1);
+  auto one = loadCluster(whole.cluster, whole.nodes, 0, whole.devicesPerNode);
+  if (!one) return one.error();
+  whole.dp = one->numDevices;
+  auto cluster = clusterFor(whole);
+  if (!cluster) return cluster.error();
+  std::optional<ProfileTable> table;
+  if (request.profilePath.empty() &&
+      (request.samplingNodes > 0 || request.samplingDevicesPerNode > 0)) {
+    return Error{
+        "--nnodes/--nproc-per-node: name the cluster a --profile table was measured on; give "
+        "--profile (the target cluster is --nodes and --devices-per-node)"};
+  }
+  if (!request.profilePath.empty()) {
+    auto read = readProfileTable(request.profilePath, cluster->device.name, request.samplingNodes,
+                                 request.samplingDevicesPerNode);
+    if (!read) return read.error();
+    table = std::move(*read);
+  }
+  SearchRun run(request, std::move(*transformer), std::move(*cluster), std::move(table));
+  return run.run(progress);
+}
+
+std::string nothingFitsAdvice(const ConfigurationSearch& found, int nodes) {
+  const auto& [leanest, score] = found.hybrid.leanest;
+  const auto needed = static_cast<int64_t>(
+      std::ceil(static_cast<double>(nodes) * static_cast<double>(score.peakBytes) /
+                static_cast<double>(found.cluster.device.memoryBytes)));
+  return fmt::format(
+      "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {} EP {}, recompute {}, ZeRO "
+      "{}) needs {} per device of {}; about --nodes {} would fit it",
+      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.ep, leanest.recompute, leanest.zero,
+      formatBytes(score.peakBytes), formatBytes(found.cluster.device.memoryBytes),
+      std::max<int64_t>(needed, nodes + 1));
+}
+
+}  // namespace autopar::planner

@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// `autopar search`'s pipeline: the multi-dimensional search (search/hybrid.h) over Megatron-style
+/// configurations of one transformer on one cluster. Every (TP, CP, EP, PP, DP, VPP, schedule,
+/// micro-batch size, SP, recompute, ZeRO) candidate the cluster allows is screened in closed form
+/// on block profiles (planner/block_profile.h); the fastest are evaluated on the full model
+/// (planner/configuration_estimate.h), each also with its layers placed exactly where it
+/// pipelines (search/layer_placement.h), whichever is faster; the winner is evaluated again.
+///
+///   SearchRequest request;
+///   request.base.model = "llama2-70b"; request.base.nodes = 8; request.base.gbs = 128;
+///   auto found = searchConfigurations(request);  // found->best: TP 8 PP 4 DP 2 ...
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "frontend/transformer.h"
+#include "planner/configuration_estimate.h"
+#include "search/hybrid.h"
+#include "util/expected.h"
+
+namespace autopar::planner {
+
+struct SearchRequest {
+  MegatronConfig base;  ///< model, cluster, nodes, gbs, seq, precision, inter-node bandwidth
+  /// A measured block table (docs/profile-table.md): its block times and activations replace the
+  /// analytic ones, and candidates are ranked on the closed form. Empty: analytic.
+  std::string profilePath;
+  int samplingNodes = 0;  ///< the cluster the table was measured on (0: the table's)
+  int samplingDevicesPerNode = 0;
+  /// How many of the fastest screened configurations the full model evaluates again.
+  int refinedCandidates = 16;
+};
+
+/// What refining a candidate found.
+struct RefinedConfiguration {
+  MegatronConfig config;  ///< as evaluated (placed exactly when that was faster)
+  double seconds = 0;     ///< its step: the full model's, or the measured closed form's
+  bool placed = false;
+  /// The report's line for its exact placement: "  TP 8 PP 4 DP 2 MBS 1: layers [..] ..."; empty
+  /// when placement does not apply.
+  std::string placementLine;
+};
+
+struct ConfigurationSearch {
+  search::HybridResult hybrid;  ///< ranked candidates (fastest first) and the search's counts
+  /// Per ranked candidate, in the same order.
+  std::vector<RefinedConfiguration> refined;
+  int placedFaster = 0;  ///< refined candidates whose exact placement was faster
+  /// The winner (when anything fits): its configuration, its full-model estimate, its step.
+  std::optional<MegatronConfig> best;
+  std::optional<ConfigEstimate> estimate;
+  double bestSeconds = 0;
+  bool placedBest = false;
+  // What the search ran on.
+  cluster::Cluster cluster;
+  frontend::TransformerConfig transformer;
+  int64_t sequence = 0;
+  // The block profiler's counts.
+  int probes = 0;
+  int settings = 0;
+  int measuredSettings = 0;
+  bool measured = false;  ///< ranked on a measured table's closed form
+
+  [[nodiscard]] bool vision() const { return transformer.vision.layers > 0; }
+};
+
+/// Called with (done, total) as the full model refines candidates.
+using SearchProgress = std::function<void(int, int)>;
+
+/// Runs the search. Errors are bad input (model, cluster, precision, table), one line each.
+/// When nothing fits, `best` is empty and nothingFitsAdvice() says what would.
+Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
+                                                   const SearchProgress& progress = {});
+
+/// For a search where nothing fits: the leanest configuration, its peak against the device's
+/// memory, and about how many nodes would fit it (memory per device falls about in proportion
+/// to the devices under ZeRO-3 and pipelining).
+std::string nothingFitsAdvice(const ConfigurationSearch& found, int nodes);
+
+/// "TP 2 CP 2 PP 8 DP 2 EP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
+std::string shapeName(const MegatronConfig& config);
+
+}  // namespace autopar::planner

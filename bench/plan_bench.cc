@@ -11,10 +11,10 @@
 #include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
-#include "search/analytic_step.h"
-#include "search/driver.h"
-#include "search/layer_placement.h"
-#include "search/pipeline.h"
+#include "search/layer_level/analytic_step.h"
+#include "search/layer_level/layer_placement.h"
+#include "search/op_level/driver.h"
+#include "search/op_level/pipeline.h"
 #include "sim/step_estimate.h"
 
 namespace autopar {
@@ -120,9 +120,10 @@ BENCHMARK(BM_PipelineFeaturesEstimate)
     ->ArgNames({"stages"})
     ->Unit(benchmark::kMillisecond);
 
-/// The hybrid search's analytic pipeline model (search/layer_placement.h): LLaMA2-70B-like
-/// per-layer figures (80 layers, TP 4), 64 micro-batches. `evaluate` prices one placement of the
-/// layers on `stages` stages (one configuration); `place` runs the exact placement program.
+/// The hybrid search's analytic pipeline model (search/layer_level/layer_placement.h):
+/// LLaMA2-70B-like per-layer figures (80 layers, TP 4), 64 micro-batches. `evaluate` prices one
+/// placement of the layers on `stages` stages (one configuration); `place` runs the exact placement
+/// program.
 search::PlacementProblem llamaLikePlacement(int64_t stages) {
   search::PlacementProblem problem;
   problem.stacks = {
@@ -154,9 +155,10 @@ void BM_PlaceLayersExact(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
 }
 
-/// The hybrid search's screen (search/analytic_step.h), one configuration per iteration: a
-/// LLaMA2-70B-like block profile (TP 4) on 1024 A100s, cycling through PP 1-16, VPP 1-2, ZeRO 0-3
-/// and recompute none/full, each with its data-parallel all-reduce priced over its own group.
+/// The hybrid search's screen (search/layer_level/analytic_step.h), one configuration per
+/// iteration: a LLaMA2-70B-like block profile (TP 4) on 1024 A100s, cycling through PP 1-16, VPP
+/// 1-2, ZeRO 0-3 and recompute none/full, each with its data-parallel all-reduce priced over its
+/// own group.
 void BM_ClosedFormEstimate(benchmark::State& state) {
   auto cluster = cluster::clusterPreset("dgx-a100-80g", 128);
   if (!cluster) {

@@ -12,7 +12,7 @@
 
 #include "cli/verbs.h"
 #include "frontend/iopddl.h"
-#include "search/intra_op_solver.h"
+#include "search/intra_op/intra_op_solver.h"
 
 namespace autopar::cli {
 

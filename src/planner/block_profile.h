@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// Block profiles for the hybrid search's closed-form inner loop (search/analytic_step.h): one
-/// layer's cost for each stack (the vision tower's, the LLM's) and the two ends' costs under a
-/// (TP, CP, SP, micro-batch size, recompute) setting, measured by running the full cost model and
-/// pipeline simulator on two small versions of the model over two stages, with and without full
-/// recompute. This is seed 003's black-box block sampling done on the analytic model:
+/// Block profiles for the hybrid search's closed-form inner loop
+/// (search/layer_level/analytic_step.h): one layer's cost for each stack (the vision tower's, the
+/// LLM's) and the two ends' costs under a (TP, CP, SP, micro-batch size, recompute) setting,
+/// measured by running the full cost model and pipeline simulator on two small versions of the
+/// model over two stages, with and without full recompute. This is seed 003's black-box block
+/// sampling done on the analytic model:
 ///   small: stage 0 = [1 ViT layer,] 1 LLM layer;   stage 1 = 1 LLM layer
 ///   large: stage 0 = [2 ViT layers,] 2 LLM layers; stage 1 = 2 LLM layers
 /// so stage 1's difference is one LLM layer, stage 0's is one of each, and what is left of the
@@ -26,8 +27,8 @@
 
 #include "planner/configuration_estimate.h"
 #include "planner/profile_table.h"
-#include "search/analytic_step.h"
-#include "search/layer_placement.h"
+#include "search/layer_level/analytic_step.h"
+#include "search/layer_level/layer_placement.h"
 #include "util/expected.h"
 
 namespace autopar::planner {
@@ -94,13 +95,14 @@ void applyPlacement(const search::StackCounts& layers, const search::StackCounts
                     MegatronConfig& config);
 
 /// The layers the screen gives each stage: split evenly for one stack (as the full model does
-/// by default), by time for a vision tower and an LLM (search/analytic_step.h).
+/// by default), by time for a vision tower and an LLM (search/layer_level/analytic_step.h).
 search::StackCounts screenLayers(const MegatronConfig& config, const search::BlockProfile& profile,
                                  const std::vector<int64_t>& stacks);
 
-/// The closed-form estimate (search/analytic_step.h) of a configuration on `cluster` (the search's
-/// whole cluster, or the configuration's own): its block profile, its layers placed as `layers`
-/// says (empty: screenLayers) and recomputed as `recomputed` says (empty: every layer under
+/// The closed-form estimate (search/layer_level/analytic_step.h) of a configuration on `cluster`
+/// (the search's whole cluster, or the configuration's own): its block profile, its layers placed
+/// as `layers` says (empty: screenLayers) and recomputed as `recomputed` says (empty: every layer
+/// under
 /// --recompute full, else none), gradients all-reduced over its DP x CP group (ranks TP apart,
 /// Megatron-LM's tp-cp-ep-dp-pp order) and ZeRO sharding over the same group; the experts'
 /// gradients over their DP x CP / EP replicas (ranks TP x CP x EP apart in DP).
@@ -120,8 +122,8 @@ struct PlacedEstimate {
   search::Placement placement;
 };
 
-/// Non-uniform layer placement with per-stage recompute (search/layer_placement.h) for a
-/// configuration with PP > 1 (per chunk when interleaved), on the closed form's model of its
+/// Non-uniform layer placement with per-stage recompute (search/layer_level/layer_placement.h) for
+/// a configuration with PP > 1 (per chunk when interleaved), on the closed form's model of its
 /// schedule; nullopt when placement does not apply (PP 1, or full recompute everywhere); the
 /// solver's error when nothing fits its model or it cannot place the stacks.
 Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfig& config,

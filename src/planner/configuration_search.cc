@@ -63,16 +63,16 @@ class SearchRun {
   /// model's default), by time with a vision tower.
   Expected<MegatronConfig> withLayers(const search::HybridCandidate& candidate);
   /// The full model's score of the candidate as split by withLayers and as placed exactly
-  /// (search/layer_placement.h), whichever is faster; with a measured table, the closed form's
-  /// (the full model does not read the table). Remembers what it found in refined_.
+  /// (search/layer_level/layer_placement.h), whichever is faster; with a measured table, the closed
+  /// form's (the full model does not read the table). Remembers what it found in refined_.
   Expected<search::HybridScore> refine(const search::HybridCandidate& candidate);
   /// The step of an evaluated configuration: the full model's, or with a measured table the
   /// closed form's.
   Expected<double> stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
                           const search::Placement* placement);
-  /// Places the candidate exactly (search/layer_placement.h) and, when that changes its layers,
-  /// evaluates the placed plan on the full model; keeps it in `refined` and `score` when it is
-  /// faster (or only it fits).
+  /// Places the candidate exactly (search/layer_level/layer_placement.h) and, when that changes its
+  /// layers, evaluates the placed plan on the full model; keeps it in `refined` and `score` when it
+  /// is faster (or only it fits).
   Status tryPlacement(const search::HybridCandidate& candidate, RefinedConfiguration& refined,
                       search::HybridScore& score);
   /// The report's line for a candidate's placement.

@@ -11,8 +11,8 @@
 #include "cost/graph_cost.h"
 #include "planner/inputs.h"
 #include "planner/training_options.h"
-#include "search/driver.h"
-#include "search/pipeline.h"
+#include "search/op_level/driver.h"
+#include "search/op_level/pipeline.h"
 #include "sim/step_estimate.h"
 #include "util/expected.h"
 

@@ -9,8 +9,8 @@
 #include "cluster/cluster.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
-#include "search/driver.h"
-#include "search/ilp.h"
+#include "search/op_level/driver.h"
+#include "search/op_level/ilp.h"
 
 namespace autopar {
 namespace {

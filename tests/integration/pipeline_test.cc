@@ -4,7 +4,7 @@
 //   - interleaved 1F1B with v chunks per stage has a bubble of (p-1)/(v*m);
 //   - GPipe keeps all m micro-batches in flight.
 
-#include "search/pipeline.h"
+#include "search/op_level/pipeline.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

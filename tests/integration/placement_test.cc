@@ -10,7 +10,7 @@
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
 #include "rules/graph_sharding.h"
-#include "search/pipeline.h"
+#include "search/op_level/pipeline.h"
 
 namespace autopar {
 namespace {

@@ -10,7 +10,7 @@
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
 #include "rules/graph_sharding.h"
-#include "search/recursive.h"
+#include "search/op_level/recursive.h"
 
 namespace autopar {
 namespace {

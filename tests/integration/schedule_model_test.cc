@@ -1,14 +1,14 @@
-// The closed form's schedule model (search/schedule_model.h) against the event simulator
-// (sim/simulator.h), which it stands in for inside the hybrid search:
+// The closed form's schedule model (search/layer_level/schedule_model.h) against the event
+// simulator (sim/simulator.h), which it stands in for inside the hybrid search:
 //   - the peak rows give every stage's activation peak, with chunks of any size, exactly as the
 //     simulator's action-by-action count does (1F1B and interleaved), and never less than it
 //     under zero-bubble H1 (which the closed form counts at 1F1B's first-stage peak everywhere);
 //   - on even stages its step is the simulator's makespan for 1F1B, interleaved and ZB-H1;
 //   - on uneven stages it stays near the simulator's makespan under ZB-H1, and interleaved while
 //     each stage's chunks are balanced, which is why the layer placement keeps them so
-//     (search/layer_placement.h): with chunks far apart it is off by much more.
+//     (search/layer_level/layer_placement.h): with chunks far apart it is off by much more.
 
-#include "search/schedule_model.h"
+#include "search/layer_level/schedule_model.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,0 +1,136 @@
+#include "search/op_level/driver.h"
+
+#include <fmt/format.h>
+
+#include "search/op_level/ilp.h"
+#include "search/op_level/recursive.h"
+
+namespace autopar::search {
+
+namespace {
+
+constexpr std::pair<SearchMode, std::string_view> kModeNames[] = {
+    {SearchMode::kDataParallel, "data_parallel"},
+    {SearchMode::kSemiAuto, "semi_auto"},
+    {SearchMode::kShardingPropagation, "sharding_propagation"},
+    {SearchMode::kRecursiveProgramming, "recursive_programming"},
+    {SearchMode::kIlp, "ilp"},
+};
+
+Expected<SearchOutcome> dataParallel(const ir::Graph& graph, const std::vector<int>& ranks) {
+  std::vector<rules::FactorCuts> cuts;
+  for (const ir::Op& op : graph.ops()) {
+    auto rule = rules::shardingRuleFor(graph, op);
+    if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+    cuts.push_back(rules::defaultFactorCuts(*rule, static_cast<int64_t>(ranks.size())));
+  }
+  const std::vector<rules::StrategySource> sources(cuts.size(), rules::StrategySource::kDefault);
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, cuts, sources);
+  if (!sharding) return sharding.error();
+  return SearchOutcome{std::move(*sharding), {}, {}};
+}
+
+/// Where each op's strategy came from when a search started from the user's fixed ops.
+std::vector<rules::StrategySource> searchSources(const ir::Graph& graph,
+                                                 const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                                                 const SearchRequest& request) {
+  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
+  for (const auto& [opId, cuts] : fixed) {
+    sources[opId] = request.overrides.contains(graph.op(opId).name)
+                        ? rules::StrategySource::kOverride
+                        : rules::StrategySource::kAnnotation;
+  }
+  return sources;
+}
+
+Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<int>& ranks,
+                                    const cluster::Cluster& cluster, const SearchRequest& request) {
+  auto fixed = rules::annotatedCuts(graph, request.overrides);
+  if (!fixed) return fixed.error();
+  auto result = propagateStrategies(graph, ranks, cluster, *fixed,
+                                    PropagationOptions{request.enableAllToAll});
+  if (!result) return result.error();
+  const auto sources = searchSources(graph, *fixed, request);
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
+  if (!sharding) return sharding.error();
+  return SearchOutcome{std::move(*sharding), std::move(result->log), std::move(result->conflicts)};
+}
+
+Expected<SearchOutcome> recursive(const ir::Graph& graph, const std::vector<int>& ranks,
+                                  const cluster::Cluster& cluster, const SearchRequest& request) {
+  RecursiveOptions options;
+  options.memCoeff = request.memCoeff;
+  options.explain = request.explain;
+  options.enableAllToAll = request.enableAllToAll;
+  auto result = recursiveProgramming(graph, ranks, cluster, options);
+  if (!result) return result.error();
+  std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
+  for (const ir::Op& op : graph.ops()) {
+    if (!op.shard.empty()) sources[op.id] = rules::StrategySource::kAnnotation;
+  }
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
+  if (!sharding) return sharding.error();
+  return SearchOutcome{std::move(*sharding), std::move(result->explanation), {}};
+}
+
+Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& ranks,
+                            const cluster::Cluster& cluster, const SearchRequest& request) {
+  auto fixed = rules::annotatedCuts(graph, request.overrides);
+  if (!fixed) return fixed.error();
+  SolveOptions options;
+  options.timeLimitSeconds = request.timeLimitSeconds;
+  auto result = searchIlp(graph, ranks, cluster, *fixed, request.memoryLimitBytes, options,
+                          request.enableAllToAll, request.tieLayers);
+  if (!result) return result.error();
+  const auto sources = searchSources(graph, *fixed, request);
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
+  if (!sharding) return sharding.error();
+  SearchOutcome outcome{std::move(*sharding), {}, {}};
+  outcome.explanation.push_back(
+      fmt::format("ilp: {} ops, {} strategies, objective {} ns, lower bound {:.0f} ns, {}",
+                  graph.ops().size(), result->variables, result->solve.evaluation.cost,
+                  result->solve.lowerBound, result->solve.status));
+  return outcome;
+}
+
+}  // namespace
+
+std::string_view searchModeName(SearchMode mode) {
+  for (const auto& [candidate, name] : kModeNames) {
+    if (candidate == mode) return name;
+  }
+  return "unknown";
+}
+
+Expected<SearchMode> parseSearchMode(std::string_view name) {
+  for (const auto& [mode, candidate] : kModeNames) {
+    if (candidate == name) return mode;
+  }
+  return Error{
+      fmt::format("unknown search mode '{}'; expected data_parallel, semi_auto, "
+                  "sharding_propagation, recursive_programming or ilp",
+                  name)};
+}
+
+Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,
+                                         const cluster::Cluster& cluster,
+                                         const SearchRequest& request) {
+  switch (request.mode) {
+    case SearchMode::kDataParallel:
+      return dataParallel(graph, ranks);
+    case SearchMode::kSemiAuto: {
+      auto sharding = rules::shardGraph(graph, ranks, request.overrides);
+      if (!sharding) return sharding.error();
+      return SearchOutcome{std::move(*sharding), {}, {}};
+    }
+    case SearchMode::kShardingPropagation:
+      return propagation(graph, ranks, cluster, request);
+    case SearchMode::kRecursiveProgramming:
+      return recursive(graph, ranks, cluster, request);
+    case SearchMode::kIlp:
+      return ilp(graph, ranks, cluster, request);
+  }
+  return Error{"unknown search mode"};
+}
+
+}  // namespace autopar::search

@@ -1,0 +1,231 @@
+#include "search/op_level/ilp.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "cost/memory.h"
+#include "cost/op_cost.h"
+#include "search/op_level/edge_cost.h"
+
+namespace autopar::search {
+
+namespace {
+
+int64_t nanoseconds(double seconds) { return std::llround(seconds * 1e9); }
+
+struct Extractor {
+  const ir::Graph& graph;
+  const std::vector<int>& ranks;
+  const cluster::Cluster& cluster;
+  EdgeCostCache edges;
+  std::vector<rules::ShardingRule> rules;
+  std::vector<std::vector<rules::ShardedOp>> sharded;  ///< per op, per candidate
+
+  /// The op's cost and memory under one candidate.
+  Expected<std::pair<int64_t, int64_t>> nodeCost(const ir::Op& op, const rules::ShardedOp& shard) {
+    auto cost = cost::costOfOp(graph, op, shard, cluster);
+    if (!cost) return cost.error();
+    double seconds = cost->totalSeconds();
+    int64_t bytes = 0;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const ir::Tensor& tensor = graph.tensor(op.inputs[i]);
+      if (!tensor.isParameter() || tensor.consumers.front() != op.id) continue;
+      // Stored as this op needs it; its gradient reduces over the axes the op leaves partial.
+      auto sync = edges.edgeSeconds(shard.inputs[i], shard.inputs[i], shard.inputGradPartialAxes[i],
+                                    ir::dtypeBytes(tensor.type.dtype), true);
+      if (!sync) return sync.error();
+      seconds += *sync;
+      bytes +=
+          cost::parameterStateBytes(shard.inputs[i].sliceElements(), tensor.type.dtype, {}).total();
+    }
+    for (const ir::SavedTensor& saved : graph.backwardRule(op).saved) {
+      using Source = ir::SavedTensor::Source;
+      if (saved.source == Source::kExtra) {
+        bytes += static_cast<int64_t>(static_cast<double>(saved.bytes) * shard.computeFraction);
+        continue;
+      }
+      const bool input = saved.source == Source::kInput;
+      const ir::TensorId id = input ? op.inputs[saved.index] : op.outputs[saved.index];
+      if (graph.tensor(id).isParameter()) continue;
+      const auto& layout = input ? shard.inputs[saved.index] : shard.outputs[saved.index];
+      bytes += layout.sliceElements() * ir::dtypeBytes(graph.tensor(id).type.dtype);
+    }
+    return std::make_pair(nanoseconds(seconds), bytes);
+  }
+
+  Status addNodes(const std::map<ir::OpId, rules::FactorCuts>& fixed, IlpExtraction& out) {
+    for (const ir::Op& op : graph.ops()) {
+      auto rule = rules::shardingRuleFor(graph, op);
+      if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+      auto it = fixed.find(op.id);
+      auto candidates = it != fixed.end()
+                            ? std::vector<rules::FactorCuts>{it->second}
+                            : rules::fullDeviceCuts(*rule, static_cast<int64_t>(ranks.size()));
+      ir::IntraOpProblem::Node node{0, 1, {}, {}};
+      std::vector<rules::ShardedOp> shards;
+      for (const auto& cuts : candidates) {
+        auto shard = rules::applyFactorCuts(*rule, cuts, ranks);
+        if (!shard) return shard.error().in(fmt::format("op '{}'", op.name));
+        auto cost = nodeCost(op, *shard);
+        if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
+        node.costs.push_back(cost->first);
+        node.usages.push_back(cost->second);
+        shards.push_back(std::move(*shard));
+      }
+      out.problem.nodes.push_back(std::move(node));
+      out.candidates.push_back(std::move(candidates));
+      rules.push_back(std::move(*rule));
+      sharded.push_back(std::move(shards));
+    }
+    return {};
+  }
+
+  /// One edge per (producer, consumer) pair, summing every tensor between them.
+  Status addEdges(IlpExtraction& out) {
+    std::map<std::pair<ir::OpId, ir::OpId>, size_t> index;
+    for (const ir::Op& consumer : graph.ops()) {
+      for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+        const ir::Tensor& tensor = graph.tensor(consumer.inputs[i]);
+        if (tensor.producer == ir::kNoOp) continue;
+        const ir::Op& producer = graph.op(tensor.producer);
+        size_t output = 0;
+        while (producer.outputs[output] != tensor.id) ++output;
+        auto [it, added] =
+            index.emplace(std::make_pair(producer.id, consumer.id), out.problem.edges.size());
+        const auto& from = sharded[producer.id];
+        const auto& to = sharded[consumer.id];
+        if (added) {
+          out.problem.edges.push_back(
+              {producer.id, consumer.id, std::vector<int64_t>(from.size() * to.size(), 0)});
+        }
+        auto& costs = out.problem.edges[it->second].costs;
+        for (size_t a = 0; a < from.size(); ++a) {
+          for (size_t b = 0; b < to.size(); ++b) {
+            auto seconds = edges.edgeSeconds(
+                from[a].outputs[output], to[b].inputs[i], to[b].inputGradPartialAxes[i],
+                ir::dtypeBytes(tensor.type.dtype), ir::isFloating(tensor.type.dtype));
+            if (!seconds) return seconds.error().in(fmt::format("tensor '{}'", tensor.name));
+            costs[a * to.size() + b] += nanoseconds(*seconds);
+          }
+        }
+      }
+    }
+    return {};
+  }
+};
+
+}  // namespace
+
+Expected<IlpExtraction> extractIntraOpProblem(const ir::Graph& graph, const std::vector<int>& ranks,
+                                              const cluster::Cluster& cluster,
+                                              const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                                              int64_t memoryLimitBytes, bool enableAllToAll) {
+  Extractor extractor{
+      graph, ranks, cluster, EdgeCostCache(cluster, layout::RedistributionOptions{enableAllToAll}),
+      {},    {}};
+  IlpExtraction out;
+  out.problem.name = graph.name();
+  out.problem.usageLimit = memoryLimitBytes;
+  if (auto status = extractor.addNodes(fixed, out); !status) return status.error();
+  if (auto status = extractor.addEdges(out); !status) return status.error();
+  return out;
+}
+
+TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extraction) {
+  const ir::IntraOpProblem& original = extraction.problem;
+  // The k-th op of each layer, keyed by (stack prefix, k); the first layer's op represents them.
+  std::map<std::string, int> ordinal;  // block -> ops seen in it
+  std::map<std::pair<std::string, int>, int> first;
+  std::vector<int> rep(original.nodes.size());
+  for (const ir::Op& op : graph.ops()) {
+    rep[op.id] = op.id;
+    if (!ir::isStackLayer(op.block)) continue;
+    const std::string prefix = op.block.substr(0, op.block.rfind('.'));
+    const int k = ordinal[op.block]++;
+    auto [it, added] = first.emplace(std::make_pair(prefix, k), op.id);
+    const ir::Op& leader = graph.op(it->second);
+    if (!added && leader.kind == op.kind &&
+        extraction.candidates[leader.id] == extraction.candidates[op.id]) {
+      rep[op.id] = it->second;
+    }
+  }
+  TiedProblem tied;
+  tied.problem.name = original.name;
+  tied.problem.usageLimit = original.usageLimit;
+  std::vector<int> index(original.nodes.size(), -1);
+  for (size_t v = 0; v < original.nodes.size(); ++v) {
+    if (rep[v] != static_cast<int>(v)) continue;
+    index[v] = static_cast<int>(tied.problem.nodes.size());
+    tied.problem.nodes.push_back(original.nodes[v]);
+  }
+  for (size_t v = 0; v < original.nodes.size(); ++v) {
+    tied.representative.push_back(index[static_cast<size_t>(rep[v])]);
+    if (rep[v] == static_cast<int>(v)) continue;
+    auto& node = tied.problem.nodes[static_cast<size_t>(tied.representative.back())];
+    for (size_t s = 0; s < node.costs.size(); ++s) {
+      node.costs[s] = ir::saturatingAdd(node.costs[s], original.nodes[v].costs[s]);
+      node.usages[s] += original.nodes[v].usages[s];
+    }
+  }
+  std::map<std::pair<int, int>, size_t> edgeIndex;
+  for (const auto& edge : original.edges) {
+    const int a = tied.representative[static_cast<size_t>(edge.from)];
+    const int b = tied.representative[static_cast<size_t>(edge.to)];
+    const int width = original.strategies(edge.to);
+    if (a == b) {  // both ends tied to one node: only equal strategies can occur
+      auto& node = tied.problem.nodes[static_cast<size_t>(a)];
+      for (size_t s = 0; s < node.costs.size(); ++s) {
+        node.costs[s] =
+            ir::saturatingAdd(node.costs[s], edge.costs[s * static_cast<size_t>(width) + s]);
+      }
+      continue;
+    }
+    auto [it, added] = edgeIndex.emplace(std::make_pair(a, b), tied.problem.edges.size());
+    if (added) tied.problem.edges.push_back({a, b, std::vector<int64_t>(edge.costs.size(), 0)});
+    auto& costs = tied.problem.edges[it->second].costs;
+    for (size_t k = 0; k < costs.size(); ++k) costs[k] = ir::saturatingAdd(costs[k], edge.costs[k]);
+  }
+  return tied;
+}
+
+Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
+                                    const cluster::Cluster& cluster,
+                                    const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                                    int64_t memoryLimitBytes, const SolveOptions& options,
+                                    bool enableAllToAll, bool tieLayers) {
+  auto extraction =
+      extractIntraOpProblem(graph, ranks, cluster, fixed, memoryLimitBytes, enableAllToAll);
+  if (!extraction) return extraction.error();
+  Expected<SolveResult> solve = Error{"not solved"};
+  if (!tieLayers) {
+    solve = solvePortfolio(extraction->problem, options);
+  } else {
+    const TiedProblem tied = tieRepeatedLayers(graph, *extraction);
+    solve = solvePortfolio(tied.problem, options);
+    if (solve && !solve->solution.empty()) {
+      std::vector<int> expanded;
+      for (int r : tied.representative) expanded.push_back(solve->solution[static_cast<size_t>(r)]);
+      solve->solution = std::move(expanded);
+      solve->evaluation = *ir::evaluateSolution(extraction->problem, solve->solution);
+      solve->status += fmt::format(" (layers tied: {} of {} ops decided)",
+                                   tied.problem.nodes.size(), extraction->problem.nodes.size());
+    }
+  }
+  if (!solve) return solve.error();
+  if (solve->solution.empty()) {
+    return Error{fmt::format("--search ilp: {} (memory limit {} bytes per device)", solve->status,
+                             memoryLimitBytes)};
+  }
+  IlpSearchResult result;
+  for (size_t op = 0; op < solve->solution.size(); ++op) {
+    result.cuts.push_back(extraction->candidates[op][static_cast<size_t>(solve->solution[op])]);
+    result.variables += static_cast<int64_t>(extraction->candidates[op].size());
+  }
+  result.solve = std::move(*solve);
+  return result;
+}
+
+}  // namespace autopar::search

@@ -1,0 +1,309 @@
+#include "search/op_level/propagation.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <queue>
+#include <tuple>
+
+#include "cost/op_cost.h"
+#include "layout/strategy.h"
+#include "search/op_level/edge_cost.h"
+
+namespace autopar::search {
+
+namespace {
+
+std::string formatSeconds(double seconds) { return fmt::format("{:.3g} s", seconds); }
+
+class Propagator {
+ public:
+  Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
+             const PropagationOptions& options)
+      : graph_(graph),
+        ranks_(ranks),
+        cluster_(cluster),
+        options_(options),
+        edges_(cluster, layout::RedistributionOptions{options.enableAllToAll}) {}
+
+  Status loadRules() {
+    for (const ir::Op& op : graph_.ops()) {
+      auto rule = rules::shardingRuleFor(graph_, op);
+      if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+      rules_.push_back(std::move(*rule));
+    }
+    shards_.resize(graph_.ops().size());
+    cuts_.resize(graph_.ops().size());
+    return {};
+  }
+
+  Status fix(ir::OpId op, const rules::FactorCuts& cuts) {
+    auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
+    if (!shard) return shard.error().in(fmt::format("op '{}'", graph_.op(op).name));
+    shards_[op] = std::move(*shard);
+    cuts_[op] = cuts;
+    return {};
+  }
+
+  /// Decides every op reachable from the decided ones, largest connecting tensor first.
+  Status spread(PropagationResult& result) {
+    for (const ir::Op& op : graph_.ops()) {
+      if (shards_[op.id]) enqueueNeighbours(op.id);
+    }
+    while (true) {
+      while (!frontier_.empty()) {
+        const auto [bytes, negativeId, via] = frontier_.top();
+        frontier_.pop();
+        const auto op = static_cast<ir::OpId>(-negativeId);
+        if (shards_[op]) continue;
+        if (auto status = decideBest(op, via, result); !status) return status;
+        enqueueNeighbours(op);
+      }
+      const std::optional<ir::OpId> seed = heaviestUndecided();
+      if (!seed) return {};
+      // A part of the graph no fixed op reaches starts data parallel at its heaviest op.
+      if (auto status = fix(*seed, rules::defaultFactorCuts(rules_[*seed], numDevices()));
+          !status) {
+        return status;
+      }
+      result.log.push_back(fmt::format("{}: {} (default: no decided neighbour)",
+                                       graph_.op(*seed).name, strategyText(*seed)));
+      enqueueNeighbours(*seed);
+    }
+  }
+
+  /// Conflicts between fixed ops: a redistribution on an edge both of whose ends were fixed.
+  Status collectConflicts(const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                          PropagationResult& result) {
+    for (const ir::Tensor& tensor : graph_.tensors()) {
+      std::vector<std::pair<ir::OpId, size_t>> fixedUses;
+      for (ir::OpId consumer : tensor.consumers) {
+        if (!fixed.contains(consumer)) continue;
+        const ir::Op& op = graph_.op(consumer);
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          if (op.inputs[i] == tensor.id) fixedUses.emplace_back(consumer, i);
+        }
+      }
+      if (tensor.isParameter()) {
+        if (!options_.sharedParameterConflictIsError) continue;
+        if (auto status = checkSharedParameter(tensor, fixedUses); !status) return status;
+        continue;
+      }
+      if (tensor.producer == ir::kNoOp || !fixed.contains(tensor.producer)) continue;
+      for (const auto& [consumer, index] : fixedUses) {
+        auto status = recordConflict(tensor, consumer, index, result);
+        if (!status) return status;
+      }
+    }
+    return {};
+  }
+
+  std::vector<rules::FactorCuts> cuts() const { return cuts_; }
+
+ private:
+  int64_t numDevices() const { return static_cast<int64_t>(ranks_.size()); }
+
+  std::string strategyText(ir::OpId op) const {
+    return layout::strategyToString(rules::strategyFromFactorCuts(rules_[op], cuts_[op]));
+  }
+
+  void enqueueNeighbours(ir::OpId op) {
+    const ir::Op& node = graph_.op(op);
+    auto push = [&](ir::OpId neighbour, const ir::Tensor& tensor) {
+      if (neighbour == op || shards_[neighbour]) return;
+      frontier_.emplace(tensor.type.bytes(), -static_cast<int64_t>(neighbour), op);
+    };
+    for (ir::TensorId id : node.inputs) {
+      const ir::Tensor& tensor = graph_.tensor(id);
+      if (tensor.producer != ir::kNoOp) push(tensor.producer, tensor);
+      if (tensor.producer == ir::kNoOp) {
+        for (ir::OpId consumer : tensor.consumers) push(consumer, tensor);
+      }
+    }
+    for (ir::TensorId id : node.outputs) {
+      const ir::Tensor& tensor = graph_.tensor(id);
+      for (ir::OpId consumer : tensor.consumers) push(consumer, tensor);
+    }
+  }
+
+  std::optional<ir::OpId> heaviestUndecided() const {
+    std::optional<ir::OpId> best;
+    double bestFlops = -1;
+    for (const ir::Op& op : graph_.ops()) {
+      if (shards_[op.id]) continue;
+      const double flops = graph_.forwardFlops(op);
+      if (flops > bestFlops) {
+        bestFlops = flops;
+        best = op.id;
+      }
+    }
+    return best;
+  }
+
+  bool hasGradient(const ir::Tensor& tensor) const {
+    return ir::isFloating(tensor.type.dtype) && tensor.role != ir::TensorRole::kInput;
+  }
+
+  /// Redistribution seconds between `candidate` for `op` and every decided neighbour.
+  Expected<double> edgeSeconds(ir::OpId op, const rules::ShardedOp& candidate) {
+    const ir::Op& node = graph_.op(op);
+    double total = 0;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ir::Tensor& tensor = graph_.tensor(node.inputs[i]);
+      const auto source = decidedSourceLayout(tensor, op);
+      if (!source) continue;
+      auto seconds =
+          edges_.edgeSeconds(*source, candidate.inputs[i], candidate.inputGradPartialAxes[i],
+                             ir::dtypeBytes(tensor.type.dtype), hasGradient(tensor));
+      if (!seconds) return seconds;
+      total += *seconds;
+    }
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      const ir::Tensor& tensor = graph_.tensor(node.outputs[j]);
+      for (ir::OpId consumerId : tensor.consumers) {
+        if (!shards_[consumerId]) continue;
+        const ir::Op& consumer = graph_.op(consumerId);
+        const rules::ShardedOp& shard = *shards_[consumerId];
+        for (size_t k = 0; k < consumer.inputs.size(); ++k) {
+          if (consumer.inputs[k] != tensor.id) continue;
+          auto seconds = edges_.edgeSeconds(candidate.outputs[j], shard.inputs[k],
+                                            shard.inputGradPartialAxes[k],
+                                            ir::dtypeBytes(tensor.type.dtype), hasGradient(tensor));
+          if (!seconds) return seconds;
+          total += *seconds;
+        }
+      }
+    }
+    return total;
+  }
+
+  /// The decided layout a tensor arrives in: its producer's output, or for a parameter or input
+  /// the layout of its first decided consumer other than `self` (the storage layout).
+  std::optional<layout::TensorLayout> decidedSourceLayout(const ir::Tensor& tensor,
+                                                          ir::OpId self) const {
+    if (tensor.producer != ir::kNoOp) {
+      if (!shards_[tensor.producer]) return std::nullopt;
+      const ir::Op& producer = graph_.op(tensor.producer);
+      for (size_t j = 0; j < producer.outputs.size(); ++j) {
+        if (producer.outputs[j] == tensor.id) return shards_[tensor.producer]->outputs[j];
+      }
+      return std::nullopt;
+    }
+    for (ir::OpId consumer : tensor.consumers) {
+      if (consumer == self || !shards_[consumer]) continue;
+      const ir::Op& op = graph_.op(consumer);
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        if (op.inputs[k] == tensor.id) return shards_[consumer]->inputs[k].withoutPartial();
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Least redistribution, then least compute, then the lexicographically smallest cuts.
+  Status decideBest(ir::OpId op, ir::OpId via, PropagationResult& result) {
+    using Key = std::tuple<double, double, rules::FactorCuts>;
+    std::optional<Key> best;
+    std::optional<rules::ShardedOp> bestShard;
+    for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
+      auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
+      if (!shard) continue;
+      auto edge = edgeSeconds(op, *shard);
+      if (!edge) return edge.error().in(fmt::format("op '{}'", graph_.op(op).name));
+      auto compute = cost::costOfOp(graph_, graph_.op(op), *shard, cluster_);
+      if (!compute) return compute.error();
+      Key key{*edge, compute->totalSeconds(), cuts};
+      if (!best || key < *best) {
+        best = std::move(key);
+        bestShard = std::move(*shard);
+      }
+    }
+    if (!best) {
+      return Error{
+          fmt::format("op '{}': no strategy fits {} devices", graph_.op(op).name, numDevices())};
+    }
+    cuts_[op] = std::get<2>(*best);
+    shards_[op] = std::move(bestShard);
+    result.log.push_back(fmt::format(
+        "{}: {} chosen (edge cost {}, compute {}; from '{}')", graph_.op(op).name, strategyText(op),
+        formatSeconds(std::get<0>(*best)), formatSeconds(std::get<1>(*best)), graph_.op(via).name));
+    return {};
+  }
+
+  Status checkSharedParameter(const ir::Tensor& tensor,
+                              const std::vector<std::pair<ir::OpId, size_t>>& fixedUses) {
+    for (size_t u = 1; u < fixedUses.size(); ++u) {
+      const auto& [firstOp, firstIndex] = fixedUses.front();
+      const auto& [otherOp, otherIndex] = fixedUses[u];
+      const auto& first = shards_[firstOp]->inputs[firstIndex];
+      const auto& other = shards_[otherOp]->inputs[otherIndex];
+      auto plan = layout::redistribute(first, other, cluster_, ir::dtypeBytes(tensor.type.dtype));
+      if (!plan) return plan.error();
+      if (plan->empty()) continue;
+      return Error{fmt::format(
+          "parameter '{}' is shared by '{}' {} and '{}' {}, whose annotations store it in "
+          "different layouts ({} vs {}); annotate both alike or leave one to propagation",
+          tensor.name, graph_.op(firstOp).name, strategyText(firstOp), graph_.op(otherOp).name,
+          strategyText(otherOp), first.toString(), other.toString())};
+    }
+    return {};
+  }
+
+  Status recordConflict(const ir::Tensor& tensor, ir::OpId consumer, size_t index,
+                        PropagationResult& result) {
+    const auto source = decidedSourceLayout(tensor, consumer);
+    const auto& target = shards_[consumer]->inputs[index];
+    auto plan = layout::redistribute(*source, target, cluster_, ir::dtypeBytes(tensor.type.dtype));
+    if (!plan) return plan.error();
+    if (plan->empty()) return {};
+    std::vector<std::string> steps;
+    for (const auto& step : plan->steps) steps.push_back(step.toString());
+    result.conflicts.push_back(Conflict{
+        tensor.id, tensor.producer, consumer,
+        fmt::format("tensor '{}' between '{}' {} and '{}' {}: inserted {}", tensor.name,
+                    graph_.op(tensor.producer).name, strategyText(tensor.producer),
+                    graph_.op(consumer).name, strategyText(consumer), fmt::join(steps, "; "))});
+    return {};
+  }
+
+  const ir::Graph& graph_;
+  const std::vector<int>& ranks_;
+  const cluster::Cluster& cluster_;
+  PropagationOptions options_;
+  EdgeCostCache edges_;
+  std::vector<rules::ShardingRule> rules_;
+  std::vector<std::optional<rules::ShardedOp>> shards_;
+  std::vector<rules::FactorCuts> cuts_;
+  /// (connecting tensor bytes, -op id, decided neighbour): largest first, then lowest id.
+  std::priority_queue<std::tuple<int64_t, int64_t, ir::OpId>> frontier_;
+};
+
+}  // namespace
+
+Expected<PropagationResult> propagateStrategies(const ir::Graph& graph,
+                                                const std::vector<int>& ranks,
+                                                const cluster::Cluster& cluster,
+                                                const std::map<ir::OpId, rules::FactorCuts>& fixed,
+                                                const PropagationOptions& options) {
+  Propagator propagator(graph, ranks, cluster, options);
+  if (auto status = propagator.loadRules(); !status) return status.error();
+  PropagationResult result;
+  if (fixed.empty()) {
+    // Nothing to spread: every op runs data parallel, as MindSpore does without annotations.
+    for (const ir::Op& op : graph.ops()) {
+      auto rule = rules::shardingRuleFor(graph, op);
+      if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+      result.cuts.push_back(rules::defaultFactorCuts(*rule, static_cast<int64_t>(ranks.size())));
+    }
+    result.log.push_back("no annotated op: every op takes its data-parallel default");
+    return result;
+  }
+  for (const auto& [op, cuts] : fixed) {
+    if (auto status = propagator.fix(op, cuts); !status) return status.error();
+  }
+  if (auto status = propagator.spread(result); !status) return status.error();
+  if (auto status = propagator.collectConflicts(fixed, result); !status) return status.error();
+  result.cuts = propagator.cuts();
+  return result;
+}
+
+}  // namespace autopar::search

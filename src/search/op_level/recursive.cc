@@ -1,0 +1,409 @@
+#include "search/op_level/recursive.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "search/op_level/edge_cost.h"
+#include "search/op_level/propagation.h"
+
+namespace autopar::search {
+
+namespace {
+
+/// Moving one element between devices costs about as much as this many FLOPs: an A100 computes
+/// 312e12 bf16 FLOP/s while NVLink moves 300e9 B/s = 150e9 bf16 elements/s (hardware.json).
+constexpr double kFlopsPerElement = 2000.0;
+/// Ops doing at least this many FLOPs per output element are compute-heavy (a MatMul does 2k).
+constexpr double kMainOpFlopsPerOutput = 64.0;
+/// How far a rest-cost link may walk through shape-preserving ops to find a main op.
+constexpr int kMaxLinkDepth = 8;
+constexpr double kInfeasible = std::numeric_limits<double>::max();
+
+enum Choice { kCutI, kCutJ, kCutK, kNoCut };
+constexpr std::array<const char*, 4> kChoiceNames{"I", "J", "K", "no"};
+
+struct SappAxes {
+  std::array<int, 3> factor{-1, -1, -1};  ///< I, J, K factor indices, -1 when absent
+};
+
+bool isWeight(const ir::Graph& graph, ir::TensorId id) {
+  const ir::Tensor& tensor = graph.tensor(id);
+  return tensor.isParameter() && tensor.type.shape.size() >= 2;
+}
+
+bool factorInOperand(const rules::ShardingRule& rule, size_t operand, int factor) {
+  for (const auto& dim : rule.operands[operand]) {
+    for (const auto& part : dim) {
+      if (part.factor == factor) return true;
+    }
+  }
+  return false;
+}
+
+bool factorInOutputs(const rules::ShardingRule& rule, int factor) {
+  for (const auto& result : rule.results) {
+    for (const auto& dim : result) {
+      for (const auto& part : dim) {
+        if (part.factor == factor) return true;
+      }
+    }
+  }
+  return false;
+}
+
+int64_t factorSize(const rules::ShardingRule& rule, int factor) {
+  int64_t size = 0;
+  for (const auto& operand : rule.operands) {
+    for (const auto& dim : operand) {
+      for (const auto& part : dim) {
+        if (part.factor == factor) size = std::max(size, part.size);
+      }
+    }
+  }
+  return size;
+}
+
+/// The largest non-batch pass-through factor satisfying `accept`, or -1.
+template <class Accept>
+int largestPassThrough(const rules::ShardingRule& rule, Accept accept) {
+  int best = -1;
+  for (int f = 0; f < static_cast<int>(rule.factors.size()); ++f) {
+    const rules::Factor& factor = rule.factors[f];
+    if (factor.isBatch || factor.kind != rules::FactorKind::kPassThrough || !accept(f)) continue;
+    if (best < 0 || factorSize(rule, f) > factorSize(rule, best)) best = f;
+  }
+  return best;
+}
+
+SappAxes sappAxes(const ir::Graph& graph, const ir::Op& op, const rules::ShardingRule& rule) {
+  SappAxes axes;
+  for (int f = 0; f < static_cast<int>(rule.factors.size()); ++f) {
+    const rules::Factor& factor = rule.factors[f];
+    if (factor.isBatch && axes.factor[kCutI] < 0) axes.factor[kCutI] = f;
+    if (!factor.isBatch && factor.kind == rules::FactorKind::kReduction && axes.factor[kCutK] < 0) {
+      axes.factor[kCutK] = f;
+    }
+  }
+  auto inWeight = [&](int f) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (isWeight(graph, op.inputs[i]) && factorInOperand(rule, i, f)) return true;
+    }
+    return false;
+  };
+  auto inEveryOperand = [&](int f) {
+    for (size_t i = 0; i < rule.operands.size(); ++i) {
+      if (!factorInOperand(rule, i, f)) return false;
+    }
+    return true;
+  };
+  auto notInOutputs = [&](int f) { return !factorInOutputs(rule, f); };
+  int j = largestPassThrough(rule, inWeight);
+  if (j < 0) j = largestPassThrough(rule, inEveryOperand);
+  if (j < 0) j = largestPassThrough(rule, notInOutputs);
+  axes.factor[kCutJ] = j;
+  return axes;
+}
+
+bool isMainOp(const ir::Graph& graph, const ir::Op& op) {
+  if (!op.shard.empty()) return true;
+  for (ir::TensorId input : op.inputs) {
+    if (isWeight(graph, input)) return true;
+  }
+  int64_t outputElements = 0;
+  for (ir::TensorId output : op.outputs) {
+    outputElements += ir::numElements(graph.tensor(output).type.shape);
+  }
+  return graph.forwardFlops(op) >= kMainOpFlopsPerOutput * static_cast<double>(outputElements);
+}
+
+/// A rest-cost link: this op's input `index` comes from `other`'s output `otherIndex` (upstream),
+/// or this op's output `index` feeds `other`'s input `otherIndex` (downstream).
+struct Link {
+  bool upstream = true;
+  size_t index = 0;
+  ir::OpId other = ir::kNoOp;
+  size_t otherIndex = 0;
+};
+
+std::string formatCost(double cost) { return fmt::format("{:g}", cost); }
+
+class RecursiveSearch {
+ public:
+  RecursiveSearch(const ir::Graph& graph, const std::vector<int>& ranks,
+                  const cluster::Cluster& cluster, const RecursiveOptions& options)
+      : graph_(graph),
+        ranks_(ranks),
+        cluster_(cluster),
+        options_(options),
+        edges_(cluster, layout::RedistributionOptions{options.enableAllToAll}) {}
+
+  Status prepare() {
+    const size_t numOps = graph_.ops().size();
+    rules_.reserve(numOps);
+    isMain_.assign(numOps, false);
+    for (const ir::Op& op : graph_.ops()) {
+      auto rule = rules::shardingRuleFor(graph_, op);
+      if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
+      rules_.push_back(std::move(*rule));
+      cuts_.emplace_back(rules_.back().factors.size(), 1);
+      isMain_[op.id] = isMainOp(graph_, op);
+    }
+    for (const ir::Op& op : graph_.ops()) {
+      if (!isMain_[op.id]) continue;
+      mainOps_.push_back(op.id);
+      axes_.emplace(op.id, sappAxes(graph_, op, rules_[op.id]));
+      links_.emplace(op.id, linksOf(op));
+      if (!op.shard.empty()) {
+        auto cuts = rules::factorCutsFromStrategy(rules_[op.id], op.shard);
+        if (!cuts) return cuts.error().in(fmt::format("op '{}'", op.name));
+        annotated_.emplace(op.id, std::move(*cuts));
+      }
+    }
+    for (const auto& [op, cuts] : annotated_) cuts_[op] = cuts;
+    return refreshShards();
+  }
+
+  Status run(RecursiveResult& result) {
+    const std::vector<int64_t> rounds = primeRounds(static_cast<int64_t>(ranks_.size()));
+    for (size_t round = 0; round < rounds.size(); ++round) {
+      decidedThisRound_.assign(graph_.ops().size(), false);
+      for (ir::OpId op : orderByWeight()) {
+        if (annotated_.contains(op)) continue;
+        const std::string title = fmt::format("Round {}/{} (cut by {}): {}", round + 1,
+                                              rounds.size(), rounds[round], graph_.op(op).name);
+        if (auto status = decide(op, rounds[round], title, result); !status) return status;
+      }
+    }
+    return {};
+  }
+
+  std::map<ir::OpId, rules::FactorCuts> mainCuts() const {
+    std::map<ir::OpId, rules::FactorCuts> fixed;
+    for (ir::OpId op : mainOps_) fixed.emplace(op, cuts_[op]);
+    return fixed;
+  }
+
+ private:
+  /// Walks from each data input up, and from each output down, through ops that keep the shape,
+  /// to the nearest main ops.
+  std::vector<Link> linksOf(const ir::Op& op) const {
+    std::vector<Link> links;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (graph_.tensor(op.inputs[i]).isParameter()) continue;
+      if (auto link = walkUp(op.inputs[i], kMaxLinkDepth))
+        links.push_back({true, i, link->first, link->second});
+    }
+    for (size_t j = 0; j < op.outputs.size(); ++j) {
+      walkDown(op.outputs[j], graph_.tensor(op.outputs[j]).type.shape, kMaxLinkDepth, j, links);
+    }
+    return links;
+  }
+
+  std::optional<std::pair<ir::OpId, size_t>> walkUp(ir::TensorId id, int depth) const {
+    const ir::Tensor& tensor = graph_.tensor(id);
+    if (tensor.producer == ir::kNoOp || depth == 0) return std::nullopt;
+    const ir::Op& producer = graph_.op(tensor.producer);
+    if (isMain_[producer.id]) {
+      for (size_t j = 0; j < producer.outputs.size(); ++j) {
+        if (producer.outputs[j] == id) return std::make_pair(producer.id, j);
+      }
+    }
+    for (ir::TensorId input : producer.inputs) {
+      if (graph_.tensor(input).type.shape == tensor.type.shape &&
+          !graph_.tensor(input).isParameter()) {
+        return walkUp(input, depth - 1);
+      }
+    }
+    return std::nullopt;
+  }
+
+  void walkDown(ir::TensorId id, const ir::Shape& shape, int depth, size_t outputIndex,
+                std::vector<Link>& links) const {
+    if (depth == 0) return;
+    for (ir::OpId consumerId : graph_.tensor(id).consumers) {
+      const ir::Op& consumer = graph_.op(consumerId);
+      if (isMain_[consumerId]) {
+        for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+          if (consumer.inputs[i] == id) links.push_back({false, outputIndex, consumerId, i});
+        }
+        continue;
+      }
+      for (ir::TensorId output : consumer.outputs) {
+        if (graph_.tensor(output).type.shape == shape)
+          walkDown(output, shape, depth - 1, outputIndex, links);
+      }
+    }
+  }
+
+  Status refreshShards() {
+    shards_.clear();
+    for (const ir::Op& op : graph_.ops()) {
+      auto shard = rules::applyFactorCuts(rules_[op.id], cuts_[op.id], ranks_);
+      if (!shard) return shard.error().in(fmt::format("op '{}'", op.name));
+      shards_.push_back(std::move(*shard));
+    }
+    return {};
+  }
+
+  /// Heaviest first: FLOPs of the current shard, then the lower op id.
+  std::vector<ir::OpId> orderByWeight() const {
+    std::vector<std::pair<double, ir::OpId>> weighted;
+    for (ir::OpId op : mainOps_) {
+      weighted.emplace_back(-graph_.forwardFlops(graph_.op(op)) * shards_[op].computeFraction, op);
+    }
+    std::sort(weighted.begin(), weighted.end());
+    std::vector<ir::OpId> order;
+    for (const auto& [weight, op] : weighted) order.push_back(op);
+    return order;
+  }
+
+  int64_t elementsOf(const std::vector<layout::TensorLayout>& layouts, size_t index) const {
+    return layouts[index].sliceElements();
+  }
+
+  double opCost(ir::OpId op, Choice choice, const rules::ShardedOp& current) const {
+    const ir::Op& node = graph_.op(op);
+    const int factor = choice == kNoCut ? -1 : axes_.at(op).factor[choice];
+    double cost = 0;
+    switch (choice) {
+      case kCutI:
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          if (isWeight(graph_, node.inputs[i]))
+            cost += static_cast<double>(elementsOf(current.inputs, i));
+        }
+        return options_.memCoeff * cost;
+      case kCutJ:
+        for (size_t i = 0; i < node.inputs.size(); ++i) {
+          if (!factorInOperand(rules_[op], i, factor))
+            cost += static_cast<double>(elementsOf(current.inputs, i));
+        }
+        return cost;
+      case kCutK:
+        for (size_t j = 0; j < node.outputs.size(); ++j)
+          cost += static_cast<double>(elementsOf(current.outputs, j));
+        return cost;
+      case kNoCut:
+        // Both halves repeat the work, and the weights stay replicated as with an I cut.
+        return graph_.forwardFlops(node) * current.computeFraction / 2.0 / kFlopsPerElement +
+               opCost(op, kCutI, current);
+    }
+    return cost;
+  }
+
+  Expected<double> restCost(ir::OpId op, const rules::ShardedOp& candidate) {
+    double elements = 0;
+    for (const Link& link : links_.at(op)) {
+      // Only neighbours that already chose this round: the others will line up with this op.
+      if (!decidedThisRound_[link.other]) continue;
+      const rules::ShardedOp& other = shards_[link.other];
+      const auto& from =
+          link.upstream ? other.outputs[link.otherIndex] : candidate.outputs[link.index];
+      const auto& to = link.upstream ? candidate.inputs[link.index] : other.inputs[link.otherIndex];
+      const ir::Op& node = graph_.op(op);
+      const ir::TensorId tensor =
+          link.upstream ? node.inputs[link.index] : node.outputs[link.index];
+      const int64_t elementBytes = ir::dtypeBytes(graph_.tensor(tensor).type.dtype);
+      auto bytes = edges_.bytesPerDevice(from, to, elementBytes);
+      if (!bytes) return bytes.error();
+      elements += static_cast<double>(*bytes) / static_cast<double>(elementBytes);
+    }
+    return elements;
+  }
+
+  Status decide(ir::OpId op, int64_t prime, const std::string& title, RecursiveResult& result) {
+    std::array<double, 4> totals{kInfeasible, kInfeasible, kInfeasible, kInfeasible};
+    std::array<std::optional<rules::ShardedOp>, 4> shards;
+    std::vector<std::string> lines;
+    for (int choice = kCutI; choice <= kNoCut; ++choice) {
+      rules::FactorCuts cuts = cuts_[op];
+      if (choice != kNoCut) {
+        const int factor = axes_.at(op).factor[choice];
+        if (factor < 0) continue;
+        cuts[factor] *= prime;
+      }
+      auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
+      if (!shard) continue;  // the axis no longer divides
+      const double opCostValue = opCost(op, static_cast<Choice>(choice), shards_[op]);
+      auto rest = restCost(op, *shard);
+      if (!rest) return rest.error();
+      totals[choice] = opCostValue + *rest;
+      shards[choice] = std::move(*shard);
+      lines.push_back(
+          fmt::format("{}, the op-cost is {}, the rest-cost is {}, and the total cost is {}",
+                      choice == kNoCut ? "If do NOT cut the axis"
+                                       : fmt::format("If the {}-axis is cut", kChoiceNames[choice]),
+                      formatCost(opCostValue), formatCost(*rest), formatCost(totals[choice])));
+    }
+    const auto best =
+        static_cast<Choice>(std::min_element(totals.begin(), totals.end()) - totals.begin());
+    if (!shards[best])
+      return Error{fmt::format("op '{}': no valid choice in this round", graph_.op(op).name)};
+    if (best != kNoCut) cuts_[op][axes_.at(op).factor[best]] *= prime;
+    shards_[op] = std::move(*shards[best]);
+    decidedThisRound_[op] = true;
+    if (!options_.explain) return {};
+    result.explanation.push_back(title);
+    for (auto& line : lines) result.explanation.push_back(std::move(line));
+    result.explanation.push_back(
+        fmt::format("The costs of cutting the I-axis/J-axis/K-axis/no_cut are : [const "
+                    "vector]{{{}, {}, {}, {}}}",
+                    formatCost(totals[0]), formatCost(totals[1]), formatCost(totals[2]),
+                    formatCost(totals[3])));
+    result.explanation.push_back(
+        best == kNoCut ? "Choose NOT to cut"
+                       : fmt::format("Choose to cut the {}-axis", kChoiceNames[best]));
+    return {};
+  }
+
+  const ir::Graph& graph_;
+  const std::vector<int>& ranks_;
+  const cluster::Cluster& cluster_;
+  const RecursiveOptions& options_;
+  EdgeCostCache edges_;
+  std::vector<rules::ShardingRule> rules_;
+  std::vector<rules::FactorCuts> cuts_;
+  std::vector<rules::ShardedOp> shards_;
+  std::vector<bool> isMain_;
+  std::vector<bool> decidedThisRound_;
+  std::vector<ir::OpId> mainOps_;
+  std::map<ir::OpId, SappAxes> axes_;
+  std::map<ir::OpId, std::vector<Link>> links_;
+  std::map<ir::OpId, rules::FactorCuts> annotated_;
+};
+
+}  // namespace
+
+std::vector<int64_t> primeRounds(int64_t count) {
+  std::vector<int64_t> primes;
+  for (int64_t p = 2; p * p <= count; ++p) {
+    while (count % p == 0) {
+      primes.push_back(p);
+      count /= p;
+    }
+  }
+  if (count > 1) primes.push_back(count);
+  return primes;
+}
+
+Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph,
+                                               const std::vector<int>& ranks,
+                                               const cluster::Cluster& cluster,
+                                               const RecursiveOptions& options) {
+  RecursiveSearch search(graph, ranks, cluster, options);
+  if (auto status = search.prepare(); !status) return status.error();
+  RecursiveResult result;
+  if (auto status = search.run(result); !status) return status.error();
+  PropagationOptions propagation;
+  propagation.enableAllToAll = options.enableAllToAll;
+  propagation.sharedParameterConflictIsError = false;
+  auto spread = propagateStrategies(graph, ranks, cluster, search.mainCuts(), propagation);
+  if (!spread) return spread.error();
+  result.cuts = std::move(spread->cuts);
+  return result;
+}
+
+}  // namespace autopar::search

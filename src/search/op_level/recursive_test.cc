@@ -1,0 +1,156 @@
+#include "search/op_level/recursive.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "layout/strategy.h"
+
+namespace autopar::search {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using ir::TensorRole;
+
+/// Seed 002's double-recursive example: 784 -> 512 -> 512 -> 1 with ReLU, batch 32.
+ir::Graph seedMlp(int64_t batch = 32) {
+  ir::Graph graph("mlp");
+  const std::vector<int64_t> widths{784, 512, 512, 1};
+  ir::TensorId current = *graph.addTensor("x", {{batch, 784}, DType::kF32}, TensorRole::kInput);
+  for (size_t layer = 1; layer < widths.size(); ++layer) {
+    const std::string name = "layer" + std::to_string(layer);
+    auto weight =
+        graph.addTensor(name + ".weight", {{widths[layer - 1], widths[layer]}, DType::kF32},
+                        TensorRole::kParameter);
+    auto matmul = graph.addOp(name, OpKind::kMatMul, {}, {current, *weight}, {name});
+    current = graph.op(*matmul).outputs[0];
+    if (layer + 1 < widths.size()) {
+      auto relu = graph.addOp("relu" + std::to_string(layer), OpKind::kReLU, {}, {current},
+                              {"relu" + std::to_string(layer)});
+      current = graph.op(*relu).outputs[0];
+    }
+  }
+  return graph;
+}
+
+std::vector<int> ranksOf(int count) {
+  std::vector<int> ranks(static_cast<size_t>(count));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
+
+layout::Strategy strategyOf(const ir::Graph& graph, const RecursiveResult& result,
+                            const std::string& op) {
+  const ir::Op& node = graph.op(*graph.findOp(op));
+  return rules::strategyFromFactorCuts(*rules::shardingRuleFor(graph, node), result.cuts[node.id]);
+}
+
+TEST(PrimeRounds, FactorDeviceCountsSmallestFirst) {
+  EXPECT_EQ(primeRounds(8), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(primeRounds(12), (std::vector<int64_t>{2, 2, 3}));
+  EXPECT_EQ(primeRounds(6), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(primeRounds(1).empty());
+}
+
+TEST(RecursiveProgramming, SeedMlpGetsACompletePlanWithoutAnnotations) {
+  const ir::Graph graph = seedMlp();
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  auto result = recursiveProgramming(graph, ranksOf(8), *cluster);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_EQ(result->cuts.size(), graph.ops().size());
+  // With batch 32 the weights (784x512, 512x512) outweigh the activations (32x784): at the
+  // default mem_coeff 0.1 the first round cuts layer1's contraction (K), whose op-cost (the
+  // 32x512 output) is the smallest, and layer2 follows with the matching layout.
+  EXPECT_EQ(strategyOf(graph, *result, "layer1"), (layout::Strategy{{1, 4}, {4, 2}}));
+  EXPECT_EQ(strategyOf(graph, *result, "layer2"), (layout::Strategy{{4, 2}, {2, 1}}));
+  for (const ir::Op& op : graph.ops()) {
+    auto rule = rules::shardingRuleFor(graph, op);
+    EXPECT_TRUE(rules::applyFactorCuts(*rule, result->cuts[op.id], ranksOf(8)).ok()) << op.name;
+  }
+}
+
+TEST(RecursiveProgramming, LargeBatchAndLowMemCoeffGiveDataParallelism) {
+  const ir::Graph graph = seedMlp(4096);
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  RecursiveOptions options;
+  options.memCoeff = 0.01;
+  auto result = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  for (const char* op : {"layer1", "layer2", "layer3"}) {
+    EXPECT_EQ(strategyOf(graph, *result, op), (layout::Strategy{{8, 1}, {1, 1}})) << op;
+  }
+}
+
+TEST(RecursiveProgramming, ExplainPrintsSeedZeroLines) {
+  const ir::Graph graph = seedMlp();
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  RecursiveOptions options;
+  options.explain = true;
+  auto result = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+  ASSERT_TRUE(result.ok());
+  const auto& lines = result->explanation;
+  ASSERT_GE(lines.size(), 7u);
+  // 3 rounds x 3 main ops, each a title, one line per feasible choice (4; 3 for layer3, whose
+  // single output column cannot be cut), the vector and the decision, as in seed 000's log.
+  EXPECT_EQ(lines.size(), 3u * (7u + 7u + 6u));
+  EXPECT_EQ(lines[0], "Round 1/3 (cut by 2): layer1");
+  EXPECT_EQ(lines[1],
+            "If the I-axis is cut, the op-cost is 40140.8, the rest-cost is 0, and the total cost "
+            "is 40140.8");  // mem_coeff 0.1 x the 784x512 weight
+  EXPECT_EQ(lines[3].rfind("If the K-axis is cut, the op-cost is 16384", 0), 0u);  // 32x512 output
+  EXPECT_EQ(lines[4].rfind("If do NOT cut the axis, the op-cost is ", 0), 0u);
+  EXPECT_EQ(lines[5].rfind("The costs of cutting the I-axis/J-axis/K-axis/no_cut are : "
+                           "[const vector]{40140.8, 25088, 16384, ",
+                           0),
+            0u);
+  EXPECT_EQ(lines[6], "Choose to cut the K-axis");
+}
+
+TEST(RecursiveProgramming, InfeasibleAxesCostTheMaximumDouble) {
+  // layer3's output has one column: J cannot be cut, and its cost prints as DBL_MAX.
+  const ir::Graph graph = seedMlp();
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  RecursiveOptions options;
+  options.explain = true;
+  auto result = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+  ASSERT_TRUE(result.ok());
+  bool found = false;
+  for (const auto& line : result->explanation) {
+    if (line.find("[const vector]{") != std::string::npos &&
+        line.find(", 1.79769e+308, ") != std::string::npos) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(RecursiveProgramming, TwelveDevicesRunAPrimeThreeRound) {
+  const ir::Graph graph = seedMlp(48);
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", 2);
+  auto twelve = cluster::takeDevices(*cluster, 12);
+  RecursiveOptions options;
+  options.explain = true;
+  auto result = recursiveProgramming(graph, ranksOf(12), *twelve, options);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(result->explanation.front(), "Round 1/3 (cut by 2): layer1");
+  bool sawThree = false;
+  for (const auto& line : result->explanation)
+    sawThree = sawThree || line.find("Round 3/3 (cut by 3)") == 0;
+  EXPECT_TRUE(sawThree);
+}
+
+TEST(RecursiveProgramming, IsDeterministic) {
+  const ir::Graph graph = seedMlp();
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  RecursiveOptions options;
+  options.explain = true;
+  auto first = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+  auto second = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->cuts, second->cuts);
+  EXPECT_EQ(first->explanation, second->explanation);
+}
+
+}  // namespace
+}  // namespace autopar::search

@@ -24,6 +24,17 @@ void printEstimateReport(const planner::MegatronConfig& config,
                                     : fmt::format("{}, full on {} placed layers", config.recompute,
                                                   config.recomputeBlocks.size());
   fmt::print("  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
+  if (estimate.opSearchStepSeconds > 0) {
+    const std::string searched =
+        fmt::format("--op-search {}", planner::opSearchName(config.opSearch));
+    const std::string megatron = "Megatron-LM's annotation";
+    fmt::print("blocks sharded by {}: {} on the full model ({}: {})\n\n",
+               estimate.opSearchTaken ? searched : megatron,
+               planner::formatSeconds(estimate.stepSeconds),
+               estimate.opSearchTaken ? megatron : searched,
+               planner::formatSeconds(estimate.opSearchTaken ? estimate.megatronStepSeconds
+                                                             : estimate.opSearchStepSeconds));
+  }
   fmt::print("step time        {}\n", planner::formatSeconds(estimate.stepSeconds));
   fmt::print("  compute        {}\n", planner::formatSeconds(step.computeSeconds));
   fmt::print("  exposed comm   {}\n", planner::formatSeconds(step.exposedCommunicationSeconds));
@@ -48,7 +59,7 @@ void printEstimateReport(const planner::MegatronConfig& config,
 }
 
 void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
-                             std::string& costModel) {
+                             ConfigurationFlags& flags) {
   verb.add_option("--model", config.model,
                   "preset, Hugging Face config.json, or dimensions JSON (num_layers, hidden_size, "
                   "ffn_hidden_size, num_attention_heads, num_kv_heads, vocab_size, seq_length, "
@@ -67,8 +78,21 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--inter-node-gbps", config.interNodeGbps,
                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
       ->check(positive());
-  verb.add_option("--cost-model", costModel,
+  verb.add_option("--cost-model", flags.costModel,
                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
+  verb.add_option("--op-search", flags.opSearch,
+                  "who shards each block on its TP x CP submesh: megatron (Megatron-LM's "
+                  "annotation) | sharding_propagation | recursive_programming | ilp (the op-level "
+                  "searches; their sharding is taken where the full model prices it faster)")
+      ->capture_default_str();
+}
+
+Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config) {
+  if (auto status = planner::applyCostModel(flags.costModel); !status) return status.error();
+  auto opSearch = planner::parseOpSearch(flags.opSearch);
+  if (!opSearch) return opSearch.error();
+  config.opSearch = *opSearch;
+  return {};
 }
 
 }  // namespace autopar::cli

@@ -15,9 +15,18 @@ namespace autopar::cli {
 void printEstimateReport(const planner::MegatronConfig& config,
                          const planner::ConfigEstimate& estimate);
 
+/// The flags of those options that the planner takes as values, not strings.
+struct ConfigurationFlags {
+  std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
+  std::string opSearch = "megatron";  ///< --op-search
+};
+
 /// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,
-/// --gbs, --seq, --precision, --inter-node-gbps and --cost-model.
+/// --gbs, --seq, --precision, --inter-node-gbps, --cost-model and --op-search.
 void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
-                             std::string& costModel);
+                             ConfigurationFlags& flags);
+
+/// Puts the flags in force: the cost model's constants, and the op-level search in `config`.
+Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config);
 
 }  // namespace autopar::cli

@@ -54,7 +54,7 @@ Expected<search::AnalyticEstimate> closedFormOf(const planner::MegatronConfig& c
 
 struct EstimateArgs {
   planner::MegatronConfig config;
-  std::string costModel;
+  ConfigurationFlags flags;
   bool json = false;
   bool closedForm = false;
   bool place = false;
@@ -166,9 +166,10 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
 }
 
 int runEstimate(const EstimateArgs& args) {
-  if (auto status = planner::applyCostModel(args.costModel); !status)
-    return reportError(status.error());
   planner::MegatronConfig config = args.config;
+  if (auto status = applyConfigurationFlags(args.flags, config); !status) {
+    return reportError(status.error());
+  }
   // The model's dimensions, read once when a placement, the placement search or the closed form
   // needs them; the estimates then take them instead of reading the model again.
   const auto readTransformer = [&config]() -> Status {
@@ -237,7 +238,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       "TFLOP/s per GPU, MFU and memory per pipeline stage");
   auto args = std::make_shared<EstimateArgs>();
   planner::MegatronConfig* config = &args->config;
-  addConfigurationOptions(*verb, *config, args->costModel);
+  addConfigurationOptions(*verb, *config, args->flags);
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
   verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());
   verb->add_option("--dp", config->dp, "data-parallel degree")->required()->check(positive());

@@ -28,19 +28,22 @@ struct SearchArgs {
   planner::SearchRequest request;
   int top = 10;
   std::string out = "auto_parallel_search_optimal_config.json";
-  std::string costModel;
+  ConfigurationFlags flags;
   bool json = false;
 };
 
 /// The top-k table.
 void printRanking(const planner::ConfigurationSearch& found, const SearchArgs& args) {
-  // The EP column only for a model with experts.
+  // The EP column only for a model with experts; the blocks column only with an op-level search
+  // ("ilp" where its sharding was taken, "megatron" where Megatron-LM's annotation was faster).
   const bool experts = found.transformer.experts > 0;
+  const bool opSearch = found.opSearch != planner::OpSearch::kMegatron;
   fmt::print(
       "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
-      "{:>11}\n",
+      "{:>11}{}\n",
       "rank", "TP", "CP", "PP", "DP", experts ? fmt::format("{:>3} ", "EP") : "", "VPP", "sched",
-      "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s", "MFU", "peak");
+      "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s", "MFU", "peak",
+      opSearch ? fmt::format(" {:>21}", "blocks") : "");
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
   const double mfuSeconds = found.estimate->mfu * found.estimate->stepSeconds;
   const auto& ranked = found.hybrid.ranked;
@@ -49,13 +52,15 @@ void printRanking(const planner::ConfigurationSearch& found, const SearchArgs& a
     const double tokens =
         static_cast<double>(args.request.base.gbs * found.sequence) / score.stepSeconds;
     const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
+    const std::string_view blocks =
+        found.refined[i].opSearchTaken ? planner::opSearchName(found.opSearch) : "megatron";
     fmt::print(
         "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
-        "{:>5.1f}% {:>11}\n",
+        "{:>5.1f}% {:>11}{}\n",
         i + 1, c.tp, c.cp, c.pp, c.dp, experts ? fmt::format("{:>3} ", c.ep) : "", c.vpp, schedule,
         c.mbs, c.sequenceParallel ? "on" : "off", c.recompute, c.zero,
         planner::formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
-        planner::formatBytes(score.peakBytes));
+        planner::formatBytes(score.peakBytes), opSearch ? fmt::format(" {:>21}", blocks) : "");
   }
 }
 
@@ -79,6 +84,15 @@ void printReport(const planner::ConfigurationSearch& found, const SearchArgs& ar
       "placed faster)\n\n",
       result.shapes, result.screened, result.screenFits, found.probes, result.refined,
       result.ranked.size(), found.placedFaster);
+  if (found.opSearch != planner::OpSearch::kMegatron) {
+    fmt::print(
+        "op-level search: {} on each configuration's TP x CP submesh ({} block shardings "
+        "searched); its sharding was faster than Megatron-LM's in {} of {} configurations "
+        "evaluated "
+        "on the full model\n\n",
+        planner::opSearchName(found.opSearch), found.blockProbes, found.opSearchTaken,
+        found.opSearchEvaluated);
+  }
   printRanking(found, args);
   std::vector<std::string> lines;
   for (size_t i = 0; i < found.refined.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
@@ -116,8 +130,8 @@ void printReport(const planner::ConfigurationSearch& found, const SearchArgs& ar
   fmt::print("\nwrote {}\n", args.out);
 }
 
-int runSearch(const SearchArgs& args) {
-  if (auto status = planner::applyCostModel(args.costModel); !status) {
+int runSearch(SearchArgs args) {
+  if (auto status = applyConfigurationFlags(args.flags, args.request.base); !status) {
     return reportError(status.error());
   }
   const bool terminal = isatty(STDERR_FILENO) != 0;
@@ -153,7 +167,7 @@ void addSearchVerb(CLI::App& app, Action& action) {
       "(seed 003); writes auto_parallel_search_optimal_config.json");
   auto args = std::make_shared<SearchArgs>();
   planner::SearchRequest& request = args->request;
-  addConfigurationOptions(*verb, request.base, args->costModel);
+  addConfigurationOptions(*verb, request.base, args->flags);
   verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
   verb->add_option("--out", args->out, "where to write the optimal configuration")
       ->capture_default_str();

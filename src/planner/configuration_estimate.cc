@@ -228,6 +228,48 @@ std::vector<int64_t> layersPerVirtualStage(const ConfigEstimate& estimate, std::
   return layers;
 }
 
+namespace {
+
+/// The configuration's blocks sharded by its op-level search on the TP x CP submesh, evaluated on
+/// the full model; nullopt under Megatron's annotation or expert parallelism (the op search
+/// does not place experts).
+Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config,
+                                                    const PlanOptions& megatron,
+                                                    const cluster::Cluster& cluster,
+                                                    ir::DType dtype) {
+  if (config.opSearch == OpSearch::kMegatron || config.ep > 1) {
+    return std::optional<Evaluated>();
+  }
+  std::shared_ptr<BlockShardingOracle> oracle = config.blockOracle;
+  if (!oracle) {
+    auto transformer = config.transformer
+                           ? Expected<frontend::TransformerConfig>(*config.transformer)
+                           : transformerConfigOf(config.model);
+    if (!transformer) return transformer.error();
+    transformer->dtype = dtype;
+    transformer->scoresInMemory = config.attention == "unfused";
+    oracle = std::make_shared<BlockShardingOracle>(std::move(*transformer), cluster);
+  }
+  auto blocks = oracle->shard({config.opSearch, config.tp, config.cp, config.mbs, config.seq});
+  if (!blocks) return blocks.error();
+  PlanOptions options = megatron;
+  options.modelOptions.annotate = false;
+  options.blockSharding = std::move(*blocks);
+  auto evaluated = evaluate(options, cluster, options.modelOptions);
+  if (!evaluated) return evaluated.error();
+  return std::optional<Evaluated>(std::move(*evaluated));
+}
+
+/// The op search's evaluation replaces Megatron's when it fits and is faster, or only it fits.
+bool takesOpSearch(const Evaluated& opSearch, const Evaluated& megatron, int64_t deviceBytes) {
+  const bool fits = opSearch.peakBytes() <= deviceBytes;
+  const bool megatronFits = megatron.peakBytes() <= deviceBytes;
+  if (fits != megatronFits) return fits;
+  return opSearch.estimate.stepSeconds < megatron.estimate.stepSeconds;
+}
+
+}  // namespace
+
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   if (auto status = checkConfig(config); !status) return status.error();
   if (config.ep != 1) {
@@ -244,6 +286,13 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   const PlanOptions options = planOptions(config, *dtype);
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return evaluated.error();
+  const double megatronSeconds = evaluated->estimate.stepSeconds;
+  auto searched = evaluateOpSearch(config, options, *cluster, *dtype);
+  if (!searched) return searched.error();
+  const double searchedSeconds = *searched ? (*searched)->estimate.stepSeconds : 0;
+  const bool taken =
+      *searched && takesOpSearch(**searched, *evaluated, cluster->device.memoryBytes);
+  if (taken) evaluated = std::move(**searched);
   ConfigEstimate result;
   result.evaluated = std::move(*evaluated);
   result.cluster = std::move(*cluster);
@@ -251,6 +300,9 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   result.microBatches = options.training.microBatches;
   result.sequence = result.evaluated.model.sequence;
   result.stepSeconds = result.evaluated.estimate.stepSeconds;
+  result.opSearchTaken = taken;
+  result.megatronStepSeconds = megatronSeconds;
+  result.opSearchStepSeconds = searchedSeconds;
   const ir::Graph& graph = result.evaluated.model.graph;
   double forward = 0;
   double recomputed = 0;

@@ -36,12 +36,14 @@
 ///                       accumulation buffer by a separate kernel (Megatron-LM before 2022)
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
+#include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "util/expected.h"
 
@@ -87,6 +89,14 @@ struct MegatronConfig {
   std::vector<std::string> recomputeBlocks;
   /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
   std::optional<frontend::TransformerConfig> transformer;
+  /// Who shards each block on its TP x CP submesh (planner/op_search.h): Megatron-LM's
+  /// annotation, or an op-level search, whose sharding the configuration takes when the full
+  /// model prices it faster than Megatron's (Megatron's strategies are always a candidate).
+  /// Expert parallelism keeps Megatron's annotation.
+  OpSearch opSearch = OpSearch::kMegatron;
+  /// The op-level search's cache, shared by the copies of one search's configurations; made on
+  /// first use when empty.
+  std::shared_ptr<BlockShardingOracle> blockOracle;
 
   [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp; }
 };
@@ -107,6 +117,11 @@ struct ConfigEstimate {
   double hardwareTflopsPerGpu = 0;       ///< recompute counted
   double mfu = 0;                        ///< model FLOPs over the device's dense peak
   std::vector<int64_t> peakMemoryBytes;  ///< per pipeline stage
+  /// With an op-level search (MegatronConfig::opSearch): whether its block sharding was taken
+  /// (faster than Megatron's on the full model), and both steps (0: not evaluated).
+  bool opSearchTaken = false;
+  double megatronStepSeconds = 0;
+  double opSearchStepSeconds = 0;
   [[nodiscard]] bool fits() const;
 };
 

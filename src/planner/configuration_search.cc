@@ -39,19 +39,39 @@ class SearchRun {
       : request_(request),
         transformer_(std::move(transformer)),
         cluster_(std::move(cluster)),
-        base_(baseOf(request, transformer_)),
+        base_(baseOf(request, transformer_, cluster_)),
+        oracle_(oracleOf(request, transformer_, cluster_)),
         profiler_(base_, transformer_, std::move(table)) {}
 
   Expected<ConfigurationSearch> run(const SearchProgress& progress);
 
  private:
   static MegatronConfig baseOf(const SearchRequest& request,
-                               const frontend::TransformerConfig& transformer) {
+                               const frontend::TransformerConfig& transformer,
+                               const cluster::Cluster& cluster) {
     MegatronConfig base = request.base;
     base.nodes = std::max(request.base.nodes, 1);
     base.transformer = transformer;  // read once, not again for every evaluation
+    // Refined under Megatron-LM's annotation; the op-level search then re-shards the ranked
+    // (rerankWithOpSearch).
+    base.opSearch = OpSearch::kMegatron;
     return base;
   }
+  static std::shared_ptr<BlockShardingOracle> oracleOf(const SearchRequest& request,
+                                                       const frontend::TransformerConfig& model,
+                                                       const cluster::Cluster& cluster) {
+    if (request.base.opSearch == OpSearch::kMegatron) return nullptr;
+    frontend::TransformerConfig probed = model;
+    probed.dtype = parsePrecision(request.base.precision).value();  // checked by the caller
+    probed.scoresInMemory = request.base.attention == "unfused";
+    return std::make_shared<BlockShardingOracle>(std::move(probed), cluster);
+  }
+  /// Each ranked configuration evaluated again with its blocks sharded by the op-level search
+  /// (the faster of its sharding and Megatron's, planner/configuration_estimate.h), then ranked
+  /// again. Re-sharding the configurations Megatron's refinement ranked, rather than refining
+  /// under the op search, keeps every one of them a candidate: the winner is never slower than
+  /// the megatron mode's. Returns how many configurations it evaluated.
+  Expected<int> rerankWithOpSearch(search::HybridResult& result);
   [[nodiscard]] search::HybridModel model() const;
   [[nodiscard]] bool vision() const { return transformer_.vision.layers > 0; }
   /// The closed form of a configuration (measured blocks where the table has them).
@@ -85,6 +105,7 @@ class SearchRun {
   frontend::TransformerConfig transformer_;
   cluster::Cluster cluster_;
   MegatronConfig base_;
+  std::shared_ptr<BlockShardingOracle> oracle_;  ///< with an op-level search
   BlockProfiler profiler_;
   /// What refining each candidate found. (Not its estimate: that holds the whole graph; the
   /// winner's is evaluated again.)
@@ -153,7 +174,7 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
   if (!estimate) return estimate.error();
   auto seconds = stepOf(*config, *estimate, nullptr);
   if (!seconds) return seconds.error();
-  RefinedConfiguration refined{*config, *seconds, false, ""};
+  RefinedConfiguration refined{*config, *seconds, false, "", false};
   search::HybridScore score{
       *seconds,
       *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end()),
@@ -222,6 +243,30 @@ std::string SearchRun::placementLine(const MegatronConfig& config,
                      formatSeconds(unplacedSeconds));
 }
 
+Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
+  // A measured table ranks on the closed form, which reads Megatron's blocks.
+  if (!oracle_ || profiler_.hasTable()) return 0;
+  for (auto& [candidate, score] : result.ranked) {
+    RefinedConfiguration& refined = refined_.at(keyOf(candidate));
+    MegatronConfig config = refined.config;
+    config.opSearch = request_.base.opSearch;
+    config.blockOracle = oracle_;
+    auto estimate = estimateConfig(config);
+    if (!estimate) return estimate.error();
+    if (!estimate->opSearchTaken) continue;
+    refined.config = std::move(config);
+    refined.seconds = estimate->stepSeconds;
+    refined.opSearchTaken = true;
+    score.stepSeconds = estimate->stepSeconds;
+    score.peakBytes =
+        *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end());
+  }
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
+    return a.second.stepSeconds < b.second.stepSeconds;
+  });
+  return static_cast<int>(result.ranked.size());
+}
+
 Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   search::HybridSpace space;
   space.world = cluster_.numDevices;
@@ -231,6 +276,8 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
       model(), space, [this](const auto& c) { return screen(c); },
       [this](const auto& c) { return refine(c); }, request_.refinedCandidates, progress);
   if (!result) return result.error();
+  auto reranked = rerankWithOpSearch(*result);
+  if (!reranked) return reranked.error();
   ConfigurationSearch found;
   found.hybrid = std::move(*result);
   for (const auto& [candidate, score] : found.hybrid.ranked) {
@@ -245,6 +292,12 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   found.settings = profiler_.settings();
   found.measuredSettings = profiler_.measuredSettings();
   found.measured = profiler_.hasTable();
+  found.opSearch = request_.base.opSearch;
+  found.opSearchTaken =
+      static_cast<int>(std::count_if(refined_.begin(), refined_.end(),
+                                     [](const auto& entry) { return entry.second.opSearchTaken; }));
+  found.opSearchEvaluated = *reranked;
+  found.blockProbes = oracle_ ? oracle_->probes() : 0;
   if (found.refined.empty()) return found;
   const RefinedConfiguration& winner = found.refined.front();
   auto estimate = estimateConfig(winner.config);

@@ -45,6 +45,8 @@ struct RefinedConfiguration {
   /// The report's line for its exact placement: "  TP 8 PP 4 DP 2 MBS 1: layers [..] ..."; empty
   /// when placement does not apply.
   std::string placementLine;
+  /// Its blocks sharded by the op-level search (faster than Megatron's on the full model).
+  bool opSearchTaken = false;
 };
 
 struct ConfigurationSearch {
@@ -66,6 +68,12 @@ struct ConfigurationSearch {
   int settings = 0;
   int measuredSettings = 0;
   bool measured = false;  ///< ranked on a measured table's closed form
+  /// The op-level search (MegatronConfig::opSearch), the refined configurations whose blocks it
+  /// sharded faster than Megatron's, and the block shardings it searched.
+  OpSearch opSearch = OpSearch::kMegatron;
+  int opSearchTaken = 0;
+  int opSearchEvaluated = 0;
+  int blockProbes = 0;
 
   [[nodiscard]] bool vision() const { return transformer.vision.layers > 0; }
 };

@@ -88,11 +88,13 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
           "--tp {} x --cp {} x --dp {}: uses {} devices but only {} are available",
           options.tensorParallel, options.contextParallel, dataParallel, used, numDevices)};
     }
-    config->tensorParallel = options.tensorParallel;
-    config->dataParallel = dataParallel;
-    config->sequenceParallel = options.sequenceParallel;
-    config->contextParallel = options.contextParallel;
-    config->expertParallel = options.expertParallel;
+    if (options.annotate) {
+      config->tensorParallel = options.tensorParallel;
+      config->dataParallel = dataParallel;
+      config->sequenceParallel = options.sequenceParallel;
+      config->contextParallel = options.contextParallel;
+      config->expertParallel = options.expertParallel;
+    }
   }
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);

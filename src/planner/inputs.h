@@ -30,6 +30,10 @@ struct ModelOptions {
   std::optional<ir::DType> dtype;
   /// Attention with the score matrix in memory (frontend::TransformerConfig::scoresInMemory).
   bool attentionScoresInMemory = false;
+  /// false: the degrees above set the graph's batch (micro-batch x data parallel), but no
+  /// Megatron-style annotation is written; an op-level search shards the blocks instead
+  /// (planner/op_search.h).
+  bool annotate = true;
   /// A transformer given by a run yaml (--config) instead of a preset name.
   std::optional<frontend::TransformerConfig> transformer;
 };

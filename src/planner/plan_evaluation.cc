@@ -27,6 +27,18 @@ Expected<std::map<std::string, layout::Strategy>> parseShards(
   return overrides;
 }
 
+/// Every op sharded with its block's cuts (planner/op_search.h) over the stage's ranks.
+Expected<search::SearchOutcome> shardByBlocks(const BlockSharding& blocks, const ir::Graph& graph,
+                                              const std::vector<int>& ranks) {
+  const auto dataParallel = static_cast<int64_t>(ranks.size()) / blocks.submeshDevices;
+  auto cuts = liftBlockSharding(blocks, graph, dataParallel);
+  if (!cuts) return cuts.error();
+  const std::vector<rules::StrategySource> sources(cuts->size(), rules::StrategySource::kSearch);
+  auto sharding = rules::shardGraphWithCuts(graph, ranks, *cuts, sources);
+  if (!sharding) return sharding.error();
+  return search::SearchOutcome{std::move(*sharding), blocks.explanation, {}};
+}
+
 }  // namespace
 
 Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
@@ -56,7 +68,9 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   request.tieLayers = options.ilpTieLayers;
   std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
-  auto outcome = search::searchStrategies(model->graph, ranks, cluster, request);
+  auto outcome = options.blockSharding
+                     ? shardByBlocks(*options.blockSharding, model->graph, ranks)
+                     : search::searchStrategies(model->graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
   auto evaluateOptions = planner::evaluateOptions(
       options.training,

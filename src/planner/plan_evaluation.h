@@ -4,12 +4,14 @@
 /// assignment, operator search, cost report and step estimate).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
 #include "planner/inputs.h"
+#include "planner/op_search.h"
 #include "planner/training_options.h"
 #include "search/op_level/driver.h"
 #include "search/op_level/pipeline.h"
@@ -38,6 +40,9 @@ struct PlanOptions {
   double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
   bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack
   std::string searchFlag;     ///< --search as given on the command line, empty when not
+  /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
+  /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
+  std::shared_ptr<const BlockSharding> blockSharding;
 };
 
 struct Evaluated {

@@ -72,7 +72,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--devices-per-node,--simulated-nproc-per-node", config.devicesPerNode,
                   "devices per node of a preset (default: the preset's)")
       ->check(positive());
-  verb.add_option("--gbs", config.gbs, "global batch size")->required()->check(positive());
+  verb.add_option("--gbs", config.gbs,
+                  "global batch size (required for a transformer; for a graph, samples per step)")
+      ->check(positive());
   verb.add_option("--seq", config.seq, "sequence length (default: the model's)")->check(positive());
   verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
   verb.add_option("--inter-node-gbps", config.interNodeGbps,

@@ -30,18 +30,7 @@ int runPlan(planner::PlanOptions options) {
     return reportError(Error{"--model: required (or --config with a model)"});
   auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
-  const planner::PlanContext context{evaluated->evaluateOptions,
-                                     evaluated->pipeline,
-                                     evaluated->stages.virtualStageOf,
-                                     evaluated->estimate,
-                                     evaluated->report,
-                                     static_cast<size_t>(evaluated->devicesPerStage)};
-  plan::Plan result = planner::assemblePlan(evaluated->model, evaluated->outcome.sharding,
-                                            evaluated->report, context, *cluster, options.cluster);
-  result.search = options.search;
-  for (const auto& conflict : evaluated->outcome.conflicts) {
-    result.conflicts.push_back(conflict.description);
-  }
+  plan::Plan result = planner::planOf(*evaluated, options, *cluster);
   const auto json = plan::planToJson(result).dump(2);
   if (!options.out.empty()) {
     if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {

@@ -13,13 +13,20 @@
 #include "export/megatron_args.h"
 #include "export/mindformers_yaml.h"
 #include "export/mindspeed_json.h"
+#include "export/plan_report.h"
+#include "plan/plan_json.h"
 #include "planner/configuration_search.h"
+#include "planner/graph_search.h"
 #include "planner/inputs.h"
+#include "planner/plan_assembly.h"
 #include "util/atomic_file.h"
 
 namespace autopar::cli {
 
 namespace {
+
+constexpr const char* kOptimalConfigFile = "auto_parallel_search_optimal_config.json";
+constexpr const char* kGraphPlanFile = "autopar_plan.json";
 
 /// How many of the leaders' placements the report lists.
 constexpr int kPlacedCandidates = 8;
@@ -27,7 +34,7 @@ constexpr int kPlacedCandidates = 8;
 struct SearchArgs {
   planner::SearchRequest request;
   int top = 10;
-  std::string out = "auto_parallel_search_optimal_config.json";
+  std::string out;  ///< empty: kOptimalConfigFile, or kGraphPlanFile for a graph
   ConfigurationFlags flags;
   bool json = false;
 };
@@ -130,10 +137,87 @@ void printReport(const planner::ConfigurationSearch& found, const SearchArgs& ar
   fmt::print("\nwrote {}\n", args.out);
 }
 
+/// The graph search's ranking: stages, micro-batches, recompute, step, throughput, peak.
+void printGraphRanking(const planner::GraphSearch& found, int top) {
+  fmt::print("{:>4} {:>6} {:>6} {:>9} {:>11} {:>12} {:>11}\n", "rank", "stages", "sched",
+             "recompute", "step", "samples/s", "peak");
+  for (size_t i = 0; i < found.ranked.size() && static_cast<int>(i) < top; ++i) {
+    const auto& ranked = found.ranked[i];
+    const double samples =
+        static_cast<double>(found.batch * found.microBatches) / ranked.stepSeconds;
+    const std::string& schedule = ranked.candidate.stages == 1 ? "-" : ranked.candidate.schedule;
+    fmt::print("{:>4} {:>6} {:>6} {:>9} {:>11} {:>12.1f} {:>11}\n", i + 1, ranked.candidate.stages,
+               schedule, ranked.candidate.recompute, planner::formatSeconds(ranked.stepSeconds),
+               samples, planner::formatBytes(ranked.peakBytes));
+  }
+}
+
+/// `autopar search` on a graph JSON or ONNX model (planner/graph_search.h): writes the winner's
+/// plan JSON and prints the ranking and its plan report.
+int runGraphSearch(const SearchArgs& args) {
+  const planner::MegatronConfig& base = args.request.base;
+  planner::GraphSearchRequest request;
+  request.model = base.model;
+  request.cluster = base.cluster;
+  request.nodes = std::max(base.nodes, 1);
+  request.devicesPerNode = base.devicesPerNode;
+  request.opSearch = base.opSearch;
+  request.globalBatch = base.gbs;
+  auto found = planner::searchGraph(request);
+  if (!found) return reportError(found.error());
+  if (!found->best) {
+    const std::string leanest =
+        found->leanest
+            ? fmt::format("the leanest ({} stages, recompute {}) needs {} per device of {}",
+                          found->leanest->candidate.stages, found->leanest->candidate.recompute,
+                          planner::formatBytes(found->leanest->peakBytes),
+                          planner::formatBytes(found->cluster.device.memoryBytes))
+            : "no configuration could be evaluated";
+    return reportError(Error{fmt::format(
+        "nothing fits: {}; add devices (--nodes) or shard the largest parameters with a "
+        "--op-search",
+        leanest)});
+  }
+  const std::string out = args.out.empty() ? kGraphPlanFile : args.out;
+  const plan::Plan plan = planner::planOf(*found->best, found->bestOptions, found->cluster);
+  if (auto written = writeFileAtomically(out, plan::planToJson(plan).dump(2) + "\n"); !written) {
+    return reportError(written.error().in("--out"));
+  }
+  fmt::print(
+      "autopar search: {} on {} ({} x {}), global batch {}: {} micro-batches of {} samples\n",
+      base.model, found->cluster.name, found->cluster.numDevices, found->cluster.device.name,
+      base.gbs, found->microBatches, found->batch);
+  if (found->blocks == 0) {
+    fmt::print(
+        "no block tags of the form <stack>.<index> (e.g. \"encoder.layer.3\"): the graph is "
+        "searched as one block, without pipelining\n");
+  } else {
+    fmt::print("{} blocks placed over pipeline stages\n", found->blocks);
+  }
+  fmt::print(
+      "each stage's ops sharded over its devices by {}; {} configurations evaluated on the full "
+      "model ({} fit{})\n\n",
+      base.opSearch == planner::OpSearch::kMegatron
+          ? std::string("the file's annotations, the rest data parallel (semi_auto)")
+          : fmt::format("--op-search {}", planner::opSearchName(base.opSearch)),
+      found->evaluated, found->ranked.size(),
+      found->skipped > 0
+          ? fmt::format("; {} refused, the first: {}", found->skipped, found->firstError)
+          : "");
+  printGraphRanking(*found, args.top);
+  exporters::ReportHeader header{base.model, found->cluster.name, found->cluster.device.name,
+                                 found->best->model.graph.parameterCount()};
+  fmt::print("\nBest configuration:\n\n{}", exporters::formatPlanReport(plan, header));
+  fmt::print("\nwrote {}\n", out);
+  return kExitOk;
+}
+
 int runSearch(SearchArgs args) {
   if (auto status = applyConfigurationFlags(args.flags, args.request.base); !status) {
     return reportError(status.error());
   }
+  if (planner::isGraphModel(args.request.base.model)) return runGraphSearch(args);
+  if (args.out.empty()) args.out = kOptimalConfigFile;
   const bool terminal = isatty(STDERR_FILENO) != 0;
   auto progress = [&](int done, int total) {
     if (terminal) fmt::print(stderr, "\rrefining on the full model: {}/{}", done, total);
@@ -169,8 +253,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
   planner::SearchRequest& request = args->request;
   addConfigurationOptions(*verb, request.base, args->flags);
   verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
-  verb->add_option("--out", args->out, "where to write the optimal configuration")
-      ->capture_default_str();
+  verb->add_option("--out", args->out,
+                   fmt::format("where to write the optimal configuration (default {}; for a "
+                               "graph, its plan JSON, default {})",
+                               kOptimalConfigFile, kGraphPlanFile));
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
   verb->add_option("--profile", request.profilePath,

@@ -324,6 +324,7 @@ std::string shapeName(const MegatronConfig& config) {
 
 Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
                                                    const SearchProgress& progress) {
+  if (request.base.gbs <= 0) return Error{"--gbs: required, a positive integer"};
   if (auto precision = parsePrecision(request.base.precision); !precision) {
     return precision.error();
   }

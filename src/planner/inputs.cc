@@ -102,6 +102,15 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   return LoadedModel{std::move(*graph), model, perReplica, config->seq};
 }
 
+bool isGraphModel(const std::string& model) {
+  if (endsWith(model, ".onnx")) return true;
+  if (!endsWith(model, ".json")) return false;
+  auto text = readText(model);
+  if (!text) return false;
+  auto document = frontend::parseJsonText(*text);
+  return document && !frontend::isModelConfig(*document);
+}
+
 Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model) {
   if (endsWith(model, ".json")) {
     auto text = readText(model);

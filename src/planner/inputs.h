@@ -50,6 +50,11 @@ struct LoadedModel {
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices);
 
+/// Whether `model` names an operator graph (a graph JSON or an ONNX model) rather than a
+/// transformer (a preset, a Hugging Face config.json or a dimensions JSON). A file that cannot
+/// be read or parsed is not a graph here; loading it says why.
+bool isGraphModel(const std::string& model);
+
 /// The transformer a preset name or a model config file (.json: Hugging Face config.json or
 /// dimensions) describes; graph files and ONNX models are not transformers to build.
 Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model);

@@ -221,4 +221,21 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   return result;
 }
 
+plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
+                  const cluster::Cluster& cluster) {
+  const PlanContext context{evaluated.evaluateOptions,
+                            evaluated.pipeline,
+                            evaluated.stages.virtualStageOf,
+                            evaluated.estimate,
+                            evaluated.report,
+                            static_cast<size_t>(evaluated.devicesPerStage)};
+  plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
+                                   context, cluster, options.cluster);
+  result.search = options.search;
+  for (const auto& conflict : evaluated.outcome.conflicts) {
+    result.conflicts.push_back(conflict.description);
+  }
+  return result;
+}
+
 }  // namespace autopar::planner

@@ -6,6 +6,7 @@
 #include "cost/graph_cost.h"
 #include "plan/plan.h"
 #include "planner/inputs.h"
+#include "planner/plan_evaluation.h"
 #include "rules/graph_sharding.h"
 #include "sim/step_estimate.h"
 
@@ -24,6 +25,11 @@ struct PlanContext {
 plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sharding,
                         const cost::CostReport& report, const PlanContext& context,
                         const cluster::Cluster& cluster, const std::string& clusterName);
+
+/// The Plan of an evaluation (planner/plan_evaluation.h) made with `options`: its strategies,
+/// stages, features and estimate, the search mode and any propagation conflicts.
+plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
+                  const cluster::Cluster& cluster);
 
 /// A redistribution step as a plan records it.
 plan::StepRecord stepRecord(const layout::RedistStep& step);

@@ -21,12 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def sweep():
-    """(model, cluster args, configuration args) triples, every one a valid configuration."""
+    """(model, cluster args, configuration args) triples, every one a valid configuration:
+    LLaMA2-7B over TP/PP/DP/CP shapes, the three schedules, recompute, ZeRO 0-3, micro-batch
+    sizes and overlapped gradient reduction; Mixtral-8x7B over EP shapes."""
     dense = []
     for (tp, pp, dp, cp), schedule, recompute, zero, mbs in itertools.product(
             [(2, 2, 2, 1), (1, 4, 2, 1), (2, 4, 1, 1), (2, 1, 2, 2), (1, 2, 2, 2), (4, 2, 1, 1)],
             ["1f1b", "interleaved", "zb-h1"], ["none", "selective", "full"], [0, 1, 2, 3],
             [1, 2]):
+        overlap_choices = [False, True] if zero <= 1 else [False]
         if pp == 1 and schedule != "1f1b":
             continue
         if pp > 1 and zero >= 2:
@@ -41,7 +44,9 @@ def sweep():
             args += ["--zero-bubble"]
         if tp > 1:
             args += ["--sequence-parallel"]
-        dense.append(("llama2-7b", ["--seq", 4096], args))
+        for overlap in overlap_choices:
+            dense.append(("llama2-7b", ["--seq", 4096],
+                          args + (["--overlap-grad-reduce"] if overlap else [])))
     moe = []
     for (tp, pp, dp, ep), recompute, zero in itertools.product(
             [(2, 2, 2, 2), (1, 2, 4, 4), (2, 1, 4, 2), (1, 1, 8, 8)], ["none", "full"], [0, 1]):

@@ -244,6 +244,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.dp = config.dp * config.cp;  // the parameters' replicas
   candidate.expertDp = config.dp * config.cp / config.ep;
   candidate.zero = config.zero;
+  candidate.gradientBucketBytes = gradientBucketBytes(config);
   candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
                        : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
                                            : search::PipelineSchedule::k1F1B;

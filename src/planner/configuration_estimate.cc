@@ -109,6 +109,13 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   return cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
 }
 
+int64_t gradientBucketBytes(const MegatronConfig& config) {
+  if (!config.overlapGradReduce) return 0;
+  const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
+  // Gradients are fp32 but under fp16 (as planOptions sets fp32Gradients).
+  return static_cast<int64_t>(elements * (config.precision == "fp16" ? 2 : 4));
+}
+
 namespace {
 
 PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
@@ -147,15 +154,10 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.fuseElementwise = true;
   training.listCollectives = config.listCollectives;
   training.unfusedGradientAccumulation = !config.gradientAccumulationFusion;
-  // Megatron-LM reduces its contiguous gradient buffer: after the backward in one collective,
-  // or with --overlap-grad-reduce (Megatron-Core's DistributedDataParallel) in buckets of
-  // max(40M, 1M x DP) elements as the last micro-batch's backward completes them.
   training.bucketing = "size";
-  training.bucketMb = 1e9;  // 1 PiB: one bucket holds any model's gradients
-  if (config.overlapGradReduce) {
-    const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
-    training.bucketMb = elements * (training.fp32Gradients ? 4 : 2) / (1024.0 * 1024.0);
-  }
+  const int64_t bucket = gradientBucketBytes(config);
+  training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
+                                 : 1e9;  // 1 PiB: one bucket holds any model's gradients
   if (config.zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;

@@ -125,6 +125,13 @@ struct ConfigEstimate {
   [[nodiscard]] bool fits() const;
 };
 
+/// The gradient bucketing both step models take (the full model's buckets and the closed form's
+/// gradientBucketBytes): Megatron-LM reduces its contiguous gradient buffer after the backward in
+/// one collective (0 here), or with --overlap-grad-reduce (Megatron-Core's
+/// DistributedDataParallel) in buckets of max(40M, 1M x DP x CP) elements as the last
+/// micro-batch's backward completes them.
+int64_t gradientBucketBytes(const MegatronConfig& config);
+
 /// The compute dtype a --precision names (bf16, fp16 or fp8).
 Expected<ir::DType> parsePrecision(const std::string& name);
 

@@ -10,9 +10,6 @@ namespace autopar::search {
 
 namespace {
 
-/// PyTorch DDP's and Megatron-LM's default bucket: the last one cannot overlap the backward.
-constexpr int64_t kBucketBytes = int64_t{25} << 20;
-
 /// One stage of a candidate: how many layers of each stack each of its chunks runs and
 /// recomputes, and whether it carries an end (the embedding on its first chunk, the head on its
 /// last).
@@ -261,18 +258,21 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
 
 namespace {
 
-/// The stage's tail: what is left of its gradient reduction (all of it without ZeRO 2; the
-/// weights' all-gather with it) overlaps the last micro-batch's backward but for its last bucket;
-/// then its optimizer step.
+/// The stage's tail: its gradient reduction (all of it without ZeRO 2; the weights' all-gather
+/// with it), exposed as one bucket after the backward, or in buckets that overlap the last
+/// micro-batch's backward but for the last one; then its optimizer step.
 double tailSeconds(const Stage& stage, const StageSync& sync, double backwardSeconds,
                    const AnalyticCandidate& c) {
   double exposed = 0;
   if (sync.allReduceSeconds > 0) {
     const double whole = c.zero >= 2 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
-    const double lastBucket = whole *
-                              static_cast<double>(std::min(sync.gradientBytes, kBucketBytes)) /
-                              static_cast<double>(std::max<int64_t>(sync.gradientBytes, 1));
-    exposed = std::max(whole - backwardSeconds, lastBucket);
+    if (c.gradientBucketBytes <= 0 || c.gradientBucketBytes >= sync.gradientBytes) {
+      exposed = whole;
+    } else {
+      const double lastBucket = whole * static_cast<double>(c.gradientBucketBytes) /
+                                static_cast<double>(sync.gradientBytes);
+      exposed = std::max(whole - backwardSeconds, lastBucket);
+    }
   }
   return exposed + stage.sum([&](const ProfiledPart& p) { return shardedOptimizerSeconds(p, c); });
 }

@@ -15,7 +15,10 @@
 ///               (P - 1)(F + B - W) against 1F1B's (P - 1)(F + B + W));
 ///               search/layer_level/schedule_model.h
 ///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
-/// Gradient synchronisation overlaps the last micro-batch's backward except for its last bucket.
+/// Gradient synchronisation follows the candidate's bucketing (gradientBucketBytes, the policy the
+/// full model is given too): one bucket of all the gradients, reduced after the backward and so
+/// fully exposed (Megatron-LM without --overlap-grad-reduce), or buckets that overlap the last
+/// micro-batch's backward except for the last bucket.
 /// Parameters come in two replica groups: those replicated over the candidate's data-parallel
 /// ranks (dp, DP x CP), and those split over expert parallelism, replicated over dp / EP only
 /// (expertDp, Megatron-Core's expert-data-parallel group); each group's gradients are
@@ -82,6 +85,8 @@ struct AnalyticCandidate {
   int64_t expertDp = 1;  ///< replicas of those in `expertState`: dp / EP
   int zero = 0;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  /// Bytes per gradient bucket; 0: one bucket of all the gradients after the backward.
+  int64_t gradientBucketBytes = 0;
   /// Per stack, per stage; when interleaved per virtual stage: chunk c of stage s at c P + s.
   StackCounts layers;
   StackCounts recomputed;  ///< as `layers`: layers recomputed in full

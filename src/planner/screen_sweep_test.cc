@@ -1,0 +1,129 @@
+/// One step model: the search's closed-form screen (search/layer_level/analytic_step.h on block
+/// profiles, planner/block_profile.h) is derived from the same cost model, gradient bucketing and
+/// schedule model as the full model (planner/configuration_estimate.h, sim/). This sweep pins the
+/// two together across schedules, ZeRO stages, recompute, micro-batch sizes, overlapped gradient
+/// reduction, context and expert parallelism (bench/screen_vs_simulator.py prints the same
+/// comparison).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "planner/block_profile.h"
+#include "planner/configuration_estimate.h"
+#include "planner/inputs.h"
+
+namespace autopar::planner {
+namespace {
+
+/// The screen's step may differ from the full model's by at most this fraction.
+constexpr double kTolerance = 0.02;
+
+struct Shape {
+  int64_t tp, pp, dp, cp, ep;
+};
+
+std::vector<MegatronConfig> denseSweep() {
+  std::vector<MegatronConfig> configs;
+  const Shape shapes[] = {{2, 2, 2, 1, 1}, {1, 4, 2, 1, 1}, {2, 4, 1, 1, 1},
+                          {2, 1, 2, 2, 1}, {1, 2, 2, 2, 1}, {4, 2, 1, 1, 1}};
+  for (const Shape& shape : shapes) {
+    for (const char* schedule : {"1f1b", "interleaved", "zb-h1"}) {
+      if (shape.pp == 1 && std::string(schedule) != "1f1b") continue;
+      for (const char* recompute : {"none", "selective", "full"}) {
+        for (int zero = 0; zero <= 3; ++zero) {
+          // Neither Megatron-LM nor DeepSpeed pipelines ZeRO 2 and 3; ZeRO needs replicas.
+          if ((shape.pp > 1 && zero >= 2) || (shape.dp == 1 && zero > 0)) continue;
+          for (int64_t mbs : {1, 2}) {
+            for (bool overlap : {false, true}) {
+              if (overlap && zero >= 2) continue;
+              MegatronConfig config;
+              config.model = "llama2-7b";
+              config.seq = 4096;
+              config.tp = shape.tp;
+              config.pp = shape.pp;
+              config.dp = shape.dp;
+              config.cp = shape.cp;
+              config.mbs = mbs;
+              config.gbs = shape.dp * mbs * 8;
+              config.recompute = recompute;
+              config.zero = zero;
+              config.vpp = std::string(schedule) == "interleaved" ? 2 : 1;
+              config.zeroBubble = std::string(schedule) == "zb-h1";
+              config.sequenceParallel = shape.tp > 1;
+              config.overlapGradReduce = overlap;
+              configs.push_back(config);
+            }
+          }
+        }
+      }
+    }
+  }
+  return configs;
+}
+
+std::vector<MegatronConfig> expertSweep() {
+  std::vector<MegatronConfig> configs;
+  const Shape shapes[] = {{2, 2, 2, 1, 2}, {1, 2, 4, 1, 4}, {2, 1, 4, 1, 2}, {1, 1, 8, 1, 8}};
+  for (const Shape& shape : shapes) {
+    for (const char* recompute : {"none", "full"}) {
+      for (int zero : {0, 1}) {
+        MegatronConfig config;
+        config.model =
+            std::string(AUTOPAR_SOURCE_DIR) + "/examples/models/mixtral-8x7b-config.json";
+        config.nodes = 1;
+        config.seq = 4096;
+        config.tp = shape.tp;
+        config.pp = shape.pp;
+        config.dp = shape.dp;
+        config.ep = shape.ep;
+        config.gbs = shape.dp * 8;
+        config.recompute = recompute;
+        config.zero = zero;
+        config.sequenceParallel = shape.tp > 1;
+        configs.push_back(config);
+      }
+    }
+  }
+  return configs;
+}
+
+/// The screen's step against the full model's for each configuration, layers split evenly (as
+/// the full model splits them by default).
+void expectScreenMatches(const std::vector<MegatronConfig>& configs) {
+  ASSERT_FALSE(configs.empty());
+  auto transformer = transformerConfigOf(configs.front().model);
+  ASSERT_TRUE(transformer) << transformer.error().message;
+  BlockProfiler profiler(configs.front(), *transformer);
+  for (MegatronConfig config : configs) {
+    config.transformer = *transformer;
+    auto full = estimateConfig(config);
+    ASSERT_TRUE(full) << full.error().message;
+    auto screen = closedFormEstimate(config, profiler, full->cluster,
+                                     search::evenLayers(profiler.stacks(), config.pp, config.vpp));
+    ASSERT_TRUE(screen) << screen.error().message;
+    const double error = screen->stepSeconds / full->stepSeconds - 1;
+    EXPECT_LE(std::abs(error), kTolerance)
+        << config.model << " TP " << config.tp << " PP " << config.pp << " DP " << config.dp
+        << " CP " << config.cp << " EP " << config.ep << " VPP " << config.vpp << " zb "
+        << config.zeroBubble << " MBS " << config.mbs << " recompute " << config.recompute
+        << " ZeRO " << config.zero << " overlap " << config.overlapGradReduce << ": screen "
+        << screen->stepSeconds << " s, full " << full->stepSeconds << " s";
+  }
+}
+
+TEST(ScreenSweep, DenseConfigurationsWithinTwoPercentOfTheFullModel) {
+  const std::vector<MegatronConfig> configs = denseSweep();
+  EXPECT_GE(configs.size(), 300u);
+  expectScreenMatches(configs);
+}
+
+TEST(ScreenSweep, ExpertParallelConfigurationsWithinTwoPercentOfTheFullModel) {
+  const std::vector<MegatronConfig> configs = expertSweep();
+  EXPECT_EQ(configs.size(), 16u);
+  expectScreenMatches(configs);
+}
+
+}  // namespace
+}  // namespace autopar::planner

@@ -15,29 +15,6 @@ namespace autopar::cli {
 
 namespace {
 
-/// Which stage overflows, by how much, and its largest part, with the flags that shrink it.
-std::string overflowMessage(const planner::ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  const auto& memory = step.peakMemory();
-  const std::pair<const char*, int64_t> parts[] = {
-      {"parameters", memory.parameterBytes},
-      {"gradients", memory.gradientBytes},
-      {"optimizer states", memory.optimizerBytes},
-      {"activations", memory.activationBytes},
-      {"communication buffers and gathered parameters", memory.communicationBytes}};
-  const auto* largest = &parts[0];
-  for (const auto& part : parts) {
-    if (part.second > largest->second) largest = &part;
-  }
-  return fmt::format(
-      "does not fit: stage {} needs {} of {} device memory, {} {} the largest part; --zero 1-3 "
-      "shards optimizer states (and gradients, parameters), --recompute selective or full cuts "
-      "activations, a larger --tp or --pp splits everything",
-      step.peakStage, planner::formatBytes(memory.total()),
-      planner::formatBytes(estimate.cluster.device.memoryBytes), largest->first,
-      planner::formatBytes(largest->second));
-}
-
 /// The search's closed-form screen of the configuration: its layers split as the full model
 /// splits them by default (evenly), or as a placement says.
 Expected<search::AnalyticEstimate> closedFormOf(const planner::MegatronConfig& config,
@@ -58,71 +35,9 @@ struct EstimateArgs {
   bool json = false;
   bool closedForm = false;
   bool place = false;
-  /// A given placement (seed 003's layer_placement and layer_recompute): layers per stage.
-  std::vector<int64_t> llmLayers;
-  std::vector<int64_t> vitLayers;
-  std::vector<int64_t> llmRecompute;
-  std::vector<int64_t> vitRecompute;
-  std::string profile;  ///< a measured block table for --closed-form and --place
+  planner::GivenPlacement given;  ///< --llm-layers, --vit-layers, --llm-recompute, --vit-recompute
+  std::string profile;            ///< a measured block table for --closed-form and --place
 };
-
-/// The given placement as per-stack counts, checked against the model and the stages; empty
-/// when none is given.
-Expected<std::pair<search::StackCounts, search::StackCounts>> givenPlacement(
-    const EstimateArgs& args, const frontend::TransformerConfig& transformer) {
-  if (args.llmLayers.empty() && args.vitLayers.empty()) {
-    if (!args.llmRecompute.empty() || !args.vitRecompute.empty()) {
-      return Error{"--llm-recompute/--vit-recompute: need --llm-layers (a placement)"};
-    }
-    return std::pair<search::StackCounts, search::StackCounts>{};
-  }
-  // Interleaved: one count per virtual stage, chunk c of stage s at c PP + s.
-  const auto stages = static_cast<size_t>(args.config.pp * args.config.vpp);
-  const bool vision = transformer.vision.layers > 0;
-  if (args.config.vpp > 1 && vision) {
-    return Error{"--vit-layers: a vision tower is not interleaved; give --vpp 1"};
-  }
-  struct Stack {
-    const char* flag;
-    const std::vector<int64_t>* layers;
-    const std::vector<int64_t>* recompute;
-    int64_t total;
-  };
-  std::vector<Stack> stacks;
-  if (vision) {
-    stacks.push_back(
-        {"--vit-layers", &args.vitLayers, &args.vitRecompute, transformer.vision.layers});
-  } else if (!args.vitLayers.empty()) {
-    return Error{"--vit-layers: the model has no vision tower"};
-  }
-  stacks.push_back({"--llm-layers", &args.llmLayers, &args.llmRecompute, transformer.layers});
-  search::StackCounts layers;
-  search::StackCounts recomputed;
-  for (const Stack& stack : stacks) {
-    const std::vector<int64_t> zeros(stages, 0);
-    const std::vector<int64_t>& counts = stack.layers->empty() ? zeros : *stack.layers;
-    const std::vector<int64_t>& recompute = stack.recompute->empty() ? zeros : *stack.recompute;
-    if (counts.size() != stages || recompute.size() != stages) {
-      return Error{fmt::format("{}: expected {} counts (one per {})", stack.flag, stages,
-                               args.config.vpp > 1 ? "virtual stage: --pp x --vpp" : "--pp stage")};
-    }
-    int64_t sum = 0;
-    for (size_t s = 0; s < stages; ++s) {
-      if (counts[s] < 0 || recompute[s] < 0 || recompute[s] > counts[s]) {
-        return Error{fmt::format("{}: stage {} has {} layers and {} recomputed", stack.flag, s,
-                                 counts[s], recompute[s])};
-      }
-      sum += counts[s];
-    }
-    if (sum != stack.total) {
-      return Error{
-          fmt::format("{}: {} layers placed, the model has {}", stack.flag, sum, stack.total)};
-    }
-    layers.push_back(counts);
-    recomputed.push_back(recompute);
-  }
-  return std::pair{std::move(layers), std::move(recomputed)};
-}
 
 /// Prints the estimate (JSON or the report) with the placement and the closed form when given;
 /// exit 3 when the configuration does not fit.
@@ -161,7 +76,7 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
     }
   }
   if (estimate.fits()) return kExitOk;
-  fmt::print(stderr, "autopar: {}\n", overflowMessage(estimate));
+  fmt::print(stderr, "autopar: {}\n", planner::overflowAdvice(estimate));
   return kExitDoesNotFit;
 }
 
@@ -180,11 +95,10 @@ int runEstimate(const EstimateArgs& args) {
     return {};
   };
   std::optional<search::Placement> given;
-  if (!args.llmLayers.empty() || !args.vitLayers.empty() || !args.llmRecompute.empty() ||
-      !args.vitRecompute.empty()) {
+  if (!args.given.empty()) {
     if (args.place) return reportError(Error{"--place: chooses the placement; drop --llm-layers"});
     if (auto status = readTransformer(); !status) return reportError(status.error());
-    auto placement = givenPlacement(args, *config.transformer);
+    auto placement = planner::placementOf(args.given, config, *config.transformer);
     if (!placement) return reportError(placement.error());
     planner::applyPlacement(placement->first, placement->second, config);
     given = search::Placement{placement->first, placement->second, 0, {}};
@@ -285,17 +199,17 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--profile", args->profile,
                    "measured block table (docs/profile-table.md) for --closed-form and --place");
   verb->add_option(
-          "--llm-layers", args->llmLayers,
+          "--llm-layers", args->given.llmLayers,
           "LLM layers per pipeline stage, per virtual stage with --vpp (chunk c of stage s "
           "at c PP + s; seed 003's llm_layer_placement)")
       ->delimiter(',');
-  verb->add_option("--vit-layers", args->vitLayers,
+  verb->add_option("--vit-layers", args->given.vitLayers,
                    "vision-tower layers per pipeline stage (vit_layer_placement)")
       ->delimiter(',');
-  verb->add_option("--llm-recompute", args->llmRecompute,
+  verb->add_option("--llm-recompute", args->given.llmRecompute,
                    "LLM layers recomputed in full per stage (llm_layer_recompute)")
       ->delimiter(',');
-  verb->add_option("--vit-recompute", args->vitRecompute,
+  verb->add_option("--vit-recompute", args->given.vitRecompute,
                    "vision-tower layers recomputed in full per stage (vit_layer_recompute)")
       ->delimiter(',');
   verb->callback([&action, args] { action = [args] { return runEstimate(*args); }; });

@@ -189,6 +189,84 @@ bool ConfigEstimate::fits() const {
                      [&](int64_t bytes) { return bytes <= cluster.device.memoryBytes; });
 }
 
+std::string overflowAdvice(const ConfigEstimate& estimate) {
+  const auto& step = estimate.evaluated.estimate;
+  const auto& memory = step.peakMemory();
+  const std::pair<const char*, int64_t> parts[] = {
+      {"parameters", memory.parameterBytes},
+      {"gradients", memory.gradientBytes},
+      {"optimizer states", memory.optimizerBytes},
+      {"activations", memory.activationBytes},
+      {"communication buffers and gathered parameters", memory.communicationBytes}};
+  const auto* largest = &parts[0];
+  for (const auto& part : parts) {
+    if (part.second > largest->second) largest = &part;
+  }
+  return fmt::format(
+      "does not fit: stage {} needs {} of {} device memory, {} {} the largest part; --zero 1-3 "
+      "shards optimizer states (and gradients, parameters), --recompute selective or full cuts "
+      "activations, a larger --tp or --pp splits everything",
+      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
+      largest->first, formatBytes(largest->second));
+}
+
+Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
+    const GivenPlacement& given, const MegatronConfig& config,
+    const frontend::TransformerConfig& transformer) {
+  if (given.llmLayers.empty() && given.vitLayers.empty()) {
+    if (!given.llmRecompute.empty() || !given.vitRecompute.empty()) {
+      return Error{"--llm-recompute/--vit-recompute: need --llm-layers (a placement)"};
+    }
+    return std::pair<search::StackCounts, search::StackCounts>{};
+  }
+  // Interleaved: one count per virtual stage, chunk c of stage s at c PP + s.
+  const auto stages = static_cast<size_t>(config.pp * config.vpp);
+  const bool vision = transformer.vision.layers > 0;
+  if (config.vpp > 1 && vision) {
+    return Error{"--vit-layers: a vision tower is not interleaved; give --vpp 1"};
+  }
+  struct Stack {
+    const char* flag;
+    const std::vector<int64_t>* layers;
+    const std::vector<int64_t>* recompute;
+    int64_t total;
+  };
+  std::vector<Stack> stacks;
+  if (vision) {
+    stacks.push_back(
+        {"--vit-layers", &given.vitLayers, &given.vitRecompute, transformer.vision.layers});
+  } else if (!given.vitLayers.empty()) {
+    return Error{"--vit-layers: the model has no vision tower"};
+  }
+  stacks.push_back({"--llm-layers", &given.llmLayers, &given.llmRecompute, transformer.layers});
+  search::StackCounts layers;
+  search::StackCounts recomputed;
+  for (const Stack& stack : stacks) {
+    const std::vector<int64_t> zeros(stages, 0);
+    const std::vector<int64_t>& counts = stack.layers->empty() ? zeros : *stack.layers;
+    const std::vector<int64_t>& recompute = stack.recompute->empty() ? zeros : *stack.recompute;
+    if (counts.size() != stages || recompute.size() != stages) {
+      return Error{fmt::format("{}: expected {} counts (one per {})", stack.flag, stages,
+                               config.vpp > 1 ? "virtual stage: --pp x --vpp" : "--pp stage")};
+    }
+    int64_t sum = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      if (counts[s] < 0 || recompute[s] < 0 || recompute[s] > counts[s]) {
+        return Error{fmt::format("{}: stage {} has {} layers and {} recomputed", stack.flag, s,
+                                 counts[s], recompute[s])};
+      }
+      sum += counts[s];
+    }
+    if (sum != stack.total) {
+      return Error{
+          fmt::format("{}: {} layers placed, the model has {}", stack.flag, sum, stack.total)};
+    }
+    layers.push_back(counts);
+    recomputed.push_back(recompute);
+  }
+  return std::pair{std::move(layers), std::move(recomputed)};
+}
+
 Status applyCostModel(const std::string& path) {
   if (path.empty()) return {};
   if (auto status = cost::useCostModelFile(path); !status) return status.error().in("--cost-model");

@@ -39,12 +39,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
+#include "search/layer_level/layer_placement.h"
 #include "util/expected.h"
 
 namespace autopar::planner {
@@ -147,6 +149,32 @@ Status checkExpertParallel(const MegatronConfig& config,
 
 /// Checks the configuration (one line per problem, naming the flag) and evaluates it.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
+
+/// For a configuration that does not fit: which stage overflows, by how much, its largest part,
+/// and the flags that shrink it:
+///   "does not fit: stage 0 needs 91.2 GiB of 80.0 GiB device memory, activations the largest
+///    part; --zero 1-3 shards ..."
+std::string overflowAdvice(const ConfigEstimate& estimate);
+
+/// A placement given per stage (seed 003's layer_placement and layer_recompute): layers and
+/// layers recomputed in full of each stack per stage, per virtual stage when interleaved
+/// (chunk c of stage s at c PP + s). Empty lists: not given.
+struct GivenPlacement {
+  std::vector<int64_t> llmLayers;
+  std::vector<int64_t> vitLayers;
+  std::vector<int64_t> llmRecompute;
+  std::vector<int64_t> vitRecompute;
+  [[nodiscard]] bool empty() const {
+    return llmLayers.empty() && vitLayers.empty() && llmRecompute.empty() && vitRecompute.empty();
+  }
+};
+
+/// The given placement as per-stack counts ([vision tower,] LLM), checked against the model and
+/// the stages; errors name the flag (--llm-layers, --vit-layers, --llm-recompute,
+/// --vit-recompute). Empty counts when none is given.
+Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
+    const GivenPlacement& given, const MegatronConfig& config,
+    const frontend::TransformerConfig& transformer);
 
 /// Puts a --cost-model file's constants in force (nothing when `path` is empty).
 Status applyCostModel(const std::string& path);

@@ -12,10 +12,9 @@
 #include <numeric>
 
 #include "cli/verbs.h"
-#include "frontend/graph_json.h"
 #include "plan/plan_json.h"
-#include "plan/validate.h"
-#include "planner/inputs.h"
+#include "planner/runnable_plan.h"
+#include "runtime/equivalence.h"
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/result_file.h"
@@ -38,140 +37,6 @@ struct RunOptions {
   std::string cluster = "cpu-host";
 };
 
-/// The plan, its model rebuilt and checked against the plan's fingerprint, and the sharding.
-struct LoadedRun {
-  plan::Plan plan;
-  ir::Graph graph;
-  cluster::Cluster cluster;
-  rules::GraphSharding sharding;  ///< each op on its pipeline stage's ranks
-  std::vector<int> opStage;
-  int stages = 1;
-  std::vector<int> opChunk;
-};
-
-/// Shards every op over its stage's ranks: stage s runs on the plan's ranks (stage 0's) shifted
-/// by s times the ranks per stage.
-Expected<rules::GraphSharding> stagedSharding(const plan::Plan& plan, const ir::Graph& graph) {
-  int stages = 1;
-  for (const auto& op : plan.ops) stages = std::max(stages, op.stage + 1);
-  std::vector<int> stageRanks = plan.ranks;
-  if (stageRanks.empty()) {
-    stageRanks.resize(static_cast<size_t>(plan.devices));
-    std::iota(stageRanks.begin(), stageRanks.end(), 0);
-  }
-  if (static_cast<int64_t>(stageRanks.size()) * stages != plan.devices) {
-    return Error{
-        fmt::format("ranks: {} ranks per stage times {} stages is not the plan's {} "
-                    "devices",
-                    stageRanks.size(), stages, plan.devices)};
-  }
-  std::map<std::string, layout::Strategy> strategies;
-  for (const auto& op : plan.ops) strategies[op.name] = op.strategy;
-  rules::GraphSharding staged;
-  for (int stage = 0; stage < stages; ++stage) {
-    std::vector<int> ranks = stageRanks;
-    for (int& rank : ranks) rank += stage * static_cast<int>(stageRanks.size());
-    auto sharding = rules::shardGraph(graph, ranks, strategies);
-    if (!sharding) return sharding.error();
-    if (stage == 0) {
-      staged = std::move(*sharding);
-      continue;
-    }
-    for (size_t op = 0; op < plan.ops.size(); ++op) {
-      if (plan.ops[op].stage == stage) staged.ops[op] = sharding->ops[op];
-    }
-  }
-  return staged;
-}
-
-/// Rebuilds the graph the plan was made from. The plan records the model, micro-batch and
-/// sequence but not the Megatron-style options of `autopar plan --tp/--dp/--sequence-parallel`,
-/// so those are tried in turn until the graph's fingerprint matches the plan's.
-Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
-  planner::ModelOptions base;
-  base.microBatch = plan.inputs.microBatch;
-  base.sequence = plan.inputs.sequence;
-  std::vector<planner::ModelOptions> tries{base};
-  for (int64_t tp = 1; tp <= plan.devices; ++tp) {
-    if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
-    for (bool sequenceParallel : {false, true}) {
-      planner::ModelOptions options = base;
-      options.tensorParallel = tp;
-      options.sequenceParallel = sequenceParallel;
-      tries.push_back(options);
-    }
-  }
-  const int64_t devices =
-      plan.ranks.empty() ? plan.devices : static_cast<int64_t>(plan.ranks.size());
-  std::string firstError;
-  for (const planner::ModelOptions& options : tries) {
-    // A pipelined plan's graph is one stage's micro-batch: built for one stage's devices.
-    auto model = planner::loadModel(plan.inputs.model, options, devices);
-    if (!model) {
-      if (firstError.empty()) firstError = model.error().message;
-      continue;
-    }
-    if (plan::fingerprint(frontend::graphToJson(model->graph).dump()) == plan.inputs.modelHash) {
-      return std::move(model->graph);
-    }
-  }
-  if (!firstError.empty()) return Error{fmt::format("inputs.model: {}", firstError)};
-  return Error{
-      fmt::format("inputs.model_hash: no build of {} matches the plan's fingerprint {}; "
-                  "the model file changed since the plan was made",
-                  plan.inputs.model, plan.inputs.modelHash)};
-}
-
-Expected<LoadedRun> loadRun(const std::string& path) {
-  auto plan = plan::readPlanFile(path);
-  if (!plan) return plan.error();
-  auto graph = rebuildGraph(*plan);
-  if (!graph) return graph.error().in(path);
-  if (auto status = plan::validatePlan(*plan, *graph, plan->devices); !status) {
-    return status.error().in(path);
-  }
-  // The cluster only prices redistribution steps here; as many nodes as devices always suffice.
-  auto cluster = planner::loadCluster(plan->inputs.cluster, static_cast<int>(plan->devices),
-                                      static_cast<int>(plan->devices));
-  if (!cluster) return cluster.error().in(path);
-  auto sharding = stagedSharding(*plan, *graph);
-  if (!sharding) return sharding.error().in(path);
-  std::vector<int> opStage;
-  std::vector<int> opChunk;
-  int stages = 1;
-  for (const auto& op : plan->ops) {
-    opStage.push_back(op.stage);
-    opChunk.push_back(op.chunk);
-    stages = std::max(stages, op.stage + 1);
-  }
-  return LoadedRun{std::move(*plan),     std::move(*graph),  std::move(*cluster),
-                   std::move(*sharding), std::move(opStage), stages,
-                   std::move(opChunk)};
-}
-
-/// A graph file run under its own annotations (semi-auto: unannotated ops data parallel) over
-/// `world` ranks, one stage.
-Expected<LoadedRun> loadGraphRun(const std::string& path, const std::string& clusterName,
-                                 int world) {
-  auto model = planner::loadModel(path, {}, world);
-  if (!model) return model.error();
-  auto cluster = planner::loadCluster(clusterName, world, world);
-  if (!cluster) return cluster.error();
-  std::vector<int> ranks(static_cast<size_t>(world));
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(model->graph, ranks);
-  if (!sharding) return sharding.error().in(path);
-  plan::Plan plan;
-  plan.devices = world;
-  return LoadedRun{std::move(plan),
-                   std::move(model->graph),
-                   std::move(*cluster),
-                   std::move(*sharding),
-                   {},
-                   1,
-                   {}};
-}
-
 std::optional<int> environmentInt(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return std::nullopt;
@@ -192,8 +57,8 @@ int runRank(const RunOptions& options) {
               "MASTER_PORT (integers) to join a job"});
   }
   auto loaded = options.graphPath.empty()
-                    ? loadRun(options.planPath)
-                    : loadGraphRun(options.graphPath, options.cluster, *world);
+                    ? planner::loadRunnablePlan(options.planPath)
+                    : planner::loadRunnableGraph(options.graphPath, options.cluster, *world);
   if (!loaded) return reportError(loaded.error());
   if (loaded->plan.devices != *world) {
     return reportError(
@@ -276,7 +141,7 @@ Status checkRanks(const plan::Plan& plan, int ranks, const std::string& path) {
 }
 
 int launchRanks(const RunOptions& options) {
-  auto loaded = loadRun(options.planPath);
+  auto loaded = planner::loadRunnablePlan(options.planPath);
   if (!loaded) return reportError(loaded.error());
   if (auto status = checkRanks(loaded->plan, options.ranks, options.planPath); !status) {
     return reportError(status.error());
@@ -290,48 +155,8 @@ int launchRanks(const RunOptions& options) {
   return kExitOk;
 }
 
-/// The worst relative difference of the ranks' parameter blocks from the reference's: per
-/// parameter, max |block - reference| over max |reference|.
-struct Difference {
-  double value = 0;
-  std::string where;
-};
-
-Difference compareParameters(const runtime::RankResult& reference,
-                             const std::vector<runtime::RankResult>& ranks) {
-  std::map<std::string, const runtime::ParameterBlock*> whole;
-  for (const auto& block : reference.parameters) whole[block.name] = &block;
-  Difference worst;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    for (const auto& block : ranks[r].parameters) {
-      const runtime::ParameterBlock& full = *whole.at(block.name);
-      double scale = 0;
-      for (float v : full.values) scale = std::max(scale, static_cast<double>(std::abs(v)));
-      // Walk the block's elements in row-major order and find each in the full tensor.
-      std::vector<int64_t> index(block.ranges.size());
-      for (size_t d = 0; d < index.size(); ++d) index[d] = block.ranges[d].first;
-      double diff = 0;
-      for (float value : block.values) {
-        int64_t flat = 0;
-        for (size_t d = 0; d < index.size(); ++d) flat = flat * full.fullShape[d] + index[d];
-        diff = std::max(
-            diff, std::abs(static_cast<double>(value) - full.values[static_cast<size_t>(flat)]));
-        for (size_t d = index.size(); d-- > 0;) {
-          if (++index[d] < block.ranges[d].second) break;
-          index[d] = block.ranges[d].first;
-        }
-      }
-      const double relative = scale > 0 ? diff / scale : diff;
-      if (relative >= worst.value) {
-        worst = {relative, fmt::format("{} on rank {}", block.name, r)};
-      }
-    }
-  }
-  return worst;
-}
-
 int runCheck(const RunOptions& options) {
-  auto loaded = loadRun(options.planPath);
+  auto loaded = planner::loadRunnablePlan(options.planPath);
   if (!loaded) return reportError(loaded.error());
   if (auto status = checkRanks(loaded->plan, options.ranks, options.planPath); !status) {
     return reportError(status.error());
@@ -371,16 +196,8 @@ int runCheck(const RunOptions& options) {
     fmt::print(stderr, "autopar: error: {}\n", failure->message);
     return kExitFailed;
   }
-  Difference loss;
-  for (size_t r = 0; r < results.size(); ++r) {
-    for (const auto& step : results[r].steps) {
-      const double expected = reference->steps[static_cast<size_t>(step.step)].loss;
-      const double relative = std::abs(step.loss - expected) / std::abs(expected);
-      if (relative >= loss.value)
-        loss = {relative, fmt::format("step {} on rank {}", step.step, r)};
-    }
-  }
-  const Difference parameters = compareParameters(*reference, results);
+  const runtime::Difference loss = runtime::lossDifference(*reference, results);
+  const runtime::Difference parameters = runtime::parameterDifference(*reference, results);
   const bool pass = loss.value <= kTolerance && parameters.value <= kTolerance;
   fmt::print("check: {} on {} ranks, {} steps against the unsharded model\n", options.planPath,
              options.ranks, options.config.steps);

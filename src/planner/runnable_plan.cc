@@ -1,0 +1,139 @@
+#include "planner/runnable_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "frontend/graph_json.h"
+#include "plan/plan_json.h"
+#include "plan/validate.h"
+#include "planner/inputs.h"
+
+namespace autopar::planner {
+
+namespace {
+
+/// Shards every op over its stage's ranks: stage s runs on the plan's ranks (stage 0's) shifted
+/// by s times the ranks per stage.
+Expected<rules::GraphSharding> stagedSharding(const plan::Plan& plan, const ir::Graph& graph) {
+  int stages = 1;
+  for (const auto& op : plan.ops) stages = std::max(stages, op.stage + 1);
+  std::vector<int> stageRanks = plan.ranks;
+  if (stageRanks.empty()) {
+    stageRanks.resize(static_cast<size_t>(plan.devices));
+    std::iota(stageRanks.begin(), stageRanks.end(), 0);
+  }
+  if (static_cast<int64_t>(stageRanks.size()) * stages != plan.devices) {
+    return Error{
+        fmt::format("ranks: {} ranks per stage times {} stages is not the plan's {} "
+                    "devices",
+                    stageRanks.size(), stages, plan.devices)};
+  }
+  std::map<std::string, layout::Strategy> strategies;
+  for (const auto& op : plan.ops) strategies[op.name] = op.strategy;
+  rules::GraphSharding staged;
+  for (int stage = 0; stage < stages; ++stage) {
+    std::vector<int> ranks = stageRanks;
+    for (int& rank : ranks) rank += stage * static_cast<int>(stageRanks.size());
+    auto sharding = rules::shardGraph(graph, ranks, strategies);
+    if (!sharding) return sharding.error();
+    if (stage == 0) {
+      staged = std::move(*sharding);
+      continue;
+    }
+    for (size_t op = 0; op < plan.ops.size(); ++op) {
+      if (plan.ops[op].stage == stage) staged.ops[op] = sharding->ops[op];
+    }
+  }
+  return staged;
+}
+
+/// Rebuilds the graph the plan was made from (see loadRunnablePlan).
+Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
+  ModelOptions base;
+  base.microBatch = plan.inputs.microBatch;
+  base.sequence = plan.inputs.sequence;
+  std::vector<ModelOptions> tries{base};
+  for (int64_t tp = 1; tp <= plan.devices; ++tp) {
+    if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
+    for (bool sequenceParallel : {false, true}) {
+      ModelOptions options = base;
+      options.tensorParallel = tp;
+      options.sequenceParallel = sequenceParallel;
+      tries.push_back(options);
+    }
+  }
+  const int64_t devices =
+      plan.ranks.empty() ? plan.devices : static_cast<int64_t>(plan.ranks.size());
+  std::string firstError;
+  for (const ModelOptions& options : tries) {
+    // A pipelined plan's graph is one stage's micro-batch: built for one stage's devices.
+    auto model = loadModel(plan.inputs.model, options, devices);
+    if (!model) {
+      if (firstError.empty()) firstError = model.error().message;
+      continue;
+    }
+    if (plan::fingerprint(frontend::graphToJson(model->graph).dump()) == plan.inputs.modelHash) {
+      return std::move(model->graph);
+    }
+  }
+  if (!firstError.empty()) return Error{fmt::format("inputs.model: {}", firstError)};
+  return Error{
+      fmt::format("inputs.model_hash: no build of {} matches the plan's fingerprint {}; "
+                  "the model file changed since the plan was made",
+                  plan.inputs.model, plan.inputs.modelHash)};
+}
+
+}  // namespace
+
+Expected<RunnablePlan> loadRunnablePlan(const std::string& path) {
+  auto plan = plan::readPlanFile(path);
+  if (!plan) return plan.error();
+  auto graph = rebuildGraph(*plan);
+  if (!graph) return graph.error().in(path);
+  if (auto status = plan::validatePlan(*plan, *graph, plan->devices); !status) {
+    return status.error().in(path);
+  }
+  // The cluster only prices redistribution steps here; as many nodes as devices always suffice.
+  auto cluster = loadCluster(plan->inputs.cluster, static_cast<int>(plan->devices),
+                             static_cast<int>(plan->devices));
+  if (!cluster) return cluster.error().in(path);
+  auto sharding = stagedSharding(*plan, *graph);
+  if (!sharding) return sharding.error().in(path);
+  std::vector<int> opStage;
+  std::vector<int> opChunk;
+  int stages = 1;
+  for (const auto& op : plan->ops) {
+    opStage.push_back(op.stage);
+    opChunk.push_back(op.chunk);
+    stages = std::max(stages, op.stage + 1);
+  }
+  return RunnablePlan{std::move(*plan),     std::move(*graph),  std::move(*cluster),
+                      std::move(*sharding), std::move(opStage), stages,
+                      std::move(opChunk)};
+}
+
+Expected<RunnablePlan> loadRunnableGraph(const std::string& path, const std::string& clusterName,
+                                         int world) {
+  auto model = loadModel(path, {}, world);
+  if (!model) return model.error();
+  auto cluster = loadCluster(clusterName, world, world);
+  if (!cluster) return cluster.error();
+  std::vector<int> ranks(static_cast<size_t>(world));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharding = rules::shardGraph(model->graph, ranks);
+  if (!sharding) return sharding.error().in(path);
+  plan::Plan plan;
+  plan.devices = world;
+  return RunnablePlan{std::move(plan),
+                      std::move(model->graph),
+                      std::move(*cluster),
+                      std::move(*sharding),
+                      {},
+                      1,
+                      {}};
+}
+
+}  // namespace autopar::planner

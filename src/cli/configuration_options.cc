@@ -7,57 +7,6 @@
 
 namespace autopar::cli {
 
-void printEstimateReport(const planner::MegatronConfig& config,
-                         const planner::ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  fmt::print("autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
-             estimate.worldSize, estimate.cluster.device.name);
-  const std::string expert = config.ep > 1 ? fmt::format(" EP {}", config.ep) : "";
-  fmt::print(
-      "  TP {} PP {} DP {}{} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
-      "{}{}{}\n",
-      config.tp, config.pp, config.dp, expert, config.vpp, config.mbs, estimate.microBatches,
-      config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
-      config.zeroBubble ? ", zero-bubble H1" : "");
-  const std::string recompute = config.recomputeBlocks.empty()
-                                    ? config.recompute
-                                    : fmt::format("{}, full on {} placed layers", config.recompute,
-                                                  config.recomputeBlocks.size());
-  fmt::print("  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
-  if (estimate.opSearchStepSeconds > 0) {
-    const std::string searched =
-        fmt::format("--op-search {}", planner::opSearchName(config.opSearch));
-    const std::string megatron = "Megatron-LM's annotation";
-    fmt::print("blocks sharded by {}: {} on the full model ({}: {})\n\n",
-               estimate.opSearchTaken ? searched : megatron,
-               planner::formatSeconds(estimate.stepSeconds),
-               estimate.opSearchTaken ? megatron : searched,
-               planner::formatSeconds(estimate.opSearchTaken ? estimate.megatronStepSeconds
-                                                             : estimate.opSearchStepSeconds));
-  }
-  fmt::print("step time        {}\n", planner::formatSeconds(estimate.stepSeconds));
-  fmt::print("  compute        {}\n", planner::formatSeconds(step.computeSeconds));
-  fmt::print("  exposed comm   {}\n", planner::formatSeconds(step.exposedCommunicationSeconds));
-  fmt::print("  bubble         {}\n", planner::formatSeconds(step.bubbleSeconds));
-  fmt::print("  optimizer      {}\n", planner::formatSeconds(step.optimizerSeconds));
-  fmt::print("throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
-  fmt::print("model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
-             estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak", "params",
-             "grads", "optimizer", "activations", "comm", "in flight");
-  for (size_t s = 0; s < step.stages.size(); ++s) {
-    const auto& memory = step.stages[s].memory;
-    fmt::print("{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
-               planner::formatBytes(memory.total()), planner::formatBytes(memory.parameterBytes),
-               planner::formatBytes(memory.gradientBytes),
-               planner::formatBytes(memory.optimizerBytes),
-               planner::formatBytes(memory.activationBytes),
-               planner::formatBytes(memory.communicationBytes), step.stages[s].peakInFlight);
-  }
-  fmt::print("device memory {}: {}\n", planner::formatBytes(estimate.cluster.device.memoryBytes),
-             estimate.fits() ? "every stage fits" : "DOES NOT FIT");
-}
-
 void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                              ConfigurationFlags& flags) {
   verb.add_option("--model", config.model,

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What `autopar estimate` and `autopar search` share on the command line: the options that set a
-/// planner::MegatronConfig's model, cluster and batch, and the estimate's report.
+/// planner::MegatronConfig's model, cluster, batch, cost model and op-level search.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -9,11 +9,6 @@
 #include "planner/configuration_estimate.h"
 
 namespace autopar::cli {
-
-/// The report `autopar estimate` prints: configuration, step-time parts, throughput, FLOP/s and
-/// one memory row per stage.
-void printEstimateReport(const planner::MegatronConfig& config,
-                         const planner::ConfigEstimate& estimate);
 
 /// The flags of those options that the planner takes as values, not strings.
 struct ConfigurationFlags {

@@ -1,13 +1,12 @@
 /// `autopar estimate`: one Megatron-style configuration's step time, throughput, FLOPs and memory
-/// per pipeline stage, without a search (cli/megatron_estimate.h).
+/// per pipeline stage, without a search (planner/configuration_estimate.h).
 
 #include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/configuration_options.h"
 #include "cli/verbs.h"
 #include "export/estimate_json.h"
+#include "export/estimate_report.h"
 #include "planner/block_profile.h"
 #include "planner/configuration_estimate.h"
 
@@ -45,35 +44,12 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
            const planner::ConfigEstimate& estimate,
            const std::optional<search::Placement>& placement,
            const std::optional<search::AnalyticEstimate>& screen) {
+  const search::Placement* placed = placement ? &*placement : nullptr;
+  const search::AnalyticEstimate* closed = screen ? &*screen : nullptr;
   if (args.json) {
-    nlohmann::json out = exporters::estimateJson(config, estimate);
-    if (screen) {
-      out["closed_form"] = {{"step_time_s", screen->stepSeconds},
-                            {"peak_memory_bytes", screen->peakBytes}};
-    }
-    if (placement) {
-      out["layer_placement"] = placement->layers;
-      out["layer_recompute"] = placement->recomputed;
-    }
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", exporters::estimateJson(config, estimate, placed, closed).dump(2));
   } else {
-    printEstimateReport(config, estimate);
-    if (placement) {
-      for (size_t k = 0; k < placement->layers.size(); ++k) {
-        fmt::print("placed {} layers [{}], recomputed [{}]\n",
-                   k + 1 < placement->layers.size() ? "ViT" : "LLM",
-                   fmt::join(placement->layers[k], ", "),
-                   fmt::join(placement->recomputed[k], ", "));
-      }
-    }
-    if (screen) {
-      const auto peak = static_cast<double>(estimate.evaluated.estimate.peakMemory().total());
-      fmt::print("closed form      step {} ({:+.1f}%), peak {} ({:+.1f}%)\n",
-                 planner::formatSeconds(screen->stepSeconds),
-                 100 * (screen->stepSeconds / estimate.stepSeconds - 1),
-                 planner::formatBytes(screen->peak()),
-                 100 * (static_cast<double>(screen->peak()) / peak - 1));
-    }
+    fmt::print("{}", exporters::formatEstimateReport(config, estimate, placed, closed));
   }
   if (estimate.fits()) return kExitOk;
   fmt::print(stderr, "autopar: {}\n", planner::overflowAdvice(estimate));

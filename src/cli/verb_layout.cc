@@ -8,6 +8,7 @@
 
 #include "cli/verbs.h"
 #include "layout/strategy.h"
+#include "planner/layout_inputs.h"
 #include "rules/sharded_op.h"
 #include "rules/sharding_rule.h"
 
@@ -23,46 +24,6 @@ struct LayoutOptions {
   bool json = false;
 };
 
-/// "[64,32],[32,128]" -> {{64,32},{32,128}}.
-Expected<std::vector<ir::Shape>> parseShapes(const std::string& text) {
-  auto parsed = nlohmann::json::parse("[" + text + "]", nullptr, false);
-  if (parsed.is_discarded()) {
-    return Error{fmt::format("--shapes '{}': expected shapes like [64,32],[32,128]", text)};
-  }
-  std::vector<ir::Shape> shapes;
-  for (const auto& item : parsed) {
-    if (!item.is_array())
-      return Error{fmt::format("--shapes '{}': expected a list of shapes", text)};
-    ir::Shape shape;
-    for (const auto& dim : item) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() <= 0) {
-        return Error{fmt::format("--shapes '{}': dims must be positive integers", text)};
-      }
-      shape.push_back(dim.get<int64_t>());
-    }
-    shapes.push_back(std::move(shape));
-  }
-  return shapes;
-}
-
-/// A one-op graph of `kind` over fresh input tensors in0, in1, ... of the given shapes.
-Expected<ir::Graph> singleOpGraph(const std::string& kindName,
-                                  const std::vector<ir::Shape>& shapes) {
-  auto kind = ir::parseOpKind(kindName);
-  if (!kind) return kind.error().in("--op");
-  ir::Graph graph("layout");
-  std::vector<ir::TensorId> inputs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    auto id = graph.addTensor(fmt::format("in{}", i), {shapes[i], ir::DType::kF32},
-                              ir::TensorRole::kInput);
-    if (!id) return id.error();
-    inputs.push_back(*id);
-  }
-  auto op = graph.addOp("op", *kind, {}, inputs, {"out"});
-  if (!op) return op.error().in("--shapes");
-  return graph;
-}
-
 std::string rangesText(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
   std::vector<std::string> parts;
   for (const auto& [lo, hi] : ranges) parts.push_back(fmt::format("{}:{}", lo, hi));
@@ -72,9 +33,9 @@ std::string rangesText(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
 int runLayout(const LayoutOptions& options) {
   auto strategy = layout::parseStrategy(options.strategy);
   if (!strategy) return reportError(strategy.error().in("--strategy"));
-  auto shapes = parseShapes(options.shapes);
+  auto shapes = planner::parseShapes(options.shapes);
   if (!shapes) return reportError(shapes.error());
-  auto graph = singleOpGraph(options.op, *shapes);
+  auto graph = planner::singleOpGraph(options.op, *shapes);
   if (!graph) return reportError(graph.error());
   const ir::Op& op = graph->op(0);
   auto rule = rules::shardingRuleFor(*graph, op);

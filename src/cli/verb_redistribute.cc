@@ -9,22 +9,17 @@
 #include "layout/redistribution.h"
 #include "plan/plan_json.h"
 #include "planner/inputs.h"
+#include "planner/layout_inputs.h"
 #include "planner/plan_assembly.h"
 
 namespace autopar::cli {
 
 namespace {
 
-struct LayoutText {
-  std::string matrix;
-  std::string map;
-  std::string partial;
-};
-
 struct RedistributeOptions {
   std::string shape;
-  LayoutText from;
-  LayoutText to;
+  planner::LayoutText from;
+  planner::LayoutText to;
   int devices = 0;
   std::string cluster = "dgx-a100-80g";
   int nodes = 1;
@@ -33,77 +28,12 @@ struct RedistributeOptions {
   bool json = false;
 };
 
-Expected<nlohmann::json> parseJsonList(const std::string& text, const std::string& option) {
-  auto parsed = nlohmann::json::parse(text, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_array()) {
-    return Error{fmt::format("{} '{}': expected a list such as [2,4]", option, text)};
-  }
-  return parsed;
-}
-
-/// Seeds' convention: axes count from the right of the device matrix. A map entry is -1, an
-/// axis, or a list of axes (major first) for a dim split over several.
-Expected<layout::TensorLayout> parseLayout(const LayoutText& text, const ir::Shape& shape,
-                                           const std::string& side) {
-  auto matrix = parseJsonList(text.matrix, "--" + side + "-matrix");
-  if (!matrix) return matrix.error();
-  auto map = parseJsonList(text.map, "--" + side + "-map");
-  if (!map) return map.error();
-  std::vector<int64_t> dims;
-  for (const auto& dim : *matrix) {
-    if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
-      return Error{fmt::format("--{}-matrix '{}': expected positive integers", side, text.matrix)};
-    }
-    dims.push_back(dim.get<int64_t>());
-  }
-  const int numAxes = static_cast<int>(dims.size());
-  auto toAxis = [&](const nlohmann::json& entry) -> Expected<int> {
-    if (!entry.is_number_integer() || entry.get<int>() < 0 || entry.get<int>() >= numAxes) {
-      return Error{fmt::format("--{}-map '{}': axis {} is not in 0..{} (counted from the right)",
-                               side, text.map, entry.dump(), numAxes - 1)};
-    }
-    return numAxes - 1 - entry.get<int>();
-  };
-  layout::TensorLayout result{layout::DeviceMatrix(dims), {}, {}, shape};
-  for (const auto& entry : *map) {
-    std::vector<int> axes;
-    const auto list = entry.is_array() ? entry : nlohmann::json::array({entry});
-    for (const auto& item : list) {
-      if (item.is_number_integer() && item.get<int>() == -1) continue;
-      auto axis = toAxis(item);
-      if (!axis) return axis.error();
-      axes.push_back(*axis);
-    }
-    result.dimAxes.push_back(std::move(axes));
-  }
-  if (!text.partial.empty()) {
-    auto partial = parseJsonList(text.partial, "--" + side + "-partial");
-    if (!partial) return partial.error();
-    for (const auto& item : *partial) {
-      auto axis = toAxis(item);
-      if (!axis) return axis.error().in("--" + side + "-partial");
-      result.partialAxes.push_back(*axis);
-    }
-    std::sort(result.partialAxes.begin(), result.partialAxes.end());
-  }
-  if (auto status = result.validate(); !status) return status.error().in("--" + side);
-  return result;
-}
-
 int runRedistribute(const RedistributeOptions& options) {
-  auto shapeJson = parseJsonList(options.shape, "--shape");
-  if (!shapeJson) return reportError(shapeJson.error());
-  ir::Shape shape;
-  for (const auto& dim : *shapeJson) {
-    if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
-      return reportError(
-          Error{fmt::format("--shape '{}': expected positive integers", options.shape)});
-    }
-    shape.push_back(dim.get<int64_t>());
-  }
-  auto from = parseLayout(options.from, shape, "from");
+  auto shape = planner::parseShapeList(options.shape, "--shape");
+  if (!shape) return reportError(shape.error());
+  auto from = planner::parseLayoutText(options.from, *shape, "from");
   if (!from) return reportError(from.error());
-  auto to = parseLayout(options.to, shape, "to");
+  auto to = planner::parseLayoutText(options.to, *shape, "to");
   if (!to) return reportError(to.error());
   const int64_t numDevices = from->deviceMatrix.numDevices();
   if (options.devices > 0 && options.devices != numDevices) {

@@ -3,17 +3,14 @@
 /// and MindSpore settings, and writes seed 003's auto_parallel_search_optimal_config.json.
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/configuration_options.h"
 #include "cli/verbs.h"
-#include "export/megatron_args.h"
-#include "export/mindformers_yaml.h"
 #include "export/mindspeed_json.h"
-#include "export/plan_report.h"
+#include "export/search_report.h"
 #include "plan/plan_json.h"
 #include "planner/configuration_search.h"
 #include "planner/graph_search.h"
@@ -28,9 +25,6 @@ namespace {
 constexpr const char* kOptimalConfigFile = "auto_parallel_search_optimal_config.json";
 constexpr const char* kGraphPlanFile = "autopar_plan.json";
 
-/// How many of the leaders' placements the report lists.
-constexpr int kPlacedCandidates = 8;
-
 struct SearchArgs {
   planner::SearchRequest request;
   int top = 10;
@@ -38,119 +32,6 @@ struct SearchArgs {
   ConfigurationFlags flags;
   bool json = false;
 };
-
-/// The top-k table.
-void printRanking(const planner::ConfigurationSearch& found, const SearchArgs& args) {
-  // The EP column only for a model with experts; the blocks column only with an op-level search
-  // ("ilp" where its sharding was taken, "megatron" where Megatron-LM's annotation was faster).
-  const bool experts = found.transformer.experts > 0;
-  const bool opSearch = found.opSearch != planner::OpSearch::kMegatron;
-  fmt::print(
-      "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12} {:>6} "
-      "{:>11}{}\n",
-      "rank", "TP", "CP", "PP", "DP", experts ? fmt::format("{:>3} ", "EP") : "", "VPP", "sched",
-      "MBS", "SP", "recompute", "ZeRO", "step", "tokens/s", "MFU", "peak",
-      opSearch ? fmt::format(" {:>21}", "blocks") : "");
-  // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
-  const double mfuSeconds = found.estimate->mfu * found.estimate->stepSeconds;
-  const auto& ranked = found.hybrid.ranked;
-  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < args.top; ++i) {
-    const auto& [c, score] = ranked[i];
-    const double tokens =
-        static_cast<double>(args.request.base.gbs * found.sequence) / score.stepSeconds;
-    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
-    const std::string_view blocks =
-        found.refined[i].opSearchTaken ? planner::opSearchName(found.opSearch) : "megatron";
-    fmt::print(
-        "{:>4} {:>3} {:>3} {:>3} {:>4} {}{:>4} {:>6} {:>4} {:>3} {:>10} {:>5} {:>11} {:>12.0f} "
-        "{:>5.1f}% {:>11}{}\n",
-        i + 1, c.tp, c.cp, c.pp, c.dp, experts ? fmt::format("{:>3} ", c.ep) : "", c.vpp, schedule,
-        c.mbs, c.sequenceParallel ? "on" : "off", c.recompute, c.zero,
-        planner::formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
-        planner::formatBytes(score.peakBytes), opSearch ? fmt::format(" {:>21}", blocks) : "");
-  }
-}
-
-/// What the search did, the ranking, the leaders' placements and the winner's exports.
-void printReport(const planner::ConfigurationSearch& found, const SearchArgs& args) {
-  const planner::MegatronConfig& best = *found.best;
-  const planner::ConfigEstimate& estimate = *found.estimate;
-  const auto& result = found.hybrid;
-  fmt::print("autopar search: {} on {} ({} x {}), global batch {}\n", args.request.base.model,
-             found.cluster.name, found.cluster.numDevices, found.cluster.device.name,
-             args.request.base.gbs);
-  if (found.measured) {
-    fmt::print(
-        "block costs measured (--profile {}) for {} of {} block settings, analytic for the rest; "
-        "ranked on the closed form\n",
-        args.request.profilePath, found.measuredSettings, found.settings);
-  }
-  fmt::print(
-      "{} shapes, {} configurations screened in closed form ({} fit, {} block probes), {} "
-      "evaluated on the full model ({} fit), each also placed exactly where it pipelines ({} "
-      "placed faster)\n\n",
-      result.shapes, result.screened, result.screenFits, found.probes, result.refined,
-      result.ranked.size(), found.placedFaster);
-  if (found.opSearch != planner::OpSearch::kMegatron) {
-    fmt::print(
-        "op-level search: {} on each configuration's TP x CP submesh ({} block shardings "
-        "searched); its sharding was faster than Megatron-LM's in {} of {} configurations "
-        "evaluated "
-        "on the full model\n\n",
-        planner::opSearchName(found.opSearch), found.blockProbes, found.opSearchTaken,
-        found.opSearchEvaluated);
-  }
-  printRanking(found, args);
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < found.refined.size() && static_cast<int>(i) < kPlacedCandidates; ++i) {
-    const std::string& line = found.refined[i].placementLine;
-    if (!line.empty()) lines.push_back(line);
-  }
-  if (!lines.empty()) {
-    fmt::print("\nNon-uniform placement of the leaders ({} with each):\n",
-               found.measured ? "the measured closed form" : "the full model evaluated");
-    for (const auto& line : lines) fmt::print("{}\n", line);
-  }
-  fmt::print("\nBest configuration{}:\n\n", found.placedBest ? " (layers placed non-uniformly)"
-                                            : found.vision() ? " (layers split by time)"
-                                                             : " (layers split evenly)");
-  if (found.measured) {
-    fmt::print(
-        "step time from the measured blocks {}, {:.0f} tokens/s; the analytic cost model's "
-        "estimate of the same configuration (it does not read --profile) follows\n\n",
-        planner::formatSeconds(found.bestSeconds),
-        static_cast<double>(args.request.base.gbs * found.sequence) / found.bestSeconds);
-  }
-  printEstimateReport(best, estimate);
-  fmt::print("\nMegatron-LM: {}\n",
-             exporters::megatronArguments(best, planner::layersPerVirtualStage(estimate)));
-  if (found.vision()) {
-    // MindSpeed-MM places each tower's layers by its model JSON.
-    fmt::print(
-        "\nMindSpeed-MM (model json): image_encoder.vision_encoder.pipeline_num_layers [{}], "
-        "text_decoder.pipeline_num_layers [{}]\n",
-        fmt::join(planner::layersPerStage(estimate, best.pp, "vit").layers, ", "),
-        fmt::join(planner::layersPerStage(estimate, best.pp, "llm").layers, ", "));
-  }
-  fmt::print("\nMindSpore (MindFormers yaml):\n{}",
-             exporters::mindformersParallelConfig(best, estimate.microBatches));
-  fmt::print("\nwrote {}\n", args.out);
-}
-
-/// The graph search's ranking: stages, micro-batches, recompute, step, throughput, peak.
-void printGraphRanking(const planner::GraphSearch& found, int top) {
-  fmt::print("{:>4} {:>6} {:>6} {:>9} {:>11} {:>12} {:>11}\n", "rank", "stages", "sched",
-             "recompute", "step", "samples/s", "peak");
-  for (size_t i = 0; i < found.ranked.size() && static_cast<int>(i) < top; ++i) {
-    const auto& ranked = found.ranked[i];
-    const double samples =
-        static_cast<double>(found.batch * found.microBatches) / ranked.stepSeconds;
-    const std::string& schedule = ranked.candidate.stages == 1 ? "-" : ranked.candidate.schedule;
-    fmt::print("{:>4} {:>6} {:>6} {:>9} {:>11} {:>12.1f} {:>11}\n", i + 1, ranked.candidate.stages,
-               schedule, ranked.candidate.recompute, planner::formatSeconds(ranked.stepSeconds),
-               samples, planner::formatBytes(ranked.peakBytes));
-  }
-}
 
 /// `autopar search` on a graph JSON or ONNX model (planner/graph_search.h): writes the winner's
 /// plan JSON and prints the ranking and its plan report.
@@ -183,31 +64,8 @@ int runGraphSearch(const SearchArgs& args) {
   if (auto written = writeFileAtomically(out, plan::planToJson(plan).dump(2) + "\n"); !written) {
     return reportError(written.error().in("--out"));
   }
-  fmt::print(
-      "autopar search: {} on {} ({} x {}), global batch {}: {} micro-batches of {} samples\n",
-      base.model, found->cluster.name, found->cluster.numDevices, found->cluster.device.name,
-      base.gbs, found->microBatches, found->batch);
-  if (found->blocks == 0) {
-    fmt::print(
-        "no block tags of the form <stack>.<index> (e.g. \"encoder.layer.3\"): the graph is "
-        "searched as one block, without pipelining\n");
-  } else {
-    fmt::print("{} blocks placed over pipeline stages\n", found->blocks);
-  }
-  fmt::print(
-      "each stage's ops sharded over its devices by {}; {} configurations evaluated on the full "
-      "model ({} fit{})\n\n",
-      base.opSearch == planner::OpSearch::kMegatron
-          ? std::string("the file's annotations, the rest data parallel (semi_auto)")
-          : fmt::format("--op-search {}", planner::opSearchName(base.opSearch)),
-      found->evaluated, found->ranked.size(),
-      found->skipped > 0
-          ? fmt::format("; {} refused, the first: {}", found->skipped, found->firstError)
-          : "");
-  printGraphRanking(*found, args.top);
-  exporters::ReportHeader header{base.model, found->cluster.name, found->cluster.device.name,
-                                 found->best->model.graph.parameterCount()};
-  fmt::print("\nBest configuration:\n\n{}", exporters::formatPlanReport(plan, header));
+  exporters::SearchReportContext context{base.model, base.gbs, "", args.top};
+  fmt::print("{}", exporters::formatGraphSearchReport(*found, plan, context));
   fmt::print("\nwrote {}\n", out);
   return kExitOk;
 }
@@ -238,7 +96,9 @@ int runSearch(SearchArgs args) {
     fmt::print("{}\n", optimal.dump(4));
     return kExitOk;
   }
-  printReport(*found, args);
+  const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
+                                               args.request.profilePath, args.top};
+  fmt::print("{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
   return kExitOk;
 }
 

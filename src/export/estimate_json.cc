@@ -3,7 +3,9 @@
 namespace autopar::exporters {
 
 nlohmann::json estimateJson(const planner::MegatronConfig& config,
-                            const planner::ConfigEstimate& estimate) {
+                            const planner::ConfigEstimate& estimate,
+                            const search::Placement* placement,
+                            const search::AnalyticEstimate* screen) {
   const auto& step = estimate.evaluated.estimate;
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < step.stages.size(); ++s) {
@@ -17,39 +19,48 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
                       {"communication_bytes", memory.communicationBytes},
                       {"peak_in_flight", step.stages[s].peakInFlight}});
   }
-  return {{"model", config.model},
-          {"cluster", estimate.cluster.name},
-          {"devices", estimate.worldSize},
-          {"parallel_config",
-           {{"TP", config.tp},
-            {"PP", config.pp},
-            {"DP", config.dp},
-            {"CP", config.cp},
-            {"EP", config.ep},
-            {"VPP", config.vpp},
-            {"schedule", config.vpp > 1      ? "interleaved"
-                         : config.zeroBubble ? "zb-h1"
-                                             : "1f1b"},
-            {"MBS", config.mbs},
-            {"GBS", config.gbs},
-            {"micro_batches", estimate.microBatches},
-            {"sequence_parallel", config.sequenceParallel},
-            {"recompute", config.recompute},
-            {"zero", config.zero},
-            {"precision", config.precision}}},
-          {"step_time_s", estimate.stepSeconds},
-          {"tokens_per_s", estimate.tokensPerSecond},
-          {"tflops_per_gpu", estimate.tflopsPerGpu},
-          {"hardware_tflops_per_gpu", estimate.hardwareTflopsPerGpu},
-          {"mfu", estimate.mfu},
-          {"compute_s", step.computeSeconds},
-          {"exposed_communication_s", step.exposedCommunicationSeconds},
-          {"bubble_s", step.bubbleSeconds},
-          {"optimizer_s", step.optimizerSeconds},
-          {"peak_memory_bytes", estimate.peakMemoryBytes},
-          {"device_memory_bytes", estimate.cluster.device.memoryBytes},
-          {"fits", estimate.fits()},
-          {"stages", stages}};
+  nlohmann::json out = {{"model", config.model},
+                        {"cluster", estimate.cluster.name},
+                        {"devices", estimate.worldSize},
+                        {"parallel_config",
+                         {{"TP", config.tp},
+                          {"PP", config.pp},
+                          {"DP", config.dp},
+                          {"CP", config.cp},
+                          {"EP", config.ep},
+                          {"VPP", config.vpp},
+                          {"schedule", config.vpp > 1      ? "interleaved"
+                                       : config.zeroBubble ? "zb-h1"
+                                                           : "1f1b"},
+                          {"MBS", config.mbs},
+                          {"GBS", config.gbs},
+                          {"micro_batches", estimate.microBatches},
+                          {"sequence_parallel", config.sequenceParallel},
+                          {"recompute", config.recompute},
+                          {"zero", config.zero},
+                          {"precision", config.precision}}},
+                        {"step_time_s", estimate.stepSeconds},
+                        {"tokens_per_s", estimate.tokensPerSecond},
+                        {"tflops_per_gpu", estimate.tflopsPerGpu},
+                        {"hardware_tflops_per_gpu", estimate.hardwareTflopsPerGpu},
+                        {"mfu", estimate.mfu},
+                        {"compute_s", step.computeSeconds},
+                        {"exposed_communication_s", step.exposedCommunicationSeconds},
+                        {"bubble_s", step.bubbleSeconds},
+                        {"optimizer_s", step.optimizerSeconds},
+                        {"peak_memory_bytes", estimate.peakMemoryBytes},
+                        {"device_memory_bytes", estimate.cluster.device.memoryBytes},
+                        {"fits", estimate.fits()},
+                        {"stages", stages}};
+  if (screen) {
+    out["closed_form"] = {{"step_time_s", screen->stepSeconds},
+                          {"peak_memory_bytes", screen->peakBytes}};
+  }
+  if (placement) {
+    out["layer_placement"] = placement->layers;
+    out["layer_recompute"] = placement->recomputed;
+  }
+  return out;
 }
 
 }  // namespace autopar::exporters

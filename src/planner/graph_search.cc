@@ -74,6 +74,7 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
   if (!model) return model.error();
   GraphSearch found;
   found.cluster = *cluster;
+  found.opSearch = request.opSearch;
   found.blocks = stackBlocks(model->graph);
   found.batch = graphBatch(model->graph);
   if (request.globalBatch <= 0 || found.batch <= 0 || request.globalBatch % found.batch != 0 ||

@@ -63,7 +63,8 @@ struct GraphSearch {
   int64_t blocks = 0;  ///< stack-layer blocks; 0: the graph is one block
   int64_t batch = 0;   ///< the graph's batch: samples per micro-batch
   int64_t microBatches = 0;
-  std::string firstError;  ///< the first refused configuration's reason
+  OpSearch opSearch = OpSearch::kMegatron;  ///< who sharded each stage's ops
+  std::string firstError;                   ///< the first refused configuration's reason
   /// The winner, evaluated again, with the options that made it (empty when nothing fits).
   std::optional<Evaluated> best;
   PlanOptions bestOptions;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -253,6 +254,37 @@ std::string profileTableToJson(const ProfileTable& table, const std::string& mod
       {"sampling", {{"nnodes", table.nnodes}, {"nproc_per_node", table.nprocPerNode}}},
       {"entries", entries}};
   return document.dump(2) + "\n";
+}
+
+/// Per layer, the backward and the kept bytes: the 4-layer run minus the 2-layer run, halved;
+/// the forward is timed op by op, so it is the layers' ops' own time over both runs' layers. The
+/// embedding's and the head's forward and kept bytes are their ops' own (2-layer run); the
+/// backward left after the layers' is shared between them in proportion to their forwards.
+MeasuredBlocks differenceRuns(const SampledRun& two, const SampledRun& four, int64_t extraLayers) {
+  auto perLayer = [&](double a, double b) { return std::max(0.0, (b - a) / extraLayers); };
+  const double forward = (two.layers.forwardSeconds + four.layers.forwardSeconds) /
+                         static_cast<double>(2 + 2 + extraLayers);
+  MeasuredPart layer;
+  layer.forwardSeconds = forward;
+  layer.backwardSeconds = perLayer(two.backward, four.backward);
+  layer.activationBytes = static_cast<int64_t>(perLayer(two.activation, four.activation));
+  const SampledRun::Part& first = two.first;
+  const SampledRun::Part& last = two.last;
+  const double rest = std::max(0.0, two.backward - 2 * layer.backwardSeconds);
+  const double ends = first.forwardSeconds + last.forwardSeconds;
+  const double firstShare = ends > 0 ? first.forwardSeconds / ends : 0.5;
+  MeasuredBlocks blocks;
+  blocks.layers["llm"] = layer;
+  auto part = [](double forwardSeconds, double backwardSeconds, int64_t bytes) {
+    MeasuredPart measured;
+    measured.forwardSeconds = forwardSeconds;
+    measured.backwardSeconds = backwardSeconds;
+    measured.activationBytes = std::max<int64_t>(bytes, 0);
+    return measured;
+  };
+  blocks.first = part(first.forwardSeconds, rest * firstShare, first.keptBytes);
+  blocks.last = part(last.forwardSeconds, rest * (1 - firstShare), last.keptBytes);
+  return blocks;
 }
 
 }  // namespace autopar::planner

@@ -57,6 +57,26 @@ struct ProfileTable {
   std::map<BlockSetting, MeasuredBlocks> entries;
 };
 
+/// One run of the model on ranks as `autopar profile` measured it (medians over its steps): the
+/// step's forward and backward, the activations kept, and the forward and kept bytes of the
+/// embedding (first), the layers and the head (last).
+struct SampledRun {
+  struct Part {
+    double forwardSeconds = 0;
+    int64_t keptBytes = 0;
+  };
+  double forward = 0;
+  double backward = 0;
+  double activation = 0;
+  Part first;
+  Part layers;
+  Part last;
+};
+
+/// Seed 003's block sampling: one layer's and the ends' costs from a 2-layer run and a run with
+/// `extraLayers` more.
+MeasuredBlocks differenceRuns(const SampledRun& two, const SampledRun& four, int64_t extraLayers);
+
 /// The table as the reader reads it (keys in the documented order); `model` says what was
 /// measured.
 std::string profileTableToJson(const ProfileTable& table, const std::string& model);

@@ -18,6 +18,7 @@
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/result_file.h"
+#include "runtime/step_figures.h"
 #include "util/atomic_file.h"
 
 namespace autopar::cli {
@@ -37,48 +38,12 @@ struct ProfileOptions {
   std::string out;
 };
 
-/// Medians over the measured steps (the first, which warms up, is left out) of rank 0's figures.
-struct RunFigures {
-  double forward = 0;
-  double backward = 0;
-  double activation = 0;
-  std::array<runtime::PartCost, runtime::kParts> parts{};
-};
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-RunFigures figuresOf(const runtime::RankResult& result) {
-  RunFigures figures;
-  std::vector<double> forward, backward, activation;
-  std::array<std::vector<double>, runtime::kParts> partForward, partBytes;
-  for (size_t i = result.steps.size() > 1 ? 1 : 0; i < result.steps.size(); ++i) {
-    const runtime::StepReport& step = result.steps[i];
-    forward.push_back(step.forwardSeconds);
-    backward.push_back(step.backwardSeconds);
-    activation.push_back(static_cast<double>(step.activationBytes));
-    for (size_t p = 0; p < step.parts.size(); ++p) {
-      partForward[p].push_back(step.parts[p].forwardSeconds);
-      partBytes[p].push_back(static_cast<double>(step.parts[p].keptBytes));
-    }
-  }
-  figures.forward = median(forward);
-  figures.backward = median(backward);
-  figures.activation = median(activation);
-  for (size_t p = 0; p < figures.parts.size(); ++p) {
-    figures.parts[p] = {median(partForward[p]), static_cast<int64_t>(median(partBytes[p]))};
-  }
-  return figures;
-}
-
 /// Builds the model with `layers` layers for `setting`, runs it on setting.tp local ranks and
 /// returns rank 0's figures.
-Expected<RunFigures> measure(const ProfileOptions& options, frontend::TransformerConfig config,
-                             const planner::BlockSetting& setting, int64_t layers,
-                             const std::string& scratch) {
+Expected<planner::SampledRun> measure(const ProfileOptions& options,
+                                      frontend::TransformerConfig config,
+                                      const planner::BlockSetting& setting, int64_t layers,
+                                      const std::string& scratch) {
   config.layers = layers;
   planner::ModelOptions modelOptions;
   modelOptions.transformer = config;
@@ -108,40 +73,17 @@ Expected<RunFigures> measure(const ProfileOptions& options, frontend::Transforme
   if (auto status = runtime::launch(launch); !status) return status.error();
   auto result = runtime::readResult(fmt::format("{}/rank-0.pt", scratch));
   if (!result) return result.error();
-  return figuresOf(*result);
-}
-
-/// Per layer, the backward and the kept bytes: the 4-layer run minus the 2-layer run, halved;
-/// the forward is timed op by op, so it is the layers' ops' own time over both runs' layers. The
-/// embedding's and the head's forward and kept bytes are their ops' own (2-layer run); the
-/// backward left after the layers' is shared between them in proportion to their forwards.
-planner::MeasuredBlocks difference(const RunFigures& two, const RunFigures& four,
-                                   int64_t extraLayers) {
-  auto perLayer = [&](double a, double b) { return std::max(0.0, (b - a) / extraLayers); };
-  const size_t layers = static_cast<size_t>(runtime::Part::kLayers);
-  const double forward = (two.parts[layers].forwardSeconds + four.parts[layers].forwardSeconds) /
-                         static_cast<double>(2 + 2 + extraLayers);
-  planner::MeasuredPart layer;
-  layer.forwardSeconds = forward;
-  layer.backwardSeconds = perLayer(two.backward, four.backward);
-  layer.activationBytes = static_cast<int64_t>(perLayer(two.activation, four.activation));
-  const auto& first = two.parts[static_cast<size_t>(runtime::Part::kFirst)];
-  const auto& last = two.parts[static_cast<size_t>(runtime::Part::kLast)];
-  const double rest = std::max(0.0, two.backward - 2 * layer.backwardSeconds);
-  const double ends = first.forwardSeconds + last.forwardSeconds;
-  const double firstShare = ends > 0 ? first.forwardSeconds / ends : 0.5;
-  planner::MeasuredBlocks blocks;
-  blocks.layers["llm"] = layer;
-  auto part = [](double forwardSeconds, double backwardSeconds, int64_t bytes) {
-    planner::MeasuredPart measured;
-    measured.forwardSeconds = forwardSeconds;
-    measured.backwardSeconds = backwardSeconds;
-    measured.activationBytes = std::max<int64_t>(bytes, 0);
-    return measured;
+  const runtime::MedianFigures figures = runtime::medianFigures(*result);
+  auto part = [&](runtime::Part which) {
+    const runtime::PartCost& cost = figures.parts[static_cast<size_t>(which)];
+    return planner::SampledRun::Part{cost.forwardSeconds, cost.keptBytes};
   };
-  blocks.first = part(first.forwardSeconds, rest * firstShare, first.keptBytes);
-  blocks.last = part(last.forwardSeconds, rest * (1 - firstShare), last.keptBytes);
-  return blocks;
+  return planner::SampledRun{figures.forward,
+                             figures.backward,
+                             figures.activation,
+                             part(runtime::Part::kFirst),
+                             part(runtime::Part::kLayers),
+                             part(runtime::Part::kLast)};
 }
 
 int runProfile(const ProfileOptions& options) {
@@ -176,7 +118,7 @@ int runProfile(const ProfileOptions& options) {
                    (!two ? two : four).error().message);
         return kExitFailed;
       }
-      const planner::MeasuredBlocks blocks = difference(*two, *four, 2);
+      const planner::MeasuredBlocks blocks = planner::differenceRuns(*two, *four, 2);
       const planner::MeasuredPart& layer = blocks.layers.at("llm");
       fmt::print(
           "tp {} mbs {}{}: layer forward {:.2f} ms, backward {:.2f} ms, keeps {}; "

@@ -204,7 +204,7 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
           c.candidate.dp = dp;
           c.candidate.zero = zero;
           c.candidate.schedule =
-              vpp > 1 ? search::PipelineSchedule::kInterleaved : search::PipelineSchedule::k1F1B;
+              vpp > 1 ? ir::Schedule::kInterleaved : ir::Schedule::k1F1B;
           c.candidate.layers = search::evenLayers({80}, pp, vpp);
           c.candidate.recomputed =
               full ? c.candidate.layers : search::zerosLike(c.candidate.layers);
@@ -233,13 +233,13 @@ BENCHMARK(BM_ClosedFormEstimate);
 /// with 2 chunks per stage (each stage's option is the least-recompute split over its chunks).
 void BM_PlaceLayersExactZeroBubble(benchmark::State& state) {
   search::PlacementProblem problem = llamaLikePlacement(state.range(0));
-  problem.schedule = search::PipelineSchedule::kZeroBubbleH1;
+  problem.schedule = ir::Schedule::kZeroBubbleH1;
   for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
 }
 
 void BM_PlaceLayersExactInterleaved(benchmark::State& state) {
   search::PlacementProblem problem = llamaLikePlacement(state.range(0));
-  problem.schedule = search::PipelineSchedule::kInterleaved;
+  problem.schedule = ir::Schedule::kInterleaved;
   problem.virtualStages = 2;
   for (auto _ : state) benchmark::DoNotOptimize(search::placeLayers(problem));
 }

@@ -34,8 +34,10 @@ struct EstimateArgs {
   bool json = false;
   bool closedForm = false;
   bool place = false;
-  planner::GivenPlacement given;  ///< --llm-layers, --vit-layers, --llm-recompute, --vit-recompute
-  std::string profile;            ///< a measured block table for --closed-form and --place
+  bool zeroBubble = false;         ///< --zero-bubble
+  std::string recompute = "none";  ///< --recompute
+  planner::GivenPlacement given;   ///< --llm-layers, --vit-layers, --llm-recompute, --vit-recompute
+  std::string profile;             ///< a measured block table for --closed-form and --place
 };
 
 /// Prints the estimate (JSON or the report) with the placement and the closed form when given;
@@ -61,6 +63,18 @@ int runEstimate(const EstimateArgs& args) {
   if (auto status = applyConfigurationFlags(args.flags, config); !status) {
     return reportError(status.error());
   }
+  auto recompute = ir::parseRecompute(args.recompute);
+  if (!recompute) {
+    return reportError(
+        Error{fmt::format("--recompute '{}': expected none, selective or full", args.recompute)});
+  }
+  config.recompute = *recompute;
+  if (args.zeroBubble && (config.pp < 2 || config.vpp > 1)) {
+    return reportError(Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"});
+  }
+  config.schedule = config.vpp > 1    ? ir::Schedule::kInterleaved
+                    : args.zeroBubble ? ir::Schedule::kZeroBubbleH1
+                                      : ir::Schedule::k1F1B;
   // The model's dimensions, read once when a placement, the placement search or the closed form
   // needs them; the estimates then take them instead of reading the model again.
   const auto readTransformer = [&config]() -> Status {
@@ -139,12 +153,12 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       ->check(positive());
   verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
       ->check(positive());
-  verb->add_flag("--zero-bubble", config->zeroBubble,
+  verb->add_flag("--zero-bubble", args->zeroBubble,
                  "the zero-bubble H1 pipeline schedule (weight gradients fill the bubbles)");
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
       ->check(positive());
   verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
-  verb->add_option("--recompute", config->recompute, "none | selective | full")
+  verb->add_option("--recompute", args->recompute, "none | selective | full")
       ->capture_default_str();
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();

@@ -25,11 +25,12 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
       "{}{}{}\n",
       config.tp, config.pp, config.dp, expert, config.vpp, config.mbs, estimate.microBatches,
       config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
-      config.zeroBubble ? ", zero-bubble H1" : "");
-  const std::string recompute = config.recomputeBlocks.empty()
-                                    ? config.recompute
-                                    : fmt::format("{}, full on {} placed layers", config.recompute,
-                                                  config.recomputeBlocks.size());
+      config.zeroBubble() ? ", zero-bubble H1" : "");
+  const std::string_view recomputed = ir::recomputeName(config.recompute);
+  const std::string recompute =
+      config.recomputeBlocks.empty()
+          ? std::string(recomputed)
+          : fmt::format("{}, full on {} placed layers", recomputed, config.recomputeBlocks.size());
   fmt::format_to(out, "  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
   if (estimate.opSearchStepSeconds > 0) {
     const std::string searched =

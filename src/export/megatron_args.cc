@@ -58,12 +58,13 @@ std::string megatronArguments(const planner::MegatronConfig& config,
   }
   args += layerArguments(config, virtualStageLayers);
   if (config.sequenceParallel) args += " --sequence-parallel";
-  if (config.zeroBubble) args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
+  if (config.zeroBubble())
+    args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
   if (!config.recomputeBlocks.empty()) {
     args += " (full recompute of the first layers of each stage, per llm_layer_recompute)";
   }
-  if (config.recompute == "selective") args += " --recompute-granularity selective";
-  if (config.recompute == "full") {
+  if (config.recompute == ir::Recompute::kSelective) args += " --recompute-granularity selective";
+  if (config.recompute == ir::Recompute::kFull) {
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   }
   if (config.zero == 1) args += " --use-distributed-optimizer";

@@ -11,8 +11,8 @@ std::string mindformersParallelConfig(const planner::MegatronConfig& config, int
       "  optimizer_shard: {}\nrecompute_config:\n  recompute: {}\n  select_recompute: {}\n",
       config.dp, config.tp, config.cp, config.ep, config.pp, microBatches,
       config.sequenceParallel ? "True" : "False", config.zero > 0 ? "True" : "False",
-      config.recompute == "full" ? "True" : "False",
-      config.recompute == "selective" ? "True" : "False");
+      config.recompute == ir::Recompute::kFull ? "True" : "False",
+      config.recompute == ir::Recompute::kSelective ? "True" : "False");
 }
 
 }  // namespace autopar::exporters

@@ -41,7 +41,7 @@ void formatRanking(const planner::ConfigurationSearch& found, const SearchReport
     const auto& [c, score] = ranked[i];
     const double tokens =
         static_cast<double>(context.globalBatch * found.sequence) / score.stepSeconds;
-    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble ? "zb-h1" : "1f1b";
+    const char* schedule = c.pp == 1 ? "-" : c.vpp > 1 ? "int" : c.zeroBubble() ? "zb-h1" : "1f1b";
     const std::string_view blocks =
         found.refined[i].opSearchTaken ? planner::opSearchName(found.opSearch) : "megatron";
     fmt::format_to(

@@ -129,7 +129,7 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   small.vpp = 1;
   small.gbs = 2 * setting.mbs * setting.ep;
   small.zero = 0;
-  small.zeroBubble = false;
+  small.schedule = ir::Schedule::k1F1B;
   small.recompute = setting.recompute;
   small.transformer = transformer_;
   small.transformer->layers = 2 * perStage;
@@ -164,7 +164,7 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
 Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& setting) {
   if (auto it = profiles_.find(setting); it != profiles_.end()) return it->second;
   BlockSetting full = setting;
-  full.recompute = "full";
+  full.recompute = ir::Recompute::kFull;
   std::vector<ProbeStage> probed[4];  // small, large, small recomputed, large recomputed
   const ProbeKey probes[4] = {{setting, 1}, {setting, 2}, {full, 1}, {full, 2}};
   for (int i = 0; i < 4; ++i) {
@@ -202,8 +202,10 @@ Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& settin
 }
 
 Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& config) {
+  // Full recompute is a per-layer choice on the no-recompute profile.
   return profile({config.tp, config.cp, config.ep, config.sequenceParallel, config.mbs,
-                  config.recompute == "selective" ? "selective" : "none"});
+                  config.recompute == ir::Recompute::kSelective ? ir::Recompute::kSelective
+                                                                : ir::Recompute::kNone});
 }
 
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
@@ -245,9 +247,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.expertDp = config.dp * config.cp / config.ep;
   candidate.zero = config.zero;
   candidate.gradientBucketBytes = gradientBucketBytes(config);
-  candidate.schedule = config.vpp > 1      ? search::PipelineSchedule::kInterleaved
-                       : config.zeroBubble ? search::PipelineSchedule::kZeroBubbleH1
-                                           : search::PipelineSchedule::k1F1B;
+  candidate.schedule = config.schedule;
   return candidate;
 }
 
@@ -270,8 +270,9 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   if (!recomputed.empty()) {
     candidate.recomputed = std::move(recomputed);
   } else {
-    candidate.recomputed =
-        config.recompute == "full" ? candidate.layers : search::zerosLike(candidate.layers);
+    candidate.recomputed = config.recompute == ir::Recompute::kFull
+                               ? candidate.layers
+                               : search::zerosLike(candidate.layers);
   }
   // Ranks in Megatron-Core's tp-cp-ep-dp order: DP x CP replicas TP apart; an expert's replicas
   // are the DP ranks EP apart, each with its CP ranks.
@@ -294,7 +295,8 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
 
 Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfig& config,
                                                              BlockProfiler& profiler) {
-  if (config.pp < 2 || config.recompute == "full") return std::optional<search::Placement>{};
+  if (config.pp < 2 || config.recompute == ir::Recompute::kFull)
+    return std::optional<search::Placement>{};
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
   auto problem = search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(),

@@ -37,7 +37,16 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.zero < 0 || config.zero > 3) {
     return Error{fmt::format("--zero {}: expected 0, 1, 2 or 3", config.zero)};
   }
-  if (config.zeroBubble && (config.pp < 2 || config.vpp > 1)) {
+  if ((config.vpp > 1) != (config.schedule == ir::Schedule::kInterleaved)) {
+    return Error{
+        fmt::format("--vpp {}: the interleaved schedule runs, and only it runs, more than "
+                    "one model chunk per stage (schedule {})",
+                    config.vpp, ir::scheduleName(config.schedule))};
+  }
+  if (config.schedule == ir::Schedule::kGPipe) {
+    return Error{"schedule gpipe: Megatron-LM runs 1F1B, interleaved 1F1B or zero-bubble H1"};
+  }
+  if (config.zeroBubble() && (config.pp < 2 || config.vpp > 1)) {
     return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
   }
   if (config.attention != "flash" && config.attention != "unfused") {
@@ -136,9 +145,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.gbs / (config.dp * config.mbs));
-  training.schedule = config.vpp > 1 ? "interleaved" : config.zeroBubble ? "zb-h1" : "1f1b";
+  training.schedule = std::string(ir::scheduleName(config.schedule));
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
-  training.recompute = config.recompute;
+  training.recompute = std::string(ir::recomputeName(config.recompute));
   training.stages = config.stages;
   training.chunks = config.chunks;
   training.recomputeBlocks = config.recomputeBlocks;

@@ -44,6 +44,7 @@
 
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
+#include "ir/parallel_config.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "search/layer_level/layer_placement.h"
@@ -51,24 +52,16 @@
 
 namespace autopar::planner {
 
-struct MegatronConfig {
+/// A parallel configuration (ir::ParallelConfig: the degrees, micro-batching, schedule, sequence
+/// parallel, recompute, ZeRO) of one model on one cluster, with the framework's switches.
+/// microBatches is derived: gbs / (dp x mbs).
+struct MegatronConfig : ir::ParallelConfig {
   std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
   std::string cluster = "dgx-a100-80g";
   int nodes = 0;           ///< 0: as many as the world size needs
   int devicesPerNode = 0;  ///< 0: the preset's
-  int64_t tp = 1;
-  int64_t pp = 1;
-  int64_t dp = 0;
-  int64_t cp = 1;  ///< context parallel
-  int64_t ep = 1;  ///< expert parallel, carved out of dp (Megatron-Core)
-  int64_t vpp = 1;
-  bool zeroBubble = false;  ///< the ZB-H1 schedule instead of 1F1B (VPP 1)
-  int64_t mbs = 1;
   int64_t gbs = 0;
   int64_t seq = 0;  ///< 0: the model's
-  bool sequenceParallel = false;
-  std::string recompute = "none";  ///< none | selective | full
-  int zero = 0;
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
   /// Megatron-Core's overlap switches (--overlap-grad-reduce, --overlap-param-gather,
@@ -99,8 +92,6 @@ struct MegatronConfig {
   /// The op-level search's cache, shared by the copies of one search's configurations; made on
   /// first use when empty.
   std::shared_ptr<BlockShardingOracle> blockOracle;
-
-  [[nodiscard]] int64_t worldSize() const { return tp * pp * dp * cp; }
 };
 
 struct ConfigEstimate {

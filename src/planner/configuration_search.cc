@@ -17,17 +17,7 @@ namespace {
 
 MegatronConfig configOf(const MegatronConfig& base, const search::HybridCandidate& candidate) {
   MegatronConfig config = base;
-  config.tp = candidate.tp;
-  config.cp = candidate.cp;
-  config.ep = candidate.ep;
-  config.pp = candidate.pp;
-  config.dp = candidate.dp;
-  config.vpp = candidate.vpp;
-  config.zeroBubble = candidate.zeroBubble;
-  config.mbs = candidate.mbs;
-  config.sequenceParallel = candidate.sequenceParallel;
-  config.recompute = candidate.recompute;
-  config.zero = candidate.zero;
+  static_cast<ir::ParallelConfig&>(config) = candidate;
   return config;
 }
 
@@ -99,7 +89,6 @@ class SearchRun {
   static std::string placementLine(const MegatronConfig& config, const search::Placement& placement,
                                    double placedSeconds, const search::HybridCandidate& candidate,
                                    double unplacedSeconds);
-  static std::string keyOf(const search::HybridCandidate& c);
 
   const SearchRequest& request_;
   frontend::TransformerConfig transformer_;
@@ -109,7 +98,7 @@ class SearchRun {
   BlockProfiler profiler_;
   /// What refining each candidate found. (Not its estimate: that holds the whole graph; the
   /// winner's is evaluated again.)
-  std::map<std::string, RefinedConfiguration> refined_;
+  std::map<search::HybridCandidate, RefinedConfiguration> refined_;
 };
 
 search::HybridModel SearchRun::model() const {
@@ -153,11 +142,6 @@ Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& ca
   return config;
 }
 
-std::string SearchRun::keyOf(const search::HybridCandidate& c) {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {} {}", c.tp, c.cp, c.ep, c.pp, c.dp, c.vpp, c.mbs,
-                     c.sequenceParallel, c.zeroBubble, c.recompute, c.zero);
-}
-
 Expected<double> SearchRun::stepOf(const MegatronConfig& config, const ConfigEstimate& estimate,
                                    const search::Placement* placement) {
   if (!profiler_.hasTable()) return estimate.stepSeconds;
@@ -180,7 +164,7 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
       *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end()),
       estimate->fits()};
   if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
-  refined_.insert_or_assign(keyOf(candidate), std::move(refined));
+  refined_.insert_or_assign(candidate, std::move(refined));
   return score;
 }
 
@@ -189,7 +173,7 @@ Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
   // From no recompute when the candidate recomputes every layer: the placement chooses how many
   // layers each stage recomputes.
   MegatronConfig toPlace = configOf(base_, candidate);
-  if (toPlace.recompute == "full") toPlace.recompute = "none";
+  if (toPlace.recompute == ir::Recompute::kFull) toPlace.recompute = ir::Recompute::kNone;
   auto placement = placeOnClosedForm(toPlace, profiler_);
   if (!placement) {
     refined.placementLine =
@@ -201,7 +185,7 @@ Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
   if (!profile) return profile.error();
   // The placement the candidate was evaluated with needs no second evaluation.
   const search::Placement& layout = **placement;
-  const bool unchanged = candidate.recompute != "full" &&
+  const bool unchanged = candidate.recompute != ir::Recompute::kFull &&
                          layout.recomputed == search::zerosLike(layout.recomputed) &&
                          layout.layers == screenLayers(toPlace, *profile, profiler_.stacks());
   if (unchanged) {
@@ -239,7 +223,7 @@ std::string SearchRun::placementLine(const MegatronConfig& config,
   return fmt::format("  {}: {}layers{} [{}], recomputed [{}]: {} (unplaced, {}: {})",
                      shapeName(config), towers, config.vpp > 1 ? " per virtual stage" : "",
                      fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
-                     formatSeconds(placedSeconds), candidate.recompute,
+                     formatSeconds(placedSeconds), ir::recomputeName(candidate.recompute),
                      formatSeconds(unplacedSeconds));
 }
 
@@ -247,7 +231,7 @@ Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
   // A measured table ranks on the closed form, which reads Megatron's blocks.
   if (!oracle_ || profiler_.hasTable()) return 0;
   for (auto& [candidate, score] : result.ranked) {
-    RefinedConfiguration& refined = refined_.at(keyOf(candidate));
+    RefinedConfiguration& refined = refined_.at(candidate);
     MegatronConfig config = refined.config;
     config.opSearch = request_.base.opSearch;
     config.blockOracle = oracle_;
@@ -281,7 +265,7 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   ConfigurationSearch found;
   found.hybrid = std::move(*result);
   for (const auto& [candidate, score] : found.hybrid.ranked) {
-    found.refined.push_back(refined_.at(keyOf(candidate)));
+    found.refined.push_back(refined_.at(candidate));
   }
   found.placedFaster = static_cast<int>(std::count_if(
       refined_.begin(), refined_.end(), [](const auto& entry) { return entry.second.placed; }));
@@ -318,7 +302,7 @@ std::string shapeName(const MegatronConfig& config) {
   if (config.ep > 1) name += fmt::format(" EP {}", config.ep);
   name += fmt::format(" MBS {}", config.mbs);
   if (config.sequenceParallel) name += " SP";
-  if (config.zeroBubble) name += " zb-h1";
+  if (config.zeroBubble()) name += " zb-h1";
   return name;
 }
 
@@ -362,9 +346,9 @@ std::string nothingFitsAdvice(const ConfigurationSearch& found, int nodes) {
   return fmt::format(
       "nothing fits: the leanest configuration (TP {} CP {} PP {} DP {} EP {}, recompute {}, ZeRO "
       "{}) needs {} per device of {}; about --nodes {} would fit it",
-      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.ep, leanest.recompute, leanest.zero,
-      formatBytes(score.peakBytes), formatBytes(found.cluster.device.memoryBytes),
-      std::max<int64_t>(needed, nodes + 1));
+      leanest.tp, leanest.cp, leanest.pp, leanest.dp, leanest.ep,
+      ir::recomputeName(leanest.recompute), leanest.zero, formatBytes(score.peakBytes),
+      formatBytes(found.cluster.device.memoryBytes), std::max<int64_t>(needed, nodes + 1));
 }
 
 }  // namespace autopar::planner

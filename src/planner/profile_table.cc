@@ -92,7 +92,7 @@ Expected<BlockSetting> readSetting(const json& entry, const std::string& path) {
                       "recompute_s per layer), got '{}'",
                       frontend::childPath(path, "recompute"), *name)};
     }
-    setting.recompute = *name;
+    setting.recompute = *name == "selective" ? ir::Recompute::kSelective : ir::Recompute::kNone;
   }
   return setting;
 }
@@ -241,7 +241,7 @@ std::string profileTableToJson(const ProfileTable& table, const std::string& mod
                                  {"cp", setting.cp},
                                  {"sequence_parallel", setting.sequenceParallel},
                                  {"mbs", setting.mbs},
-                                 {"recompute", setting.recompute},
+                                 {"recompute", ir::recomputeName(setting.recompute)},
                                  {"layers", layers}};
     if (blocks.first) entry["first"] = partToJson(*blocks.first);
     if (blocks.last) entry["last"] = partToJson(*blocks.last);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::planner {
@@ -46,7 +47,7 @@ struct BlockSetting {
   int64_t ep = 1;
   bool sequenceParallel = false;
   int64_t mbs = 1;
-  std::string recompute = "none";  ///< none or selective; full is a per-layer choice
+  ir::Recompute recompute = ir::Recompute::kNone;  ///< none or selective; full is per layer
   auto operator<=>(const BlockSetting&) const = default;
 };
 

@@ -29,9 +29,11 @@ std::vector<MegatronConfig> denseSweep() {
   const Shape shapes[] = {{2, 2, 2, 1, 1}, {1, 4, 2, 1, 1}, {2, 4, 1, 1, 1},
                           {2, 1, 2, 2, 1}, {1, 2, 2, 2, 1}, {4, 2, 1, 1, 1}};
   for (const Shape& shape : shapes) {
-    for (const char* schedule : {"1f1b", "interleaved", "zb-h1"}) {
-      if (shape.pp == 1 && std::string(schedule) != "1f1b") continue;
-      for (const char* recompute : {"none", "selective", "full"}) {
+    for (ir::Schedule schedule :
+         {ir::Schedule::k1F1B, ir::Schedule::kInterleaved, ir::Schedule::kZeroBubbleH1}) {
+      if (shape.pp == 1 && schedule != ir::Schedule::k1F1B) continue;
+      for (ir::Recompute recompute :
+           {ir::Recompute::kNone, ir::Recompute::kSelective, ir::Recompute::kFull}) {
         for (int zero = 0; zero <= 3; ++zero) {
           // Neither Megatron-LM nor DeepSpeed pipelines ZeRO 2 and 3; ZeRO needs replicas.
           if ((shape.pp > 1 && zero >= 2) || (shape.dp == 1 && zero > 0)) continue;
@@ -49,8 +51,8 @@ std::vector<MegatronConfig> denseSweep() {
               config.gbs = shape.dp * mbs * 8;
               config.recompute = recompute;
               config.zero = zero;
-              config.vpp = std::string(schedule) == "interleaved" ? 2 : 1;
-              config.zeroBubble = std::string(schedule) == "zb-h1";
+              config.vpp = schedule == ir::Schedule::kInterleaved ? 2 : 1;
+              config.schedule = schedule;
               config.sequenceParallel = shape.tp > 1;
               config.overlapGradReduce = overlap;
               configs.push_back(config);
@@ -67,7 +69,7 @@ std::vector<MegatronConfig> expertSweep() {
   std::vector<MegatronConfig> configs;
   const Shape shapes[] = {{2, 2, 2, 1, 2}, {1, 2, 4, 1, 4}, {2, 1, 4, 1, 2}, {1, 1, 8, 1, 8}};
   for (const Shape& shape : shapes) {
-    for (const char* recompute : {"none", "full"}) {
+    for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
       for (int zero : {0, 1}) {
         MegatronConfig config;
         config.model =
@@ -106,10 +108,11 @@ void expectScreenMatches(const std::vector<MegatronConfig>& configs) {
     const double error = screen->stepSeconds / full->stepSeconds - 1;
     EXPECT_LE(std::abs(error), kTolerance)
         << config.model << " TP " << config.tp << " PP " << config.pp << " DP " << config.dp
-        << " CP " << config.cp << " EP " << config.ep << " VPP " << config.vpp << " zb "
-        << config.zeroBubble << " MBS " << config.mbs << " recompute " << config.recompute
-        << " ZeRO " << config.zero << " overlap " << config.overlapGradReduce << ": screen "
-        << screen->stepSeconds << " s, full " << full->stepSeconds << " s";
+        << " CP " << config.cp << " EP " << config.ep << " VPP " << config.vpp << " "
+        << ir::scheduleName(config.schedule) << " MBS " << config.mbs << " recompute "
+        << ir::recomputeName(config.recompute) << " ZeRO " << config.zero << " overlap "
+        << config.overlapGradReduce << ": screen " << screen->stepSeconds << " s, full "
+        << full->stepSeconds << " s";
   }
 }
 

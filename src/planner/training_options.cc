@@ -133,9 +133,9 @@ Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t
   if (!schedule) return schedule.error().in("--schedule");
   config.schedule = *schedule;
   config.stages = flags.pipelineStages;
-  config.virtualStages = flags.virtualStages > 0                            ? flags.virtualStages
-                         : *schedule == sim::ScheduleKind::kInterleaved1F1B ? 2
-                                                                            : 1;
+  config.virtualStages = flags.virtualStages > 0                        ? flags.virtualStages
+                         : *schedule == sim::ScheduleKind::kInterleaved ? 2
+                                                                        : 1;
   config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
   if (numDevices % config.stages != 0) {
     return Error{

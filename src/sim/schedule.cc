@@ -14,13 +14,6 @@ namespace autopar::sim {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, ScheduleKind>, 4> kScheduleNames = {{
-    {"gpipe", ScheduleKind::kGPipe},
-    {"1f1b", ScheduleKind::k1F1B},
-    {"interleaved", ScheduleKind::kInterleaved1F1B},
-    {"zb-h1", ScheduleKind::kZeroBubbleH1},
-}};
-
 StageSchedule gpipeStage(const PipelineShape& shape) {
   StageSchedule actions;
   for (int microBatch = 0; microBatch < shape.microBatches; ++microBatch) {
@@ -50,7 +43,7 @@ Action stepAction(const PipelineShape& shape, Action::Kind kind, int step) {
 int warmupSteps(const PipelineShape& shape, int stage) {
   const int totalSteps = shape.microBatches * shape.virtualStages;
   const int laterStages = shape.stages - stage - 1;
-  if (shape.kind != ScheduleKind::kInterleaved1F1B) return std::min(laterStages, totalSteps);
+  if (shape.kind != ScheduleKind::kInterleaved) return std::min(laterStages, totalSteps);
   return std::min(laterStages * 2 + (shape.virtualStages - 1) * shape.stages, totalSteps);
 }
 
@@ -122,22 +115,9 @@ Status checkStage(const PipelineShape& shape, const StageSchedule& actions) {
 
 }  // namespace
 
-Expected<ScheduleKind> parseScheduleKind(std::string_view name) {
-  for (const auto& [knownName, kind] : kScheduleNames) {
-    if (name == knownName) return kind;
-  }
-  return Error{
-      fmt::format("unknown pipeline schedule '{}'; expected one of: gpipe, 1f1b, "
-                  "interleaved, zb-h1",
-                  name)};
-}
+Expected<ScheduleKind> parseScheduleKind(std::string_view name) { return ir::parseSchedule(name); }
 
-std::string_view scheduleKindName(ScheduleKind kind) {
-  for (const auto& [name, knownKind] : kScheduleNames) {
-    if (kind == knownKind) return name;
-  }
-  return "unknown";
-}
+std::string_view scheduleKindName(ScheduleKind kind) { return ir::scheduleName(kind); }
 
 Status validateShape(const PipelineShape& shape) {
   const std::array<std::pair<std::string_view, int>, 3> counts = {{
@@ -148,7 +128,7 @@ Status validateShape(const PipelineShape& shape) {
   for (const auto& [field, value] : counts) {
     if (value < 1) return Error{fmt::format("{}: expected at least 1, got {}", field, value)};
   }
-  if (shape.kind == ScheduleKind::kInterleaved1F1B) return validateInterleaved(shape);
+  if (shape.kind == ScheduleKind::kInterleaved) return validateInterleaved(shape);
   if (shape.virtualStages != 1) {
     return Error{fmt::format(
         "virtual_stages: {} model chunks per stage need the interleaved schedule, not {}",

@@ -22,11 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::sim {
 
-enum class ScheduleKind { kGPipe, k1F1B, kInterleaved1F1B, kZeroBubbleH1 };
+/// The one schedule enum (ir/parallel_config.h), under the name the simulator has used.
+using ScheduleKind = ir::Schedule;
 
 /// Parses "gpipe", "1f1b", "interleaved" or "zb-h1"; the error lists the accepted names.
 Expected<ScheduleKind> parseScheduleKind(std::string_view name);

@@ -45,7 +45,7 @@ TEST(Schedule, InterleavedFollowsMegatronOrder) {
   // p = 2, v = 2: forwards go in groups of p micro-batches through chunk 0 then chunk 1;
   // backwards through chunk 1 then chunk 0. Stage 0 warms up with (p-1)*2 + (v-1)*p = 4 steps.
   const auto stages = describeAll(
-      {.stages = 2, .microBatches = 4, .virtualStages = 2, .kind = ScheduleKind::kInterleaved1F1B});
+      {.stages = 2, .microBatches = 4, .virtualStages = 2, .kind = ScheduleKind::kInterleaved});
   EXPECT_EQ(stages, (std::vector<std::string>{
                         "F0 F1 F0.1 F1.1 F2 B0.1 F3 B1.1 F2.1 B0 F3.1 B1 B2.1 B3.1 B2 B3",
                         "F0 F1 F0.1 B0.1 F1.1 B1.1 F2 B0 F3 B1 F2.1 B2.1 F3.1 B3.1 B2 B3",
@@ -68,7 +68,7 @@ TEST(Schedule, EveryStageRunsEachForwardAndBackwardOnceInOrder) {
     for (int virtualStages = 2; virtualStages <= 4; ++virtualStages) {
       for (int groups = 1; groups <= 3; ++groups) {
         const PipelineShape shape{stages, groups * stages, virtualStages,
-                                  ScheduleKind::kInterleaved1F1B};
+                                  ScheduleKind::kInterleaved};
         Expected<Schedule> schedule = buildSchedule(shape);
         ASSERT_TRUE(schedule.ok()) << schedule.error().message;
         Status valid = checkSchedule(shape, *schedule);
@@ -102,13 +102,13 @@ TEST(Schedule, ShapeErrorsNameTheField) {
   EXPECT_EQ(errorOf({.stages = 2, .microBatches = 0}), "micro_batches: expected at least 1, got 0");
   EXPECT_EQ(errorOf({.stages = 2, .microBatches = 4, .virtualStages = 2}),
             "virtual_stages: 2 model chunks per stage need the interleaved schedule, not 1f1b");
-  EXPECT_EQ(errorOf({4, 6, 2, ScheduleKind::kInterleaved1F1B}),
+  EXPECT_EQ(errorOf({4, 6, 2, ScheduleKind::kInterleaved}),
             "micro_batches: 6 is not a multiple of the 4 pipeline stages, which the interleaved "
             "schedule needs");
-  EXPECT_EQ(errorOf({4, 8, 1, ScheduleKind::kInterleaved1F1B}),
+  EXPECT_EQ(errorOf({4, 8, 1, ScheduleKind::kInterleaved}),
             "virtual_stages: the interleaved schedule needs at least 2 model chunks per stage, "
             "got 1");
-  EXPECT_EQ(errorOf({1, 4, 2, ScheduleKind::kInterleaved1F1B}),
+  EXPECT_EQ(errorOf({1, 4, 2, ScheduleKind::kInterleaved}),
             "stages: the interleaved schedule needs at least 2 pipeline stages, got 1");
   EXPECT_EQ(errorOf({.stages = 4, .microBatches = 2}), "ok");  // 1F1B allows m < p
   EXPECT_FALSE(buildSchedule({.stages = 0}).ok());
@@ -116,7 +116,7 @@ TEST(Schedule, ShapeErrorsNameTheField) {
 
 TEST(Schedule, KindNamesRoundTripAndUnknownNamesListTheChoices) {
   for (ScheduleKind kind :
-       {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved1F1B}) {
+       {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved}) {
     Expected<ScheduleKind> parsed = parseScheduleKind(scheduleKindName(kind));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, kind);

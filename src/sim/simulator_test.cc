@@ -100,7 +100,7 @@ TEST(Simulator, InterleavedBubbleShrinksByTheChunkCount) {
   // Narayanan et al. 2021, Sec. 2.2.2: bubble fraction (p - 1) / (v * m).
   for (auto [stages, microBatches, chunks] :
        {std::tuple{4, 8, 2}, std::tuple{4, 16, 4}, std::tuple{8, 32, 2}, std::tuple{4, 4, 2}}) {
-    const PipelineShape shape{stages, microBatches, chunks, ScheduleKind::kInterleaved1F1B};
+    const PipelineShape shape{stages, microBatches, chunks, ScheduleKind::kInterleaved};
     const SimulationResult result = simulateOk(uniformInput(shape, 1, 2));
     const double expected = (stages - 1.0) / (chunks * microBatches);
     EXPECT_NEAR(result.bubbleFraction, expected, 1e-9 * expected) << stages << " " << chunks;
@@ -114,7 +114,7 @@ TEST(Simulator, InterleavedFirstStageHoldsKorthikantiActivationFactor) {
   // that is its warmup plus one: (p - 1) * 2 + (v - 1) * p + 1 = p v + p - 1 chunks of A / v.
   const int64_t stageActivationBytes = 1200;  // A: one micro-batch through all of a stage's layers
   for (auto [stages, chunks] : {std::pair{4, 2}, std::pair{4, 4}, std::pair{8, 2}}) {
-    const PipelineShape shape{stages, 4 * stages, chunks, ScheduleKind::kInterleaved1F1B};
+    const PipelineShape shape{stages, 4 * stages, chunks, ScheduleKind::kInterleaved};
     const SimulationResult result = simulateOk(uniformInput(shape, 1, 2, stageActivationBytes));
     EXPECT_EQ(result.stages[0].peakInFlight, (stages - 1) * 2 + (chunks - 1) * stages + 1);
     const double korthikantiBytes =
@@ -173,7 +173,7 @@ TEST(Simulator, CyclicWaitIsReportedAsDeadlock) {
 }
 
 TEST(Simulator, InputErrorsNameTheField) {
-  const PipelineShape shape{4, 8, 2, ScheduleKind::kInterleaved1F1B};
+  const PipelineShape shape{4, 8, 2, ScheduleKind::kInterleaved};
   SimulationInput input = uniformInput(shape, 1, 2);
   EXPECT_EQ(errorOf(input), "ok");
   input.stages[1].forwardSeconds.pop_back();

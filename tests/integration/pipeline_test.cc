@@ -80,7 +80,7 @@ TEST(PipelineEstimate, OneFOneBBubbleAndFirstStageInFlight) {
 
 TEST(PipelineEstimate, InterleavedBubbleShrinksByTheChunkCount) {
   for (auto [p, v, m] : {std::tuple{4, 2, 8}, std::tuple{2, 4, 4}}) {
-    const Simulated result = run({p, v, m, sim::ScheduleKind::kInterleaved1F1B});
+    const Simulated result = run({p, v, m, sim::ScheduleKind::kInterleaved});
     EXPECT_NEAR(result.estimate.bubbleFraction, static_cast<double>(p - 1) / (v * m), 1e-9);
   }
 }

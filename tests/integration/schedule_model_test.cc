@@ -22,24 +22,12 @@
 namespace autopar {
 namespace {
 
-sim::ScheduleKind kindOf(search::PipelineSchedule schedule) {
-  switch (schedule) {
-    case search::PipelineSchedule::k1F1B:
-      return sim::ScheduleKind::k1F1B;
-    case search::PipelineSchedule::kInterleaved:
-      return sim::ScheduleKind::kInterleaved1F1B;
-    case search::PipelineSchedule::kZeroBubbleH1:
-      return sim::ScheduleKind::kZeroBubbleH1;
-  }
-  return sim::ScheduleKind::k1F1B;
-}
-
 /// Every stage with the same forward, backward and weight-gradient time per chunk, and random
 /// activation bytes per chunk.
-sim::SimulationInput randomInput(std::mt19937_64& rng, search::PipelineSchedule schedule,
+sim::SimulationInput randomInput(std::mt19937_64& rng, ir::Schedule schedule,
                                  int stages, int chunks, int microBatches) {
   sim::SimulationInput input;
-  input.shape = {stages, microBatches, chunks, kindOf(schedule)};
+  input.shape = {stages, microBatches, chunks, schedule};
   for (int s = 0; s < stages; ++s) {
     sim::StageCosts costs;
     for (int c = 0; c < chunks; ++c) {
@@ -66,9 +54,9 @@ int64_t rowsPeak(const std::vector<std::vector<int64_t>>& rows,
 
 TEST(ScheduleModel, PeakRowsGiveTheSimulatorsActivationPeaks) {
   std::mt19937_64 rng(2032);
-  for (auto schedule : {search::PipelineSchedule::k1F1B, search::PipelineSchedule::kInterleaved,
-                        search::PipelineSchedule::kZeroBubbleH1}) {
-    const bool interleaved = schedule == search::PipelineSchedule::kInterleaved;
+  for (auto schedule : {ir::Schedule::k1F1B, ir::Schedule::kInterleaved,
+                        ir::Schedule::kZeroBubbleH1}) {
+    const bool interleaved = schedule == ir::Schedule::kInterleaved;
     for (int stages : {2, 3, 4, 8}) {
       for (int chunks : interleaved ? std::vector<int>{2, 3} : std::vector<int>{1}) {
         for (int rounds : {1, 2, 3, 5}) {
@@ -90,7 +78,7 @@ TEST(ScheduleModel, PeakRowsGiveTheSimulatorsActivationPeaks) {
             const int64_t peak = simulated->stages[s].peakActivationBytes;
             const std::string where =
                 fmt::format("P {} V {} m {} stage {}", stages, chunks, input.shape.microBatches, s);
-            if (schedule == search::PipelineSchedule::kZeroBubbleH1) {
+            if (schedule == ir::Schedule::kZeroBubbleH1) {
               EXPECT_LE(peak, closed) << where;
             } else {
               EXPECT_EQ(peak, closed) << where;
@@ -105,9 +93,9 @@ TEST(ScheduleModel, PeakRowsGiveTheSimulatorsActivationPeaks) {
 TEST(ScheduleModel, StepMatchesTheSimulatorOnEvenStages) {
   std::mt19937_64 rng(2033);
   const int stages = 4;
-  for (auto schedule : {search::PipelineSchedule::k1F1B, search::PipelineSchedule::kInterleaved,
-                        search::PipelineSchedule::kZeroBubbleH1}) {
-    const int chunks = schedule == search::PipelineSchedule::kInterleaved ? 2 : 1;
+  for (auto schedule : {ir::Schedule::k1F1B, ir::Schedule::kInterleaved,
+                        ir::Schedule::kZeroBubbleH1}) {
+    const int chunks = schedule == ir::Schedule::kInterleaved ? 2 : 1;
     for (int microBatches : {4, 8, 16}) {
       const sim::SimulationInput input = randomInput(rng, schedule, stages, chunks, microBatches);
       auto simulated = sim::simulate(input);
@@ -130,16 +118,16 @@ struct Errors {
 /// Stages of 7 to 9 layers (3 s each: 1 s forward, 2 s backward of which 1 s weight gradients),
 /// the last with a head of 0 to 2 layers' time and no weight gradients; interleaved over two
 /// chunks, split as evenly as whole layers allow (`balanced`) or anywhere.
-Errors unevenStageErrors(search::PipelineSchedule schedule, bool balanced, uint64_t seed) {
+Errors unevenStageErrors(ir::Schedule schedule, bool balanced, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const int chunks = schedule == search::PipelineSchedule::kInterleaved ? 2 : 1;
+  const int chunks = schedule == ir::Schedule::kInterleaved ? 2 : 1;
   Errors errors;
   const int trials = 400;
   for (int trial = 0; trial < trials; ++trial) {
     const int stages = 2 << (rng() % 3);
     const int microBatches = stages * static_cast<int>(1 + rng() % 4);
     sim::SimulationInput input;
-    input.shape = {stages, microBatches, chunks, kindOf(schedule)};
+    input.shape = {stages, microBatches, chunks, schedule};
     search::PipelineClock clock(schedule, chunks, microBatches, stages, 0.0);
     for (int s = 0; s < stages; ++s) {
       const int layers = 7 + static_cast<int>(rng() % 3);
@@ -172,10 +160,10 @@ Errors unevenStageErrors(search::PipelineSchedule schedule, bool balanced, uint6
 }
 
 TEST(ScheduleModel, StepStaysNearTheSimulatorOnUnevenStages) {
-  const Errors zeroBubble = unevenStageErrors(search::PipelineSchedule::kZeroBubbleH1, true, 2035);
-  const Errors oneFOneB = unevenStageErrors(search::PipelineSchedule::k1F1B, true, 2036);
-  const Errors balanced = unevenStageErrors(search::PipelineSchedule::kInterleaved, true, 2037);
-  const Errors anywhere = unevenStageErrors(search::PipelineSchedule::kInterleaved, false, 2038);
+  const Errors zeroBubble = unevenStageErrors(ir::Schedule::kZeroBubbleH1, true, 2035);
+  const Errors oneFOneB = unevenStageErrors(ir::Schedule::k1F1B, true, 2036);
+  const Errors balanced = unevenStageErrors(ir::Schedule::kInterleaved, true, 2037);
+  const Errors anywhere = unevenStageErrors(ir::Schedule::kInterleaved, false, 2038);
   EXPECT_LT(zeroBubble.mean, 0.03) << "max " << zeroBubble.max;
   EXPECT_LT(oneFOneB.mean, 0.03) << "max " << oneFOneB.max;
   EXPECT_LT(balanced.mean, 0.03) << "max " << balanced.max;

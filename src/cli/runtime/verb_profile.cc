@@ -108,8 +108,8 @@ int runProfile(const ProfileOptions& options) {
   if (scratch == nullptr) return reportError(Error{"profile: cannot create a temporary directory"});
   for (int64_t tp : options.tensorParallel) {
     for (int64_t mbs : options.microBatches) {
-      const planner::BlockSetting setting{tp,  1,     1, options.sequenceParallel && tp > 1,
-                                          mbs, "none"};
+      const planner::BlockSetting setting{
+          tp, 1, 1, options.sequenceParallel && tp > 1, mbs, ir::Recompute::kNone};
       auto two = measure(options, *config, setting, 2, scratch);
       auto four = two ? measure(options, *config, setting, 4, scratch) : two;
       if (!two || !four) {

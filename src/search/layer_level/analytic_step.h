@@ -84,7 +84,7 @@ struct AnalyticCandidate {
   int64_t dp = 1;        ///< replicas of the parameters in `state`
   int64_t expertDp = 1;  ///< replicas of those in `expertState`: dp / EP
   int zero = 0;
-  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  ir::Schedule schedule = ir::Schedule::k1F1B;
   /// Bytes per gradient bucket; 0: one bucket of all the gradients after the backward.
   int64_t gradientBucketBytes = 0;
   /// Per stack, per stage; when interleaved per virtual stage: chunk c of stage s at c P + s.

@@ -38,7 +38,7 @@ AnalyticCandidate candidate(int64_t stages, int64_t virtualStages, int64_t micro
   c.stages = stages;
   c.virtualStages = virtualStages;
   c.microBatches = microBatches;
-  c.schedule = virtualStages > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+  c.schedule = virtualStages > 1 ? ir::Schedule::kInterleaved : ir::Schedule::k1F1B;
   c.layers = evenLayers({layers}, stages, virtualStages);
   c.recomputed = zerosLike(c.layers);
   return c;
@@ -118,7 +118,7 @@ TEST(AnalyticStep, ZeroBubbleMatchesTheSimulatorOnEvenStages) {
   p.first = {};
   p.last = {};
   AnalyticCandidate c = candidate(4, 1, 8, 4);
-  c.schedule = PipelineSchedule::kZeroBubbleH1;
+  c.schedule = ir::Schedule::kZeroBubbleH1;
   const AnalyticEstimate estimate = estimateAnalytic(p, c, kNoSync);
   EXPECT_NEAR(estimate.pipelineSeconds, 27.0, 1e-9);
   // Every stage may hold as many micro-batches as 1F1B's first stage.
@@ -209,7 +209,7 @@ TEST(AnalyticStep, ExpertStateShardsAndSyncsOverItsOwnReplicas) {
 /// A random profile (one stack) with weight gradients, sends and ends, and a candidate shape of
 /// up to 4 stages over which its layers place.
 std::pair<BlockProfile, AnalyticCandidate> randomShape(std::mt19937_64& rng,
-                                                       PipelineSchedule schedule) {
+                                                       ir::Schedule schedule) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
@@ -233,7 +233,7 @@ std::pair<BlockProfile, AnalyticCandidate> randomShape(std::mt19937_64& rng,
   AnalyticCandidate c;
   c.schedule = schedule;
   c.stages = uniform(2, 4);
-  c.virtualStages = schedule == PipelineSchedule::kInterleaved ? 2 : 1;
+  c.virtualStages = schedule == ir::Schedule::kInterleaved ? 2 : 1;
   c.microBatches = c.stages * uniform(1, 3);
   c.dp = uniform(1, 4);
   c.expertDp = 1;
@@ -245,8 +245,8 @@ std::pair<BlockProfile, AnalyticCandidate> randomShape(std::mt19937_64& rng,
 // the placement's step and peaks (plus the buffers), for each schedule.
 TEST(AnalyticStep, PlacementObjectiveIsTheClosedForm) {
   std::mt19937_64 rng(2031);
-  for (PipelineSchedule schedule :
-       {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kInterleaved}) {
+  for (ir::Schedule schedule :
+       {ir::Schedule::k1F1B, ir::Schedule::kZeroBubbleH1, ir::Schedule::kInterleaved}) {
     int placed = 0;
     for (int trial = 0; trial < 60; ++trial) {
       auto [profile, c] = randomShape(rng, schedule);

@@ -10,7 +10,8 @@ namespace autopar::search {
 namespace {
 
 /// The memory savers: recompute and ZeRO stage.
-constexpr const char* kRecompute[] = {"none", "selective", "full"};
+constexpr ir::Recompute kRecompute[] = {ir::Recompute::kNone, ir::Recompute::kSelective,
+                                       ir::Recompute::kFull};
 constexpr int kZeroStages[] = {0, 1, 2, 3};
 
 bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
@@ -67,7 +68,9 @@ void appendVariants(const HybridModel& model, HybridCandidate shape,
     shape.ep = ep;
     for (bool zeroBubble : {false, true}) {
       if (zeroBubble && (shape.pp == 1 || shape.vpp > 1)) continue;
-      shape.zeroBubble = zeroBubble;
+      shape.schedule = zeroBubble       ? ir::Schedule::kZeroBubbleH1
+                       : shape.vpp > 1 ? ir::Schedule::kInterleaved
+                                       : ir::Schedule::k1F1B;
       for (bool sequenceParallel : sequenceParallelChoices(model, shape)) {
         shape.sequenceParallel = sequenceParallel;
         shapes.push_back(shape);
@@ -102,6 +105,7 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
             shape.dp = dp;
             shape.vpp = vpp;
             shape.mbs = mbs;
+            shape.microBatches = microBatches;
             appendVariants(model, shape, shapes);
           }
         }
@@ -114,7 +118,7 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
 std::vector<HybridCandidate> hybridCandidates(const HybridModel& model, const HybridSpace& space) {
   std::vector<HybridCandidate> candidates;
   for (const HybridCandidate& shape : hybridShapes(model, space)) {
-    for (const char* recompute : kRecompute) {
+    for (ir::Recompute recompute : kRecompute) {
       for (int zero : kZeroStages) {
         // ZeRO shards over data parallelism: with DP 1 it repeats ZeRO 0. ZeRO 2 and 3 do not
         // combine with pipelining in Megatron-LM or DeepSpeed.

@@ -29,23 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::search {
 
-struct HybridCandidate {
-  int64_t tp = 1;
-  int64_t cp = 1;  ///< context parallel
-  int64_t ep = 1;  ///< expert parallel, out of dp
-  int64_t pp = 1;
-  int64_t dp = 1;
-  int64_t vpp = 1;
-  bool zeroBubble = false;  ///< the ZB-H1 schedule (PP > 1, VPP 1) instead of 1F1B
-  int64_t mbs = 1;
-  bool sequenceParallel = false;
-  std::string recompute = "none";  ///< none | selective | full
-  int zero = 0;
-};
+/// A candidate is one parallel configuration (ir/parallel_config.h).
+using HybridCandidate = ir::ParallelConfig;
 
 /// What constrains the degrees.
 struct HybridModel {

@@ -128,7 +128,10 @@ TEST(HybridSearch, CandidatesCrossEveryShapeWithEveryAllowedSaver) {
 
 /// A toy screen: memory falls with each saver and with PP x TP, time rises with each saver.
 HybridScore toyScore(const HybridCandidate& c) {
-  const int saver = (c.recompute == "selective" ? 2 : c.recompute == "full" ? 3 : 0) + c.zero;
+  const int saver = (c.recompute == ir::Recompute::kSelective ? 2
+                     : c.recompute == ir::Recompute::kFull    ? 3
+                                                              : 0) +
+                    c.zero;
   HybridScore score;
   score.peakBytes = 100 / (c.tp * c.pp) + 40 - 8 * saver;
   score.stepSeconds =

@@ -219,7 +219,7 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
   // The step at bottleneck B is m B + sum_s fill_s - max_s fill_s + sends. Under 1F1B and
   // interleaved the largest fill is the slowest stage's, fill(B); under ZB-H1 it depends on the
   // stage's W, so the program chooses the stage to leave out (schedule_model.h).
-  const bool designate = problem.schedule == PipelineSchedule::kZeroBubbleH1;
+  const bool designate = problem.schedule == ir::Schedule::kZeroBubbleH1;
   double base = problem.first.seconds + problem.last.seconds;
   double weights = problem.first.weightGradientSeconds + problem.last.weightGradientSeconds;
   for (const LayerStack& stack : problem.stacks) {
@@ -241,7 +241,7 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
     return m * bottleneck + others + sends;
   };
   // 1F1B with one micro-batch: the step is the total work, least at the loosest bottleneck.
-  if (m == 1 && problem.schedule == PipelineSchedule::k1F1B) lo = bottlenecks.size() - 1;
+  if (m == 1 && problem.schedule == ir::Schedule::k1F1B) lo = bottlenecks.size() - 1;
   double bestStep = kInfinity;
   std::vector<int64_t> best;
   for (size_t i = lo; i < bottlenecks.size(); ++i) {

@@ -87,7 +87,7 @@ struct PlacementProblem {
   int64_t virtualStages = 1;
   int64_t microBatches = 1;
   int64_t memoryLimitBytes = 0;
-  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  ir::Schedule schedule = ir::Schedule::k1F1B;
   StageExtra first;
   StageExtra last;
   double sendSeconds = 0;  ///< one micro-batch's boundary activation to the next stage

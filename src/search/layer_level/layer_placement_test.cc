@@ -16,11 +16,11 @@ int64_t sum(const std::vector<int64_t>& values) {
 /// roomiest layouts, so placement and recompute both matter. Interleaved problems have one stack
 /// over 2 chunks per stage and a micro-batch count that is a multiple of the stages (as
 /// Megatron-LM's schedule needs).
-PlacementProblem randomProblem(std::mt19937_64& rng, size_t stacks, PipelineSchedule schedule) {
+PlacementProblem randomProblem(std::mt19937_64& rng, size_t stacks, ir::Schedule schedule) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
-  const bool interleaved = schedule == PipelineSchedule::kInterleaved;
+  const bool interleaved = schedule == ir::Schedule::kInterleaved;
   PlacementProblem p;
   p.schedule = schedule;
   p.stages = interleaved ? uniform(2, 4) : uniform(1, 4);
@@ -73,7 +73,7 @@ std::vector<int64_t> evenSplit(const PlacementProblem& problem) {
   return counts;
 }
 
-void checkAgainstBruteForce(size_t stacks, PipelineSchedule schedule, int trials, uint64_t seed) {
+void checkAgainstBruteForce(size_t stacks, ir::Schedule schedule, int trials, uint64_t seed) {
   std::mt19937_64 rng(seed);
   int feasible = 0;
   int uneven = 0;
@@ -121,20 +121,20 @@ void checkAgainstBruteForce(size_t stacks, PipelineSchedule schedule, int trials
 }
 
 TEST(LayerPlacement, MatchesBruteForceOnSmallProblems) {
-  checkAgainstBruteForce(1, PipelineSchedule::k1F1B, 400, 2026);
+  checkAgainstBruteForce(1, ir::Schedule::k1F1B, 400, 2026);
 }
 
 TEST(LayerPlacement, MatchesBruteForceWithAVisionTowerAndAnLlm) {
-  checkAgainstBruteForce(2, PipelineSchedule::k1F1B, 300, 2027);
+  checkAgainstBruteForce(2, ir::Schedule::k1F1B, 300, 2027);
 }
 
 TEST(LayerPlacement, MatchesBruteForceUnderZeroBubble) {
-  checkAgainstBruteForce(1, PipelineSchedule::kZeroBubbleH1, 400, 2028);
-  checkAgainstBruteForce(2, PipelineSchedule::kZeroBubbleH1, 200, 2029);
+  checkAgainstBruteForce(1, ir::Schedule::kZeroBubbleH1, 400, 2028);
+  checkAgainstBruteForce(2, ir::Schedule::kZeroBubbleH1, 200, 2029);
 }
 
 TEST(LayerPlacement, MatchesBruteForceInterleaved) {
-  checkAgainstBruteForce(1, PipelineSchedule::kInterleaved, 150, 2030);
+  checkAgainstBruteForce(1, ir::Schedule::kInterleaved, 150, 2030);
 }
 
 PlacementProblem oneStack(int64_t layers, int64_t stages, int64_t microBatches, LayerCost layer) {
@@ -178,7 +178,7 @@ TEST(LayerPlacement, ZeroBubbleHoldsThePeakOnEveryStage) {
   PlacementProblem p = oneStack(8, 4, 16, {1, 2, 1, 10, 5, 1});
   p.memoryLimitBytes = 1000;
   const auto plain = evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}});
-  p.schedule = PipelineSchedule::kZeroBubbleH1;
+  p.schedule = ir::Schedule::kZeroBubbleH1;
   const auto zeroBubble = evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}});
   // 1F1B: stage s holds 4 - s micro-batches; H1 lets every stage hold 4.
   EXPECT_EQ(plain.peakBytes, (std::vector<int64_t>{60, 50, 40, 30}));
@@ -197,7 +197,7 @@ TEST(LayerPlacement, ZeroBubbleOnEvenStagesIsQiEtAlsStep) {
   PlacementProblem p = oneStack(8, 4, 8, {1, 2, 1, 10, 5, 1, 1});
   p.memoryLimitBytes = 1000;
   EXPECT_DOUBLE_EQ(evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}}).stepSeconds, 66);
-  p.schedule = PipelineSchedule::kZeroBubbleH1;
+  p.schedule = ir::Schedule::kZeroBubbleH1;
   EXPECT_DOUBLE_EQ(evaluatePlacement(p, {{2, 2, 2, 2}}, {{0, 0, 0, 0}}).stepSeconds, 54);
 }
 
@@ -208,9 +208,9 @@ TEST(LayerPlacement, ZeroBubblePlacementBeatsTheOneFOneBPlacementUnderZeroBubble
   int compared = 0;
   int worse = 0;
   for (int trial = 0; trial < 300; ++trial) {
-    const PlacementProblem zeroBubble = randomProblem(rng, 1, PipelineSchedule::kZeroBubbleH1);
+    const PlacementProblem zeroBubble = randomProblem(rng, 1, ir::Schedule::kZeroBubbleH1);
     PlacementProblem oneFOneB = zeroBubble;
-    oneFOneB.schedule = PipelineSchedule::k1F1B;
+    oneFOneB.schedule = ir::Schedule::k1F1B;
     auto exact = placeLayers(zeroBubble);
     auto other = placeLayers(oneFOneB);
     if (!exact.ok() || !other.ok()) continue;
@@ -232,7 +232,7 @@ TEST(LayerPlacement, InterleavedChunksTakeTheHeadIntoAccount) {
   // give stages of 12 and 18 s: 4 x 18 + (12 + 18 - 18) / 2 = 78 s. Five layers on stage 0 and
   // three with the head on stage 1 give 15 and 15 s: 4 x 15 + 15 / 2 = 67.5 s.
   PlacementProblem p = oneStack(8, 2, 4, {1, 2, 1, 1, 1, 1});
-  p.schedule = PipelineSchedule::kInterleaved;
+  p.schedule = ir::Schedule::kInterleaved;
   p.virtualStages = 2;
   p.last = {6, 0, 0};
   p.memoryLimitBytes = 1000;
@@ -251,7 +251,7 @@ TEST(LayerPlacement, InterleavedChunksHeldLongestGetFewerLayers) {
   // of its peaks (stage 1: {5, 4}, {6, 3}, {7, 2}, {8, 1}), so with activations tight each stage's
   // fifth layer goes to chunk 1 and its recompute to chunk 0, where a layer saves the most.
   PlacementProblem p = oneStack(20, 4, 8, {1, 2, 1, 0, 10, 1});
-  p.schedule = PipelineSchedule::kInterleaved;
+  p.schedule = ir::Schedule::kInterleaved;
   p.virtualStages = 2;
   p.memoryLimitBytes = 150;  // {3, 2} on stage 0 would need 8 x 30 + 3 x 20 = 300 bytes
   auto placed = placeLayers(p);

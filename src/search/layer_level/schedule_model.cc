@@ -9,12 +9,13 @@ namespace {
 /// Runs stage `stage`'s forwards and backwards as held-count changes, add(chunk, delta), and
 /// calls visit() at each moment the stage can peak (schedule_model.h).
 template <typename Add, typename Visit>
-void scanPeaks(PipelineSchedule schedule, int64_t stages, int64_t virtualStages,
+void scanPeaks(ir::Schedule schedule, int64_t stages, int64_t virtualStages,
                int64_t microBatches, int64_t stage, Add add, Visit visit) {
   if (chunksOf(schedule, virtualStages) == 1) {
-    const int64_t held = schedule == PipelineSchedule::kZeroBubbleH1
-                             ? std::min(stages, microBatches)
-                             : std::min(stages - stage, microBatches);
+    // GPipe runs every forward before any backward: all the micro-batches are held.
+    const int64_t held = schedule == ir::Schedule::kGPipe         ? microBatches
+                         : schedule == ir::Schedule::kZeroBubbleH1 ? std::min(stages, microBatches)
+                                                                   : std::min(stages - stage, microBatches);
     add(0, held);
     visit();
     return;
@@ -52,20 +53,21 @@ bool covered(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 
 }  // namespace
 
-double fillSeconds(PipelineSchedule schedule, int64_t chunks, double stageSeconds,
+double fillSeconds(ir::Schedule schedule, int64_t chunks, double stageSeconds,
                    double weightSeconds) {
   switch (schedule) {
-    case PipelineSchedule::k1F1B:
+    case ir::Schedule::kGPipe:  // the same fill and drain as 1F1B (Narayanan et al. 2021)
+    case ir::Schedule::k1F1B:
       return stageSeconds;
-    case PipelineSchedule::kInterleaved:
+    case ir::Schedule::kInterleaved:
       return stageSeconds / static_cast<double>(std::max<int64_t>(chunks, 1));
-    case PipelineSchedule::kZeroBubbleH1:
+    case ir::Schedule::kZeroBubbleH1:
       return std::max(stageSeconds - 2 * weightSeconds, 0.0);
   }
   return stageSeconds;
 }
 
-PipelineClock::PipelineClock(PipelineSchedule schedule, int64_t chunks, int64_t microBatches,
+PipelineClock::PipelineClock(ir::Schedule schedule, int64_t chunks, int64_t microBatches,
                              int64_t stages, double sendSeconds)
     : schedule_(schedule),
       chunks_(chunks),
@@ -84,11 +86,11 @@ double PipelineClock::seconds() const {
   return static_cast<double>(microBatches_) * slowest_ + (fill_ - largestFill_) + sends_;
 }
 
-int64_t chunksOf(PipelineSchedule schedule, int64_t virtualStages) {
-  return schedule == PipelineSchedule::kInterleaved ? std::max<int64_t>(virtualStages, 1) : 1;
+int64_t chunksOf(ir::Schedule schedule, int64_t virtualStages) {
+  return schedule == ir::Schedule::kInterleaved ? std::max<int64_t>(virtualStages, 1) : 1;
 }
 
-std::vector<std::vector<int64_t>> peakRows(PipelineSchedule schedule, int64_t stages,
+std::vector<std::vector<int64_t>> peakRows(ir::Schedule schedule, int64_t stages,
                                            int64_t virtualStages, int64_t microBatches,
                                            int64_t stage) {
   std::vector<int64_t> held(static_cast<size_t>(chunksOf(schedule, virtualStages)), 0);
@@ -110,7 +112,7 @@ std::vector<std::vector<int64_t>> peakRows(PipelineSchedule schedule, int64_t st
   return kept;
 }
 
-double peakActivationBytes(PipelineSchedule schedule, int64_t stages, int64_t virtualStages,
+double peakActivationBytes(ir::Schedule schedule, int64_t stages, int64_t virtualStages,
                            int64_t microBatches, int64_t stage, const double* chunkBytes) {
   double bytes = 0;
   double peak = 0;

@@ -40,26 +40,26 @@
 #include <cstdint>
 #include <vector>
 
-namespace autopar::search {
+#include "ir/parallel_config.h"
 
-enum class PipelineSchedule { k1F1B, kInterleaved, kZeroBubbleH1 };
+namespace autopar::search {
 
 /// What a stage adds to the fill and drain (fill_s above). `chunks` is V (read only when
 /// interleaved).
-double fillSeconds(PipelineSchedule schedule, int64_t chunks, double stageSeconds,
+double fillSeconds(ir::Schedule schedule, int64_t chunks, double stageSeconds,
                    double weightSeconds);
 
 /// The step of a pipeline from its stages, added in stage order.
 class PipelineClock {
  public:
-  PipelineClock(PipelineSchedule schedule, int64_t chunks, int64_t microBatches, int64_t stages,
+  PipelineClock(ir::Schedule schedule, int64_t chunks, int64_t microBatches, int64_t stages,
                 double sendSeconds);
   void addStage(double stageSeconds, double weightSeconds);
   /// m max_s T_s + sum_s fill_s - max_s fill_s + 2 (P - 1) t_send over the stages added.
   [[nodiscard]] double seconds() const;
 
  private:
-  PipelineSchedule schedule_;
+  ir::Schedule schedule_;
   int64_t chunks_;
   int64_t microBatches_;
   double sends_;
@@ -69,18 +69,18 @@ class PipelineClock {
 };
 
 /// The model chunks per stage the schedule runs: V when interleaved, else 1.
-int64_t chunksOf(PipelineSchedule schedule, int64_t virtualStages);
+int64_t chunksOf(ir::Schedule schedule, int64_t virtualStages);
 
 /// The rows of micro-batches held per chunk (each of size chunksOf(schedule, virtualStages)) at
 /// the moments stage `stage` can peak, without repeats and without a row that another row covers
 /// entry by entry (so the peak over the rows is the same for any nonnegative bytes per chunk).
-std::vector<std::vector<int64_t>> peakRows(PipelineSchedule schedule, int64_t stages,
+std::vector<std::vector<int64_t>> peakRows(ir::Schedule schedule, int64_t stages,
                                            int64_t virtualStages, int64_t microBatches,
                                            int64_t stage);
 
 /// max over the rows of sum_c row[c] x chunkBytes[c], without building the rows (the closed
 /// form's inner loop); chunkBytes has one entry per chunk.
-double peakActivationBytes(PipelineSchedule schedule, int64_t stages, int64_t virtualStages,
+double peakActivationBytes(ir::Schedule schedule, int64_t stages, int64_t virtualStages,
                            int64_t microBatches, int64_t stage, const double* chunkBytes);
 
 }  // namespace autopar::search

@@ -165,6 +165,12 @@ struct TransformerConfig {
   int64_t contextParallel = 0;
 };
 
+/// The extents tensor parallelism cuts, by field name: the heads, key/value heads, MLP width and
+/// vocabulary, and with a vision tower its heads and MLP width. TP must divide each; the
+/// builder's checks (validateTransformer) and the hybrid search's shapes both read this list.
+///   LLaMA2-70B: heads 64, kvHeads 8, ffn 28672, vocab 32000
+std::vector<std::pair<std::string, int64_t>> tensorParallelExtents(const TransformerConfig& config);
+
 /// Checks a config; errors name the config and the field:
 ///   "llama2-7b: kvHeads: heads 32 is not divisible by kvHeads 5"
 ///   "llama2-7b: vocab: 32001 is not divisible by tensorParallel 8"

@@ -86,11 +86,8 @@ Status validateParallel(const Config& config) {
                     cp, config.sequenceParallel ? " x tensorParallel" : ""));
   }
   if (config.tensorParallel <= 0) return {};
-  const std::pair<std::string_view, int64_t> splitByTp[] = {{"heads", config.heads},
-                                                            {"kvHeads", config.kvHeads},
-                                                            {"ffn", config.ffn},
-                                                            {"vocab", config.vocab}};
-  for (const auto& [field, value] : splitByTp) {
+  for (const auto& [field, value] : tensorParallelExtents(config)) {
+    if (field.starts_with("vision.")) continue;  // checked with the vision tower below
     if (value % config.tensorParallel == 0) continue;
     return fieldError(
         config, field,
@@ -204,6 +201,19 @@ Status validateTransformerConfig(const TransformerConfig& config) {
   if (auto status = validateVision(config); !status) return status;
   if (auto status = validateParallel(config); !status) return status;
   return validateExperts(config);
+}
+
+std::vector<std::pair<std::string, int64_t>> tensorParallelExtents(
+    const TransformerConfig& config) {
+  std::vector<std::pair<std::string, int64_t>> extents{{"heads", config.heads},
+                                                       {"kvHeads", config.kvHeads},
+                                                       {"ffn", config.ffn},
+                                                       {"vocab", config.vocab}};
+  if (config.vision.layers > 0) {
+    extents.emplace_back("vision.heads", config.vision.heads);
+    extents.emplace_back("vision.ffn", config.vision.ffn);
+  }
+  return extents;
 }
 
 }  // namespace autopar::frontend

@@ -104,15 +104,11 @@ class SearchRun {
 search::HybridModel SearchRun::model() const {
   search::HybridModel model;
   model.layers = transformer_.layers + transformer_.vision.layers;
-  model.heads = transformer_.heads;
-  model.kvHeads = transformer_.kvHeads;
-  model.ffn = transformer_.ffn;
-  model.vocab = transformer_.vocab;
+  model.tensorParallelExtents = frontend::tensorParallelExtents(transformer_);
   model.seq = request_.base.seq > 0 ? request_.base.seq : transformer_.seq;
   const auto& v = transformer_.vision;
   model.textTokens = model.seq - (vision() ? v.patches / (v.merge * v.merge) : 0);
-  model.visionHeads = vision() ? v.heads : 0;
-  model.visionFfn = v.ffn;
+  model.interleavable = !vision();
   model.experts = transformer_.experts;
   model.expertSlots =
       transformer_.experts > 0 ? model.seq * transformer_.topK / transformer_.experts : 0;

@@ -1,6 +1,7 @@
 #include "search/layer_level/hybrid.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -11,16 +12,24 @@ namespace {
 
 /// The memory savers: recompute and ZeRO stage.
 constexpr ir::Recompute kRecompute[] = {ir::Recompute::kNone, ir::Recompute::kSelective,
-                                       ir::Recompute::kFull};
+                                        ir::Recompute::kFull};
 constexpr int kZeroStages[] = {0, 1, 2, 3};
 
 bool divides(int64_t divisor, int64_t value) { return divisor > 0 && value % divisor == 0; }
 
+/// "heads (64), kvHeads (8), ffn (28672), vocab (32000)".
+std::string extentsText(const HybridModel& model) {
+  std::vector<std::string> parts;
+  for (const auto& [name, extent] : model.tensorParallelExtents) {
+    parts.push_back(fmt::format("{} ({})", name, extent));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 bool tensorParallelFits(const HybridModel& model, const HybridSpace& space, int64_t tp) {
-  const bool vision =
-      model.visionHeads == 0 || (divides(tp, model.visionHeads) && divides(tp, model.visionFfn));
-  return divides(tp, space.devicesPerNode) && divides(tp, model.heads) &&
-         divides(tp, model.kvHeads) && divides(tp, model.ffn) && divides(tp, model.vocab) && vision;
+  return divides(tp, space.devicesPerNode) &&
+         std::all_of(model.tensorParallelExtents.begin(), model.tensorParallelExtents.end(),
+                     [tp](const auto& extent) { return divides(tp, extent.second); });
 }
 
 }  // namespace
@@ -68,7 +77,7 @@ void appendVariants(const HybridModel& model, HybridCandidate shape,
     shape.ep = ep;
     for (bool zeroBubble : {false, true}) {
       if (zeroBubble && (shape.pp == 1 || shape.vpp > 1)) continue;
-      shape.schedule = zeroBubble       ? ir::Schedule::kZeroBubbleH1
+      shape.schedule = zeroBubble      ? ir::Schedule::kZeroBubbleH1
                        : shape.vpp > 1 ? ir::Schedule::kInterleaved
                                        : ir::Schedule::k1F1B;
       for (bool sequenceParallel : sequenceParallelChoices(model, shape)) {
@@ -90,7 +99,7 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
       for (int64_t pp = 1; pp * tp * cp <= space.world; ++pp) {
         if (!divides(pp * tp * cp, space.world) || pp > model.layers) continue;
         const int64_t dp = space.world / (pp * tp * cp);
-        const int64_t mostVirtual = pp > 1 && model.visionHeads == 0 ? space.maxVirtualStages : 1;
+        const int64_t mostVirtual = pp > 1 && model.interleavable ? space.maxVirtualStages : 1;
         for (int64_t vpp = 1; vpp <= mostVirtual; ++vpp) {
           // Interleaving needs the layers to split evenly into PP x VPP chunks (Megatron-LM).
           if (pp * vpp > model.layers || (vpp > 1 && !divides(pp * vpp, model.layers))) continue;
@@ -170,10 +179,9 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
     }
     return Error{fmt::format(
         "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "
-        "node, the heads ({}), key/value heads ({}), MLP width ({}) and vocabulary ({}), and the "
-        "global batch must divide into DP x micro-batch size with at least PP micro-batches; {}",
-        space.world, space.devicesPerNode, space.globalBatch, model.heads, model.kvHeads, model.ffn,
-        model.vocab, change)};
+        "node and {}, and the global batch must divide into DP x micro-batch size with at least PP "
+        "micro-batches; {}",
+        space.world, space.devicesPerNode, space.globalBatch, extentsText(model), change)};
   }
   std::vector<Scored> fitting;
   std::optional<Error> firstError;

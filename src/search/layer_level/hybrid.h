@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/parallel_config.h"
@@ -37,19 +38,16 @@ namespace autopar::search {
 /// A candidate is one parallel configuration (ir/parallel_config.h).
 using HybridCandidate = ir::ParallelConfig;
 
-/// What constrains the degrees.
+/// What constrains the degrees, as numbers: the search knows no model (the frontend says what
+/// tensor parallelism cuts, frontend::tensorParallelExtents).
 struct HybridModel {
   int64_t layers = 0;  ///< of every stack (a vision tower's and the LLM's)
-  int64_t heads = 0;
-  int64_t kvHeads = 0;
-  int64_t ffn = 0;
-  int64_t vocab = 0;
+  /// The extents tensor parallelism cuts, by name ("heads" 64, "kvHeads" 8, ...): TP divides each.
+  std::vector<std::pair<std::string, int64_t>> tensorParallelExtents;
   int64_t seq = 0;
   int64_t textTokens = 0;  ///< of the sequence (all of it without a vision tower)
-  /// A vision tower's heads and MLP width (0 without one). Its layers are placed by time, not
-  /// interleaved.
-  int64_t visionHeads = 0;
-  int64_t visionFfn = 0;
+  /// false with a vision tower: its layers are placed by time, not interleaved.
+  bool interleavable = true;
   /// Experts in every layer (0: dense) and the slots of each per sample (seq x topK / experts),
   /// which are cut like the sequence.
   int64_t experts = 0;

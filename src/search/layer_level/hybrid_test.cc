@@ -10,10 +10,7 @@ namespace {
 HybridModel smallModel() {
   HybridModel model;
   model.layers = 8;
-  model.heads = 8;
-  model.kvHeads = 2;
-  model.ffn = 1024;
-  model.vocab = 1000;
+  model.tensorParallelExtents = {{"heads", 8}, {"kvHeads", 2}, {"ffn", 1024}, {"vocab", 1000}};
   model.seq = 512;
   return model;
 }

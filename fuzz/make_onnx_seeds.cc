@@ -113,11 +113,26 @@ Model oldOpset() {
   return model;
 }
 
+/// Ops autopar does not translate, kept as Opaque ops: TopK typed by ONNX shape inference, and a
+/// custom-domain op typed by value_info with the graph input's dynamic batch dim.
+Model opaque() {
+  Model model;
+  model.input("x", {-1, 16});
+  model.intInitializer("k", {4});
+  model.node("TopK", "topk", {"x", "k"}, {"values", "indices"});
+  model.node("Relu", "relu", {"values"}, {"r"});
+  model.node("Scale", "scale", {"r", "indices"}, {"y"}).set_domain("com.example");
+  model.proto().add_opset_import()->set_domain("com.example");
+  model.valueInfo("y", {-1, 4});
+  return model;
+}
+
 /// Writes `model` as DIRECTORY/NAME.onnx after checking that it imports (dynamic dims as 4, as
 /// the fuzzer reads them): a seed the importer rejects would only explore its error paths.
 bool write(const std::string& directory, const std::string& name, const Model& model) {
   autopar::frontend::OnnxImportOptions options;
   options.dynamicDimValue = 4;
+  options.onWarning = [](const std::string&) {};  // opaque() warns, as it should
   if (auto graph = model.import(options); !graph) {
     std::fprintf(stderr, "make_onnx_seeds: %s: %s\n", name.c_str(), graph.error().message.c_str());
     return false;
@@ -137,6 +152,7 @@ int main(int argc, char** argv) {
   const std::string directory = argv[1];
   const bool ok = write(directory, "attention", attention()) &&
                   write(directory, "elementwise", elementwise()) &&
-                  write(directory, "shapes", shapes()) && write(directory, "old_opset", oldOpset());
+                  write(directory, "shapes", shapes()) &&
+                  write(directory, "old_opset", oldOpset()) && write(directory, "opaque", opaque());
   return ok ? 0 : 1;
 }

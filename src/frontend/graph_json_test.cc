@@ -171,6 +171,28 @@ TEST(GraphJson, RoundTripsAnAnnotatedTransformerWithEveryFeature) {
   EXPECT_EQ(graphToJson(*reread), document);
 }
 
+TEST(GraphJson, RoundTripsAnOpaqueOpWithSeveralOutputs) {
+  ir::Graph graph("topk");
+  auto x = graph.addTensor("x", {{8, 1000}, ir::DType::kBF16}, ir::TensorRole::kInput);
+  ir::OpAttrs attrs;
+  attrs.opaqueType = "TopK";
+  attrs.outputTypes = {{{8, 5}, ir::DType::kBF16}, {{8, 5}, ir::DType::kI64}};
+  auto op = graph.addOp("topk", ir::OpKind::kOpaque, attrs, {*x}, {"values", "indices"});
+  ASSERT_TRUE(op) << op.error().message;
+  const json document = graphToJson(graph);
+  EXPECT_EQ(document["ops"][0]["attrs"], json::parse(R"({"op_type": "TopK", "output_types": [
+      {"shape": [8, 5], "dtype": "bf16"}, {"shape": [8, 5], "dtype": "int64"}]})"));
+  const std::string text = dumpGraphJson(document);
+  EXPECT_NE(text.find("\"attrs\": {\"op_type\": \"TopK\", \"output_types\": [{\"shape\": [8, 5], "
+                      "\"dtype\": \"bf16\"}, {\"shape\": [8, 5], \"dtype\": \"int64\"}]}"),
+            std::string::npos)
+      << text;
+  auto reread = parseGraphJson(text, "topk.json");
+  ASSERT_TRUE(reread) << reread.error().message;
+  expectSameGraph(graph, *reread);
+  EXPECT_EQ(graphToJson(*reread), document);
+}
+
 TEST(GraphJson, WritesOnlyTheAttributesAKindReadsAndDiffersOn) {
   ir::Graph graph("attrs");
   auto q = graph.addTensor("q", {{2, 8, 64}, ir::DType::kBF16}, ir::TensorRole::kInput);
@@ -343,6 +365,38 @@ TEST(GraphJsonErrors, Attributes) {
   EXPECT_EQ(errorOf(document),
             "ffn.json: ops[1].attrs: Add does not take attribute 'axis' (Add takes no "
             "attributes)");
+}
+
+TEST(GraphJsonErrors, OpaqueAttributes) {
+  json document = tinyDocument();
+  document["ops"][1] = json::parse(R"({"name": "norm", "kind": "Opaque", "inputs": ["h1"],
+      "outputs": ["y"], "attrs": {"op_type": "LpNormalization",
+                                  "output_types": [{"shape": [32, 512]}]}})");
+  EXPECT_EQ(errorOf(document), "<ok>");
+  document["ops"][1]["output_shapes"] = {{32, 256}};
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1].output_shapes[0]: declared [32,256] but shape inference gives "
+            "[32,512]");
+  document["ops"][1].erase("output_shapes");
+  document["ops"][1]["attrs"].erase("op_type");
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1]: Opaque: attrs.op_type is empty, expected the name the source gives "
+            "the op");
+  document["ops"][1]["attrs"]["op_type"] = "LpNormalization";
+  document["ops"][1]["attrs"]["output_types"] = json::array();
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1]: Opaque: 'LpNormalization': attrs.output_types is empty, expected "
+            "one type per output");
+  document["ops"][1]["attrs"]["output_types"] = json::parse(R"([{"shape": [32, 0]}])");
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1].attrs.output_types[0].shape[1]: expected a positive integer, got 0");
+  document["ops"][1]["attrs"]["output_types"] = json::parse(R"([{"shape": [4], "type": "x"}])");
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1].attrs.output_types[0]: unknown field 'type' (expected one of: shape, "
+            "dtype)");
+  document["ops"][1]["attrs"]["output_types"] = json::parse(R"([{"shape": [4]}, {"shape": [4]}])");
+  EXPECT_EQ(errorOf(document),
+            "ffn.json: ops[1].outputs: Opaque produces 2 output(s), got 1 name(s)");
 }
 
 TEST(GraphJsonErrors, Shards) {

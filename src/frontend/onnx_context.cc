@@ -276,15 +276,28 @@ Status OnnxContext::addNamedNodeOp(const std::string& opName, const onnx::NodePr
                                    const std::vector<ir::TensorId>& inputs) {
   if (node.output_size() == 0 || node.output(0).empty()) return Error{"output 0 is missing"};
   auto op = graph_.addOp(opName, kind, attrs, inputs, {node.output(0)});
-  if (!op) {
-    // Graph errors start with "op '<name>': "; the caller already names the node.
-    const std::string prefix = fmt::format("op '{}': ", opName_);
-    const std::string& message = op.error().message;
-    if (message.starts_with(prefix)) return Error{message.substr(prefix.size())};
-    return op.error();
-  }
+  if (!op) return withoutOpName(op.error());
   values_[node.output(0)] = graph_.op(*op).outputs[0];
   return {};
+}
+
+Status OnnxContext::addOpWithOutputs(ir::OpKind kind, const ir::OpAttrs& attrs,
+                                     const std::vector<ir::TensorId>& inputs,
+                                     const std::vector<std::string>& outputNames) {
+  auto op = graph_.addOp(opName_, kind, attrs, inputs, outputNames);
+  if (!op) return withoutOpName(op.error());
+  const std::vector<ir::TensorId>& outputs = graph_.op(*op).outputs;
+  for (size_t index = 0; index < outputs.size(); ++index) {
+    values_[outputNames[index]] = outputs[index];
+  }
+  return {};
+}
+
+Error OnnxContext::withoutOpName(const Error& error) const {
+  // Graph errors start with "op '<name>': "; the caller already names the node.
+  const std::string prefix = fmt::format("op '{}': ", opName_);
+  if (error.message.starts_with(prefix)) return Error{error.message.substr(prefix.size())};
+  return error;
 }
 
 Expected<ir::TensorId> OnnxContext::addIntermediateOp(const std::string& name, ir::OpKind kind,

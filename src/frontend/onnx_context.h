@@ -94,6 +94,11 @@ class OnnxContext {
   /// addNodeOp with another op name ("<node>.bias_add" after Gemm's MatMul).
   Status addNamedNodeOp(const std::string& opName, const onnx::NodeProto& node, ir::OpKind kind,
                         const ir::OpAttrs& attrs, const std::vector<ir::TensorId>& inputs);
+  /// Adds the op named opName() with one output per name (an Opaque op's outputs, the node's
+  /// non-empty outputs) and binds each name to its tensor.
+  Status addOpWithOutputs(ir::OpKind kind, const ir::OpAttrs& attrs,
+                          const std::vector<ir::TensorId>& inputs,
+                          const std::vector<std::string>& outputNames);
   /// Adds a helper op `name` (Gemm's MatMul before its bias Add) whose output tensor gets a name
   /// no ONNX value uses; returns that tensor.
   Expected<ir::TensorId> addIntermediateOp(const std::string& name, ir::OpKind kind,
@@ -106,6 +111,8 @@ class OnnxContext {
   Expected<const onnx::TensorProto*> constantInput(const onnx::NodeProto& node, int index);
   Expected<ir::TensorId> materialise(const std::string& name, const onnx::TensorProto& tensor);
   std::string freshTensorName(const std::string& base) const;
+  /// A graph error without the "op '<name>': " that starts it.
+  [[nodiscard]] Error withoutOpName(const Error& error) const;
 
   ir::Graph& graph_;
   int64_t opset_;

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_set>
 
 #include "frontend/onnx_context.h"
+#include "frontend/onnx_opaque.h"
 
 namespace autopar::frontend {
 
@@ -86,15 +88,12 @@ std::string opNameOf(const onnx::NodeProto& node, int index, const ir::Graph& gr
   return name;
 }
 
-Status mapNode(const onnx::NodeProto& node, OnnxContext& context) {
+/// The mapper of a node's op, or null when autopar does not translate it.
+OnnxOpMapper mapperOf(const onnx::NodeProto& node) {
   const auto& mappers = onnxOpMappers();
   const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
   auto mapper = defaultDomain ? mappers.find(node.op_type()) : mappers.end();
-  if (mapper == mappers.end()) {
-    return Error{
-        fmt::format("unsupported ONNX op; supported: {}", fmt::join(supportedOnnxOps(), ", "))};
-  }
-  return mapper->second(context, node);
+  return mapper == mappers.end() ? nullptr : mapper->second;
 }
 
 /// Outputs past the first (Dropout's mask, LayerNormalization's statistics) have no IR tensor;
@@ -109,7 +108,10 @@ void markUnmodelledOutputs(const onnx::NodeProto& node, const std::string& label
   }
 }
 
-Status importNodes(const onnx::GraphProto& onnxGraph, OnnxContext& context) {
+/// Maps every node; a node autopar does not translate becomes an Opaque op (onnx_opaque.h),
+/// logged in `opaqueNodes`.
+Status importNodes(const onnx::GraphProto& onnxGraph, OnnxContext& context, OnnxValueTypes& types,
+                   OpaqueNodeLog& opaqueNodes) {
   for (int index = 0; index < onnxGraph.node_size(); ++index) {
     const onnx::NodeProto& node = onnxGraph.node(index);
     const std::string opName = opNameOf(node, index, context.graph());
@@ -118,9 +120,11 @@ Status importNodes(const onnx::GraphProto& onnxGraph, OnnxContext& context) {
                                    ? node.op_type()
                                    : fmt::format("{}.{}", node.domain(), node.op_type());
     context.beginNode(opName);
-    if (auto status = mapNode(node, context); !status) {
-      return status.error().in(fmt::format("node '{}' (op_type {})", label, opType));
-    }
+    const OnnxOpMapper mapper = mapperOf(node);
+    const Status status =
+        mapper != nullptr ? mapper(context, node) : addOpaqueNode(context, node, opType, types);
+    if (!status) return status.error().in(fmt::format("node '{}' (op_type {})", label, opType));
+    if (mapper == nullptr) opaqueNodes.add(opType, label);
     markUnmodelledOutputs(node, label, context);
   }
   return {};
@@ -151,8 +155,10 @@ Status checkNamesAreUtf8(const ir::Graph& graph) {
   return {};
 }
 
+/// Imports the model; the warnings for its Opaque ops go to `warnings`, one line per op type.
 Expected<ir::Graph> importModel(const onnx::ModelProto& model, const std::string& sourceName,
-                                const OnnxImportOptions& options) {
+                                const OnnxImportOptions& options,
+                                std::vector<std::string>& warnings) {
   if (!model.has_graph()) return Error{"not an ONNX model: it has no graph"};
   auto opset = defaultDomainOpset(model);
   if (!opset) return opset.error();
@@ -165,10 +171,25 @@ Expected<ir::Graph> importModel(const onnx::ModelProto& model, const std::string
   for (const auto& initializer : onnxGraph.initializer()) {
     context.addConstant(initializer.name(), &initializer);
   }
-  if (auto status = importNodes(onnxGraph, context); !status) return status.error();
+  OnnxValueTypes types(model, options.dynamicDimValue);
+  OpaqueNodeLog opaqueNodes;
+  if (auto status = importNodes(onnxGraph, context, types, opaqueNodes); !status) {
+    return status.error();
+  }
   if (graph.ops().empty()) return Error{"the graph has no ops to plan"};
   if (auto status = checkNamesAreUtf8(graph); !status) return status.error();
+  warnings = opaqueNodes.warnings();
   return graph;
+}
+
+/// The default warning sink. One command may import a file several times (a search builds a
+/// fresh graph for each configuration it prices), so each line is printed once per process.
+void printWarning(const std::string& line) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> printed;
+  const std::lock_guard lock(mutex);
+  if (!printed.insert(line).second) return;
+  fmt::print(stderr, "autopar: warning: {}\n", line);
 }
 
 }  // namespace
@@ -199,8 +220,17 @@ Expected<ir::Graph> parseOnnx(const std::string& bytes, const std::string& sourc
   if (!model.ParseFromString(bytes)) {
     return Error{fmt::format("{}: not a valid ONNX file (protobuf decoding failed)", sourceName)};
   }
-  auto graph = importModel(model, sourceName, options);
+  std::vector<std::string> warnings;
+  auto graph = importModel(model, sourceName, options, warnings);
   if (!graph) return graph.error().in(sourceName);
+  for (const std::string& warning : warnings) {
+    const std::string line = fmt::format("{}: {}", sourceName, warning);
+    if (options.onWarning) {
+      options.onWarning(line);
+    } else {
+      printWarning(line);
+    }
+  }
   return graph;
 }
 

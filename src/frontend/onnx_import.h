@@ -17,13 +17,21 @@
 ///     Dropout's ratio) stay constants; those used as op inputs become tensors: floating types
 ///     as parameters, integer and bool types as inputs (e.g. constant Gather indices);
 ///   - Identity aliases its input, so it adds no op.
+/// An op autopar does not translate becomes an Opaque op, replicated on every device, when the
+/// shape and element type of each of its outputs are known, from the model's value_info and
+/// graph outputs or else from ONNX shape inference (onnx_opaque.h). The import then warns once
+/// per op type:
+///   "model.onnx: ONNX op 'Foo' (node 'n3' and 2 more) is not known; replicated on every device"
 /// Errors are one line naming the file and, for node errors, the node:
-///   "model.onnx: node 'n7' (op_type LSTM): unsupported ONNX op; supported: Add, Cast, ..."
+///   "model.onnx: node 'n7' (op_type Foo): unsupported ONNX op, and output 0 ('y') has no known
+///   shape; to replicate the op, give each of its outputs a static shape in the graph's
+///   value_info; supported: Add, Cast, ..."
 ///   "model.onnx: graph input 'x': dim 0 ('batch') is dynamic; set a value for dynamic dims"
 ///   "model.onnx: initializer 'w': ONNX dtype DOUBLE is not supported (supported: FLOAT, ...)"
 /// No node is ever skipped silently.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +45,11 @@ struct OnnxImportOptions {
   /// of a graph input; 0 rejects dynamic dims with an error naming the input. The CLI's batch
   /// option sets it for models exported with a dynamic batch axis.
   int64_t dynamicDimValue = 0;
+  /// Receives each warning as one line without a prefix, e.g. "model.onnx: ONNX op 'TopK' (node
+  /// 'topk') is not known; replicated on every device". Warnings come only with a graph, after
+  /// the whole import succeeded. Unset, they are printed on stderr as "autopar: warning: <line>",
+  /// each distinct line once per process.
+  std::function<void(const std::string&)> onWarning;
 };
 
 /// Reads and imports an ONNX file; errors are prefixed with `path` as given. The graph is named

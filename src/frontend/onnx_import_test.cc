@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "frontend/graph_json.h"
 #include "frontend/onnx_test_util.h"
 #include "frontend/seed_models.h"
 
@@ -83,15 +85,141 @@ TEST(OnnxImport, SeedMlpMatchesTheBuiltInSeedNetwork) {
   EXPECT_DOUBLE_EQ(importedFlops, builtInFlops);
 }
 
-TEST(OnnxImport, UnsupportedOpIsNamedWithTheSupportedList) {
-  auto graph = readOnnx(kLstmPath);
-  ASSERT_FALSE(graph);
-  EXPECT_EQ(graph.error().message,
-            kLstmPath +
-                ": node 'lstm' (op_type LSTM): unsupported ONNX op; supported: Add, Cast, Concat, "
-                "Constant, Div, Dropout, Exp, Flatten, Gather, Gelu, Gemm, Identity, "
-                "LayerNormalization, MatMul, Mul, Neg, ReduceMax, ReduceMean, ReduceSum, Relu, "
-                "Reshape, Sigmoid, Slice, Softmax, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze");
+/// Options that collect the import's warnings instead of printing them.
+OnnxImportOptions collecting(std::vector<std::string>& warnings, int64_t dynamicDimValue = 0) {
+  OnnxImportOptions options;
+  options.dynamicDimValue = dynamicDimValue;
+  options.onWarning = [&warnings](const std::string& line) { warnings.push_back(line); };
+  return options;
+}
+
+TEST(OnnxImport, UntranslatedOpWithAKnownOutputShapeIsReplicated) {
+  // The LSTM's output y is typed by the graph's outputs: it becomes an Opaque op.
+  std::vector<std::string> warnings;
+  auto graph = readOnnx(kLstmPath, collecting(warnings));
+  ASSERT_TRUE(graph) << graph.error().message;
+  ASSERT_EQ(graph->ops().size(), 2u);
+  const ir::Op& lstm = graph->ops()[1];
+  EXPECT_EQ(lstm.name, "lstm");
+  EXPECT_EQ(lstm.kind, ir::OpKind::kOpaque);
+  EXPECT_EQ(lstm.attrs.opaqueType, "LSTM");
+  ASSERT_EQ(lstm.outputs.size(), 1u);
+  EXPECT_EQ(graph->tensor(lstm.outputs[0]).type, (ir::TensorType{{4, 1, 2, 5}, ir::DType::kF32}));
+  ASSERT_EQ(lstm.inputs.size(), 3u);
+  EXPECT_EQ(graph->tensor(lstm.inputs[1]).role, ir::TensorRole::kParameter);  // lstm.W
+  EXPECT_EQ(
+      warnings,
+      (std::vector<std::string>{
+          kLstmPath + ": ONNX op 'LSTM' (node 'lstm') is not known; replicated on every device"}));
+}
+
+TEST(OnnxImport, UnknownOpsWithValueInfoBecomeOpaqueAndWarnOncePerType) {
+  OnnxTestModel model;
+  model.input("x", {2, 3});
+  model.node("Foo", "n1", {"x"}, {"a"});
+  model.node("Relu", "relu", {"a"}, {"r"});
+  model.node("Foo", "n2", {"r"}, {"b"});
+  model.node("Foo", "n3", {"b"}, {"c"});
+  model.node("Bar", "n4", {"c", "x"}, {"d"}).set_domain("com.example");
+  model.proto().add_opset_import()->set_domain("com.example");
+  model.valueInfo("a", {2, 3});
+  model.valueInfo("b", {2, 3}, onnx::TensorProto_DataType_BFLOAT16);
+  model.valueInfo("c", {6});
+  model.output("d", {6, 2}, onnx::TensorProto_DataType_INT64);
+  std::vector<std::string> warnings;
+  auto graph = model.import(collecting(warnings));
+  ASSERT_TRUE(graph) << graph.error().message;
+  ASSERT_EQ(graph->ops().size(), 5u);
+  const ir::Op& n2 = graph->op(*graph->findOp("n2"));
+  EXPECT_EQ(n2.kind, ir::OpKind::kOpaque);
+  EXPECT_EQ(n2.attrs.opaqueType, "Foo");
+  EXPECT_EQ(graph->tensor(n2.outputs[0]).type, (ir::TensorType{{2, 3}, ir::DType::kBF16}));
+  const ir::Op& n4 = graph->op(*graph->findOp("n4"));
+  EXPECT_EQ(n4.attrs.opaqueType, "com.example.Bar");
+  EXPECT_EQ(n4.inputs.size(), 2u);
+  EXPECT_EQ(graph->tensor(n4.outputs[0]).type, (ir::TensorType{{6, 2}, ir::DType::kI64}));
+  EXPECT_EQ(warnings,
+            (std::vector<std::string>{
+                "test.onnx: ONNX op 'Foo' (node 'n1' and 2 more) is not known; replicated on "
+                "every device",
+                "test.onnx: ONNX op 'com.example.Bar' (node 'n4') is not known; replicated on "
+                "every device"}));
+}
+
+TEST(OnnxImport, UnknownOpWithoutOutputShapesIsAnErrorNamingNodeAndType) {
+  OnnxTestModel model;
+  model.input("x", {2, 3});
+  model.node("Relu", "relu", {"x"}, {"r"});
+  model.node("Foo", "n1", {"r"}, {"y"});
+  std::vector<std::string> warnings;
+  EXPECT_THAT(model.errorOf(collecting(warnings)),
+              testing::StartsWith(
+                  "test.onnx: node 'n1' (op_type Foo): unsupported ONNX op, and output 0 ('y') has "
+                  "no known shape; to replicate the op, give each of its outputs a static shape in "
+                  "the graph's value_info; supported: Add, Cast, Concat, "));
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(OnnxImport, EveryOutputOfAnUnknownOpNeedsAStaticType) {
+  OnnxTestModel model;
+  model.input("x", {-1, 3});
+  model.node("Foo", "n1", {"x"}, {"a", "", "b"});
+  model.valueInfo("a", {-1, 3});  // "batch", the graph input's dynamic dim
+  auto& seq = model.valueInfo("b", {-1, 3});
+  seq.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("seq");
+  std::vector<std::string> warnings;
+  EXPECT_THAT(model.errorOf(collecting(warnings, 4)),
+              testing::StartsWith("test.onnx: node 'n1' (op_type Foo): unsupported ONNX op, and "
+                                  "output 2 ('b') has a dynamic dim 0 ('seq'); to replicate the "
+                                  "op, give each of its outputs a static shape"));
+  auto* valueInfo = model.proto().mutable_graph()->mutable_value_info();
+  valueInfo->DeleteSubrange(1, 1);  // the "seq" entry
+  model.valueInfo("b", {4, 3}, onnx::TensorProto_DataType_DOUBLE);
+  EXPECT_THAT(model.errorOf(collecting(warnings, 4)),
+              testing::HasSubstr("output 2 ('b') has element type DOUBLE, which autopar does not "
+                                 "model; "));
+  valueInfo->DeleteSubrange(1, 1);
+  model.valueInfo("b", {5, 3}, onnx::TensorProto_DataType_INT32);
+  auto graph = model.import(collecting(warnings, 4));
+  ASSERT_TRUE(graph) << graph.error().message;
+  const ir::Op& op = graph->op(*graph->findOp("n1"));
+  ASSERT_EQ(op.outputs.size(), 2u);  // the empty output name is an output left out
+  EXPECT_EQ(graph->tensor(op.outputs[0]).type.shape, (ir::Shape{4, 3}));
+  EXPECT_EQ(graph->tensor(op.outputs[1]).type, (ir::TensorType{{5, 3}, ir::DType::kI32}));
+}
+
+TEST(OnnxImport, OnnxShapeInferenceTypesStandardOpsAutoparDoesNotTranslate) {
+  // TopK has an ONNX schema: shape inference types both outputs without any value_info, with the
+  // graph input's dynamic batch dim given its size.
+  OnnxTestModel model;
+  model.input("x", {-1, 1000});
+  model.intInitializer("k", {5});
+  model.node("TopK", "topk", {"x", "k"}, {"values", "indices"});
+  model.node("Relu", "relu", {"values"}, {"y"});
+  std::vector<std::string> warnings;
+  auto graph = model.import(collecting(warnings, 8));
+  ASSERT_TRUE(graph) << graph.error().message;
+  const ir::Op& topk = graph->op(*graph->findOp("topk"));
+  EXPECT_EQ(topk.kind, ir::OpKind::kOpaque);
+  EXPECT_EQ(graph->outputTypes(topk),
+            (std::vector<ir::TensorType>{{{8, 5}, ir::DType::kF32}, {{8, 5}, ir::DType::kI64}}));
+  EXPECT_EQ(graph->tensor(*graph->findTensor("y")).type.shape, (ir::Shape{8, 5}));
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(OnnxImport, AnImportedOpaqueOpReadsBackFromGraphJson) {
+  OnnxTestModel model;
+  model.input("x", {8, 1000});
+  model.intInitializer("k", {5});
+  model.node("TopK", "topk", {"x", "k"}, {"values", "indices"});
+  std::vector<std::string> warnings;
+  auto graph = model.import(collecting(warnings));
+  ASSERT_TRUE(graph) << graph.error().message;
+  const std::string dump = dumpGraphJson(graphToJson(*graph));
+  auto reread = parseGraphJson(dump, "dump.json");
+  ASSERT_TRUE(reread) << reread.error().message;
+  EXPECT_EQ(dumpGraphJson(graphToJson(*reread)), dump);
+  EXPECT_EQ(reread->op(*reread->findOp("topk")).attrs, graph->op(*graph->findOp("topk")).attrs);
 }
 
 TEST(OnnxImport, UnnamedNodesAndOtherDomainsAreNamedInErrors) {
@@ -103,7 +231,7 @@ TEST(OnnxImport, UnnamedNodesAndOtherDomainsAreNamedInErrors) {
   EXPECT_THAT(
       model.errorOf(),
       testing::StartsWith("test.onnx: node 'FusedGemm_1' (op_type com.microsoft.FusedGemm): "
-                          "unsupported ONNX op; supported: Add, Cast, "));
+                          "unsupported ONNX op, and output 0 ('y') has no known shape; "));
 }
 
 TEST(OnnxImport, MissingFile) {

@@ -30,18 +30,21 @@ class OnnxTestModel {
   /// A graph input; a negative dim is dynamic with dim_param "batch".
   void input(const std::string& name, const std::vector<int64_t>& shape,
              int32_t dtype = onnx::TensorProto_DataType_FLOAT) {
-    auto* value = model_.mutable_graph()->add_input();
-    value->set_name(name);
-    auto* type = value->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(dtype);
-    for (int64_t dim : shape) {
-      auto* size = type->mutable_shape()->add_dim();
-      if (dim < 0) {
-        size->set_dim_param("batch");
-      } else {
-        size->set_dim_value(dim);
-      }
-    }
+    setType(model_.mutable_graph()->add_input(), name, shape, dtype);
+  }
+
+  /// A graph output's type, as input() writes it.
+  void output(const std::string& name, const std::vector<int64_t>& shape,
+              int32_t dtype = onnx::TensorProto_DataType_FLOAT) {
+    setType(model_.mutable_graph()->add_output(), name, shape, dtype);
+  }
+
+  /// A value_info entry: the type of an intermediate value, as input() writes it.
+  onnx::ValueInfoProto& valueInfo(const std::string& name, const std::vector<int64_t>& shape,
+                                  int32_t dtype = onnx::TensorProto_DataType_FLOAT) {
+    auto* value = model_.mutable_graph()->add_value_info();
+    setType(value, name, shape, dtype);
+    return *value;
   }
 
   /// A FLOAT initializer of zeros (values do not matter to the importer).
@@ -116,6 +119,21 @@ class OnnxTestModel {
     tensor->set_data_type(dtype);
     for (int64_t dim : shape) tensor->add_dims(dim);
     return tensor;
+  }
+
+  static void setType(onnx::ValueInfoProto* value, const std::string& name,
+                      const std::vector<int64_t>& shape, int32_t dtype) {
+    value->set_name(name);
+    auto* type = value->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(dtype);
+    for (int64_t dim : shape) {
+      auto* size = type->mutable_shape()->add_dim();
+      if (dim < 0) {
+        size->set_dim_param("batch");
+      } else {
+        size->set_dim_value(dim);
+      }
+    }
   }
 
   static onnx::AttributeProto* addAttribute(onnx::NodeProto& node, const std::string& name,

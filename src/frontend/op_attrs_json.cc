@@ -74,6 +74,45 @@ Status readEpsilon(const json& value, const std::string& path, ir::OpAttrs& attr
   return {};
 }
 
+/// Opaque's output types: [{"shape": [8, 5], "dtype": "fp32"}, ...]; dtype defaults to fp32, as
+/// for graph tensors.
+Status readOutputTypes(const json& value, const std::string& path, ir::OpAttrs& attrs) {
+  if (!value.is_array()) {
+    return Error{fmt::format("{}: expected an array, got {}", path, jsonTypeName(value))};
+  }
+  std::vector<ir::TensorType> types;
+  for (size_t index = 0; index < value.size(); ++index) {
+    const std::string typePath = indexPath(path, index);
+    if (auto status = checkObject(value[index], typePath, {"shape", "dtype"}); !status) {
+      return status;
+    }
+    auto shapeField = requireField(value[index], typePath, "shape");
+    if (!shapeField) return shapeField.error();
+    auto shape = readPositiveIntList(**shapeField, childPath(typePath, "shape"));
+    if (!shape) return shape.error();
+    ir::TensorType type{std::move(*shape), ir::DType::kF32};
+    if (auto it = value[index].find("dtype"); it != value[index].end()) {
+      const std::string dtypePath = childPath(typePath, "dtype");
+      auto name = readString(*it, dtypePath);
+      if (!name) return name.error();
+      auto dtype = ir::parseDType(*name);
+      if (!dtype) return dtype.error().in(dtypePath);
+      type.dtype = *dtype;
+    }
+    types.push_back(std::move(type));
+  }
+  attrs.outputTypes = std::move(types);
+  return {};
+}
+
+json writeOutputTypes(const ir::OpAttrs& attrs) {
+  json types = json::array();
+  for (const ir::TensorType& type : attrs.outputTypes) {
+    types.push_back({{"shape", type.shape}, {"dtype", std::string(ir::dtypeName(type.dtype))}});
+  }
+  return types;
+}
+
 using A = ir::OpAttrs;
 
 template <auto Field, auto Reader>
@@ -81,8 +120,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 18>& allCodecs() {
-  static const std::array<AttrCodec, 18> kCodecs = {
+const std::array<AttrCodec, 20>& allCodecs() {
+  static const std::array<AttrCodec, 20> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -102,6 +141,8 @@ const std::array<AttrCodec, 18>& allCodecs() {
       AttrCodec{"epsilon", readEpsilon, writeField<&A::epsilon>, isDefaultField<&A::epsilon>},
       codec<&A::manualSplit, readPositiveIntList>("manual_split"),
       codec<&A::topK, readPositiveInt>("top_k"),
+      codec<&A::opaqueType, readString>("op_type"),
+      AttrCodec{"output_types", readOutputTypes, writeOutputTypes, isDefaultField<&A::outputTypes>},
   };
   return kCodecs;
 }
@@ -163,6 +204,8 @@ std::vector<std::string_view> attrKeysOf(ir::OpKind kind) {
     case K::kMoEDispatch:
     case K::kMoECombine:
       return {"top_k"};
+    case K::kOpaque:
+      return {"op_type", "output_types"};
     default:
       return {};
   }

@@ -55,8 +55,9 @@ class Graph {
   Expected<TensorId> addTensor(const std::string& name, TensorType type, TensorRole role);
 
   /// Adds an op; its outputs are created with inferred types and the given names (one name per
-  /// output; every kind has exactly one output). Fails on unknown inputs, duplicate names and
-  /// shape errors; the message starts with the op's name.
+  /// output: every kind has exactly one output but Opaque, which has one per attrs.outputTypes).
+  /// Fails on unknown inputs, duplicate names and shape errors; the message starts with the op's
+  /// name.
   Expected<OpId> addOp(const std::string& name, OpKind kind, const OpAttrs& attrs,
                        const std::vector<TensorId>& inputs,
                        const std::vector<std::string>& outputNames, const std::string& block = "");

@@ -51,7 +51,8 @@ TEST(OpKind, NamesRoundTrip) {
       "Softmax",    "LayerNorm",    "RMSNorm",     "ReduceSum",
       "ReduceMean", "ReduceMax",    "Gather",      "Reshape",
       "Transpose",  "Concat",       "Slice",       "FlashAttention",
-      "Rotary",     "CrossEntropy", "MoEDispatch", "MoECombine"};
+      "Rotary",     "CrossEntropy", "MoEDispatch", "MoECombine",
+      "Opaque"};
   ASSERT_EQ(allOpKinds().size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const OpKind kind = allOpKinds()[i];

@@ -40,6 +40,12 @@ struct OpAttrs {
   /// Gather: sizes of the parts input 0's dim 0 is split into, one per cut (seed 001's
   /// manual_split, e.g. (10, 20, 30, 4)); empty for an even split. The parts must sum to dim 0.
   std::vector<int64_t> manualSplit;
+  /// Opaque: the name the source gives the op ("TopK", "com.microsoft.FusedGemm"), for reports
+  /// and errors.
+  std::string opaqueType;
+  /// Opaque: the type of each output. autopar cannot infer them, so they come with the op (an
+  /// ONNX model's value_info or ONNX shape inference); inferOutputTypes returns them.
+  std::vector<TensorType> outputTypes;
 
   bool operator==(const OpAttrs&) const = default;
 };

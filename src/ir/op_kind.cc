@@ -16,7 +16,7 @@ struct OpKindInfo {
 };
 
 // Declaration order of OpKind; kindInfo() indexes it by the enum value.
-constexpr std::array<OpKindInfo, 32> kOpKinds = {{
+constexpr std::array<OpKindInfo, 33> kOpKinds = {{
     {OpKind::kMatMul, "MatMul", OpFamily::kMatMul},
     {OpKind::kBatchMatMul, "BatchMatMul", OpFamily::kMatMul},
     {OpKind::kAdd, "Add", OpFamily::kElementwiseBinary},
@@ -49,13 +49,14 @@ constexpr std::array<OpKindInfo, 32> kOpKinds = {{
     {OpKind::kCrossEntropy, "CrossEntropy", OpFamily::kCrossEntropy},
     {OpKind::kMoEDispatch, "MoEDispatch", OpFamily::kMoE},
     {OpKind::kMoECombine, "MoECombine", OpFamily::kMoE},
+    {OpKind::kOpaque, "Opaque", OpFamily::kOpaque},
 }};
 
 constexpr bool tableFollowsEnumOrder() {
   for (size_t i = 0; i < kOpKinds.size(); ++i) {
     if (static_cast<size_t>(kOpKinds[i].kind) != i) return false;
   }
-  return kOpKinds.size() == static_cast<size_t>(OpKind::kMoECombine) + 1;
+  return kOpKinds.size() == static_cast<size_t>(OpKind::kOpaque) + 1;
 }
 static_assert(tableFollowsEnumOrder(), "kOpKinds must list every OpKind in declaration order");
 

@@ -55,6 +55,9 @@ enum class OpKind {
   // mixture of experts (ir/ops/moe.cc)
   kMoEDispatch,  ///< x [b,s,h], logits [b,s,E] -> [b,E,s*topK/E,h]; tokens to their topK experts
   kMoECombine,   ///< y [b,E,c,h], logits [b,s,E] -> [b,s,h]; each token's topK outputs, weighted
+  // an op autopar does not understand (ir/ops/opaque.cc)
+  kOpaque,  ///< any inputs -> attrs.outputTypes, given rather than inferred; attrs.opaqueType
+            ///< names it (an untranslated ONNX op). Its rule replicates it on every device.
 };
 
 /// Families group kinds that share shape inference, cost formulas and sharding rules.
@@ -74,6 +77,7 @@ enum class OpFamily {
   kRotary,
   kCrossEntropy,
   kMoE,
+  kOpaque,
 };
 
 OpFamily familyOf(OpKind kind);

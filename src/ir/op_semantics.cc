@@ -42,24 +42,32 @@ const ops::FamilySemantics& semanticsOf(OpKind kind) {
       return ops::crossEntropyFamily();
     case OpFamily::kMoE:
       return ops::moeFamily();
+    case OpFamily::kOpaque:
+      return ops::opaqueFamily();
   }
   assert(false && "familyOf returned a value outside OpFamily");
   return ops::elementwiseUnaryFamily();
 }
 
-// The cost functions take the types inferOutputTypes accepted; a different output count is a
+// The cost functions take the types inferOutputTypes accepted; an op without outputs is a
 // programmer error, not user input.
 ops::TypedOp typedOp(OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs,
                      std::span<const TensorType> outputs) {
-  assert(outputs.size() == 1 && "every op kind has exactly one output");
-  return ops::TypedOp{kind, attrs, inputs, outputs.front()};
+  assert(!outputs.empty() && "every op kind has at least one output");
+  return ops::TypedOp{kind, attrs, inputs, outputs.front(), outputs};
 }
 
 }  // namespace
 
 Expected<std::vector<TensorType>> inferOutputTypes(OpKind kind, const OpAttrs& attrs,
                                                    std::span<const TensorType> inputs) {
-  auto output = semanticsOf(kind).inferOutputType(kind, attrs, inputs);
+  const ops::FamilySemantics& family = semanticsOf(kind);
+  if (family.inferOutputTypes != nullptr) {
+    auto outputs = family.inferOutputTypes(kind, attrs, inputs);
+    if (!outputs) return outputs.error().in(std::string(opKindName(kind)));
+    return outputs;
+  }
+  auto output = family.inferOutputType(kind, attrs, inputs);
   if (!output) return output.error().in(std::string(opKindName(kind)));
   return std::vector<TensorType>{std::move(*output)};
 }

@@ -14,7 +14,8 @@
 
 namespace autopar::ir {
 
-/// Infers output types from input types. Errors name the op kind and the offending input, e.g.
+/// Infers output types from input types: one type for every kind but Opaque, which returns its
+/// attrs.outputTypes. Errors name the op kind and the offending input, e.g.
 /// "MatMul: inputs[1] dim 0 is 64 but inputs[0] contracts over 32".
 /// The caller prefixes the op's name and source location.
 Expected<std::vector<TensorType>> inferOutputTypes(OpKind kind, const OpAttrs& attrs,

@@ -41,6 +41,9 @@ std::vector<Example> oneOfEachKind() {
   slice.ends = {1, 4, 8};
   OpAttrs topTwo;
   topTwo.topK = 2;
+  OpAttrs opaque;
+  opaque.opaqueType = "LpNormalization";
+  opaque.outputTypes = {x};
   return {
       {OpKind::kMatMul, {}, {x, type({8, 3})}},
       {OpKind::kBatchMatMul, {}, {x, type({2, 8, 3})}},
@@ -74,6 +77,7 @@ std::vector<Example> oneOfEachKind() {
       {OpKind::kCrossEntropy, {}, {x, type({2, 4}, DType::kI32)}},
       {OpKind::kMoEDispatch, topTwo, {x, type({2, 4, 4})}},
       {OpKind::kMoECombine, topTwo, {type({2, 4, 2, 8}), type({2, 4, 4})}},
+      {OpKind::kOpaque, opaque, {x}},
   };
 }
 

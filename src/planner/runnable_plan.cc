@@ -86,6 +86,18 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
                   plan.inputs.model, plan.inputs.modelHash)};
 }
 
+/// The runtime has a kernel for every op kind but Opaque (an ONNX op autopar does not know,
+/// planned replicated): refused here, naming the op, before any rank starts.
+Status checkRunnable(const ir::Graph& graph) {
+  for (const ir::Op& op : graph.ops()) {
+    if (op.kind != ir::OpKind::kOpaque) continue;
+    return Error{fmt::format(
+        "op '{}' (ONNX {}): autopar plans an op it does not know replicated, but cannot run it",
+        op.name, op.attrs.opaqueType)};
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<RunnablePlan> loadRunnablePlan(const std::string& path) {
@@ -93,6 +105,7 @@ Expected<RunnablePlan> loadRunnablePlan(const std::string& path) {
   if (!plan) return plan.error();
   auto graph = rebuildGraph(*plan);
   if (!graph) return graph.error().in(path);
+  if (auto runnable = checkRunnable(*graph); !runnable) return runnable.error().in(path);
   if (auto status = plan::validatePlan(*plan, *graph, plan->devices); !status) {
     return status.error().in(path);
   }
@@ -119,6 +132,7 @@ Expected<RunnablePlan> loadRunnableGraph(const std::string& path, const std::str
                                          int world) {
   auto model = loadModel(path, {}, world);
   if (!model) return model.error();
+  if (auto runnable = checkRunnable(model->graph); !runnable) return runnable.error().in(path);
   auto cluster = loadCluster(clusterName, world, world);
   if (!cluster) return cluster.error();
   std::vector<int> ranks(static_cast<size_t>(world));

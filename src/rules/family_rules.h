@@ -38,6 +38,7 @@ Expected<ShardingRule> attentionRule(const OpTypes& op);     ///< attention_rule
 Expected<ShardingRule> rotaryRule(const OpTypes& op);        ///< attention_rule.cc
 Expected<ShardingRule> crossEntropyRule(const OpTypes& op);  ///< cross_entropy_rule.cc
 Expected<ShardingRule> moeRule(const OpTypes& op);           ///< moe_rule.cc
+Expected<ShardingRule> opaqueRule(const OpTypes& op);        ///< opaque_rule.cc
 
 // ---- Helpers shared by the rule files (family_rules.cc). ----
 

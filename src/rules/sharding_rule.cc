@@ -210,6 +210,8 @@ Expected<ShardingRule> familyRule(const OpTypes& op) {
       return crossEntropyRule(op);
     case ir::OpFamily::kMoE:
       return moeRule(op);
+    case ir::OpFamily::kOpaque:
+      return opaqueRule(op);
   }
   return Error{"no sharding rule for this op family"};
 }
@@ -219,9 +221,9 @@ Expected<ShardingRule> familyRule(const OpTypes& op) {
 Expected<ShardingRule> shardingRuleFor(const ir::Graph& graph, const ir::Op& op) {
   const OpTypes types{op.kind, op.attrs, graph.inputTypes(op), graph.outputTypes(op)};
   const std::string kindName(ir::opKindName(op.kind));
-  if (types.outputs.size() != 1) {
-    return Error{fmt::format("expected one output, got {}", types.outputs.size())}.in(kindName);
-  }
+  // Graph::addOp gives an op the outputs inference gives it: one for every family but Opaque,
+  // whose rule takes any number.
+  if (types.outputs.empty()) return Error{"expected at least one output"}.in(kindName);
   auto rule = familyRule(types);
   if (!rule) return rule.error().in(kindName);
   return rule;

@@ -3,7 +3,12 @@
 ///   examples/onnx/mlp.onnx                  seed 002's double-recursive MLP, 784 -> 512 -> 512
 ///                                           -> 1 with Gemm + Relu, batch 32, as PyTorch exports
 ///                                           nn.Linear (weight [out, in], transB = 1)
-///   tests/data/onnx/unsupported_lstm.onnx   a Relu then an LSTM, for the unsupported-op error
+///   tests/data/onnx/unsupported_lstm.onnx   a Relu then an LSTM, an op autopar does not
+///                                           translate but whose output shape the graph gives:
+///                                           imported as an Opaque op, with a warning
+///   tests/data/onnx/unknown_op_no_shape.onnx
+///                                           a custom-domain op between two Relus, its output
+///                                           without a shape, for the unsupported-op error
 /// Each model passes onnx::checker::check_model before it is written.
 ///
 /// Usage (from the repository root, see CMakeLists.txt beside this file):
@@ -131,6 +136,22 @@ onnx::ModelProto unsupportedLstm() {
   return model;
 }
 
+/// x [4, 3] -> Relu 'relu' -> com.example.Mystery 'mystery' -> y -> Relu 'relu2' -> z [4, 3];
+/// no value_info gives y a shape, and ONNX has no schema to infer it from.
+onnx::ModelProto unknownOpWithoutShape() {
+  onnx::ModelProto model = newModel("unknown_op_no_shape");
+  auto* custom = model.add_opset_import();
+  custom->set_domain("com.example");
+  custom->set_version(1);
+  onnx::GraphProto* graph = model.mutable_graph();
+  addValueInfo(graph->mutable_input(), "x", {4, 3});
+  addNode(graph, "relu", "Relu", {"x"}, {"r"});
+  addNode(graph, "mystery", "Mystery", {"r"}, {"y"})->set_domain("com.example");
+  addNode(graph, "relu2", "Relu", {"y"}, {"z"});
+  addValueInfo(graph->mutable_output(), "z", {4, 3});
+  return model;
+}
+
 bool write(const onnx::ModelProto& model, const std::filesystem::path& path) {
   try {
     onnx::checker::check_model(model);
@@ -157,6 +178,7 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path root = argv[1];
   const bool ok = write(seedMlp(), root / "examples/onnx/mlp.onnx") &&
-                  write(unsupportedLstm(), root / "tests/data/onnx/unsupported_lstm.onnx");
+                  write(unsupportedLstm(), root / "tests/data/onnx/unsupported_lstm.onnx") &&
+                  write(unknownOpWithoutShape(), root / "tests/data/onnx/unknown_op_no_shape.onnx");
   return ok ? 0 : 1;
 }

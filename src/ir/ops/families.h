@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "ir/op.h"
 #include "ir/op_semantics.h"
@@ -19,16 +20,19 @@
 
 namespace autopar::ir::ops {
 
-/// One op as the cost functions see it: its kind, attributes, input types and its single output
-/// type, all already accepted by the family's inferOutputType.
+/// One op as the cost functions see it: its kind, attributes, input types and output types, all
+/// already accepted by the family's inference. `output` is the first output, the only one of
+/// every kind but Opaque.
 struct TypedOp {
   OpKind kind;
   const OpAttrs& attrs;
   std::span<const TensorType> inputs;
   const TensorType& output;
+  std::span<const TensorType> outputs;
 };
 
-/// What a family knows about its kinds. Every kind has exactly one output.
+/// What a family knows about its kinds. Every kind has exactly one output except Opaque, whose
+/// family sets inferOutputTypes instead of inferOutputType.
 struct FamilySemantics {
   /// Validates the inputs and attributes and returns the output type.
   Expected<TensorType> (*inferOutputType)(OpKind kind, const OpAttrs& attrs,
@@ -39,6 +43,9 @@ struct FamilySemantics {
   int64_t (*forwardBytes)(const TypedOp& op);
   /// Backward FLOPs and the tensors the forward pass keeps for it.
   BackwardRule (*backwardRule)(const TypedOp& op);
+  /// Set by a family of several outputs in place of inferOutputType: every output type.
+  Expected<std::vector<TensorType>> (*inferOutputTypes)(
+      OpKind kind, const OpAttrs& attrs, std::span<const TensorType> inputs) = nullptr;
 };
 
 const FamilySemantics& matmulFamily();             ///< matmul.cc
@@ -56,6 +63,7 @@ const FamilySemantics& attentionFamily();          ///< attention.cc
 const FamilySemantics& rotaryFamily();             ///< attention.cc
 const FamilySemantics& crossEntropyFamily();       ///< cross_entropy.cc
 const FamilySemantics& moeFamily();                ///< moe.cc
+const FamilySemantics& opaqueFamily();             ///< opaque.cc
 
 // ---- Validation helpers (common.cc). Each returns an error in the family message style. ----
 

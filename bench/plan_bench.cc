@@ -11,6 +11,8 @@
 #include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
+#include "planner/configuration_estimate.h"
+#include "planner/configuration_search.h"
 #include "search/layer_level/analytic_step.h"
 #include "search/layer_level/layer_placement.h"
 #include "search/op_level/driver.h"
@@ -203,8 +205,7 @@ void BM_ClosedFormEstimate(benchmark::State& state) {
           c.candidate.microBatches = 1536 / dp;
           c.candidate.dp = dp;
           c.candidate.zero = zero;
-          c.candidate.schedule =
-              vpp > 1 ? ir::Schedule::kInterleaved : ir::Schedule::k1F1B;
+          c.candidate.schedule = vpp > 1 ? ir::Schedule::kInterleaved : ir::Schedule::k1F1B;
           c.candidate.layers = search::evenLayers({80}, pp, vpp);
           c.candidate.recomputed =
               full ? c.candidate.layers : search::zerosLike(c.candidate.layers);
@@ -291,6 +292,46 @@ void layersAndDevices(benchmark::internal::Benchmark* bench) {
 BENCHMARK(BM_SemiAutoShardAndCost)->Apply(layersAndDevices);
 BENCHMARK(BM_ShardingPropagation)->Apply(layersAndDevices);
 BENCHMARK(BM_RecursiveProgramming)->Apply(layersAndDevices);
+
+/// The planner's public API end to end (what `autopar estimate` and `autopar search` run, less
+/// process start-up): one Megatron-style configuration of LLaMA2-70B on 64 A100s built, sharded,
+/// costed and simulated; and the whole configuration search over it.
+void BM_PlannerEstimateConfig(benchmark::State& state) {
+  planner::MegatronConfig config;
+  config.model = "llama2-70b";
+  config.nodes = 8;
+  config.tp = 8;
+  config.pp = 4;
+  config.dp = 2;
+  config.gbs = 128;
+  config.sequenceParallel = true;
+  config.zero = 1;
+  for (auto _ : state) {
+    auto estimate = planner::estimateConfig(config);
+    if (!estimate) {
+      state.SkipWithError(estimate.error().message.c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(estimate->stepSeconds);
+  }
+}
+BENCHMARK(BM_PlannerEstimateConfig)->Unit(benchmark::kMillisecond);
+
+void BM_PlannerSearchConfigurations(benchmark::State& state) {
+  planner::SearchRequest request;
+  request.base.model = "llama2-70b";
+  request.base.nodes = 8;
+  request.base.gbs = 128;
+  for (auto _ : state) {
+    auto found = planner::searchConfigurations(request);
+    if (!found || !found->best) {
+      state.SkipWithError("the search found nothing");
+      break;
+    }
+    benchmark::DoNotOptimize(found->bestSeconds);
+  }
+}
+BENCHMARK(BM_PlannerSearchConfigurations)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace autopar

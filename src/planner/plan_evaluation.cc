@@ -45,13 +45,20 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
                              const ModelOptions& modelOptions) {
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
-  const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;
-  auto model = loadModel(options.model, modelOptions, devicesPerStage);
+  auto model = loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);
   if (!model) return model.error();
-  if (auto status = applyTrainingFlags(options.training, model->graph); !status) {
+  return evaluateModel(std::move(*model), options, cluster);
+}
+
+Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& options,
+                                  const cluster::Cluster& cluster) {
+  auto pipeline = pipelineConfig(options.training, cluster.numDevices);
+  if (!pipeline) return pipeline.error();
+  const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;
+  if (auto status = applyTrainingFlags(options.training, loaded.graph); !status) {
     return status.error();
   }
-  auto stages = search::assignStages(model->graph, pipeline->stages, pipeline->virtualStages);
+  auto stages = search::assignStages(loaded.graph, pipeline->stages, pipeline->virtualStages);
   if (!stages) return stages.error();
   search::SearchRequest request;
   auto mode = search::parseSearchMode(options.search);
@@ -69,8 +76,8 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = options.blockSharding
-                     ? shardByBlocks(*options.blockSharding, model->graph, ranks)
-                     : search::searchStrategies(model->graph, ranks, cluster, request);
+                     ? shardByBlocks(*options.blockSharding, loaded.graph, ranks)
+                     : search::searchStrategies(loaded.graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
   auto evaluateOptions = planner::evaluateOptions(
       options.training,
@@ -81,12 +88,12 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   evaluateOptions->stages = pipeline->stages * pipeline->virtualStages;
   evaluateOptions->physicalStages = pipeline->stages;
   evaluateOptions->rankStride = static_cast<int>(devicesPerStage);
-  auto report = cost::evaluateGraph(model->graph, outcome->sharding.ops, cluster, *evaluateOptions);
+  auto report = cost::evaluateGraph(loaded.graph, outcome->sharding.ops, cluster, *evaluateOptions);
   if (!report) return report.error();
   auto estimate = sim::estimateStep(*report, *pipeline);
   if (!estimate) return estimate.error();
   return Evaluated{
-      std::move(*model),  std::move(*outcome), std::move(*evaluateOptions), *pipeline,
+      std::move(loaded),  std::move(*outcome), std::move(*evaluateOptions), *pipeline,
       std::move(*stages), std::move(*report),  std::move(*estimate),        devicesPerStage};
 }
 

@@ -63,6 +63,11 @@ struct Evaluated {
 Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
                              const ModelOptions& modelOptions);
 
+/// As evaluate, for a model already loaded or built in code (a library user's graph, a test's
+/// toy model): applies the plan features, assigns stages, searches, costs and simulates.
+Expected<Evaluated> evaluateModel(LoadedModel model, const PlanOptions& options,
+                                  const cluster::Cluster& cluster);
+
 /// For a plan that does not fit: a mem_coeff (recursive search) or tensor-parallel degree that
 /// would, as one phrase ("it would fit with --tp 2 --dp 4 (estimated peak 60.1 GiB)").
 std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "cost/graph_cost.h"
+#include "planner/plan_evaluation.h"
 #include "rules/graph_sharding.h"
 #include "sim/step_estimate.h"
 
@@ -48,23 +49,18 @@ struct Simulated {
   sim::StepEstimate estimate;
 };
 
+/// The toy model through the planner (planner::evaluateModel): its stages, schedule and
+/// micro-batches as `autopar plan` takes them, one device per stage.
 Simulated run(const sim::PipelineConfig& config) {
-  const ir::Graph graph = uniformToy();
-  const cluster::Cluster cluster = freeLinks(config.stages);
-  auto stages = search::assignStages(graph, config.stages, config.virtualStages);
-  EXPECT_TRUE(stages.ok()) << stages.error().message;
-  auto sharding = rules::shardGraph(graph, {0});
-  EXPECT_TRUE(sharding.ok());
-  cost::EvaluateOptions options;
-  options.stageOfOp = stages->virtualStageOf;
-  options.stages = config.stages * config.virtualStages;
-  options.physicalStages = config.stages;
-  options.rankStride = 1;
-  auto report = cost::evaluateGraph(graph, sharding->ops, cluster, options);
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  auto estimate = sim::estimateStep(*report, config);
-  EXPECT_TRUE(estimate.ok()) << estimate.error().message;
-  return Simulated{std::move(*report), std::move(*estimate)};
+  planner::PlanOptions options;
+  options.training.pipelineStages = config.stages;
+  options.training.virtualStages = config.virtualStages;
+  options.training.microBatches = config.microBatches;
+  options.training.schedule = std::string(ir::scheduleName(config.schedule));
+  auto evaluated =
+      planner::evaluateModel({uniformToy(), "toy", 0, 0}, options, freeLinks(config.stages));
+  EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+  return Simulated{std::move(evaluated->report), std::move(evaluated->estimate)};
 }
 
 TEST(PipelineEstimate, OneFOneBBubbleAndFirstStageInFlight) {

@@ -7,26 +7,12 @@
 #include "cli/verbs.h"
 #include "export/estimate_json.h"
 #include "export/estimate_report.h"
-#include "planner/block_profile.h"
 #include "planner/configuration_estimate.h"
+#include "planner/estimate_request.h"
 
 namespace autopar::cli {
 
 namespace {
-
-/// The search's closed-form screen of the configuration: its layers split as the full model
-/// splits them by default (evenly), or as a placement says.
-Expected<search::AnalyticEstimate> closedFormOf(const planner::MegatronConfig& config,
-                                                const planner::ConfigEstimate& estimate,
-                                                planner::BlockProfiler& profiler,
-                                                const std::optional<search::Placement>& placement) {
-  if (placement) {
-    return planner::closedFormEstimate(config, profiler, estimate.cluster, placement->layers,
-                                       placement->recomputed);
-  }
-  return planner::closedFormEstimate(config, profiler, estimate.cluster,
-                                     search::evenLayers(profiler.stacks(), config.pp, config.vpp));
-}
 
 struct EstimateArgs {
   planner::MegatronConfig config;
@@ -75,62 +61,10 @@ int runEstimate(const EstimateArgs& args) {
   config.schedule = config.vpp > 1    ? ir::Schedule::kInterleaved
                     : args.zeroBubble ? ir::Schedule::kZeroBubbleH1
                                       : ir::Schedule::k1F1B;
-  // The model's dimensions, read once when a placement, the placement search or the closed form
-  // needs them; the estimates then take them instead of reading the model again.
-  const auto readTransformer = [&config]() -> Status {
-    if (config.transformer) return {};
-    auto transformer = planner::transformerConfigOf(config.model);
-    if (!transformer) return transformer.error();
-    config.transformer = std::move(*transformer);
-    return {};
-  };
-  std::optional<search::Placement> given;
-  if (!args.given.empty()) {
-    if (args.place) return reportError(Error{"--place: chooses the placement; drop --llm-layers"});
-    if (auto status = readTransformer(); !status) return reportError(status.error());
-    auto placement = planner::placementOf(args.given, config, *config.transformer);
-    if (!placement) return reportError(placement.error());
-    planner::applyPlacement(placement->first, placement->second, config);
-    given = search::Placement{placement->first, placement->second, 0, {}};
-  }
-  auto estimate = planner::estimateConfig(config);
-  if (!estimate) return reportError(estimate.error());
-  if (!args.place && !args.closedForm) {
-    if (!args.profile.empty()) {
-      return reportError(Error{"--profile: feeds --closed-form and --place; give one of them"});
-    }
-    return report(args, config, *estimate, given, {});
-  }
-  if (auto status = readTransformer(); !status) return reportError(status.error());
-  const frontend::TransformerConfig& transformer = *config.transformer;
-  std::optional<planner::ProfileTable> table;
-  if (!args.profile.empty()) {
-    auto read = planner::readProfileTable(args.profile, estimate->cluster.device.name);
-    if (!read) return reportError(read.error());
-    table = std::move(*read);
-  }
-  planner::BlockProfiler profiler(config, transformer, std::move(table));
-  std::optional<search::Placement> placement = given;
-  if (args.place) {
-    // The search's inner solver on this configuration: exact layer placement and per-stage
-    // recompute, then the whole model evaluated with it.
-    auto placed = planner::placeConfiguration(config, profiler);
-    if (!placed) return reportError(placed.error().in("--place"));
-    if (!*placed) {
-      return reportError(
-          Error{"--place: needs --pp greater than 1 and --recompute none or selective"});
-    }
-    config = (*placed)->config;
-    *estimate = std::move((*placed)->estimate);
-    placement = std::move((*placed)->placement);
-  }
-  std::optional<search::AnalyticEstimate> screen;
-  if (args.closedForm) {
-    auto closed = closedFormOf(config, *estimate, profiler, placement);
-    if (!closed) return reportError(closed.error());
-    screen = *closed;
-  }
-  return report(args, config, *estimate, placement, screen);
+  planner::EstimateRequest request{config, args.given, args.place, args.closedForm, args.profile};
+  auto result = planner::estimateWithPlacement(request);
+  if (!result) return reportError(result.error());
+  return report(args, result->config, result->estimate, result->placement, result->screen);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "runtime/kernels.h"
@@ -158,6 +159,12 @@ at::Tensor Rank::drawWhole(const ir::Tensor& tensor, int step) const {
     return torch::randn(shape, generator) * 0.02;
   }
   if (!ir::isFloating(tensor.type.dtype)) {
+    // Integer inputs index a Gather's table or label a CrossEntropy's classes, both read from
+    // the op's other input; a user with one input has no range to draw from.
+    if (user.inputs.size() < 2) {
+      throw std::invalid_argument(fmt::format(
+          "{}: integer input '{}' of an op with one input has no range", user.name, tensor.name));
+    }
     const auto& other = program_.graph.tensor(user.inputs[slot == 1 ? 0 : 1]).type.shape;
     const int64_t classes = user.kind == ir::OpKind::kGather ? other.front() : other.back();
     return torch::randint(0, classes, shape, generator, torch::kInt64);

@@ -253,6 +253,11 @@ at::Tensor runKernel(const KernelContext& context, const std::vector<at::Tensor>
       // token counts per expert vary, so the sharded run would not match the serial one.
       throw std::invalid_argument(
           fmt::format("{}: mixture-of-experts ops are planned and costed, not run yet", op.name));
+    case OpKind::kOpaque:
+      // An ONNX op autopar does not know: planned replicated, but there is nothing to run
+      // (planner/runnable_plan.cc refuses such plans before any rank starts).
+      throw std::invalid_argument(
+          fmt::format("{}: ONNX {} is planned replicated, not run", op.name, op.attrs.opaqueType));
   }
   throw std::logic_error(fmt::format("{}: no kernel for this op kind", op.name));
 }

@@ -18,7 +18,7 @@
 ///
 ///   searchGraph({.model = "examples/graphs/vit_encoder.json", .cluster = "dgx-a100-80g",
 ///                .opSearch = OpSearch::kRecursiveProgramming, .globalBatch = 512})
-///   -> 8 micro-batches of 64; best: 4 stages of 4 blocks, 1F1B, no recompute
+///   -> 8 micro-batches of 64 on 8 A100s; best: 2 stages of 8 blocks, ZB-H1, no recompute (83.1 ms)
 
 #include <cstdint>
 #include <optional>

@@ -12,9 +12,11 @@
 /// factor cut DP times more (liftBlockSharding): data parallelism stays outermost, as in
 /// Megatron-LM's rank order. Results are cached per (TP, CP, micro-batch, sequence, mode).
 ///
-///   LLaMA2-7B, TP 2, DP 4, --op-search ilp: the probe's 18 ops are solved on ranks {0, 1};
-///   "llm.layer.#2" (every layer's q_proj) gets cuts [1, 1, 2, 1] (its columns over the two
-///   ranks) and the stage graph's layer3.attn.q_proj [4, 1, 2, 1] over 8 ranks.
+/// Example: LLaMA with TP 2 and DP 4. Megatron-LM's own probe on the 2-device submesh cuts the
+/// columns of q_proj, the second op of every layer (place "llm.layer.#1"), 2 ways; lifted to the
+/// stage's graph, every layer's q_proj gets those cuts with its batch cut 4 ways, which is exactly
+/// Megatron's TP 2 x DP 4 strategy (LiftBlockSharding.MegatronsProbeLiftsToMegatronsStageSharding
+/// checks this for every op).
 
 #include <cstdint>
 #include <map>

@@ -212,9 +212,9 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   for (const auto& edge : report.redistributions) {
     result.redistributions.push_back(redistributionRecord(graph, edge));
   }
-  result.pipeline = plan::PipelineRecord{
-      context.pipeline.stages, context.pipeline.virtualStages, context.pipeline.microBatches,
-      std::string(sim::scheduleKindName(context.pipeline.schedule))};
+  result.pipeline = plan::PipelineRecord{context.pipeline.stages, context.pipeline.virtualStages,
+                                         context.pipeline.microBatches,
+                                         std::string(ir::scheduleName(context.pipeline.schedule))};
   result.features = featuresRecord(context.options);
   addParameterRecords(graph, report, result);
   result.estimate = estimateRecord(graph, context, cluster);

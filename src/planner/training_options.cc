@@ -129,7 +129,7 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
 
 Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t numDevices) {
   sim::PipelineConfig config;
-  auto schedule = sim::parseScheduleKind(flags.schedule);
+  auto schedule = ir::parseSchedule(flags.schedule);
   if (!schedule) return schedule.error().in("--schedule");
   config.schedule = *schedule;
   config.stages = flags.pipelineStages;

@@ -115,10 +115,6 @@ Status checkStage(const PipelineShape& shape, const StageSchedule& actions) {
 
 }  // namespace
 
-Expected<ScheduleKind> parseScheduleKind(std::string_view name) { return ir::parseSchedule(name); }
-
-std::string_view scheduleKindName(ScheduleKind kind) { return ir::scheduleName(kind); }
-
 Status validateShape(const PipelineShape& shape) {
   const std::array<std::pair<std::string_view, int>, 3> counts = {{
       {"stages", shape.stages},
@@ -132,7 +128,7 @@ Status validateShape(const PipelineShape& shape) {
   if (shape.virtualStages != 1) {
     return Error{fmt::format(
         "virtual_stages: {} model chunks per stage need the interleaved schedule, not {}",
-        shape.virtualStages, scheduleKindName(shape.kind))};
+        shape.virtualStages, ir::scheduleName(shape.kind))};
   }
   return {};
 }

@@ -30,10 +30,6 @@ namespace autopar::sim {
 /// The one schedule enum (ir/parallel_config.h), under the name the simulator has used.
 using ScheduleKind = ir::Schedule;
 
-/// Parses "gpipe", "1f1b", "interleaved" or "zb-h1"; the error lists the accepted names.
-Expected<ScheduleKind> parseScheduleKind(std::string_view name);
-std::string_view scheduleKindName(ScheduleKind kind);  ///< the name parseScheduleKind accepts
-
 struct PipelineShape {
   int stages = 1;         ///< p: pipeline stages (devices along the pipeline)
   int microBatches = 1;   ///< m: micro-batches per training step

@@ -114,19 +114,5 @@ TEST(Schedule, ShapeErrorsNameTheField) {
   EXPECT_FALSE(buildSchedule({.stages = 0}).ok());
 }
 
-TEST(Schedule, KindNamesRoundTripAndUnknownNamesListTheChoices) {
-  for (ScheduleKind kind :
-       {ScheduleKind::kGPipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved}) {
-    Expected<ScheduleKind> parsed = parseScheduleKind(scheduleKindName(kind));
-    ASSERT_TRUE(parsed.ok());
-    EXPECT_EQ(*parsed, kind);
-  }
-  Expected<ScheduleKind> unknown = parseScheduleKind("zero-bubble");
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().message,
-            "unknown pipeline schedule 'zero-bubble'; expected one of: gpipe, 1f1b, interleaved, "
-            "zb-h1");
-}
-
 }  // namespace
 }  // namespace autopar::sim

@@ -28,8 +28,8 @@ Expected<Schedule> parseSchedule(std::string_view name) {
   for (const auto& [schedule, candidate] : kSchedules) {
     if (candidate == name) return schedule;
   }
-  return Error{fmt::format("unknown pipeline schedule '{}'; expected one of: gpipe, 1f1b, interleaved, zb-h1",
-                           name)};
+  return Error{fmt::format(
+      "unknown pipeline schedule '{}'; expected one of: gpipe, 1f1b, interleaved, zb-h1", name)};
 }
 
 std::string_view scheduleName(Schedule schedule) {

@@ -3,8 +3,10 @@
 /// One parallel configuration: how a training step is split over devices, as the layer-level
 /// search chooses it, the block profiler keys it, the frontend builder annotates it, the Plan
 /// records it and the exporters write it (Megatron-LM's names: tp, pp, dp, cp, ep, vpp, mbs).
-///   TP 8 PP 4 DP 2, 1F1B, 16 micro-batches of 1, sequence parallel, selective recompute, ZeRO 1
-///   = {.tp = 8, .pp = 4, .dp = 2, .mbs = 1, .microBatches = 16, .sequenceParallel = true,
+/// The micro-batch count is not part of it: the global batch, which is the training run's and not
+/// a parallel choice, fixes it as global batch / (dp x mbs).
+///   TP 8 PP 4 DP 2, 1F1B, micro-batches of 1, sequence parallel, selective recompute, ZeRO 1
+///   = {.tp = 8, .pp = 4, .dp = 2, .mbs = 1, .sequenceParallel = true,
 ///      .recompute = Recompute::kSelective, .zero = 1}
 
 #include <fmt/format.h>
@@ -42,8 +44,6 @@ struct ParallelConfig {
   int64_t ep = 1;   ///< expert parallel, carved out of dp (Megatron-Core)
   int64_t vpp = 1;  ///< model chunks per stage (interleaved)
   int64_t mbs = 1;  ///< micro-batch size per data-parallel replica
-  /// Micro-batches per step (global batch / (dp x mbs)); 0: not decided yet.
-  int64_t microBatches = 0;
   Schedule schedule = Schedule::k1F1B;
   bool sequenceParallel = false;
   Recompute recompute = Recompute::kNone;

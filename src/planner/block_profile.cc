@@ -242,7 +242,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   search::AnalyticCandidate candidate;
   candidate.stages = config.pp;
   candidate.virtualStages = config.vpp;
-  candidate.microBatches = config.gbs / (config.dp * config.mbs);
+  candidate.microBatches = config.microBatches();
   candidate.dp = config.dp * config.cp;  // the parameters' replicas
   candidate.expertDp = config.dp * config.cp / config.ep;
   candidate.zero = config.zero;

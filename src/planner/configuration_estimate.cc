@@ -144,7 +144,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.attentionScoresInMemory = config.attention == "unfused";
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
-  training.microBatches = static_cast<int>(config.gbs / (config.dp * config.mbs));
+  training.microBatches = static_cast<int>(config.microBatches());
   training.schedule = std::string(ir::scheduleName(config.schedule));
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
   training.recompute = std::string(ir::recomputeName(config.recompute));
@@ -185,6 +185,11 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
 }
 
 }  // namespace
+
+Expected<frontend::TransformerConfig> transformerOf(const MegatronConfig& config) {
+  if (config.transformer) return *config.transformer;
+  return transformerConfigOf(config.model);
+}
 
 Expected<ir::DType> parsePrecision(const std::string& name) {
   if (name == "bf16") return ir::DType::kBF16;
@@ -331,9 +336,7 @@ Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config
   }
   std::shared_ptr<BlockShardingOracle> oracle = config.blockOracle;
   if (!oracle) {
-    auto transformer = config.transformer
-                           ? Expected<frontend::TransformerConfig>(*config.transformer)
-                           : transformerConfigOf(config.model);
+    auto transformer = transformerOf(config);
     if (!transformer) return transformer.error();
     transformer->dtype = dtype;
     transformer->scoresInMemory = config.attention == "unfused";
@@ -349,22 +352,18 @@ Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config
   return std::optional<Evaluated>(std::move(*evaluated));
 }
 
-/// The op search's evaluation replaces Megatron's when it fits and is faster, or only it fits.
-bool takesOpSearch(const Evaluated& opSearch, const Evaluated& megatron, int64_t deviceBytes) {
-  const bool fits = opSearch.peakBytes() <= deviceBytes;
-  const bool megatronFits = megatron.peakBytes() <= deviceBytes;
-  if (fits != megatronFits) return fits;
-  return opSearch.estimate.stepSeconds < megatron.estimate.stepSeconds;
-}
+/// What every evaluation of a configuration shares: the configuration checked, its dtype, its
+/// cluster and the plan options it maps to.
+struct Prepared {
+  ir::DType dtype = ir::DType::kBF16;
+  cluster::Cluster cluster;
+  PlanOptions options;
+};
 
-}  // namespace
-
-Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
+Expected<Prepared> prepare(const MegatronConfig& config) {
   if (auto status = checkConfig(config); !status) return status.error();
   if (config.ep != 1) {
-    auto transformer = config.transformer
-                           ? Expected<frontend::TransformerConfig>(*config.transformer)
-                           : transformerConfigOf(config.model);
+    auto transformer = transformerOf(config);
     if (!transformer) return transformer.error();
     if (auto status = checkExpertParallel(config, *transformer); !status) return status.error();
   }
@@ -372,26 +371,19 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   if (!dtype) return dtype.error();
   auto cluster = clusterFor(config);
   if (!cluster) return cluster.error();
-  const PlanOptions options = planOptions(config, *dtype);
-  auto evaluated = evaluate(options, *cluster, options.modelOptions);
-  if (!evaluated) return evaluated.error();
-  const double megatronSeconds = evaluated->estimate.stepSeconds;
-  auto searched = evaluateOpSearch(config, options, *cluster, *dtype);
-  if (!searched) return searched.error();
-  const double searchedSeconds = *searched ? (*searched)->estimate.stepSeconds : 0;
-  const bool taken =
-      *searched && takesOpSearch(**searched, *evaluated, cluster->device.memoryBytes);
-  if (taken) evaluated = std::move(**searched);
+  PlanOptions options = planOptions(config, *dtype);
+  return Prepared{*dtype, std::move(*cluster), std::move(options)};
+}
+
+/// The estimate of an evaluation: step, throughput, FLOP/s, MFU and peak memory per stage.
+ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evaluated evaluated) {
   ConfigEstimate result;
-  result.evaluated = std::move(*evaluated);
-  result.cluster = std::move(*cluster);
+  result.evaluated = std::move(evaluated);
+  result.cluster = std::move(prepared.cluster);
   result.worldSize = config.worldSize();
-  result.microBatches = options.training.microBatches;
+  result.microBatches = prepared.options.training.microBatches;
   result.sequence = result.evaluated.model.sequence;
   result.stepSeconds = result.evaluated.estimate.stepSeconds;
-  result.opSearchTaken = taken;
-  result.megatronStepSeconds = megatronSeconds;
-  result.opSearchStepSeconds = searchedSeconds;
   const ir::Graph& graph = result.evaluated.model.graph;
   double forward = 0;
   double recomputed = 0;
@@ -412,12 +404,52 @@ Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
   result.tflopsPerGpu = result.modelFlopsPerStep / gpuSeconds / 1e12;
   result.hardwareTflopsPerGpu = result.hardwareFlopsPerStep / gpuSeconds / 1e12;
   // The same peak the cost model computes with.
-  const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(*dtype));
+  const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(prepared.dtype));
   if (peak > 0) result.mfu = result.tflopsPerGpu * 1e12 / peak;
   for (const auto& stage : result.evaluated.estimate.stages) {
     result.peakMemoryBytes.push_back(stage.memory.total());
   }
   return result;
+}
+
+}  // namespace
+
+bool prefersOpSearch(bool fits, double seconds, bool megatronFits, double megatronSeconds) {
+  if (fits != megatronFits) return fits;
+  return seconds < megatronSeconds;
+}
+
+Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config) {
+  auto prepared = prepare(config);
+  if (!prepared) return prepared.error();
+  const int64_t deviceBytes = prepared->cluster.device.memoryBytes;
+  auto megatron = evaluate(prepared->options, prepared->cluster, prepared->options.modelOptions);
+  if (!megatron) return megatron.error();
+  const double megatronSeconds = megatron->estimate.stepSeconds;
+  auto searched = evaluateOpSearch(config, prepared->options, prepared->cluster, prepared->dtype);
+  if (!searched) return searched.error();
+  const double searchedSeconds = *searched ? (*searched)->estimate.stepSeconds : 0;
+  const bool taken =
+      *searched && prefersOpSearch((*searched)->peakBytes() <= deviceBytes, searchedSeconds,
+                                   megatron->peakBytes() <= deviceBytes, megatronSeconds);
+  ConfigEstimate result = estimateOf(config, std::move(*prepared),
+                                     taken ? std::move(**searched) : std::move(*megatron));
+  result.opSearchTaken = taken;
+  result.megatronStepSeconds = megatronSeconds;
+  result.opSearchStepSeconds = searchedSeconds;
+  return result;
+}
+
+Expected<std::optional<ConfigEstimate>> estimateOpSearchSharding(const MegatronConfig& config) {
+  auto prepared = prepare(config);
+  if (!prepared) return prepared.error();
+  auto searched = evaluateOpSearch(config, prepared->options, prepared->cluster, prepared->dtype);
+  if (!searched) return searched.error();
+  if (!*searched) return std::optional<ConfigEstimate>();
+  ConfigEstimate result = estimateOf(config, std::move(*prepared), std::move(**searched));
+  result.opSearchTaken = true;
+  result.opSearchStepSeconds = result.stepSeconds;
+  return std::optional<ConfigEstimate>(std::move(result));
 }
 
 }  // namespace autopar::planner

@@ -54,7 +54,6 @@ namespace autopar::planner {
 
 /// A parallel configuration (ir::ParallelConfig: the degrees, micro-batching, schedule, sequence
 /// parallel, recompute, ZeRO) of one model on one cluster, with the framework's switches.
-/// microBatches is derived: gbs / (dp x mbs).
 struct MegatronConfig : ir::ParallelConfig {
   std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
   std::string cluster = "dgx-a100-80g";
@@ -92,6 +91,9 @@ struct MegatronConfig : ir::ParallelConfig {
   /// The op-level search's cache, shared by the copies of one search's configurations; made on
   /// first use when empty.
   std::shared_ptr<BlockShardingOracle> blockOracle;
+
+  /// Micro-batches per step: gbs / (dp x mbs) (checkConfig checks that it divides).
+  [[nodiscard]] int64_t microBatches() const { return gbs / (dp * mbs); }
 };
 
 struct ConfigEstimate {
@@ -138,8 +140,20 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config);
 Status checkExpertParallel(const MegatronConfig& config,
                            const frontend::TransformerConfig& transformer);
 
-/// Checks the configuration (one line per problem, naming the flag) and evaluates it.
+/// The model's dimensions: config.transformer when set, else read from config.model.
+Expected<frontend::TransformerConfig> transformerOf(const MegatronConfig& config);
+
+/// Checks the configuration (one line per problem, naming the flag) and evaluates it; with an
+/// op-level search, both its sharding and Megatron's, keeping the one prefersOpSearch picks.
 Expected<ConfigEstimate> estimateConfig(const MegatronConfig& config);
+
+/// The configuration with its blocks sharded by its op-level search only (not compared with
+/// Megatron's); nullopt under Megatron's annotation or expert parallelism.
+Expected<std::optional<ConfigEstimate>> estimateOpSearchSharding(const MegatronConfig& config);
+
+/// Whether the op-level search's sharding replaces Megatron's: when only it fits, or both (or
+/// neither) fit and it is faster.
+bool prefersOpSearch(bool fits, double seconds, bool megatronFits, double megatronSeconds);
 
 /// For a configuration that does not fit: which stage overflows, by how much, its largest part,
 /// and the flags that shrink it:

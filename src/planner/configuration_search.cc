@@ -231,15 +231,20 @@ Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
     MegatronConfig config = refined.config;
     config.opSearch = request_.base.opSearch;
     config.blockOracle = oracle_;
-    auto estimate = estimateConfig(config);
+    // Megatron's step of this configuration is the refined one (and it fits: it is ranked), so
+    // only the op search's sharding is evaluated.
+    auto estimate = estimateOpSearchSharding(config);
     if (!estimate) return estimate.error();
-    if (!estimate->opSearchTaken) continue;
+    if (!*estimate ||
+        !prefersOpSearch((*estimate)->fits(), (*estimate)->stepSeconds, true, refined.seconds)) {
+      continue;
+    }
     refined.config = std::move(config);
-    refined.seconds = estimate->stepSeconds;
+    refined.seconds = (*estimate)->stepSeconds;
     refined.opSearchTaken = true;
-    score.stepSeconds = estimate->stepSeconds;
+    score.stepSeconds = (*estimate)->stepSeconds;
     score.peakBytes =
-        *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end());
+        *std::max_element((*estimate)->peakMemoryBytes.begin(), (*estimate)->peakMemoryBytes.end());
   }
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
     return a.second.stepSeconds < b.second.stepSeconds;

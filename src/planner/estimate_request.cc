@@ -30,7 +30,7 @@ Expected<EstimateResult> estimateWithPlacement(const EstimateRequest& request) {
   // needs them; the estimates then take them instead of reading the model again.
   const auto readTransformer = [&config]() -> Status {
     if (config.transformer) return {};
-    auto transformer = transformerConfigOf(config.model);
+    auto transformer = transformerOf(config);
     if (!transformer) return transformer.error();
     config.transformer = std::move(*transformer);
     return {};

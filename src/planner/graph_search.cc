@@ -88,7 +88,8 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
   for (const GraphCandidate& candidate :
        candidatesOf(cluster->numDevices, found.blocks, found.microBatches)) {
     const PlanOptions options = optionsOf(request, candidate, found.microBatches);
-    auto evaluated = evaluate(options, *cluster, options.modelOptions);
+    // The graph was read once; each configuration evaluates a copy.
+    auto evaluated = evaluateModel(*model, options, *cluster);
     if (!evaluated) {
       if (found.firstError.empty()) found.firstError = evaluated.error().message;
       ++found.skipped;
@@ -110,7 +111,7 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
                    [](const auto& a, const auto& b) { return a.stepSeconds < b.stepSeconds; });
   if (found.ranked.empty()) return found;
   found.bestOptions = optionsOf(request, found.ranked.front().candidate, found.microBatches);
-  auto best = evaluate(found.bestOptions, *cluster, found.bestOptions.modelOptions);
+  auto best = evaluateModel(std::move(*model), found.bestOptions, *cluster);
   if (!best) return best.error();
   found.best = std::move(*best);
   return found;

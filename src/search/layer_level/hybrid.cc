@@ -114,7 +114,6 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
             shape.dp = dp;
             shape.vpp = vpp;
             shape.mbs = mbs;
-            shape.microBatches = microBatches;
             appendVariants(model, shape, shapes);
           }
         }

@@ -35,8 +35,7 @@ Setup llama70b(int64_t layers, int devices, int64_t tensorParallel) {
   config->layers = layers;
   const int64_t dataParallel = tensorParallel > 0 ? devices / tensorParallel : devices;
   if (tensorParallel > 0) {
-    config->tensorParallel = tensorParallel;
-    config->dataParallel = dataParallel;
+    config->parallel = ir::ParallelConfig{.tp = tensorParallel, .dp = dataParallel};
   }
   config->microBatch = dataParallel;
   auto graph = frontend::buildTransformer(*config);

@@ -160,8 +160,7 @@ TEST(GraphJson, RoundTripsAnAnnotatedTransformerWithEveryFeature) {
   config.qkvBias = true;
   config.tiedEmbeddings = true;
   config.normEpsilon = 1e-6;
-  config.dataParallel = 2;
-  config.tensorParallel = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   const json document = graphToJson(*graph);

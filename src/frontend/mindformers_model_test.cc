@@ -53,8 +53,7 @@ model:
   EXPECT_EQ(model.ffn, preset->ffn);
   EXPECT_EQ(model.vocab, preset->vocab);
   EXPECT_EQ(model.microBatch, 1);
-  EXPECT_EQ(model.dataParallel, 0);
-  EXPECT_EQ(model.tensorParallel, 0);
+  EXPECT_FALSE(model.parallel) << "the yaml's parallel_config is the plan's, not the model's";
 }
 
 TEST(MindFormersModel, DimensionsWithoutPresetUseMindFormersNames) {

@@ -7,7 +7,7 @@
 /// Example:
 ///   auto config = transformerPreset("llama2-70b");   // 80 layers, h 8192, GQA 64/8
 ///   config->microBatch = 2;
-///   config->dataParallel = 2; config->tensorParallel = 8;
+///   config->parallel = ir::ParallelConfig{.tp = 8, .dp = 2};
 ///   auto graph = buildTransformer(*config);          // 68,976,648,192 parameters
 
 #include <cstdint>

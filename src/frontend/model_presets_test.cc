@@ -76,9 +76,7 @@ TEST(ModelPresets, VisionTowerPrecedesTheText) {
   EXPECT_EQ(visionLayers, 32);
   EXPECT_TRUE(bidirectional);
   // The vision tower is split over tp like the LLM: 16 heads allow tp 8.
-  config->tensorParallel = 8;
-  config->dataParallel = 1;
-  config->sequenceParallel = true;
+  config->parallel = ir::ParallelConfig{.tp = 8, .dp = 1, .sequenceParallel = true};
   EXPECT_TRUE(buildTransformer(*config).ok());
   config->vision.patches = 1002;
   EXPECT_EQ(validateTransformerConfig(*config).error().message,
@@ -127,13 +125,12 @@ TEST(ModelPresets, PresetsAnnotateWithTheirMindFormersParallelConfigs) {
   auto config = transformerPreset("llama2-70b");
   ASSERT_TRUE(config);
   config->microBatch = 2;
-  config->dataParallel = 2;
-  config->tensorParallel = 4;
+  config->parallel = ir::ParallelConfig{.tp = 4, .dp = 2};
   auto graph = buildTransformer(*config);
   ASSERT_TRUE(graph) << graph.error().message;
   EXPECT_EQ(graph->op(*graph->findOp("layer0.attn.q_proj")).shard,
             (ir::StrategyCuts{{2, 1, 1}, {1, 4}}));
-  config->tensorParallel = 16;
+  config->parallel = ir::ParallelConfig{.tp = 16};
   auto tooWide = buildTransformer(*config);
   ASSERT_FALSE(tooWide);
   EXPECT_EQ(tooWide.error().message,

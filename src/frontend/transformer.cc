@@ -53,13 +53,12 @@ class TransformerBuilder {
         vision_(visionTower(config)),
         tower_(&config_),
         graph_(config.name),
-        annotate_(config.dataParallel > 0 || config.tensorParallel > 0 ||
-                  config.contextParallel > 1),
-        dp_(std::max<int64_t>(config.dataParallel, 1)),
-        tp_(std::max<int64_t>(config.tensorParallel, 1)),
-        sequenceCuts_(config.sequenceParallel ? tp_ : 1),
-        cp_(std::max<int64_t>(config.contextParallel, 1)),
-        ep_(std::max<int64_t>(config.expertParallel, 1)) {}
+        annotate_(config.parallel.has_value()),
+        dp_(config.degrees().dp),
+        tp_(config.degrees().tp),
+        sequenceCuts_(config.degrees().sequenceParallel ? tp_ : 1),
+        cp_(config.degrees().cp),
+        ep_(config.degrees().ep) {}
 
   Expected<ir::Graph> build();
 
@@ -347,7 +346,7 @@ TensorId TransformerBuilder::visionTokens() {
   tower_ = &config_;
   // fc2 projects to the LLM's width; its bias add runs on the LLM's hidden state.
   TensorId tokens = linear("vit.merger.fc2", hidden, group, config_.hidden, true, Parallel::kRow);
-  cp_ = std::max<int64_t>(config_.contextParallel, 1);
+  cp_ = config_.degrees().cp;
   return tokens;
 }
 

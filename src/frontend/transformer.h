@@ -46,9 +46,9 @@
 ///   ("embedding.merge_vision", block "embedding"): tokens are [b, s - P / merge^2], labels
 ///   [b, s]. The tower's linears are split Megatron-style over tp like the LLM's.
 ///
-/// With dataParallel or tensorParallel set, every op carries a Megatron-style shard annotation
-/// (MindFormers' parallel_config with data_parallel = dp, model_parallel = tp). sp is the cut of
-/// the sequence dim s: 1, or tp with sequenceParallel.
+/// With `parallel` set, every op carries a Megatron-style shard annotation (MindFormers'
+/// parallel_config with data_parallel = dp, model_parallel = tp). sp is the cut of the sequence
+/// dim s: 1, or tp with sequenceParallel.
 ///   embedding (Gather)              ((tp,1), (dp,1))       vocab-parallel table
 ///   embedding.position_add          ((dp,sp,1), (sp,1))
 ///   norms                           ((dp,sp,1), (1,)) [, (1,) for LayerNorm's beta]
@@ -91,10 +91,12 @@
 /// row-parallel biases are summed over tp (a small all-reduce each, as in Megatron-LM).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::frontend {
@@ -147,22 +149,19 @@ struct TransformerConfig {
   /// MLP. seq x topK must divide by experts (the even spread the graph assumes).
   int64_t experts = 0;
   int64_t topK = 0;
-  /// Expert parallelism (--expert-model-parallel-size): the experts split over this many of the
-  /// dataParallel ranks (see above); it divides experts and dataParallel. 0 or 1: none.
-  int64_t expertParallel = 0;
-  /// When either is > 0, annotate ops Megatron-style as MindFormers' parallel_config does; the
-  /// other then counts as 1. microBatch must divide by dataParallel; heads, kvHeads, ffn and
-  /// vocab by tensorParallel.
-  int64_t dataParallel = 0;
-  int64_t tensorParallel = 0;
-  /// Cut the sequence dim of the norms, dropouts and residual adds by tensorParallel instead of
-  /// replicating them (seq must then divide by tensorParallel); no effect when tensorParallel <= 1.
-  bool sequenceParallel = false;
-  /// Context parallelism (Megatron-LM --context-parallel-size): every activation of the LLM's
-  /// layers cut along the sequence by this much, the keys and values gathered for attention (the
-  /// traffic of ring attention). 0 or 1: none. seq (and the text tokens) must divide by it, times
-  /// tensorParallel with sequenceParallel.
-  int64_t contextParallel = 0;
+  /// How the ops are annotated, Megatron-style as MindFormers' parallel_config does (semi-auto):
+  /// tp cuts the heads, key/value heads, MLP width and vocabulary (with sequenceParallel also the
+  /// sequence of the norms, dropouts and residual adds); dp cuts the batch (microBatch divides by
+  /// it); cp cuts every LLM activation's sequence, the keys and values gathered for attention
+  /// (ring attention's traffic); ep splits the experts over ep of the dp ranks (Megatron-Core).
+  /// The rest of the configuration (pp, vpp, mbs, schedule, recompute, zero) is the layer-level
+  /// plan's and not read here. Unset: no annotations; an op-level search chooses every strategy.
+  std::optional<ir::ParallelConfig> parallel;
+
+  /// The annotation's degrees; all 1 without one.
+  [[nodiscard]] ir::ParallelConfig degrees() const {
+    return parallel.value_or(ir::ParallelConfig{});
+  }
 };
 
 /// The extents tensor parallelism cuts, by field name: the heads, key/value heads, MLP width and

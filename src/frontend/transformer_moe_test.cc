@@ -98,10 +98,7 @@ TEST(TransformerMoE, ExpertFlopsScaleWithTopK) {
 // dp 4 with ep 2 and tp 2, sequence parallel: the experts split over ep out of dp.
 TEST(TransformerMoE, ExpertParallelAnnotations) {
   Config config = tinyMixtral();
-  config.dataParallel = 4;
-  config.tensorParallel = 2;
-  config.expertParallel = 2;
-  config.sequenceParallel = true;
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 4, .ep = 2, .sequenceParallel = true};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   EXPECT_EQ(opNamed(*graph, "layer0.moe.router").shard, (ir::StrategyCuts{{4, 2, 1}, {1, 1}}));
@@ -118,13 +115,11 @@ TEST(TransformerMoE, ExpertParallelAnnotations) {
 
 TEST(TransformerMoE, ChecksExpertsAndTheirParallelism) {
   Config config = tinyMixtral();
-  config.dataParallel = 4;
-  config.expertParallel = 3;
-  EXPECT_EQ(errorOf(config), "tiny-mixtral: expertParallel: 3 does not divide the 4 experts");
-  config.dataParallel = 2;
-  config.expertParallel = 4;
+  config.parallel = ir::ParallelConfig{.dp = 4, .ep = 3};
+  EXPECT_EQ(errorOf(config), "tiny-mixtral: parallel.ep: 3 does not divide the 4 experts");
+  config.parallel = ir::ParallelConfig{.dp = 2, .ep = 4};
   EXPECT_EQ(errorOf(config),
-            "tiny-mixtral: expertParallel: 4 does not divide dataParallel 2 (expert parallelism "
+            "tiny-mixtral: parallel.ep: 4 does not divide dataParallel 2 (expert parallelism "
             "is carved out of the data-parallel ranks)");
   config = tinyMixtral();
   config.topK = 5;
@@ -133,17 +128,15 @@ TEST(TransformerMoE, ChecksExpertsAndTheirParallelism) {
   config = tinyMixtral();
   config.experts = 0;
   config.topK = 0;
-  config.expertParallel = 2;
-  EXPECT_EQ(errorOf(config), "tiny-mixtral: expertParallel: 2 needs experts; the model is dense");
+  config.parallel = ir::ParallelConfig{.ep = 2};
+  EXPECT_EQ(errorOf(config), "tiny-mixtral: parallel.ep: 2 needs experts; the model is dense");
   // 8 tokens x 2 / 4 experts = 4 slots, which tp 8 with sequence parallelism cannot cut.
   config = tinyMixtral();
   config.seq = 16;
   config.heads = 8;
   config.kvHeads = 8;
   config.ffn = 128;
-  config.dataParallel = 1;
-  config.tensorParallel = 8;
-  config.sequenceParallel = true;
+  config.parallel = ir::ParallelConfig{.tp = 8, .dp = 1, .sequenceParallel = true};
   config.experts = 8;
   config.topK = 2;
   EXPECT_EQ(errorOf(config),

@@ -190,8 +190,7 @@ TEST(Transformer, AlibiHasNoRotaryAndNoPositionParameters) {
 TEST(Transformer, MegatronAnnotations) {
   Config config = tinyLlama();
   config.qkvBias = true;
-  config.dataParallel = 2;
-  config.tensorParallel = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   using Cuts = ir::StrategyCuts;
@@ -214,8 +213,7 @@ TEST(Transformer, MegatronAnnotations) {
 
 TEST(Transformer, EveryAnnotationHasOneCutPerInputDimension) {
   for (Config config : {tinyLlama(), tinyGpt()}) {
-    config.dataParallel = 4;
-    config.tensorParallel = 2;
+    config.parallel = ir::ParallelConfig{.tp = 2, .dp = 4};
     auto graph = buildTransformer(config);
     ASSERT_TRUE(graph) << graph.error().message;
     for (const auto& op : graph->ops()) {
@@ -229,7 +227,7 @@ TEST(Transformer, EveryAnnotationHasOneCutPerInputDimension) {
 
 TEST(Transformer, GptStyleAnnotationsForBiasesPositionsAndTiedHead) {
   Config config = tinyGpt();
-  config.tensorParallel = 4;  // dataParallel 0 counts as 1
+  config.parallel = ir::ParallelConfig{.tp = 4};  // dp 1
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   using Cuts = ir::StrategyCuts;
@@ -273,8 +271,7 @@ TEST(Transformer, HiddenDropoutSitsBetweenTheOutputProjectionsAndTheResiduals) {
 TEST(Transformer, HiddenDropoutIsAnnotatedLikeTheResiduals) {
   Config config = tinyGpt();
   config.hiddenDropout = 0.1;
-  config.dataParallel = 2;
-  config.tensorParallel = 4;
+  config.parallel = ir::ParallelConfig{.tp = 4, .dp = 2};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   EXPECT_EQ(opNamed(*graph, "layer0.attn.dropout").shard, (ir::StrategyCuts{{2, 1, 1}}));
@@ -313,8 +310,7 @@ Config tinyGptForTp8() {
   config.heads = 8;
   config.kvHeads = 8;
   config.hiddenDropout = 0.1;
-  config.dataParallel = 2;
-  config.tensorParallel = 8;
+  config.parallel = ir::ParallelConfig{.tp = 8, .dp = 2};
   return config;
 }
 
@@ -323,7 +319,7 @@ TEST(Transformer, SequenceParallelCutsTheSequenceDimBetweenTensorParallelRegions
   Config config = tinyGptForTp8();
   auto plain = buildTransformer(config);
   ASSERT_TRUE(plain) << plain.error().message;
-  config.sequenceParallel = true;
+  config.parallel->sequenceParallel = true;
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   ASSERT_EQ(graph->ops().size(), plain->ops().size());
@@ -365,8 +361,7 @@ TEST(Transformer, SequenceParallelCutsTheSequenceDimBetweenTensorParallelRegions
 
 TEST(Transformer, SequenceParallelCutsRmsNormsOfLlamaStyleModels) {
   Config config = tinyLlama();
-  config.tensorParallel = 2;
-  config.sequenceParallel = true;
+  config.parallel = ir::ParallelConfig{.tp = 2, .sequenceParallel = true};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   using Cuts = ir::StrategyCuts;
@@ -378,9 +373,7 @@ TEST(Transformer, SequenceParallelCutsRmsNormsOfLlamaStyleModels) {
 
 TEST(Transformer, ContextParallelCutsTheSequenceAndGathersKeysForAttention) {
   Config config = tinyLlama();
-  config.tensorParallel = 2;
-  config.contextParallel = 4;
-  config.sequenceParallel = true;
+  config.parallel = ir::ParallelConfig{.tp = 2, .cp = 4, .sequenceParallel = true};
   auto graph = buildTransformer(config);
   ASSERT_TRUE(graph) << graph.error().message;
   using Cuts = ir::StrategyCuts;
@@ -398,13 +391,14 @@ TEST(Transformer, ContextParallelCutsTheSequenceAndGathersKeysForAttention) {
 }
 
 TEST(Transformer, SequenceParallelWithoutTensorParallelChangesNothing) {
-  for (int64_t tensorParallel : {0, 1}) {
+  for (const std::optional<ir::ParallelConfig>& parallel :
+       {std::optional<ir::ParallelConfig>{}, std::optional{ir::ParallelConfig{}}}) {
     Config config = tinyGptForTp8();
-    config.tensorParallel = tensorParallel;
+    config.parallel = parallel;
     config.seq = 7;  // not divisible by 8: the tp check does not apply
     auto plain = buildTransformer(config);
     ASSERT_TRUE(plain) << plain.error().message;
-    config.sequenceParallel = true;
+    config.parallel->sequenceParallel = true;
     auto graph = buildTransformer(config);
     ASSERT_TRUE(graph) << graph.error().message;
     for (size_t i = 0; i < graph->ops().size(); ++i) {
@@ -443,31 +437,30 @@ TEST(TransformerErrors, HeadsMustDivide) {
 
 TEST(TransformerErrors, ParallelDegreesMustDivide) {
   Config config = tinyLlama();
-  config.dataParallel = 3;
+  config.parallel = ir::ParallelConfig{.dp = 3};
   EXPECT_EQ(errorOf(config), "tiny-llama: microBatch: 4 is not divisible by dataParallel 3");
   config = tinyLlama();
-  config.tensorParallel = 4;
+  config.parallel = ir::ParallelConfig{.tp = 4};
   EXPECT_EQ(errorOf(config), "tiny-llama: kvHeads: 2 is not divisible by tensorParallel 4");
   config = tinyLlama();
-  config.tensorParallel = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2};
   config.ffn = 97;
   EXPECT_EQ(errorOf(config), "tiny-llama: ffn: 97 is not divisible by tensorParallel 2");
   config = tinyLlama();
-  config.tensorParallel = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2};
   config.vocab = 129;
   EXPECT_EQ(errorOf(config), "tiny-llama: vocab: 129 is not divisible by tensorParallel 2");
   config = tinyLlama();
-  config.tensorParallel = -1;
-  EXPECT_EQ(errorOf(config),
-            "tiny-llama: tensorParallel: expected 0 (no annotation) or a positive degree, got -1");
+  config.parallel = ir::ParallelConfig{.tp = -1};
+  EXPECT_EQ(errorOf(config), "tiny-llama: parallel.tp: expected a positive degree, got -1");
 }
 
 TEST(TransformerErrors, SequenceParallelNeedsSeqDivisibleByTensorParallel) {
   Config config = tinyLlama();
-  config.tensorParallel = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2};
   config.seq = 9;
   EXPECT_EQ(errorOf(config), "<ok>");
-  config.sequenceParallel = true;
+  config.parallel->sequenceParallel = true;
   EXPECT_EQ(errorOf(config),
             "tiny-llama: seq: 9 is not divisible by tensorParallel 2 (sequenceParallel)");
 }

@@ -58,45 +58,42 @@ Status validateDims(const Config& config) {
 }
 
 Status validateParallel(const Config& config) {
-  if (config.dataParallel < 0 || config.tensorParallel < 0) {
-    const bool dataBad = config.dataParallel < 0;
-    return fieldError(config, dataBad ? "dataParallel" : "tensorParallel",
-                      fmt::format("expected 0 (no annotation) or a positive degree, got {}",
-                                  dataBad ? config.dataParallel : config.tensorParallel));
+  if (!config.parallel) return {};
+  const ir::ParallelConfig& parallel = *config.parallel;
+  for (const auto& [field, degree] :
+       {std::pair<std::string_view, int64_t>{"parallel.tp", parallel.tp},
+        {"parallel.dp", parallel.dp},
+        {"parallel.cp", parallel.cp},
+        {"parallel.ep", parallel.ep}}) {
+    if (degree < 1) {
+      return fieldError(config, field, fmt::format("expected a positive degree, got {}", degree));
+    }
   }
-  if (config.dataParallel > 0 && config.microBatch % config.dataParallel != 0) {
-    return fieldError(config, "microBatch",
-                      fmt::format("{} is not divisible by dataParallel {}", config.microBatch,
-                                  config.dataParallel));
-  }
-  if (config.contextParallel < 0) {
+  if (config.microBatch % parallel.dp != 0) {
     return fieldError(
-        config, "contextParallel",
-        fmt::format("expected 0 or a positive degree, got {}", config.contextParallel));
+        config, "microBatch",
+        fmt::format("{} is not divisible by dataParallel {}", config.microBatch, parallel.dp));
   }
-  const int64_t cp = std::max<int64_t>(config.contextParallel, 1);
-  const int64_t sequenceCuts =
-      cp * (config.sequenceParallel ? std::max<int64_t>(config.tensorParallel, 1) : 1);
+  const int64_t cp = parallel.cp;
+  const int64_t sequenceCuts = cp * (parallel.sequenceParallel ? parallel.tp : 1);
   const auto& v = config.vision;
   const int64_t text = config.seq - (v.layers > 0 ? v.patches / (v.merge * v.merge) : 0);
   if (cp > 1 && (config.seq % sequenceCuts != 0 || text % cp != 0)) {
     return fieldError(
         config, "seq",
         fmt::format("{} ({} of it text) is not divisible by contextParallel {}{}", config.seq, text,
-                    cp, config.sequenceParallel ? " x tensorParallel" : ""));
+                    cp, parallel.sequenceParallel ? " x tensorParallel" : ""));
   }
-  if (config.tensorParallel <= 0) return {};
   for (const auto& [field, value] : tensorParallelExtents(config)) {
     if (field.starts_with("vision.")) continue;  // checked with the vision tower below
-    if (value % config.tensorParallel == 0) continue;
-    return fieldError(
-        config, field,
-        fmt::format("{} is not divisible by tensorParallel {}", value, config.tensorParallel));
+    if (value % parallel.tp == 0) continue;
+    return fieldError(config, field,
+                      fmt::format("{} is not divisible by tensorParallel {}", value, parallel.tp));
   }
-  if (config.sequenceParallel && config.seq % config.tensorParallel != 0) {
+  if (parallel.sequenceParallel && config.seq % parallel.tp != 0) {
     return fieldError(config, "seq",
                       fmt::format("{} is not divisible by tensorParallel {} (sequenceParallel)",
-                                  config.seq, config.tensorParallel));
+                                  config.seq, parallel.tp));
   }
   return {};
 }
@@ -132,8 +129,8 @@ Status validateVision(const Config& config) {
   if (config.position == Config::Position::kLearned) {
     return fieldError(config, "position", "a vision tower needs rotary or ALiBi positions");
   }
-  const int64_t tp = config.tensorParallel;
-  if (tp <= 1) return {};
+  const int64_t tp = config.degrees().tp;
+  if (tp == 1) return {};
   for (const auto& [field, value] :
        {std::pair<std::string_view, int64_t>{"vision.heads", v.heads}, {"vision.ffn", v.ffn}}) {
     if (value % tp != 0) {
@@ -142,7 +139,7 @@ Status validateVision(const Config& config) {
     }
   }
   const int64_t imageTokens = v.patches / (v.merge * v.merge);
-  if (config.sequenceParallel && (v.patches % tp != 0 || imageTokens % tp != 0)) {
+  if (config.degrees().sequenceParallel && (v.patches % tp != 0 || imageTokens % tp != 0)) {
     return fieldError(config, "vision.patches",
                       fmt::format("{} patches ({} image tokens) do not divide by tensorParallel {} "
                                   "(sequenceParallel)",
@@ -152,10 +149,12 @@ Status validateVision(const Config& config) {
 }
 
 Status validateExperts(const Config& config) {
+  const ir::ParallelConfig parallel = config.degrees();
+  const int64_t ep = parallel.ep;
   if (config.experts == 0 && config.topK == 0) {
-    if (config.expertParallel <= 1) return {};
-    return fieldError(config, "expertParallel",
-                      fmt::format("{} needs experts; the model is dense", config.expertParallel));
+    if (ep == 1) return {};
+    return fieldError(config, "parallel.ep",
+                      fmt::format("{} needs experts; the model is dense", ep));
   }
   if (config.experts < 1 || config.topK < 1 || config.topK > config.experts) {
     return fieldError(config, "topK",
@@ -167,23 +166,20 @@ Status validateExperts(const Config& config) {
                       fmt::format("{} tokens x topK {} do not spread evenly over {} experts",
                                   config.seq, config.topK, config.experts));
   }
-  const int64_t ep = std::max<int64_t>(config.expertParallel, 1);
-  if (config.expertParallel < 0 || config.experts % ep != 0) {
-    return fieldError(
-        config, "expertParallel",
-        fmt::format("{} does not divide the {} experts", config.expertParallel, config.experts));
+  if (config.experts % ep != 0) {
+    return fieldError(config, "parallel.ep",
+                      fmt::format("{} does not divide the {} experts", ep, config.experts));
   }
-  const int64_t dp = std::max<int64_t>(config.dataParallel, 1);
+  const int64_t dp = parallel.dp;
   if (dp % ep != 0) {
-    return fieldError(config, "expertParallel",
+    return fieldError(config, "parallel.ep",
                       fmt::format("{} does not divide dataParallel {} (expert parallelism is "
                                   "carved out of the data-parallel ranks)",
                                   ep, dp));
   }
   // The slots of each expert are cut like the tokens: by cp, and by tp with sequence parallelism.
   const int64_t slots = config.seq * config.topK / config.experts;
-  const int64_t cuts = std::max<int64_t>(config.contextParallel, 1) *
-                       (config.sequenceParallel ? std::max<int64_t>(config.tensorParallel, 1) : 1);
+  const int64_t cuts = parallel.cp * (parallel.sequenceParallel ? parallel.tp : 1);
   if (slots % cuts != 0) {
     return fieldError(config, "seq",
                       fmt::format("{} slots per expert (seq x topK / experts) do not divide by "

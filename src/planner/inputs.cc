@@ -89,11 +89,11 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
           options.tensorParallel, options.contextParallel, dataParallel, used, numDevices)};
     }
     if (options.annotate) {
-      config->tensorParallel = options.tensorParallel;
-      config->dataParallel = dataParallel;
-      config->sequenceParallel = options.sequenceParallel;
-      config->contextParallel = options.contextParallel;
-      config->expertParallel = options.expertParallel;
+      config->parallel = ir::ParallelConfig{.tp = options.tensorParallel,
+                                            .dp = dataParallel,
+                                            .cp = options.contextParallel,
+                                            .ep = options.expertParallel,
+                                            .sequenceParallel = options.sequenceParallel};
     }
   }
   config->microBatch = perReplica * dataParallel;

@@ -130,11 +130,7 @@ Expected<BlockSharding> BlockShardingOracle::probe(const BlockShardingQuery& que
   probe.microBatch = query.microBatch;
   if (query.sequence > 0) probe.seq = query.sequence;
   // No annotations: the search chooses every op's strategy.
-  probe.dataParallel = 0;
-  probe.tensorParallel = 0;
-  probe.sequenceParallel = false;
-  probe.contextParallel = 0;
-  probe.expertParallel = 0;
+  probe.parallel.reset();
   auto graph = frontend::buildTransformer(probe);
   if (!graph) return graph.error();
   const int64_t devices = query.tp * query.cp;

@@ -66,8 +66,7 @@ TEST(BlockOpKeys, EveryLayerOfAStackHasTheSamePlaces) {
 /// changes only the batch factor.
 TEST(LiftBlockSharding, MegatronsProbeLiftsToMegatronsStageSharding) {
   frontend::TransformerConfig probe = smallLlama(1);
-  probe.tensorParallel = 2;
-  probe.dataParallel = 1;
+  probe.parallel = ir::ParallelConfig{.tp = 2, .dp = 1};
   auto probeGraph = frontend::buildTransformer(probe);
   ASSERT_TRUE(probeGraph);
   auto probeCuts = rules::annotatedCuts(*probeGraph);
@@ -84,8 +83,7 @@ TEST(LiftBlockSharding, MegatronsProbeLiftsToMegatronsStageSharding) {
   auto lifted = liftBlockSharding(blocks, *unannotated, 4);
   ASSERT_TRUE(lifted) << lifted.error().message;
 
-  stage.tensorParallel = 2;
-  stage.dataParallel = 4;
+  stage.parallel = ir::ParallelConfig{.tp = 2, .dp = 4};
   auto annotated = frontend::buildTransformer(stage);
   ASSERT_TRUE(annotated);
   auto megatron = rules::annotatedCuts(*annotated);

@@ -37,10 +37,7 @@ frontend::TransformerConfig smallMoE(int64_t dp, int64_t tp, int64_t ep) {
   config.experts = 8;
   config.topK = 2;
   config.microBatch = kPerReplica * dp;
-  config.dataParallel = dp;
-  config.tensorParallel = tp;
-  config.expertParallel = ep;
-  config.sequenceParallel = tp > 1;
+  config.parallel = ir::ParallelConfig{.tp = tp, .dp = dp, .ep = ep, .sequenceParallel = tp > 1};
   return config;
 }
 

@@ -41,8 +41,7 @@ LayerAllReduces allReducesProducedIn(const ir::Graph& graph, const cost::CostRep
 
 void expectMegatronCounts(frontend::TransformerConfig config) {
   constexpr int kTensorParallel = 4;
-  config.tensorParallel = kTensorParallel;
-  config.dataParallel = 1;
+  config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
   auto graph = frontend::buildTransformer(config);
   ASSERT_TRUE(graph.ok()) << graph.error().message;
   auto cluster = cluster::clusterPreset("dgx-a100-80g");

@@ -41,8 +41,7 @@ Layer gptLayer() {
   config.position = frontend::TransformerConfig::Position::kLearned;
   config.linearBias = true;
   config.hiddenDropout = 0.1;
-  config.tensorParallel = kTensorParallel;
-  config.dataParallel = 1;
+  config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
   auto graph = frontend::buildTransformer(config);
   EXPECT_TRUE(graph.ok()) << graph.error().message;
   auto cluster = cluster::clusterPreset("dgx-a100-80g");

@@ -29,7 +29,7 @@ struct Llama {
 Llama dataParallelLlama(int64_t devices = kDevices) {
   auto config = frontend::transformerPreset("llama2-7b");
   EXPECT_TRUE(config.ok());
-  config->dataParallel = devices;
+  config->parallel = ir::ParallelConfig{.dp = devices};
   config->microBatch = devices;
   auto graph = frontend::buildTransformer(*config);
   EXPECT_TRUE(graph.ok());

@@ -20,8 +20,7 @@ frontend::TransformerConfig smallLlama(int64_t tp) {
   EXPECT_TRUE(config.ok());
   config->layers = 4;
   config->seq = 512;
-  config->tensorParallel = tp;
-  config->dataParallel = 1;
+  config->parallel = ir::ParallelConfig{.tp = tp, .dp = 1};
   config->microBatch = 1;
   return *config;
 }
@@ -75,7 +74,7 @@ TEST(ManualSplit, TheLargestPartSetsTheTableSlice) {
 
 TEST(RecomputeOptions, MpCommRecomputeTradesTheGatheredInputForAReplayedGather) {
   auto config = smallLlama(4);
-  config.sequenceParallel = true;
+  config.parallel->sequenceParallel = true;
   auto graph = frontend::buildTransformer(config);
   ASSERT_TRUE(graph.ok());
   ir::BlockSettings recompute;

@@ -29,9 +29,7 @@ int64_t activationBytes(int64_t layers, bool sequenceParallel, cost::LayerRecomp
   EXPECT_TRUE(config.ok());
   config->layers = layers;
   config->microBatch = 1;
-  config->tensorParallel = kTp;
-  config->dataParallel = 1;
-  config->sequenceParallel = sequenceParallel;
+  config->parallel = ir::ParallelConfig{.tp = kTp, .dp = 1, .sequenceParallel = sequenceParallel};
   auto graph = frontend::buildTransformer(*config);
   EXPECT_TRUE(graph.ok()) << graph.error().message;
   auto cluster = cluster::clusterPreset("dgx-a100-80g");
@@ -84,8 +82,7 @@ TEST(Recompute, ChargesTheExtraForwardInTheBackward) {
     auto config = frontend::transformerPreset("gpt3-175b");
     config->layers = 2;
     config->microBatch = 1;
-    config->tensorParallel = kTp;
-    config->dataParallel = 1;
+    config->parallel = ir::ParallelConfig{.tp = kTp, .dp = 1};
     auto graph = frontend::buildTransformer(*config);
     auto cluster = cluster::clusterPreset("dgx-a100-80g");
     std::vector<int> ranks(kTp);

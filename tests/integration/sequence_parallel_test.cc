@@ -95,8 +95,7 @@ frontend::TransformerConfig smallGpt() {
   config.linearBias = true;
   config.tiedEmbeddings = true;
   config.hiddenDropout = 0.1;
-  config.dataParallel = 1;
-  config.tensorParallel = kTensorParallel;
+  config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
   return config;
 }
 
@@ -125,7 +124,7 @@ std::string layerBlock(int64_t layer) { return "llm.layer." + std::to_string(lay
 
 TEST(SequenceParallel, ForwardAllGathersBeforeColumnAndReduceScattersAfterRowParallelMatmuls) {
   auto config = smallGpt();
-  config.sequenceParallel = true;
+  config.parallel->sequenceParallel = true;
   const Evaluated sp = evaluate(config);
   if (HasFailure()) return;
   for (int64_t layer = 0; layer < config.layers; ++layer) {
@@ -146,7 +145,7 @@ TEST(SequenceParallel, ForwardAllGathersBeforeColumnAndReduceScattersAfterRowPar
 TEST(SequenceParallel, ForwardMovesTheSameBytesAsTensorParallelAllReduces) {
   auto config = smallGpt();
   const Evaluated plain = evaluate(config);
-  config.sequenceParallel = true;
+  config.parallel->sequenceParallel = true;
   const Evaluated sp = evaluate(config);
   if (HasFailure()) return;
   // Without sequence parallelism, per layer: 2 all-reduces of b*s*h bf16 elements, each sending

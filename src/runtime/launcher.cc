@@ -6,11 +6,15 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "runtime/result_file.h"
 
 extern char** environ;
 
@@ -24,6 +28,15 @@ std::string describe(int rank, int status) {
     return fmt::format("rank {} was killed by signal {} ({})", rank, signal, strsignal(signal));
   }
   return fmt::format("rank {} exited with status {}", rank, WEXITSTATUS(status));
+}
+
+std::optional<int> environmentInt(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0') return std::nullopt;
+  return static_cast<int>(parsed);
 }
 
 }  // namespace
@@ -103,6 +116,57 @@ Status launch(const LaunchOptions& options) {
   }
   if (failure) return Error{*failure};
   return {};
+}
+
+Expected<std::vector<RankResult>> launchAndCollect(LaunchOptions options, int collect) {
+  char pattern[] = "/tmp/autopar-results-XXXXXX";
+  const char* dir = mkdtemp(pattern);
+  if (dir == nullptr) return Error{"cannot create a temporary directory for the ranks' results"};
+  options.arguments.insert(options.arguments.end(), {"--result-dir", dir});
+  Expected<std::vector<RankResult>> results = std::vector<RankResult>{};
+  if (auto launched = launch(options); !launched) results = launched.error();
+  for (int rank = 0; rank < collect && results; ++rank) {
+    auto result = readResult(fmt::format("{}/rank-{}.pt", dir, rank));
+    if (!result) {
+      results = result.error();
+    } else {
+      results->push_back(std::move(*result));
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return results;
+}
+
+Expected<Connection> connectionFromEnvironment(const std::string& defaultAddress) {
+  const auto rank = environmentInt("RANK");
+  const auto world = environmentInt("WORLD_SIZE");
+  const auto port = environmentInt("MASTER_PORT");
+  if (!rank || !world || !port) {
+    return Error{
+        "run: give --ranks N, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (integers) "
+        "to join a job"};
+  }
+  Connection connection;
+  connection.rank = *rank;
+  connection.world = *world;
+  connection.port = *port;
+  const char* address = std::getenv("MASTER_ADDR");
+  connection.address = address != nullptr ? address : defaultAddress;
+  const char* store = std::getenv("AUTOPAR_STORE");
+  connection.hostsStore = *rank == 0 && (store == nullptr || std::string(store) != "external");
+  return connection;
+}
+
+void applyFaultInjection(int rank, RunConfig& config) {
+  const char* fault = std::getenv("AUTOPAR_FAULT");
+  if (fault == nullptr) return;
+  int faultRank = -1;
+  int faultStep = -1;
+  if (std::string(fault) == "drop-gradient-sums") {
+    config.dropGradientSums = true;
+  } else if (std::sscanf(fault, "%d:%d", &faultRank, &faultStep) == 2 && faultRank == rank) {
+    config.dieAtStep = faultStep;
+  }
 }
 
 }  // namespace autopar::runtime

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/executor.h"
 #include "util/expected.h"
 
 namespace autopar::runtime {
@@ -27,5 +28,20 @@ struct LaunchOptions {
 /// Runs the ranks to completion. Fails with "rank 1 was killed by signal 9 (Killed)" or "rank 2
 /// exited with status 1" for the first rank that fails.
 Status launch(const LaunchOptions& options);
+
+/// Runs the ranks with `--result-dir DIR` appended to their arguments, DIR a fresh temporary
+/// directory, and reads the result file each of ranks 0 .. `collect` - 1 leaves there; the
+/// directory is removed whatever happens.
+Expected<std::vector<RankResult>> launchAndCollect(LaunchOptions options, int collect);
+
+/// A rank of a job as its launcher (autopar's, torchrun's) describes it in the environment:
+/// RANK, WORLD_SIZE, MASTER_PORT (integers) and MASTER_ADDR (default `defaultAddress`); rank 0
+/// hosts the store unless AUTOPAR_STORE=external. Fails with one line naming what is missing.
+Expected<Connection> connectionFromEnvironment(const std::string& defaultAddress);
+
+/// Test hooks for fault handling, from AUTOPAR_FAULT: "RANK:STEP" makes that rank kill itself
+/// mid-step (RunConfig::dieAtStep), "drop-gradient-sums" lowers the plan without its gradient
+/// all-reduces (RunConfig::dropGradientSums). Without the variable, `config` is unchanged.
+void applyFaultInjection(int rank, RunConfig& config);
 
 }  // namespace autopar::runtime

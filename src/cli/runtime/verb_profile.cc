@@ -67,13 +67,10 @@ Expected<planner::SampledRun> measure(const ProfileOptions& options,
                       options.cluster,
                       "--steps",
                       std::to_string(options.steps),
-                      "--measure",
-                      "--result-dir",
-                      scratch};
-  if (auto status = runtime::launch(launch); !status) return status.error();
-  auto result = runtime::readResult(fmt::format("{}/rank-0.pt", scratch));
-  if (!result) return result.error();
-  const runtime::MedianFigures figures = runtime::medianFigures(*result);
+                      "--measure"};
+  auto results = runtime::launchAndCollect(launch, 1);
+  if (!results) return results.error();
+  const runtime::MedianFigures figures = runtime::medianFigures(results->front());
   auto part = [&](runtime::Part which) {
     const runtime::PartCost& cost = figures.parts[static_cast<size_t>(which)];
     return planner::SampledRun::Part{cost.forwardSeconds, cost.keptBytes};

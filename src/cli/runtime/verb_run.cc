@@ -3,13 +3,9 @@
 /// is found.
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <numeric>
 
 #include "cli/verbs.h"
 #include "plan/plan_json.h"
@@ -37,55 +33,23 @@ struct RunOptions {
   std::string cluster = "cpu-host";
 };
 
-std::optional<int> environmentInt(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return std::nullopt;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0') return std::nullopt;
-  return static_cast<int>(parsed);
-}
-
 /// A rank of a job: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT say where it stands.
 int runRank(const RunOptions& options) {
-  const auto rank = environmentInt("RANK");
-  const auto world = environmentInt("WORLD_SIZE");
-  const auto port = environmentInt("MASTER_PORT");
-  if (!rank || !world || !port) {
-    return reportError(
-        Error{"run: give --ranks N, or set RANK, WORLD_SIZE, MASTER_ADDR and "
-              "MASTER_PORT (integers) to join a job"});
-  }
+  auto connection = runtime::connectionFromEnvironment(options.address);
+  if (!connection) return reportError(connection.error());
+  const int rank = connection->rank;
+  const int world = connection->world;
   auto loaded = options.graphPath.empty()
                     ? planner::loadRunnablePlan(options.planPath)
-                    : planner::loadRunnableGraph(options.graphPath, options.cluster, *world);
+                    : planner::loadRunnableGraph(options.graphPath, options.cluster, world);
   if (!loaded) return reportError(loaded.error());
-  if (loaded->plan.devices != *world) {
+  if (loaded->plan.devices != world) {
     return reportError(
-        Error{fmt::format("{}: devices: the plan is for {} devices but "
-                          "WORLD_SIZE is {}",
-                          options.planPath, loaded->plan.devices, *world)});
+        Error{fmt::format("{}: devices: the plan is for {} devices but WORLD_SIZE is {}",
+                          options.planPath, loaded->plan.devices, world)});
   }
-  runtime::Connection connection;
-  connection.rank = *rank;
-  connection.world = *world;
-  connection.port = *port;
-  const char* address = std::getenv("MASTER_ADDR");
-  connection.address = address != nullptr ? address : options.address;
-  const char* store = std::getenv("AUTOPAR_STORE");
-  connection.hostsStore = *rank == 0 && (store == nullptr || std::string(store) != "external");
   runtime::RunConfig config = options.config;
-  // Fault-injection hooks for tests: AUTOPAR_FAULT=RANK:STEP kills that rank mid-step;
-  // AUTOPAR_FAULT=drop-gradient-sums lowers the plan without its gradient all-reduces.
-  if (const char* fault = std::getenv("AUTOPAR_FAULT"); fault != nullptr) {
-    int faultRank = -1;
-    int faultStep = -1;
-    if (std::string(fault) == "drop-gradient-sums") {
-      config.dropGradientSums = true;
-    } else if (std::sscanf(fault, "%d:%d", &faultRank, &faultStep) == 2 && faultRank == *rank) {
-      config.dieAtStep = faultStep;
-    }
-  }
+  runtime::applyFaultInjection(rank, config);
   runtime::Program program{loaded->graph,
                            loaded->sharding,
                            loaded->cluster,
@@ -94,17 +58,18 @@ int runRank(const RunOptions& options) {
                            loaded->stages,
                            loaded->plan.pipeline.microBatches,
                            loaded->opChunk};
-  auto result = runtime::execute(program, connection, config, [&](const runtime::StepReport& step) {
-    fmt::print("rank {} step {} loss {:.6f} time {:.1f} ms\n", *rank, step.step, step.loss,
-               step.seconds * 1e3);
-    std::fflush(stdout);
-  });
+  auto result =
+      runtime::execute(program, *connection, config, [&](const runtime::StepReport& step) {
+        fmt::print("rank {} step {} loss {:.6f} time {:.1f} ms\n", rank, step.step, step.loss,
+                   step.seconds * 1e3);
+        std::fflush(stdout);
+      });
   if (!result) {
     fmt::print(stderr, "autopar: error: {}\n", result.error().message);
     return kExitFailed;
   }
   if (!options.resultDir.empty()) {
-    const std::string path = fmt::format("{}/rank-{}.pt", options.resultDir, *rank);
+    const std::string path = fmt::format("{}/rank-{}.pt", options.resultDir, rank);
     if (auto status = runtime::writeResult(*result, path); !status) {
       fmt::print(stderr, "autopar: error: {}\n", status.error().message);
       return kExitFailed;
@@ -113,7 +78,7 @@ int runRank(const RunOptions& options) {
   return kExitOk;
 }
 
-std::vector<std::string> rankArguments(const RunOptions& options, const std::string& resultDir) {
+std::vector<std::string> rankArguments(const RunOptions& options) {
   std::vector<std::string> args{"run",
                                 "--plan",
                                 options.planPath,
@@ -128,7 +93,6 @@ std::vector<std::string> rankArguments(const RunOptions& options, const std::str
                                 "--address",
                                 options.address};
   if (options.config.sgd) args.push_back("--sgd");
-  if (!resultDir.empty()) args.insert(args.end(), {"--result-dir", resultDir});
   return args;
 }
 
@@ -146,7 +110,7 @@ int launchRanks(const RunOptions& options) {
   if (auto status = checkRanks(loaded->plan, options.ranks, options.planPath); !status) {
     return reportError(status.error());
   }
-  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options, ""), {}};
+  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options), {}};
   if (auto status = runtime::launch(launch); !status) {
     fmt::print(stderr, "autopar: error: {}\n", status.error().message);
     return kExitFailed;
@@ -176,28 +140,14 @@ int runCheck(const RunOptions& options) {
   });
   if (!reference) return reportError(reference.error());
 
-  char pattern[] = "/tmp/autopar-check-XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  if (dir == nullptr) return reportError(Error{"check: cannot create a temporary directory"});
-  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options, dir), {}};
-  const Status launched = runtime::launch(launch);
-  std::vector<runtime::RankResult> results;
-  std::optional<Error> failure;
-  if (!launched) failure = launched.error();
-  for (int r = 0; r < options.ranks && !failure; ++r) {
-    auto result = runtime::readResult(fmt::format("{}/rank-{}.pt", dir, r));
-    if (!result)
-      failure = result.error();
-    else
-      results.push_back(std::move(*result));
-  }
-  std::filesystem::remove_all(dir);
-  if (failure) {
-    fmt::print(stderr, "autopar: error: {}\n", failure->message);
+  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options), {}};
+  auto results = runtime::launchAndCollect(launch, options.ranks);
+  if (!results) {
+    fmt::print(stderr, "autopar: error: {}\n", results.error().message);
     return kExitFailed;
   }
-  const runtime::Difference loss = runtime::lossDifference(*reference, results);
-  const runtime::Difference parameters = runtime::parameterDifference(*reference, results);
+  const runtime::Difference loss = runtime::lossDifference(*reference, *results);
+  const runtime::Difference parameters = runtime::parameterDifference(*reference, *results);
   const bool pass = loss.value <= kTolerance && parameters.value <= kTolerance;
   fmt::print("check: {} on {} ranks, {} steps against the unsharded model\n", options.planPath,
              options.ranks, options.config.steps);

@@ -36,6 +36,30 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "annotation) | sharding_propagation | recursive_programming | ilp (the op-level "
                   "searches; their sharding is taken where the full model prices it faster)")
       ->capture_default_str();
+  verb.add_option(
+          "--framework", flags.framework,
+          "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
+              planner::frameworkNames())
+      ->capture_default_str();
+  auto toggle = [&](const std::string& name, int& value, const std::string& help) {
+    verb.add_flag(fmt::format("--{},!--no-{}", name, name), value, help)->group("Code path");
+  };
+  toggle("overlap-grad-reduce", flags.overlapGradReduce,
+         "reduce data-parallel gradients in buckets during the backward");
+  toggle("overlap-param-gather", flags.overlapParamGather,
+         "all-gather sharded parameters during the forward");
+  toggle("tp-comm-overlap", flags.tpCommOverlap,
+         "overlap tensor-parallel communication with the GEMMs (Transformer Engine)");
+  toggle("async-tensor-model-parallel-allreduce", flags.asyncTpAllreduce,
+         "overlap the backward's tensor-parallel communication with the backward GEMMs");
+  toggle("list-collectives", flags.listCollectives,
+         "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)");
+  toggle("gradient-accumulation-fusion", flags.gradientAccumulationFusion,
+         "weight-gradient GEMMs accumulate into the gradient buffer in place");
+  verb.add_option("--attention", flags.attention,
+                  "flash | unfused (the score matrix in memory, Megatron-LM before 2023); "
+                  "default: the framework's")
+      ->group("Code path");
 }
 
 Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config) {
@@ -43,6 +67,26 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   auto opSearch = planner::parseOpSearch(flags.opSearch);
   if (!opSearch) return opSearch.error();
   config.opSearch = *opSearch;
+  auto framework = planner::parseFramework(flags.framework);
+  if (!framework) return framework.error();
+  config.framework = *framework;
+  planner::CodePath& code = config.codePath;
+  code = planner::frameworkProfile(*framework).codePath;
+  for (const auto& [given, field] :
+       {std::pair{flags.overlapGradReduce, &code.overlapGradReduce},
+        {flags.overlapParamGather, &code.overlapParamGather},
+        {flags.tpCommOverlap, &code.tpCommOverlap},
+        {flags.asyncTpAllreduce, &code.asyncTpAllreduce},
+        {flags.listCollectives, &code.listCollectives},
+        {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion}}) {
+    if (given != 0) *field = given > 0;
+  }
+  if (!flags.attention.empty()) {
+    if (flags.attention != "flash" && flags.attention != "unfused") {
+      return Error{fmt::format("--attention {}: expected flash or unfused", flags.attention)};
+    }
+    code.flashAttention = flags.attention == "flash";
+  }
   return {};
 }
 

@@ -14,14 +14,22 @@ namespace autopar::cli {
 struct ConfigurationFlags {
   std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
   std::string opSearch = "megatron";  ///< --op-search
+  std::string framework = "megatron-core";
+  /// Changes to the framework's code path: CLI11 counts --overlap-grad-reduce as +1 and
+  /// --no-overlap-grad-reduce as -1, so 0 keeps the profile's setting.
+  int overlapGradReduce = 0, overlapParamGather = 0, tpCommOverlap = 0, asyncTpAllreduce = 0,
+      listCollectives = 0, gradientAccumulationFusion = 0;
+  std::string attention;  ///< flash | unfused; empty: the profile's
 };
 
 /// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,
-/// --gbs, --seq, --precision, --inter-node-gbps, --cost-model and --op-search.
+/// --gbs, --seq, --precision, --inter-node-gbps, --cost-model, --op-search, --framework and the
+/// code-path switches.
 void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                              ConfigurationFlags& flags);
 
-/// Puts the flags in force: the cost model's constants, and the op-level search in `config`.
+/// Puts the flags in force: the cost model's constants, and in `config` the op-level search, the
+/// framework and its code path with the switches given.
 Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config);
 
 }  // namespace autopar::cli

@@ -96,24 +96,6 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
-  verb->add_flag("--overlap-grad-reduce", config->overlapGradReduce,
-                 "Megatron-Core: reduce gradients in buckets during the last backward");
-  verb->add_flag("--overlap-param-gather", config->overlapParamGather,
-                 "Megatron-Core: all-gather the updated parameters during the next forward");
-  verb->add_flag("--tp-comm-overlap", config->tpCommOverlap,
-                 "Megatron-Core: overlap tensor-parallel communication with the matmuls");
-  verb->add_flag("--async-tensor-model-parallel-allreduce", config->asyncTpAllreduce,
-                 "Megatron-LM (2022): overlap the backward's tensor-parallel communication with "
-                 "the backward matmuls");
-  verb->add_flag("--list-collectives", config->listCollectives,
-                 "all-gathers and reduce-scatters take per-rank tensor lists (one copy per rank; "
-                 "DeepSpeed's ZeRO-3 in 2021)");
-  verb->add_flag("--no-gradient-accumulation-fusion{false}", config->gradientAccumulationFusion,
-                 "Megatron-LM before 2022: add each micro-batch's weight gradients into the "
-                 "accumulation buffer with a separate kernel");
-  verb->add_option("--attention", config->attention,
-                   "flash | unfused (the score matrix in memory, Megatron-LM before 2023)")
-      ->capture_default_str();
   verb->add_flag("--json", args->json, "print JSON");
   verb->add_flag("--closed-form", args->closedForm,
                  "also give the search's closed-form estimate (its screen) of this configuration");

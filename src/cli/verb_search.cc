@@ -112,6 +112,9 @@ void addSearchVerb(CLI::App& app, Action& action) {
   auto args = std::make_shared<SearchArgs>();
   planner::SearchRequest& request = args->request;
   addConfigurationOptions(*verb, request.base, args->flags);
+  verb->add_flag("--zero-bubble", request.zeroBubble,
+                 "also consider the zero-bubble H1 schedule (needs Qi et al.'s patch to "
+                 "Megatron-LM / Megatron-Core: sail-sg/zero-bubble-pipeline-parallelism)");
   verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
   verb->add_option("--out", args->out,
                    fmt::format("where to write the optimal configuration (default {}; for a "

@@ -49,8 +49,9 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.zeroBubble() && (config.pp < 2 || config.vpp > 1)) {
     return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
   }
-  if (config.attention != "flash" && config.attention != "unfused") {
-    return Error{fmt::format("--attention {}: expected flash or unfused", config.attention)};
+  if (auto runnable = checkRunnable(frameworkProfile(config.framework), config, config.precision);
+      !runnable) {
+    return runnable.error();
   }
   if (config.sequenceParallel && config.tp == 1) {
     return Error{"--sequence-parallel: needs --tp greater than 1"};
@@ -119,7 +120,7 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
 }
 
 int64_t gradientBucketBytes(const MegatronConfig& config) {
-  if (!config.overlapGradReduce) return 0;
+  if (!config.codePath.overlapGradReduce) return 0;
   const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
   // Gradients are fp32 but under fp16 (as planOptions sets fp32Gradients).
   return static_cast<int64_t>(elements * (config.precision == "fp16" ? 2 : 4));
@@ -141,7 +142,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
   options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;
-  options.modelOptions.attentionScoresInMemory = config.attention == "unfused";
+  options.modelOptions.attentionScoresInMemory = !config.codePath.flashAttention;
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.microBatches());
@@ -155,14 +156,15 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // Megatron-LM accumulates and reduces gradients in fp32 under bf16 (it forces
   // --accumulate-allreduce-grads-in-fp32) and in fp16 under fp16 (the flag's default).
   training.fp32Gradients = dtype != ir::DType::kF16;
-  training.overlapParameterGather = config.overlapParamGather;
-  training.overlapActivationComm = config.tpCommOverlap;
-  training.overlapBackwardActivationComm = config.asyncTpAllreduce;
+  const CodePath& code = config.codePath;
+  training.overlapParameterGather = code.overlapParamGather;
+  training.overlapActivationComm = code.tpCommOverlap;
+  training.overlapBackwardActivationComm = code.asyncTpAllreduce;
   // Megatron-LM fuses bias + GeLU and bias + dropout + residual add into one kernel each
   // (--bias-gelu-fusion and --bias-dropout-fusion are on by default).
   training.fuseElementwise = true;
-  training.listCollectives = config.listCollectives;
-  training.unfusedGradientAccumulation = !config.gradientAccumulationFusion;
+  training.listCollectives = code.listCollectives;
+  training.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
@@ -339,7 +341,7 @@ Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config
     auto transformer = transformerOf(config);
     if (!transformer) return transformer.error();
     transformer->dtype = dtype;
-    transformer->scoresInMemory = config.attention == "unfused";
+    transformer->scoresInMemory = !config.codePath.flashAttention;
     oracle = std::make_shared<BlockShardingOracle>(std::move(*transformer), cluster);
   }
   auto blocks = oracle->shard({config.opSearch, config.tp, config.cp, config.mbs, config.seq});

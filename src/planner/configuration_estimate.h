@@ -45,6 +45,7 @@
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
 #include "ir/parallel_config.h"
+#include "planner/framework.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "search/layer_level/layer_placement.h"
@@ -63,19 +64,11 @@ struct MegatronConfig : ir::ParallelConfig {
   int64_t seq = 0;  ///< 0: the model's
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
-  /// Megatron-Core's overlap switches (--overlap-grad-reduce, --overlap-param-gather,
-  /// --tp-comm-overlap), and collectives called with per-rank tensor lists (DeepSpeed 2021).
-  bool overlapGradReduce = false;
-  bool overlapParamGather = false;
-  bool tpCommOverlap = false;
-  bool asyncTpAllreduce = false;  ///< --async-tensor-model-parallel-allreduce (Megatron 2022)
-  bool listCollectives = false;
-  /// --no-gradient-accumulation-fusion: weight gradients added into the accumulation buffer by
-  /// a separate kernel every micro-batch (Megatron-LM before 2022).
-  bool gradientAccumulationFusion = true;
-  /// flash: FlashAttention; unfused: the score matrix in memory, as Megatron-LM ran attention
-  /// before it took FlashAttention (2023).
-  std::string attention = "flash";
+  /// The framework that runs the configuration (--framework) and its code path: which kernels
+  /// run and which communications overlap (planner/framework.h). Flags such as
+  /// --overlap-grad-reduce or --attention unfused change the code path the profile gives.
+  Framework framework = Framework::kMegatronCore;
+  CodePath codePath = frameworkProfile(Framework::kMegatronCore).codePath;
   /// Non-uniform placement: BLOCK=STAGE assignments, BLOCK=CHUNK when interleaved, and blocks
   /// recomputed in full (the layer placement search fills these; empty splits layers evenly).
   std::vector<std::string> stages;

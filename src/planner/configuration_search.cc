@@ -53,7 +53,7 @@ class SearchRun {
     if (request.base.opSearch == OpSearch::kMegatron) return nullptr;
     frontend::TransformerConfig probed = model;
     probed.dtype = parsePrecision(request.base.precision).value();  // checked by the caller
-    probed.scoresInMemory = request.base.attention == "unfused";
+    probed.scoresInMemory = !request.base.codePath.flashAttention;
     return std::make_shared<BlockShardingOracle>(std::move(probed), cluster);
   }
   /// Each ranked configuration evaluated again with its blocks sharded by the op-level search
@@ -257,6 +257,12 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   space.world = cluster_.numDevices;
   space.devicesPerNode = cluster_.devicesPerNode;
   space.globalBatch = request_.base.gbs;
+  space.admits = [this](const search::HybridCandidate& candidate) {
+    if (candidate.zeroBubble() && !request_.zeroBubble) return false;
+    return checkRunnable(frameworkProfile(request_.base.framework), candidate,
+                         request_.base.precision)
+        .ok();
+  };
   auto result = search::searchHybrid(
       model(), space, [this](const auto& c) { return screen(c); },
       [this](const auto& c) { return refine(c); }, request_.refinedCandidates, progress);

@@ -34,6 +34,10 @@ struct SearchRequest {
   std::string profilePath;
   int samplingNodes = 0;  ///< the cluster the table was measured on (0: the table's)
   int samplingDevicesPerNode = 0;
+  /// Consider the zero-bubble H1 schedule, which runs only with Qi et al.'s patch to
+  /// Megatron-LM / Megatron-Core (planner/framework.h); off, the search picks what the stock
+  /// framework runs.
+  bool zeroBubble = false;
   /// How many of the fastest screened configurations the full model evaluates again.
   int refinedCandidates = 16;
 };

@@ -54,7 +54,7 @@ std::vector<MegatronConfig> denseSweep() {
               config.vpp = schedule == ir::Schedule::kInterleaved ? 2 : 1;
               config.schedule = schedule;
               config.sequenceParallel = shape.tp > 1;
-              config.overlapGradReduce = overlap;
+              config.codePath.overlapGradReduce = overlap;
               configs.push_back(config);
             }
           }
@@ -111,7 +111,7 @@ void expectScreenMatches(const std::vector<MegatronConfig>& configs) {
         << " CP " << config.cp << " EP " << config.ep << " VPP " << config.vpp << " "
         << ir::scheduleName(config.schedule) << " MBS " << config.mbs << " recompute "
         << ir::recomputeName(config.recompute) << " ZeRO " << config.zero << " overlap "
-        << config.overlapGradReduce << ": screen " << screen->stepSeconds << " s, full "
+        << config.codePath.overlapGradReduce << ": screen " << screen->stepSeconds << " s, full "
         << full->stepSeconds << " s";
   }
 }

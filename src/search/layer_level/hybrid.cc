@@ -70,8 +70,8 @@ std::vector<bool> sequenceParallelChoices(const HybridModel& model, const Hybrid
 }
 
 /// Appends `shape` with every expert-parallel degree, schedule (1F1B and, with PP > 1 and VPP
-/// 1, zero-bubble H1) and sequence-parallel choice.
-void appendVariants(const HybridModel& model, HybridCandidate shape,
+/// 1, zero-bubble H1) and sequence-parallel choice that the space admits.
+void appendVariants(const HybridModel& model, const HybridSpace& space, HybridCandidate shape,
                     std::vector<HybridCandidate>& shapes) {
   for (int64_t ep : expertDegrees(model, shape.dp)) {
     shape.ep = ep;
@@ -82,7 +82,7 @@ void appendVariants(const HybridModel& model, HybridCandidate shape,
                                        : ir::Schedule::k1F1B;
       for (bool sequenceParallel : sequenceParallelChoices(model, shape)) {
         shape.sequenceParallel = sequenceParallel;
-        shapes.push_back(shape);
+        if (!space.admits || space.admits(shape)) shapes.push_back(shape);
       }
     }
   }
@@ -114,7 +114,7 @@ std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const Hybrid
             shape.dp = dp;
             shape.vpp = vpp;
             shape.mbs = mbs;
-            appendVariants(model, shape, shapes);
+            appendVariants(model, space, shape, shapes);
           }
         }
       }
@@ -134,7 +134,7 @@ std::vector<HybridCandidate> hybridCandidates(const HybridModel& model, const Hy
         HybridCandidate candidate = shape;
         candidate.recompute = recompute;
         candidate.zero = zero;
-        candidates.push_back(candidate);
+        if (!space.admits || space.admits(candidate)) candidates.push_back(candidate);
       }
     }
   }

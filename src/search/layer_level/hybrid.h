@@ -63,6 +63,9 @@ struct HybridSpace {
   /// Context parallelism keeps at least this many tokens of the sequence per rank (it pays off
   /// for long sequences only; Megatron-LM splits each rank's part in two for load balance).
   int64_t minTokensPerContextRank = 2048;
+  /// Whether the framework that will run the plan can run a candidate (its schedules, CP, EP,
+  /// ZeRO stages); unset: every candidate.
+  std::function<bool(const HybridCandidate&)> admits;
 };
 
 struct HybridScore {

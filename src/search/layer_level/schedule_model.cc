@@ -9,13 +9,14 @@ namespace {
 /// Runs stage `stage`'s forwards and backwards as held-count changes, add(chunk, delta), and
 /// calls visit() at each moment the stage can peak (schedule_model.h).
 template <typename Add, typename Visit>
-void scanPeaks(ir::Schedule schedule, int64_t stages, int64_t virtualStages,
-               int64_t microBatches, int64_t stage, Add add, Visit visit) {
+void scanPeaks(ir::Schedule schedule, int64_t stages, int64_t virtualStages, int64_t microBatches,
+               int64_t stage, Add add, Visit visit) {
   if (chunksOf(schedule, virtualStages) == 1) {
     // GPipe runs every forward before any backward: all the micro-batches are held.
-    const int64_t held = schedule == ir::Schedule::kGPipe         ? microBatches
-                         : schedule == ir::Schedule::kZeroBubbleH1 ? std::min(stages, microBatches)
-                                                                   : std::min(stages - stage, microBatches);
+    const int64_t held = schedule == ir::Schedule::kGPipe ? microBatches
+                         : schedule == ir::Schedule::kZeroBubbleH1
+                             ? std::min(stages, microBatches)
+                             : std::min(stages - stage, microBatches);
     add(0, held);
     visit();
     return;

@@ -1,0 +1,93 @@
+#pragma once
+/// \file
+/// Framework profiles: what a training framework's code path does, as far as the step time and
+/// memory see it, and which parallel configurations it can run at all. The same TP 8 PP 4
+/// configuration runs at different speeds under the 2021 Megatron-LM (attention with the score
+/// matrix in memory, gradient sync after the backward) and under Megatron-Core (fused attention,
+/// the gradient reduce and the parameter gather overlapped). docs/frameworks.md gives the
+/// framework source or documentation behind every setting.
+///   frameworkProfile(Framework::kMegatronCore).codePath.overlapGradReduce == true
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ir/parallel_config.h"
+#include "util/expected.h"
+
+namespace autopar::planner {
+
+enum class Framework {
+  kMegatronLm2021,     ///< Megatron-LM at the SC'21 paper's commit (Narayanan et al. 2021)
+  kMegatronLm,         ///< Megatron-LM 2022 (v3.0, Korthikanti et al. 2022)
+  kMegatronCore,       ///< Megatron-Core, NeMo and Megatron-Bridge from 2024
+  kMegatronDeepSpeed,  ///< Megatron-DeepSpeed with DeepSpeed's ZeRO (2021-22)
+  kPytorchFsdp,        ///< PyTorch FullyShardedDataParallel (FSDP1), data parallel only
+  kTorchtitan,         ///< torchtitan: FSDP2, DTensor TP, torch.distributed.pipelining, CP
+  kMindSpore,          ///< MindSpore / MindFormers auto-parallel on Ascend
+  kMindSpeed,          ///< MindSpeed (Megatron-Core on Ascend)
+};
+
+/// The code path's switches the cost model reads. Each is a framework behaviour, not a fitted
+/// constant: which kernels run and which communications overlap with compute.
+struct CodePath {
+  /// Fused attention (FlashAttention, Transformer Engine's, Ascend's FlashAttentionScore);
+  /// false: the score matrix in memory (Megatron-LM's CoreAttention before 2023).
+  bool flashAttention = true;
+  /// The weight-gradient GEMM accumulates into the fp32 gradient buffer in place; false: a
+  /// separate add kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022).
+  bool gradientAccumulationFusion = true;
+  /// The backward's tensor-parallel collective overlaps the backward GEMMs.
+  bool asyncTpAllreduce = false;
+  /// Tensor-parallel communication overlapped with the GEMMs forward and backward
+  /// (Transformer Engine's userbuffers, --tp-comm-overlap).
+  bool tpCommOverlap = false;
+  /// Data-parallel gradients reduced in buckets while the backward runs.
+  bool overlapGradReduce = false;
+  /// Sharded parameters gathered while the forward runs (distributed optimizer, FSDP prefetch).
+  bool overlapParamGather = false;
+  /// Collectives called with per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021).
+  bool listCollectives = false;
+  auto operator<=>(const CodePath&) const = default;
+};
+
+/// What the framework can run.
+struct Capabilities {
+  bool tensorParallel = true;
+  bool pipelineParallel = true;
+  bool interleaved = true;
+  bool contextParallel = false;
+  bool expertParallel = false;
+  /// The zero-bubble H1 schedule, with Qi et al.'s patch (sail-sg/zero-bubble-pipeline-
+  /// parallelism's zbpp_light patches Megatron-LM and Megatron-Core); no stock framework runs it.
+  bool zeroBubble = false;
+  bool fp8 = false;
+  /// The ZeRO stages it runs, bit z for stage z (0: plain data parallelism).
+  uint8_t zeroStages = 0b0001;
+  [[nodiscard]] bool runsZero(int zero) const {
+    return zero >= 0 && zero <= 3 && ((zeroStages >> zero) & 1) != 0;
+  }
+};
+
+struct FrameworkProfile {
+  Framework framework;
+  std::string_view name;     ///< the --framework value
+  std::string_view summary;  ///< what it stands for, one line
+  CodePath codePath;
+  Capabilities can;
+};
+
+/// "megatron-lm-2021", "megatron-lm", "megatron-core", "megatron-deepspeed", "pytorch-fsdp",
+/// "torchtitan", "mindspore", "mindspeed"; the error lists them.
+Expected<Framework> parseFramework(std::string_view name);
+const FrameworkProfile& frameworkProfile(Framework framework);
+/// The accepted names, comma-separated, for help texts and errors.
+std::string frameworkNames();
+
+/// Whether the framework can run the configuration in this precision; the error is one line
+/// naming the flag: "--framework megatron-lm: cannot run --cp 2 (context parallelism came with
+/// Megatron-Core)".
+Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
+                     std::string_view precision);
+
+}  // namespace autopar::planner

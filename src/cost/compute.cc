@@ -49,7 +49,7 @@ double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>
   // waves, the pipeline's fill along the depth): each extent x costs a factor x / (x + tileDim).
   // The product is symmetric in the extents, so the backward's two GEMMs, which permute them,
   // run at the forward's efficiency.
-  double efficiency = constants.matmulEfficiency;
+  double efficiency = op.attrs.fp8 ? constants.fp8MatmulEfficiency : constants.matmulEfficiency;
   if (gemm) {
     for (double extent : {gemm->rows, gemm->columns, gemm->depth}) {
       efficiency *= extent / (extent + constants.tileDim);
@@ -80,7 +80,8 @@ double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, d
                        const cluster::DeviceSpec& device) {
   double computeSeconds = 0;
   if (flops > 0) {
-    const double peak = peakFlops(device, precisionOf(graph, op));
+    const double peak =
+        peakFlops(device, op.attrs.fp8 ? cluster::Precision::kFP8 : precisionOf(graph, op));
     computeSeconds = flops / (peak * computeEfficiency(op, gemm, device));
   }
   return std::max(computeSeconds, memorySeconds(device, bytes));

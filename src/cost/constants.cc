@@ -52,6 +52,7 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
   };
   const Field fields[] = {
       {"matmul_efficiency", 1, &constants.matmulEfficiency},
+      {"fp8_matmul_efficiency", 1, &constants.fp8MatmulEfficiency},
       {"attention_efficiency", 1, &constants.attentionEfficiency},
       {"vector_efficiency", 1, &constants.vectorEfficiency},
       {"memory_efficiency", 1, &constants.memoryEfficiency},

@@ -12,7 +12,9 @@
 namespace autopar::cost {
 
 struct CostConstants {
-  double matmulEfficiency = 0;     ///< large GEMMs, share of dense peak
+  double matmulEfficiency = 0;  ///< large GEMMs, share of dense peak
+  /// Large fp8 GEMMs (Transformer Engine's, ir::OpAttrs::fp8), share of the fp8 dense peak.
+  double fp8MatmulEfficiency = 0;
   double attentionEfficiency = 0;  ///< fused attention, share of dense peak
   double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
   double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth

@@ -18,17 +18,20 @@ TEST(CostConstants, CompiledInFileParses) {
 TEST(CostConstants, BadFieldsAreNamed) {
   EXPECT_EQ(parseCostConstants("[1]").error().message, "expected a JSON object");
   EXPECT_EQ(parseCostConstants(R"({"matmul_efficiency": 0.7})").error().message,
-            "missing field 'attention_efficiency'");
-  EXPECT_EQ(parseCostConstants(R"({"matmul_efficiency": 1.5, "attention_efficiency": 0.6,
+            "missing field 'fp8_matmul_efficiency'");
+  EXPECT_EQ(
+      parseCostConstants(
+          R"({"matmul_efficiency": 1.5, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.6,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
       "list_collective_copy_seconds": 5e-6})")
-                .error()
-                .message,
-            "matmul_efficiency: expected a number in (0, 1], got 1.5");
+          .error()
+          .message,
+      "matmul_efficiency: expected a number in (0, 1], got 1.5");
 }
 
 TEST(CostConstants, DevicesOverrideSomeConstants) {
-  const std::string base = R"("matmul_efficiency": 0.7, "attention_efficiency": 0.4,
+  const std::string base =
+      R"("matmul_efficiency": 0.7, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.4,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
       "list_collective_copy_seconds": 5e-6)";
   auto constants = parseCostConstants(

@@ -68,6 +68,20 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
                                    : 2 * forwardBytes;
   cost.backwardSeconds =
       rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes, gemm, cluster.device);
+  if (op.attrs.fp8) {
+    // Transformer Engine casts each GEMM operand to fp8 with a kernel of its own (cast and
+    // transpose, the amax fused in): the input activation forward, the output gradient backward,
+    // each read in bf16 and written twice in fp8 (row- and column-major), 4 bytes an element.
+    // The weights' fp8 copies are cast once per step and cached across micro-batches
+    // (is_first_microbatch), so they are not counted per micro-batch.
+    constexpr double kCastBytesPerElement = 4;
+    cost.forwardSeconds +=
+        memorySeconds(cluster.device,
+                      kCastBytesPerElement * static_cast<double>(shard.inputs[0].sliceElements()));
+    cost.backwardSeconds +=
+        memorySeconds(cluster.device,
+                      kCastBytesPerElement * static_cast<double>(shard.outputs[0].sliceElements()));
+  }
   cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
   return cost;
 }

@@ -91,6 +91,19 @@ class TransformerBuilder {
   TensorId visionTokens();
   void head(TensorId input, TensorId labels);
 
+  /// The dtype tensors are stored and communicated in: fp8 training (Transformer Engine's
+  /// recipe) keeps them in bf16 and runs only the linear layers' GEMMs in fp8 (gemmAttrs).
+  [[nodiscard]] ir::DType storage() const {
+    return config_.dtype == ir::DType::kFP8 ? ir::DType::kBF16 : config_.dtype;
+  }
+  /// The attributes of a transformer layer's linear GEMM: fp8 under fp8 training. The LM head,
+  /// the router and the embedding stay in bf16, as Megatron-Core builds them outside
+  /// Transformer Engine's modules.
+  [[nodiscard]] ir::OpAttrs gemmAttrs() const {
+    ir::OpAttrs attrs;
+    attrs.fp8 = config_.dtype == ir::DType::kFP8;
+    return attrs;
+  }
   /// The annotation, or none when the config asks for no annotations.
   [[nodiscard]] ir::StrategyCuts cuts(ir::StrategyCuts annotation) const {
     return annotate_ ? std::move(annotation) : ir::StrategyCuts{};
@@ -135,7 +148,7 @@ TensorId TransformerBuilder::addInput(const std::string& name, ir::Shape shape, 
 
 TensorId TransformerBuilder::addParameter(const std::string& name, ir::Shape shape) {
   if (error_) return kFailed;
-  auto id = graph_.addTensor(name, ir::TensorType{std::move(shape), config_.dtype},
+  auto id = graph_.addTensor(name, ir::TensorType{std::move(shape), storage()},
                              ir::TensorRole::kParameter);
   if (!id) error_ = id.error();
   return id ? *id : kFailed;
@@ -161,7 +174,8 @@ TensorId TransformerBuilder::linear(const std::string& name, TensorId input, int
   // Column: X (dp,1,1) x W (1,tp) -> Y (dp,1,tp). Row: X (dp,1,tp) x W (tp,1) -> partial sums.
   ir::StrategyCuts matmulCuts = column ? ir::StrategyCuts{activation(false), {1, tp_}}
                                        : ir::StrategyCuts{activation(true), {tp_, 1}};
-  TensorId output = addOp(name, OpKind::kMatMul, {input, weight}, cuts(std::move(matmulCuts)));
+  TensorId output =
+      addOp(name, OpKind::kMatMul, {input, weight}, cuts(std::move(matmulCuts)), gemmAttrs());
   if (!bias) return output;
   // The bias follows its matmul's output: split like the output features. After a row-parallel
   // matmul the sum is complete (all-reduced, or reduce-scattered along s with sequence
@@ -265,7 +279,8 @@ TensorId TransformerBuilder::expertLinear(const std::string& name, TensorId inpu
   ir::StrategyCuts matmulCuts = parallel == Parallel::kColumn
                                     ? ir::StrategyCuts{expertSlots(false), {ep_, 1, tp_}}
                                     : ir::StrategyCuts{expertSlots(true), {ep_, tp_, 1}};
-  return addOp(name, OpKind::kBatchMatMul, {input, weight}, cuts(std::move(matmulCuts)));
+  return addOp(name, OpKind::kBatchMatMul, {input, weight}, cuts(std::move(matmulCuts)),
+               gemmAttrs());
 }
 
 TensorId TransformerBuilder::moe(const std::string& prefix, TensorId input) {
@@ -326,7 +341,7 @@ TensorId TransformerBuilder::visionTokens() {
   tower_ = &vision_;
   cp_ = 1;  // the image tokens are few: the vision tower is not context-parallel
   block_ = "vit.embedding";
-  TensorId pixels = addInput("pixels", {b, v.patches, v.patchInput}, config_.dtype);
+  TensorId pixels = addInput("pixels", {b, v.patches, v.patchInput}, storage());
   TensorId patchWeight = addParameter("vit.patch_embed.weight", {v.patchInput, v.hidden});
   TensorId hidden = addOp("vit.patch_embed", OpKind::kMatMul, {pixels, patchWeight},
                           cuts({hiddenState(), {1, 1}}));

@@ -131,6 +131,8 @@ struct TransformerConfig {
   /// Attention as before FlashAttention (Megatron-LM's CoreAttention, until 2023): the score
   /// matrix in memory (ir::OpAttrs::scoresInMemory).
   bool scoresInMemory = false;
+  /// The compute type; fp8 is Transformer Engine's recipe: the layers' linear GEMMs in fp8, every
+  /// tensor stored and communicated in bf16.
   ir::DType dtype = ir::DType::kBF16;
   /// A vision tower whose image tokens precede the text (multimodal models).
   struct Vision {

@@ -475,3 +475,30 @@ TEST(TransformerErrors, HiddenDropoutMustBeARate) {
 
 }  // namespace
 }  // namespace autopar::frontend
+
+namespace autopar::frontend {
+namespace {
+
+/// fp8 training as Transformer Engine runs it: only the layers' linear GEMMs are fp8; every
+/// tensor stays bf16, and the LM head stays a bf16 GEMM.
+TEST(Transformer, Fp8RunsOnlyTheLayersLinearGemmsInFp8) {
+  Config config = tinyLlama();
+  config.dtype = ir::DType::kFP8;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  for (const ir::Tensor& tensor : graph->tensors()) {
+    EXPECT_NE(tensor.type.dtype, ir::DType::kFP8) << tensor.name;
+  }
+  EXPECT_TRUE(opNamed(*graph, "layer0.attn.q_proj").attrs.fp8);
+  EXPECT_TRUE(opNamed(*graph, "layer0.mlp.down_proj").attrs.fp8);
+  EXPECT_FALSE(opNamed(*graph, "lm_head").attrs.fp8);
+  EXPECT_FALSE(opNamed(*graph, "layer0.attn.flash_attention").attrs.fp8);
+  config.dtype = ir::DType::kBF16;
+  auto bf16 = buildTransformer(config);
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->parameterCount(), graph->parameterCount());
+  EXPECT_FALSE(opNamed(*bf16, "layer0.attn.q_proj").attrs.fp8);
+}
+
+}  // namespace
+}  // namespace autopar::frontend

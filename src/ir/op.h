@@ -33,6 +33,10 @@ struct OpAttrs {
   /// the full score matrix computed and written to memory, softmaxed and dropped out there,
   /// then read back (ir/ops/attention.cc).
   bool scoresInMemory = false;
+  /// MatMul/BatchMatMul: a GEMM run in fp8 as Transformer Engine runs the linear layers (E4M3
+  /// forward, E5M2 gradients, delayed scaling): at the fp8 peak, each operand cast to fp8 by a
+  /// kernel of its own; the tensors themselves stay in their dtype (cost/op_cost.cc).
+  bool fp8 = false;
   DType castTo = DType::kF32;  ///< Cast
   double dropoutRate = 0.0;    ///< Dropout
   double epsilon = 1e-5;       ///< LayerNorm/RMSNorm

@@ -7,9 +7,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "cli/verbs.h"
 #include "frontend/iopddl.h"
 #include "search/intra_op/intra_op_solver.h"
@@ -28,11 +25,7 @@ struct IopddlOptions {
 };
 
 int runEvaluate(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
-  std::ifstream file(options.second);
-  if (!file) return reportError(Error{fmt::format("{}: cannot open file", options.second)});
-  std::stringstream text;
-  text << file.rdbuf();
-  auto solution = frontend::parseIopddlSolution(text.str(), options.second);
+  auto solution = frontend::readIopddlSolution(options.second);
   if (!solution) return reportError(solution.error());
   auto evaluation = ir::evaluateSolution(problem, *solution);
   if (!evaluation) return reportError(evaluation.error().in(options.second));

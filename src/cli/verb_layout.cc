@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "cli/verbs.h"
+#include "export/layout_report.h"
 #include "layout/strategy.h"
 #include "planner/layout_inputs.h"
 #include "rules/sharded_op.h"
@@ -23,12 +22,6 @@ struct LayoutOptions {
   int devices = 0;
   bool json = false;
 };
-
-std::string rangesText(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  std::vector<std::string> parts;
-  for (const auto& [lo, hi] : ranges) parts.push_back(fmt::format("{}:{}", lo, hi));
-  return fmt::format("[{}]", fmt::join(parts, ", "));
-}
 
 int runLayout(const LayoutOptions& options) {
   auto strategy = layout::parseStrategy(options.strategy);
@@ -50,38 +43,7 @@ int runLayout(const LayoutOptions& options) {
   auto sharded = rules::applyFactorCuts(*rule, *cuts, ranks);
   if (!sharded) return reportError(sharded.error().in("--devices"));
 
-  std::vector<std::pair<std::string, const layout::TensorLayout*>> tensors;
-  for (size_t i = 0; i < sharded->inputs.size(); ++i) {
-    tensors.emplace_back(fmt::format("input {}", i), &sharded->inputs[i]);
-  }
-  tensors.emplace_back("output", &sharded->outputs.front());
-
-  nlohmann::ordered_json json{{"device_matrix", sharded->matrix.shape()},
-                              {"tensor_maps", nlohmann::json::array()},
-                              {"slices", nlohmann::json::array()}};
-  std::string text = fmt::format("device matrix [{}] over devices 0..{}\n",
-                                 fmt::join(sharded->matrix.shape(), ","), numDevices - 1);
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const auto& [label, tensorLayout] = tensors[t];
-    json["tensor_maps"].push_back(tensorLayout->tensorMap());
-    text +=
-        fmt::format("{} shape [{}] tensor map [{}]{}\n", label, fmt::join(tensorLayout->shape, ","),
-                    fmt::join(tensorLayout->tensorMap(), ","),
-                    tensorLayout->partialAxes.empty() ? "" : " (partial sums)");
-    std::map<std::vector<std::pair<int64_t, int64_t>>, std::vector<int64_t>> holders;
-    for (int64_t device = 0; device < numDevices; ++device) {
-      auto ranges = tensorLayout->sliceRanges(device);
-      std::vector<std::vector<int64_t>> rangeList;
-      for (const auto& [lo, hi] : ranges) rangeList.push_back({lo, hi});
-      json["slices"].push_back({{"device", device}, {"tensor", t}, {"ranges", rangeList}});
-      holders[ranges].push_back(device);
-    }
-    for (const auto& [ranges, devices] : holders) {
-      text += fmt::format("  slice {} on devices {{{}}}\n", rangesText(ranges),
-                          fmt::join(devices, ","));
-    }
-  }
-  fmt::print("{}", options.json ? json.dump(2) + "\n" : text);
+  fmt::print("{}", exporters::formatLayout(*sharded, numDevices, options.json));
   return kExitOk;
 }
 

@@ -2,70 +2,22 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/verbs.h"
-#include "cluster/cluster.h"
-#include "frontend/model_presets.h"
-#include "planner/inputs.h"
+#include "export/preset_list.h"
 
 namespace autopar::cli {
 
 namespace {
 
 int listModels(bool json) {
-  nlohmann::ordered_json list = nlohmann::json::array();
-  std::string text = fmt::format("{:<18} {:>7} {:>7} {:>6} {:>5} {:>7} {:>8} {:>6}\n", "model",
-                                 "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq");
-  for (const auto& name : frontend::modelPresetNames()) {
-    auto config = frontend::transformerPreset(name);
-    if (!config) {  // the seed-002 FFN is not a transformer
-      list.push_back({{"name", name}, {"kind", "mlp"}});
-      text += fmt::format("{:<18} seed 002 FFN: 784-512-256-128-64-10\n", name);
-      continue;
-    }
-    list.push_back({{"name", name},
-                    {"kind", "transformer"},
-                    {"layers", config->layers},
-                    {"hidden", config->hidden},
-                    {"heads", config->heads},
-                    {"kv_heads", config->kvHeads},
-                    {"ffn", config->ffn},
-                    {"vocab", config->vocab},
-                    {"seq", config->seq}});
-    text += fmt::format("{:<18} {:>7} {:>7} {:>6} {:>5} {:>7} {:>8} {:>6}\n", name, config->layers,
-                        config->hidden, config->heads, config->kvHeads, config->ffn, config->vocab,
-                        config->seq);
-  }
-  fmt::print("{}", json ? list.dump(2) + "\n" : text);
+  fmt::print("{}", exporters::formatModelPresets(json));
   return kExitOk;
 }
 
 int listClusters(bool json) {
-  nlohmann::ordered_json list = nlohmann::json::array();
-  std::string text;
-  for (const auto& name : cluster::clusterPresetNames()) {
-    auto preset = cluster::clusterPreset(name);
-    if (!preset) return reportError(preset.error());
-    nlohmann::ordered_json levels = nlohmann::json::array();
-    std::vector<std::string> levelText;
-    for (const auto& level : preset->levels) {
-      levels.push_back({{"name", level.name},
-                        {"domain_size", level.domainSize},
-                        {"bytes_per_s", level.bytesPerSecond},
-                        {"latency_s", level.latencySeconds}});
-      levelText.push_back(fmt::format("{} {:.0f} GB/s", level.name, level.bytesPerSecond / 1e9));
-    }
-    list.push_back({{"name", name},
-                    {"device", preset->device.name},
-                    {"devices_per_node", preset->devicesPerNode},
-                    {"memory_bytes", preset->device.memoryBytes},
-                    {"levels", levels}});
-    text += fmt::format("{:<18} {} x {:<18} {:>10}  {}\n", name, preset->numDevices,
-                        preset->device.name, planner::formatBytes(preset->device.memoryBytes),
-                        fmt::join(levelText, ", "));
-  }
-  fmt::print("{}", json ? list.dump(2) + "\n" : text);
+  auto text = exporters::formatClusterPresets(json);
+  if (!text) return reportError(text.error());
+  fmt::print("{}", *text);
   return kExitOk;
 }
 

@@ -2,15 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/verbs.h"
+#include "export/layout_report.h"
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
-#include "plan/plan_json.h"
 #include "planner/inputs.h"
 #include "planner/layout_inputs.h"
-#include "planner/plan_assembly.h"
 
 namespace autopar::cli {
 
@@ -48,22 +45,7 @@ int runRedistribute(const RedistributeOptions& options) {
   auto plan =
       layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
   if (!plan) return reportError(plan.error());
-  if (options.json) {
-    nlohmann::ordered_json json{{"seconds", plan->seconds},
-                                {"bytes_per_device", plan->bytesPerDevice},
-                                {"steps", nlohmann::json::array()}};
-    for (const auto& step : plan->steps)
-      json["steps"].push_back(plan::stepToJson(planner::stepRecord(step)));
-    fmt::print("{}\n", json.dump(2));
-    return kExitOk;
-  }
-  fmt::print("from {}\nto   {}\n", from->toString(), to->toString());
-  if (plan->empty()) fmt::print("no communication: the layouts are the same\n");
-  for (size_t i = 0; i < plan->steps.size(); ++i) {
-    fmt::print("  {}. {}\n", i + 1, plan->steps[i].toString());
-  }
-  fmt::print("total {} , {} sent per device on {}\n", planner::formatSeconds(plan->seconds),
-             planner::formatBytes(plan->bytesPerDevice), cluster->name);
+  fmt::print("{}", exporters::formatRedistribution(*plan, *from, *to, cluster->name, options.json));
   return kExitOk;
 }
 

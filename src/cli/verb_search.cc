@@ -47,17 +47,7 @@ int runGraphSearch(const SearchArgs& args) {
   auto found = planner::searchGraph(request);
   if (!found) return reportError(found.error());
   if (!found->best) {
-    const std::string leanest =
-        found->leanest
-            ? fmt::format("the leanest ({} stages, recompute {}) needs {} per device of {}",
-                          found->leanest->candidate.stages, found->leanest->candidate.recompute,
-                          planner::formatBytes(found->leanest->peakBytes),
-                          planner::formatBytes(found->cluster.device.memoryBytes))
-            : "no configuration could be evaluated";
-    return reportError(Error{fmt::format(
-        "nothing fits: {}; add devices (--nodes) or shard the largest parameters with a "
-        "--op-search",
-        leanest)});
+    return reportError(Error{planner::graphNothingFitsAdvice(*found)});
   }
   const std::string out = args.out.empty() ? kGraphPlanFile : args.out;
   const plan::Plan plan = planner::planOf(*found->best, found->bestOptions, found->cluster);

@@ -158,6 +158,12 @@ Expected<ir::IntraOpProblem> readIopddl(const std::string& path) {
   return parseIopddl(*text, path);
 }
 
+Expected<std::vector<int>> readIopddlSolution(const std::string& path) {
+  auto text = readMaybeGzip(path);
+  if (!text) return text.error();
+  return parseIopddlSolution(*text, path);
+}
+
 Expected<std::vector<int>> parseIopddlSolution(const std::string& text,
                                                const std::string& sourceName) {
   std::istringstream lines(text);

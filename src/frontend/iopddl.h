@@ -27,4 +27,7 @@ Expected<ir::IntraOpProblem> parseIopddl(const std::string& text, const std::str
 Expected<std::vector<int>> parseIopddlSolution(const std::string& text,
                                                const std::string& sourceName);
 
+/// Reads a solution file (gzip-compressed or not) as parseIopddlSolution reads its text.
+Expected<std::vector<int>> readIopddlSolution(const std::string& path);
+
 }  // namespace autopar::frontend

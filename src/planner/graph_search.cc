@@ -117,4 +117,17 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
   return found;
 }
 
+std::string graphNothingFitsAdvice(const GraphSearch& found) {
+  const std::string leanest =
+      found.leanest
+          ? fmt::format("the leanest ({} stages, recompute {}) needs {} per device of {}",
+                        found.leanest->candidate.stages, found.leanest->candidate.recompute,
+                        formatBytes(found.leanest->peakBytes),
+                        formatBytes(found.cluster.device.memoryBytes))
+          : "no configuration could be evaluated";
+  return fmt::format(
+      "nothing fits: {}; add devices (--nodes) or shard the largest parameters with a --op-search",
+      leanest);
+}
+
 }  // namespace autopar::planner

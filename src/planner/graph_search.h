@@ -77,4 +77,9 @@ struct GraphSearch {
 /// configuration refuses (that reason), one line each.
 Expected<GraphSearch> searchGraph(const GraphSearchRequest& request);
 
+/// When nothing fits (`best` empty): the leanest configuration's need and what would help,
+///   "nothing fits: the leanest (4 stages, recompute full) needs 91.2 GiB per device of 80 GiB;
+///    add devices (--nodes) or shard the largest parameters with a --op-search"
+std::string graphNothingFitsAdvice(const GraphSearch& found);
+
 }  // namespace autopar::planner

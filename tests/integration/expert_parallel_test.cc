@@ -13,7 +13,7 @@
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
@@ -49,17 +49,15 @@ struct Evaluated {
 Evaluated evaluate(const frontend::TransformerConfig& config) {
   auto graph = frontend::buildTransformer(config);
   EXPECT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  auto cluster = planner::loadCluster("dgx-a100-80g", 1, kDevices);
   EXPECT_TRUE(cluster.ok());
-  std::vector<int> ranks(kDevices);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks);
-  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-  cost::EvaluateOptions options;
-  options.redistribution.enableAllToAll = true;
-  auto report = cost::evaluateGraph(*graph, sharding->ops, *cluster, options);
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  return {std::move(*graph), std::move(*report)};
+  // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
+  planner::PlanOptions options;
+  options.enableAllToAll = true;
+  auto evaluated = planner::evaluateModel(
+      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, options, *cluster);
+  EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+  return {std::move(*graph), std::move(evaluated->report)};
 }
 
 /// The collective steps of the edges into (forward) or out of (backward) the op `name`, from its

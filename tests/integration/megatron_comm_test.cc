@@ -10,7 +10,7 @@
 #include "cluster/collective.h"
 #include "cost/graph_cost.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
@@ -44,16 +44,14 @@ void expectMegatronCounts(frontend::TransformerConfig config) {
   config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
   auto graph = frontend::buildTransformer(config);
   ASSERT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
-  ASSERT_TRUE(cluster.ok());
-  auto four = cluster::takeDevices(*cluster, kTensorParallel);
+  auto four = planner::loadCluster("dgx-a100-80g", 1, kTensorParallel);
   ASSERT_TRUE(four.ok());
+  auto evaluated = planner::evaluateModel(
+      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, {}, *four);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
+  const cost::CostReport* report = &evaluated->report;
   std::vector<int> ranks(kTensorParallel);
   std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks);
-  ASSERT_TRUE(sharding.ok()) << sharding.error().message;
-  auto report = cost::evaluateGraph(*graph, sharding->ops, *four);
-  ASSERT_TRUE(report.ok()) << report.error().message;
 
   // b*s*h elements of bf16 over the 4 tensor-parallel ranks.
   const int64_t elements = config.microBatch * config.seq * config.hidden;

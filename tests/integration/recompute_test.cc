@@ -12,19 +12,18 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
-
-#include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
 
 constexpr int64_t kTp = 8;
 
-int64_t activationBytes(int64_t layers, bool sequenceParallel, cost::LayerRecompute recompute) {
+/// GPT-3 175B with `layers` layers, TP 8 on one DGX A100, through the planner's pipeline (the
+/// semi-auto plan of its Megatron-style annotation) with layer recompute `recompute`.
+cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute recompute) {
   auto config = frontend::transformerPreset("gpt3-175b");
   EXPECT_TRUE(config.ok());
   config->layers = layers;
@@ -32,20 +31,21 @@ int64_t activationBytes(int64_t layers, bool sequenceParallel, cost::LayerRecomp
   config->parallel = ir::ParallelConfig{.tp = kTp, .dp = 1, .sequenceParallel = sequenceParallel};
   auto graph = frontend::buildTransformer(*config);
   EXPECT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  auto cluster = planner::loadCluster("dgx-a100-80g", 1, static_cast<int>(kTp));
   EXPECT_TRUE(cluster.ok());
-  std::vector<int> ranks(kTp);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks);
-  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-  cost::EvaluateOptions options;
-  options.recompute.layers = recompute;
-  auto report = cost::evaluateGraph(*graph, sharding->ops, *cluster, options);
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  return report->memory.activationBytes;
+  planner::PlanOptions options;
+  options.training.recompute = std::string(ir::recomputeName(recompute));
+  auto evaluated = planner::evaluateModel(
+      planner::LoadedModel{std::move(*graph), "gpt3-175b", 1, 2048}, options, *cluster);
+  EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+  return evaluated->report;
 }
 
-int64_t perLayer(bool sequenceParallel, cost::LayerRecompute recompute) {
+int64_t activationBytes(int64_t layers, bool sequenceParallel, ir::Recompute recompute) {
+  return evaluate(layers, sequenceParallel, recompute).memory.activationBytes;
+}
+
+int64_t perLayer(bool sequenceParallel, ir::Recompute recompute) {
   return activationBytes(3, sequenceParallel, recompute) -
          activationBytes(2, sequenceParallel, recompute);
 }
@@ -54,46 +54,32 @@ constexpr double kSbh = 2048.0 * 1 * 12288;
 constexpr double kNormStatistics = 2 * 2 * 4 * 2048.0;  // two norms, two fp32 values per token
 
 TEST(Recompute, SelectiveWithSequenceParallelKeepsThirtyFourSbhOverT) {
-  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, cost::LayerRecompute::kSelective)),
+  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, ir::Recompute::kSelective)),
                    34 * kSbh / kTp + kNormStatistics / kTp);
 }
 
 TEST(Recompute, FullKeepsOnlyEachLayersInput) {
-  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(false, cost::LayerRecompute::kFull)), 2 * kSbh);
-  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, cost::LayerRecompute::kFull)),
-                   2 * kSbh / kTp);
+  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(false, ir::Recompute::kFull)), 2 * kSbh);
+  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, ir::Recompute::kFull)), 2 * kSbh / kTp);
 }
 
 TEST(Recompute, NoRecomputeKeepsTheFusedAttentionStatisticsOnTop) {
   // Without recompute the fused attention also keeps its softmax statistics: one fp32 value per
   // head and token, a*s*b*4 bytes split over t.
   const double heads = 96;
-  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, cost::LayerRecompute::kNone)),
+  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(true, ir::Recompute::kNone)),
                    34 * kSbh / kTp + kNormStatistics / kTp + heads * 2048 * 4 / kTp);
   // Without sequence parallelism: 10 s b h unsplit (norm inputs, their outputs feeding the
   // column-parallel projections, dropout masks) + 24 s b h / t, Korthikanti's Table 2 row for
   // tensor parallelism without a softmax term.
-  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(false, cost::LayerRecompute::kNone)),
+  EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(false, ir::Recompute::kNone)),
                    10 * kSbh + 24 * kSbh / kTp + kNormStatistics + heads * 2048 * 4 / kTp);
 }
 
 TEST(Recompute, ChargesTheExtraForwardInTheBackward) {
-  auto stage = [](cost::LayerRecompute recompute) {
-    auto config = frontend::transformerPreset("gpt3-175b");
-    config->layers = 2;
-    config->microBatch = 1;
-    config->parallel = ir::ParallelConfig{.tp = kTp, .dp = 1};
-    auto graph = frontend::buildTransformer(*config);
-    auto cluster = cluster::clusterPreset("dgx-a100-80g");
-    std::vector<int> ranks(kTp);
-    std::iota(ranks.begin(), ranks.end(), 0);
-    auto sharding = rules::shardGraph(*graph, ranks);
-    cost::EvaluateOptions options;
-    options.recompute.layers = recompute;
-    return cost::evaluateGraph(*graph, sharding->ops, *cluster, options)->stages.front();
-  };
-  const cost::StageCost none = stage(cost::LayerRecompute::kNone);
-  const cost::StageCost full = stage(cost::LayerRecompute::kFull);
+  auto stage = [](ir::Recompute recompute) { return evaluate(2, false, recompute).stages.front(); };
+  const cost::StageCost none = stage(ir::Recompute::kNone);
+  const cost::StageCost full = stage(ir::Recompute::kFull);
   EXPECT_EQ(none.recomputeSeconds, 0.0);
   // Full recompute runs the layers' forward again (about a third of a layer's step) and replays
   // the tensor-parallel all-reduces inside them.

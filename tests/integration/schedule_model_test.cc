@@ -24,8 +24,8 @@ namespace {
 
 /// Every stage with the same forward, backward and weight-gradient time per chunk, and random
 /// activation bytes per chunk.
-sim::SimulationInput randomInput(std::mt19937_64& rng, ir::Schedule schedule,
-                                 int stages, int chunks, int microBatches) {
+sim::SimulationInput randomInput(std::mt19937_64& rng, ir::Schedule schedule, int stages,
+                                 int chunks, int microBatches) {
   sim::SimulationInput input;
   input.shape = {stages, microBatches, chunks, schedule};
   for (int s = 0; s < stages; ++s) {
@@ -54,8 +54,8 @@ int64_t rowsPeak(const std::vector<std::vector<int64_t>>& rows,
 
 TEST(ScheduleModel, PeakRowsGiveTheSimulatorsActivationPeaks) {
   std::mt19937_64 rng(2032);
-  for (auto schedule : {ir::Schedule::k1F1B, ir::Schedule::kInterleaved,
-                        ir::Schedule::kZeroBubbleH1}) {
+  for (auto schedule :
+       {ir::Schedule::k1F1B, ir::Schedule::kInterleaved, ir::Schedule::kZeroBubbleH1}) {
     const bool interleaved = schedule == ir::Schedule::kInterleaved;
     for (int stages : {2, 3, 4, 8}) {
       for (int chunks : interleaved ? std::vector<int>{2, 3} : std::vector<int>{1}) {
@@ -93,8 +93,8 @@ TEST(ScheduleModel, PeakRowsGiveTheSimulatorsActivationPeaks) {
 TEST(ScheduleModel, StepMatchesTheSimulatorOnEvenStages) {
   std::mt19937_64 rng(2033);
   const int stages = 4;
-  for (auto schedule : {ir::Schedule::k1F1B, ir::Schedule::kInterleaved,
-                        ir::Schedule::kZeroBubbleH1}) {
+  for (auto schedule :
+       {ir::Schedule::k1F1B, ir::Schedule::kInterleaved, ir::Schedule::kZeroBubbleH1}) {
     const int chunks = schedule == ir::Schedule::kInterleaved ? 2 : 1;
     for (int microBatches : {4, 8, 16}) {
       const sim::SimulationInput input = randomInput(rng, schedule, stages, chunks, microBatches);

@@ -14,7 +14,7 @@
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
@@ -104,20 +104,16 @@ struct Evaluated {
   cost::CostReport report;
 };
 
+/// The config's semi-auto plan on kTensorParallel devices of a DGX A100, through the planner.
 Evaluated evaluate(const frontend::TransformerConfig& config) {
   auto graph = frontend::buildTransformer(config);
   EXPECT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  auto cluster = planner::loadCluster("dgx-a100-80g", 1, static_cast<int>(kTensorParallel));
   EXPECT_TRUE(cluster.ok());
-  auto devices = cluster::takeDevices(*cluster, kTensorParallel);
-  EXPECT_TRUE(devices.ok());
-  std::vector<int> ranks(kTensorParallel);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks);
-  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-  auto report = cost::evaluateGraph(*graph, sharding->ops, *devices);
-  EXPECT_TRUE(report.ok()) << report.error().message;
-  return {std::move(*graph), std::move(*report)};
+  auto evaluated = planner::evaluateModel(
+      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, {}, *cluster);
+  EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+  return {std::move(*graph), std::move(evaluated->report)};
 }
 
 std::string layerBlock(int64_t layer) { return "llm.layer." + std::to_string(layer); }

@@ -56,6 +56,8 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
          "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)");
   toggle("gradient-accumulation-fusion", flags.gradientAccumulationFusion,
          "weight-gradient GEMMs accumulate into the gradient buffer in place");
+  toggle("fused-elementwise", flags.fusedElementwise,
+         "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile)");
   verb.add_option("--attention", flags.attention,
                   "flash | unfused (the score matrix in memory, Megatron-LM before 2023); "
                   "default: the framework's")
@@ -78,7 +80,8 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.tpCommOverlap, &code.tpCommOverlap},
         {flags.asyncTpAllreduce, &code.asyncTpAllreduce},
         {flags.listCollectives, &code.listCollectives},
-        {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion}}) {
+        {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion},
+        {flags.fusedElementwise, &code.fusedElementwise}}) {
     if (given != 0) *field = given > 0;
   }
   if (!flags.attention.empty()) {

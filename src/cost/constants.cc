@@ -57,7 +57,8 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
       {"vector_efficiency", 1, &constants.vectorEfficiency},
       {"memory_efficiency", 1, &constants.memoryEfficiency},
       {"tile_dim", 1e6, &constants.tileDim},
-      {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds}};
+      {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds},
+      {"kernel_launch_seconds", 1e-3, &constants.kernelLaunchSeconds}};
   for (const Field& field : fields) {
     if (optional && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);

@@ -22,6 +22,9 @@ struct CostConstants {
   /// Host seconds of one per-rank staging copy of a list-API collective
   /// (layout::RedistributionOptions::perRankCopySeconds).
   double listCollectiveCopySeconds = 0;
+  /// The shortest a kernel takes from launch to completion on the device: an op runs at least
+  /// this long forward, and this long per gradient kernel backward (cost/op_cost.cc).
+  double kernelLaunchSeconds = 0;
   /// Per device name (cluster::DeviceSpec::name): the constants with that device's overrides
   /// (the file's "devices" object) applied; other devices use the ones above.
   std::map<std::string, CostConstants> devices;

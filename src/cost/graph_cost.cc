@@ -232,13 +232,21 @@ bool isElementwise(const ir::Op& op) {
          (family == ir::OpFamily::kElementwiseUnary || family == ir::OpFamily::kElementwiseBinary);
 }
 
-/// Per op, the per-device bytes elementwise fusion saves it (EvaluateOptions::fuseElementwise):
-/// an intermediate from one elementwise op to the next is not written by the producer nor read
-/// by the consumer. Example: bias add -> dropout -> residual add, Megatron-LM's bias-dropout-add
-/// kernel, saves two round trips of the hidden state.
-std::vector<double> fusedBytes(const Context& ctx) {
-  std::vector<double> saved(ctx.graph.ops().size(), 0.0);
-  if (!ctx.options.fuseElementwise) return saved;
+/// What elementwise fusion (EvaluateOptions::fuseElementwise) does to each op: an intermediate
+/// from one elementwise op to the next is neither written by the producer nor read by the
+/// consumer (`savedBytes`, per device), and the consumer runs inside the producer's kernel
+/// (`continuesKernel`). Example: bias add -> dropout -> residual add, Megatron-LM's
+/// bias-dropout-add kernel, saves two round trips of the hidden state and two launches.
+struct Fusion {
+  std::vector<double> savedBytes;
+  std::vector<bool> continuesKernel;
+};
+
+Fusion fusion(const Context& ctx) {
+  Fusion result{std::vector<double>(ctx.graph.ops().size(), 0.0),
+                std::vector<bool>(ctx.graph.ops().size(), false)};
+  std::vector<double>& saved = result.savedBytes;
+  if (!ctx.options.fuseElementwise) return result;
   for (const ir::Op& consumer : ctx.graph.ops()) {
     if (!isElementwise(consumer)) continue;
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
@@ -254,16 +262,18 @@ std::vector<double> fusedBytes(const Context& ctx) {
           static_cast<double>(made.sliceElements() * elementBytes(ctx.graph, tensor.id));
       saved[static_cast<size_t>(producer.id)] += bytes;
       saved[static_cast<size_t>(consumer.id)] += bytes;
+      result.continuesKernel[static_cast<size_t>(consumer.id)] = true;
     }
   }
-  return saved;
+  return result;
 }
 
 Status costOps(Context& ctx) {
-  const std::vector<double> fused = fusedBytes(ctx);
+  const Fusion fused = fusion(ctx);
   for (const ir::Op& op : ctx.graph.ops()) {
-    auto cost =
-        costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused[static_cast<size_t>(op.id)]);
+    const auto index = static_cast<size_t>(op.id);
+    auto cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused.savedBytes[index],
+                         !fused.continuesKernel[index]);
     if (!cost) return cost.error();
     StageCost& stage = ctx.stage(op.id);
     if (op.placement == ir::Placement::kHost) *cost = hostOpCost(ctx, op, *cost, stage);

@@ -6,6 +6,7 @@
 
 #include "cluster/collective.h"
 #include "cost/compute.h"
+#include "cost/constants.h"
 #include "rules/sharding_rule.h"
 
 namespace autopar::cost {
@@ -47,7 +48,7 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 }  // namespace
 
 Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                          const cluster::Cluster& cluster, double fusedBytes) {
+                          const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
   auto rule = rules::shardingRuleFor(graph, op);
   if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
   const double share = localIoShare(graph, op, shard);
@@ -68,6 +69,14 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
                                    : 2 * forwardBytes;
   cost.backwardSeconds =
       rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes, gemm, cluster.device);
+  // Every kernel takes at least a launch's time: the op's forward kernel, and backward one per
+  // input it propagates a gradient to (a GEMM's data- and weight-gradient GEMMs). An op fused
+  // into the kernel before it pays none.
+  const CostConstants& constants = costConstants().forDevice(cluster.device.name);
+  const double launch = ownKernel ? constants.kernelLaunchSeconds : 0.0;
+  const auto gradientKernels = static_cast<double>(std::clamp<size_t>(op.inputs.size(), 1, 3));
+  cost.forwardSeconds = std::max(cost.forwardSeconds, launch);
+  cost.backwardSeconds = std::max(cost.backwardSeconds, launch * gradientKernels);
   if (op.attrs.fp8) {
     // Transformer Engine casts each GEMM operand to fp8 with a kernel of its own (cast and
     // transpose, the amax fused in): the input activation forward, the output gradient backward,
@@ -75,12 +84,12 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
     // The weights' fp8 copies are cast once per step and cached across micro-batches
     // (is_first_microbatch), so they are not counted per micro-batch.
     constexpr double kCastBytesPerElement = 4;
-    cost.forwardSeconds +=
-        memorySeconds(cluster.device,
-                      kCastBytesPerElement * static_cast<double>(shard.inputs[0].sliceElements()));
-    cost.backwardSeconds +=
-        memorySeconds(cluster.device,
-                      kCastBytesPerElement * static_cast<double>(shard.outputs[0].sliceElements()));
+    auto castSeconds = [&](const layout::TensorLayout& operand) {
+      const double bytes = kCastBytesPerElement * static_cast<double>(operand.sliceElements());
+      return std::max(launch, memorySeconds(cluster.device, bytes));
+    };
+    cost.forwardSeconds += castSeconds(shard.inputs[0]);
+    cost.backwardSeconds += castSeconds(shard.outputs[0]);
   }
   cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
   return cost;

@@ -160,9 +160,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.overlapParameterGather = code.overlapParamGather;
   training.overlapActivationComm = code.tpCommOverlap;
   training.overlapBackwardActivationComm = code.asyncTpAllreduce;
-  // Megatron-LM fuses bias + GeLU and bias + dropout + residual add into one kernel each
-  // (--bias-gelu-fusion and --bias-dropout-fusion are on by default).
-  training.fuseElementwise = true;
+  training.fuseElementwise = code.fusedElementwise;
   training.listCollectives = code.listCollectives;
   training.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
   training.bucketing = "size";

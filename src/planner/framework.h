@@ -48,6 +48,10 @@ struct CodePath {
   bool overlapParamGather = false;
   /// Collectives called with per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021).
   bool listCollectives = false;
+  /// Chains of elementwise ops run as one kernel (Megatron's bias-GeLU and bias-dropout-add,
+  /// Transformer Engine's, torch.compile's); false: one kernel per op, as PyTorch eager runs
+  /// them, each intermediate written and read back.
+  bool fusedElementwise = true;
   auto operator<=>(const CodePath&) const = default;
 };
 

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Runs every row of shared/data/published/calibration.jsonl through `autopar estimate` and
+"""Superseded by bench/published.py, which runs both calibration.jsonl and development.jsonl and
+cross-validates per source; kept for bench/table4_layers.py and the figures of BENCHMARKS.md's
+earlier sections.
+
+Runs every row of shared/data/published/calibration.jsonl through `autopar estimate` and
 prints the predicted figure beside the published one, per row, with the mean absolute percentage
 error (MAPE) per table and overall.
 
@@ -72,35 +76,25 @@ def precision_of(row, notes):
 
 
 def framework_flags(row):
-    """The communication behaviour the row's framework field names: Megatron-Core's overlap
-    switches (README rows); PyTorch's DistributedDataParallel (Table 1's "DDP impl=torch"),
-    which all-reduces gradient buckets as the backward makes them (its buckets are 25 MB, not
-    Megatron-Core's, a difference of a few collective latencies); and DeepSpeed's ZeRO-3 of 2021,
-    which called all-gather and reduce-scatter with per-rank tensor lists."""
+    """The row's framework as autopar's profile (docs/frameworks.md; the code path: attention,
+    gradient-accumulation fusion, async TP, overlaps, list collectives) and the run flags the row
+    states: Megatron-Core's overlap switches (README rows) and Table 1's "DDP impl=torch" (PyTorch
+    DDP all-reduces gradient buckets as the backward makes them). bench/published.py maps rows
+    the same way."""
     framework = row.get("framework") or ""
-    flags = [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
-                               "--tp-comm-overlap") if flag in framework]
+    if "DeepSpeed" in framework:
+        name = "megatron-deepspeed"
+    elif row["id"].startswith("narayanan2021"):
+        name = "megatron-lm-2021"
+    elif row["id"].startswith("korthikanti2022"):
+        name = "megatron-lm"
+    else:
+        name = "megatron-core"
+    flags = ["--framework", name]
+    flags += [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
+                                "--tp-comm-overlap") if flag in framework]
     if "DDP impl=torch" in framework:
         flags.append("--overlap-grad-reduce")
-    if "DeepSpeed" in framework:
-        flags.append("--list-collectives")
-    # Megatron-LM computed attention with the score matrix in memory until it took
-    # FlashAttention in 2023; the 2021-2022 rows (A100) ran that way, the README's H100 rows
-    # (Megatron-Core r0.8 on Transformer Engine) ran fused attention.
-    if "H100" not in row["gpu_type"]:
-        flags += ["--attention", "unfused"]
-    # Korthikanti et al.'s 2022 Megatron-LM overlaps the backward's tensor-parallel all-reduce
-    # (with sequence parallelism: all-gather and reduce-scatter) with the backward matmuls
-    # (ColumnParallelLinearWithAsyncAllreduce); the 2021 code of Narayanan et al. ran it after them.
-    if row["id"].startswith("korthikanti2022"):
-        flags.append("--async-tensor-model-parallel-allreduce")
-    # Narayanan et al.'s 2021 code adds every micro-batch's weight gradients into the
-    # accumulation buffer with a separate kernel (the local DDP's main_grad.add_ hook, or
-    # PyTorch's AccumulateGrad under DDP impl=torch); the weight-gradient matmul accumulating
-    # in place (apex's fused_weight_gradient_mlp_cuda, --gradient-accumulation-fusion on by
-    # default) came in 2022. DeepSpeed's ZeRO-3 rows run one micro-batch per step.
-    if row["id"].startswith("narayanan2021") and "DeepSpeed" not in framework:
-        flags.append("--no-gradient-accumulation-fusion")
     return flags
 
 
@@ -204,7 +198,7 @@ def mape(results, without_zero3=False):
 # from a newer software stack than the A100 rows (2021-2022: no FlashAttention, no overlap of
 # tensor-parallel communication), so their attention and matmul efficiencies are fitted apart;
 # H100's larger tiles and 132 SMs (A100: 108) need larger GEMMs to fill, so its tile_dim too.
-DEVICE_KEYS = {"H100-SXM5-80GB": ["matmul_efficiency", "attention_efficiency", "tile_dim"]}
+DEVICE_KEYS = {"H100": ["matmul_efficiency", "attention_efficiency", "tile_dim"]}
 
 # The fit stays within what the hardware allows: large GEMMs reach at most about 85% of dense
 # peak, streaming kernels about 90% of HBM bandwidth (NVIDIA's GEMM and STREAM figures), and
@@ -239,11 +233,11 @@ def rows_moved_by(key, rows):
     efficiency that every device overrides (matmul, attention) only the other devices' rows; the
     list-API copy only the rows whose framework calls list collectives."""
     def device_of(row):
-        return "H100-SXM5-80GB" if "H100" in row["gpu_type"] else "A100-SXM4-80GB"
+        return "H100" if "H100" in row["gpu_type"] else "A100-SXM4-80GB"
     if isinstance(key, tuple):
         return [row for row in rows if device_of(row) == key[0]]
     if key == "list_collective_copy_seconds":
-        return [row for row in rows if "--list-collectives" in framework_flags(row)]
+        return [row for row in rows if "megatron-deepspeed" in framework_flags(row)]
     overridden = {device for device, names in DEVICE_KEYS.items() if key in names}
     return [row for row in rows if device_of(row) not in overridden]
 

@@ -36,6 +36,10 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "annotation) | sharding_propagation | recursive_programming | ilp (the op-level "
                   "searches; their sharding is taken where the full model prices it faster)")
       ->capture_default_str();
+  verb.add_option("--memory-margin", flags.memoryMarginGib,
+                  "GiB of device memory to keep free: a configuration fits when every stage's "
+                  "peak (its runtime reserve included) leaves this much")
+      ->check(CLI::Range(0.0, 1024.0));
   verb.add_option(
           "--framework", flags.framework,
           "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
@@ -72,6 +76,7 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   auto framework = planner::parseFramework(flags.framework);
   if (!framework) return framework.error();
   config.framework = *framework;
+  config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
   planner::CodePath& code = config.codePath;
   code = planner::frameworkProfile(*framework).codePath;
   for (const auto& [given, field] :

@@ -36,8 +36,19 @@ CostConstants& active() {
 const CostConstants& costConstants() { return active(); }
 
 const CostConstants& CostConstants::forDevice(const std::string& device) const {
-  auto it = devices.find(device);
-  return it == devices.end() ? *this : it->second;
+  if (auto it = devices.find(device); it != devices.end()) return it->second;
+  // An architecture's overrides ("H100") hold for its every SKU ("H100-SXM5-80GB",
+  // "H100-HBM2e-96GB-500W"): tiles, SM counts and kernels are the architecture's.
+  const CostConstants* found = this;
+  size_t longest = 0;
+  for (const auto& [name, constants] : devices) {
+    if (name.size() > longest && device.size() > name.size() && device.starts_with(name) &&
+        device[name.size()] == '-') {
+      found = &constants;
+      longest = name.size();
+    }
+  }
+  return *found;
 }
 
 namespace {
@@ -58,7 +69,10 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
       {"memory_efficiency", 1, &constants.memoryEfficiency},
       {"tile_dim", 1e6, &constants.tileDim},
       {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds},
-      {"kernel_launch_seconds", 1e-3, &constants.kernelLaunchSeconds}};
+      {"kernel_launch_seconds", 1e-3, &constants.kernelLaunchSeconds},
+      {"cuda_context_bytes", 1e11, &constants.cudaContextBytes},
+      {"nccl_group_bytes", 1e11, &constants.ncclGroupBytes},
+      {"allocator_reserve", 1, &constants.allocatorReserve}};
   for (const Field& field : fields) {
     if (optional && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);

@@ -25,8 +25,15 @@ struct CostConstants {
   /// The shortest a kernel takes from launch to completion on the device: an op runs at least
   /// this long forward, and this long per gradient kernel backward (cost/op_cost.cc).
   double kernelLaunchSeconds = 0;
-  /// Per device name (cluster::DeviceSpec::name): the constants with that device's overrides
-  /// (the file's "devices" object) applied; other devices use the ones above.
+  /// A training process's memory beyond its tensors (planner::runtimeReserveBytes): the CUDA
+  /// context with its libraries, NCCL's buffers per process group, and the caching allocator's
+  /// reserve as a share of the tensors' peak.
+  double cudaContextBytes = 0;
+  double ncclGroupBytes = 0;
+  double allocatorReserve = 0;
+  /// Per device name (cluster::DeviceSpec::name) or architecture (a name's first part, "H100"
+  /// for "H100-SXM5-80GB"): the constants with its overrides (the file's "devices" object)
+  /// applied; other devices use the ones above.
   std::map<std::string, CostConstants> devices;
   /// The constants for `device`.
   [[nodiscard]] const CostConstants& forDevice(const std::string& device) const;

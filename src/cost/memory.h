@@ -39,8 +39,12 @@ struct MemoryBreakdown {
   int64_t activationBytes = 0;
   int64_t communicationBytes = 0;  ///< largest transient buffer a collective needs
   int64_t hostBytes = 0;           ///< kept in host memory (not counted in total())
+  /// What the process holds beyond its tensors: the CUDA context, NCCL's buffers and the caching
+  /// allocator's reserve (planner::runtimeReserveBytes; 0 where the plan does not model them).
+  int64_t runtimeBytes = 0;
   [[nodiscard]] int64_t total() const {
-    return parameterBytes + gradientBytes + optimizerBytes + activationBytes + communicationBytes;
+    return parameterBytes + gradientBytes + optimizerBytes + activationBytes + communicationBytes +
+           runtimeBytes;
   }
 };
 

@@ -17,6 +17,7 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
                       {"optimizer_bytes", memory.optimizerBytes},
                       {"activations_bytes", memory.activationBytes},
                       {"communication_bytes", memory.communicationBytes},
+                      {"runtime_bytes", memory.runtimeBytes},
                       {"peak_in_flight", step.stages[s].peakInFlight}});
   }
   nlohmann::json out = {{"model", config.model},

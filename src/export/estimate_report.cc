@@ -52,20 +52,25 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
   fmt::format_to(out, "throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
   fmt::format_to(out, "model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
                  estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::format_to(out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage", "peak",
-                 "params", "grads", "optimizer", "activations", "comm", "in flight");
+  fmt::format_to(out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage",
+                 "peak", "params", "grads", "optimizer", "activations", "comm", "runtime",
+                 "in flight");
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const auto& memory = step.stages[s].memory;
     fmt::format_to(
-        out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
+        out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
         planner::formatBytes(memory.total()), planner::formatBytes(memory.parameterBytes),
         planner::formatBytes(memory.gradientBytes), planner::formatBytes(memory.optimizerBytes),
         planner::formatBytes(memory.activationBytes),
-        planner::formatBytes(memory.communicationBytes), step.stages[s].peakInFlight);
+        planner::formatBytes(memory.communicationBytes), planner::formatBytes(memory.runtimeBytes),
+        step.stages[s].peakInFlight);
   }
-  fmt::format_to(out, "device memory {}: {}\n",
-                 planner::formatBytes(estimate.cluster.device.memoryBytes),
-                 estimate.fits() ? "every stage fits" : "DOES NOT FIT");
+  fmt::format_to(
+      out, "device memory {}{}: {}\n", planner::formatBytes(estimate.cluster.device.memoryBytes),
+      estimate.memoryMarginBytes > 0
+          ? fmt::format(", {} kept free", planner::formatBytes(estimate.memoryMarginBytes))
+          : "",
+      estimate.fits() ? "every stage fits" : "DOES NOT FIT");
   if (placement) {
     for (size_t k = 0; k < placement->layers.size(); ++k) {
       fmt::format_to(out, "placed {} layers [{}], recomputed [{}]\n",

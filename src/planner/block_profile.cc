@@ -290,7 +290,10 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
     return cluster::collectiveCost(cluster, cluster::Collective::kAllReduce, members, bytes)
         .seconds;
   };
-  return search::estimateAnalytic(*profile, candidate, sync);
+  search::AnalyticEstimate estimate = search::estimateAnalytic(*profile, candidate, sync);
+  // The same runtime reserve the full model adds (runtimeReserveBytes).
+  for (int64_t& peak : estimate.peakBytes) peak += runtimeReserveBytes(config, peak);
+  return estimate;
 }
 
 Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfig& config,

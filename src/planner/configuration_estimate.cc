@@ -126,6 +126,16 @@ int64_t gradientBucketBytes(const MegatronConfig& config) {
   return static_cast<int64_t>(elements * (config.precision == "fp16" ? 2 : 4));
 }
 
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes) {
+  const cost::CostConstants& constants = cost::costConstants();
+  int groups = 0;
+  for (int64_t degree : {config.tp, config.pp, config.dp, config.cp, config.ep}) {
+    groups += degree > 1 ? 1 : 0;
+  }
+  return static_cast<int64_t>(constants.cudaContextBytes + groups * constants.ncclGroupBytes +
+                              constants.allocatorReserve * static_cast<double>(tensorBytes));
+}
+
 namespace {
 
 PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
@@ -199,8 +209,9 @@ Expected<ir::DType> parsePrecision(const std::string& name) {
 }
 
 bool ConfigEstimate::fits() const {
-  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
-                     [&](int64_t bytes) { return bytes <= cluster.device.memoryBytes; });
+  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(), [&](int64_t bytes) {
+    return bytes <= cluster.device.memoryBytes - memoryMarginBytes;
+  });
 }
 
 std::string overflowAdvice(const ConfigEstimate& estimate) {
@@ -211,6 +222,7 @@ std::string overflowAdvice(const ConfigEstimate& estimate) {
       {"gradients", memory.gradientBytes},
       {"optimizer states", memory.optimizerBytes},
       {"activations", memory.activationBytes},
+      {"the CUDA context, NCCL's buffers and the allocator's reserve", memory.runtimeBytes},
       {"communication buffers and gathered parameters", memory.communicationBytes}};
   const auto* largest = &parts[0];
   for (const auto& part : parts) {
@@ -406,9 +418,11 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
   // The same peak the cost model computes with.
   const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(prepared.dtype));
   if (peak > 0) result.mfu = result.tflopsPerGpu * 1e12 / peak;
-  for (const auto& stage : result.evaluated.estimate.stages) {
+  for (auto& stage : result.evaluated.estimate.stages) {
+    stage.memory.runtimeBytes = runtimeReserveBytes(config, stage.memory.total());
     result.peakMemoryBytes.push_back(stage.memory.total());
   }
+  result.memoryMarginBytes = config.memoryMarginBytes;
   return result;
 }
 

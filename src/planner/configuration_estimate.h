@@ -85,6 +85,10 @@ struct MegatronConfig : ir::ParallelConfig {
   /// first use when empty.
   std::shared_ptr<BlockShardingOracle> blockOracle;
 
+  /// Device memory kept free (--memory-margin): a configuration fits when every stage's peak is
+  /// at most the device's memory less this.
+  int64_t memoryMarginBytes = 0;
+
   /// Micro-batches per step: gbs / (dp x mbs) (checkConfig checks that it divides).
   [[nodiscard]] int64_t microBatches() const { return gbs / (dp * mbs); }
 };
@@ -104,7 +108,8 @@ struct ConfigEstimate {
   double tflopsPerGpu = 0;               ///< model FLOPs
   double hardwareTflopsPerGpu = 0;       ///< recompute counted
   double mfu = 0;                        ///< model FLOPs over the device's dense peak
-  std::vector<int64_t> peakMemoryBytes;  ///< per pipeline stage
+  std::vector<int64_t> peakMemoryBytes;  ///< per pipeline stage, the runtime's reserve included
+  int64_t memoryMarginBytes = 0;         ///< MegatronConfig::memoryMarginBytes
   /// With an op-level search (MegatronConfig::opSearch): whether its block sharding was taken
   /// (faster than Megatron's on the full model), and both steps (0: not evaluated).
   bool opSearchTaken = false;
@@ -119,6 +124,13 @@ struct ConfigEstimate {
 /// DistributedDataParallel) in buckets of max(40M, 1M x DP x CP) elements as the last
 /// micro-batch's backward completes them.
 int64_t gradientBucketBytes(const MegatronConfig& config);
+
+/// What a training process holds beyond its tensors (data/cost_model.json's sources): the CUDA
+/// context, NCCL's buffers for each process group (one per parallel dimension wider than 1), and
+/// the caching allocator's reserve over the tensors' peak `tensorBytes`. Both step models add it
+/// to every stage's peak.
+///   TP 8 PP 4 DP 2, 60 GiB of tensors: 1 GiB + 3 x 128 MiB + 5% of 60 GiB = 4.38 GiB
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes);
 
 /// The compute dtype a --precision names (bf16, fp16 or fp8).
 Expected<ir::DType> parsePrecision(const std::string& name);

@@ -124,8 +124,9 @@ Expected<search::AnalyticEstimate> SearchRun::closedForm(const MegatronConfig& c
 Expected<search::HybridScore> SearchRun::screen(const search::HybridCandidate& candidate) {
   auto estimate = closedForm(configOf(base_, candidate));
   if (!estimate) return estimate.error();
-  return search::HybridScore{estimate->stepSeconds, estimate->peak(),
-                             estimate->peak() <= cluster_.device.memoryBytes};
+  return search::HybridScore{
+      estimate->stepSeconds, estimate->peak(),
+      estimate->peak() <= cluster_.device.memoryBytes - request_.base.memoryMarginBytes};
 }
 
 Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& candidate) {

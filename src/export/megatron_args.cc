@@ -32,6 +32,39 @@ std::string layerArguments(const planner::MegatronConfig& config,
                      pipelineLayout(virtualStageLayers));
 }
 
+/// ZeRO: the distributed optimizer (1), Megatron-Core's Megatron-FSDP for 2 and 3 (its sharding
+/// strategies optim_grads and optim_grads_params need the distributed optimizer and run without
+/// gradient-accumulation fusion), or DeepSpeed's stage under Megatron-DeepSpeed.
+std::string shardingArguments(const planner::MegatronConfig& config) {
+  if (config.zero == 0) return "";
+  if (config.framework == planner::Framework::kMegatronDeepSpeed) {
+    return fmt::format(" --deepspeed --zero-stage {}", config.zero);
+  }
+  if (config.zero == 1) return " --use-distributed-optimizer";
+  return fmt::format(
+      " --use-megatron-fsdp --data-parallel-sharding-strategy {} --use-distributed-optimizer "
+      "--ckpt-format fsdp_dtensor",
+      config.zero == 2 ? "optim_grads" : "optim_grads_params");
+}
+
+/// The switches of the profile's code path that are not the framework's defaults: Megatron-Core's
+/// overlaps (off by default there), unfused attention, no gradient-accumulation fusion.
+std::string codePathArguments(const planner::MegatronConfig& config) {
+  const planner::CodePath& code = config.codePath;
+  std::string args;
+  if (code.overlapGradReduce && config.dp * config.cp > 1) args += " --overlap-grad-reduce";
+  if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
+  if (code.tpCommOverlap && config.tp > 1 && config.sequenceParallel) args += " --tp-comm-overlap";
+  const bool core = config.framework == planner::Framework::kMegatronCore ||
+                    config.framework == planner::Framework::kMindSpeed;
+  if (core && !code.flashAttention) args += " --attention-backend unfused";
+  if (!core && code.flashAttention) args += " --use-flash-attn";
+  if (!code.gradientAccumulationFusion || config.zero >= 2) {
+    args += " --no-gradient-accumulation-fusion";
+  }
+  return args;
+}
+
 }  // namespace
 
 std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers) {
@@ -67,10 +100,8 @@ std::string megatronArguments(const planner::MegatronConfig& config,
   if (config.recompute == ir::Recompute::kFull) {
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   }
-  if (config.zero == 1) args += " --use-distributed-optimizer";
-  if (config.zero >= 2) {
-    args += fmt::format(" (ZeRO {}: no Megatron-LM flag; DeepSpeed or FSDP)", config.zero);
-  }
+  args += shardingArguments(config);
+  args += codePathArguments(config);
   return args;
 }
 

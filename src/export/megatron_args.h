@@ -21,8 +21,10 @@ namespace autopar::exporters {
 std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers);
 
 /// The arguments of `config` with `virtualStageLayers` decoder layers per virtual stage (per
-/// stage without interleaving). What Megatron-LM has no flag for (ZeRO 2 and 3, the zero-bubble
-/// schedule, per-layer recompute) is said in parentheses.
+/// stage without interleaving), its ZeRO stage (the distributed optimizer, Megatron-FSDP, or
+/// DeepSpeed's under megatron-deepspeed) and the switches its framework profile's code path
+/// needs (Megatron-Core's overlaps). What Megatron-LM has no flag for (the zero-bubble schedule,
+/// per-layer recompute) is said in parentheses.
 std::string megatronArguments(const planner::MegatronConfig& config,
                               const std::vector<int64_t>& virtualStageLayers);
 

@@ -9,6 +9,7 @@
 #include "export/megatron_args.h"
 #include "export/mindformers_yaml.h"
 #include "export/plan_report.h"
+#include "export/torchtitan_toml.h"
 #include "planner/inputs.h"
 
 namespace autopar::exporters {
@@ -133,8 +134,21 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
   }
   text += formatEstimateReport(best, estimate);
   out = std::back_inserter(text);
-  fmt::format_to(out, "\nMegatron-LM: {}\n",
-                 megatronArguments(best, planner::layersPerVirtualStage(estimate)));
+  // The launch settings of the framework the plan is for, and MindFormers' yaml beside them.
+  switch (best.framework) {
+    case planner::Framework::kTorchtitan:
+      fmt::format_to(out, "\ntorchtitan (job config TOML):\n{}", torchtitanConfig(best));
+      break;
+    case planner::Framework::kPytorchFsdp:
+      fmt::format_to(out, "\nPyTorch FSDP: sharding_strategy={}\n",
+                     best.zero == 3   ? "FULL_SHARD"
+                     : best.zero == 2 ? "SHARD_GRAD_OP"
+                                      : "NO_SHARD");
+      break;
+    default:
+      fmt::format_to(out, "\nMegatron-LM: {}\n",
+                     megatronArguments(best, planner::layersPerVirtualStage(estimate)));
+  }
   if (found.vision()) {
     // MindSpeed-MM places each tower's layers by its model JSON.
     fmt::format_to(

@@ -67,6 +67,7 @@ int runPlan(planner::PlanOptions options) {
 
 void addPlanVerb(CLI::App& app, Action& action) {
   auto options = std::make_shared<planner::PlanOptions>();
+  auto frameworkName = std::make_shared<std::string>();
   CLI::App* verb = app.add_subcommand(
       "plan",
       "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
@@ -109,11 +110,21 @@ void addPlanVerb(CLI::App& app, Action& action) {
   addTrainingFlags(*verb, options->training);
   verb->add_flag("--sequence-parallel", options->modelOptions.sequenceParallel,
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
+  verb->add_option("--framework", *frameworkName,
+                   "price the plan with this framework's code path (docs/frameworks.md): " +
+                       planner::frameworkNames() + "; default: the plan's features only");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
-  verb->callback([&action, options, verb] {
+  verb->callback([&action, options, frameworkName, verb] {
     if (verb->count("--search") > 0) options->searchFlag = options->search;
-    action = [options] { return runPlan(*options); };
+    action = [options, frameworkName] {
+      if (!frameworkName->empty()) {
+        auto framework = planner::parseFramework(*frameworkName);
+        if (!framework) return reportError(framework.error());
+        options->framework = *framework;
+      }
+      return runPlan(*options);
+    };
   });
 }
 

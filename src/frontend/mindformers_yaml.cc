@@ -177,6 +177,9 @@ Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::st
   auto model = readMindFormersModel(root, modelName);
   if (!model) return model.error();
   config.model = std::move(*model);
+  if (auto status = readYamlKey(root, {"framework"}, readYamlString, config.framework); !status) {
+    return status.error();
+  }
   return config;
 }
 

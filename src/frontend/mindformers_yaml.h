@@ -93,6 +93,9 @@ struct MindFormersConfig {
   /// The model under `model.model_config`, when it names a preset or gives dimensions;
   /// microBatch is left at 1 and no annotations are set (the caller decides both).
   std::optional<TransformerConfig> model;
+  /// The top-level `framework` key, autopar's (not MindFormers'): the framework whose code path
+  /// the plan is priced for (planner/framework.h checks the name); unset when absent.
+  std::optional<std::string> framework;
 };
 
 /// Parses yaml text; `sourceName` prefixes every error ("run.yaml: ...").

@@ -41,8 +41,55 @@ Expected<search::SearchOutcome> shardByBlocks(const BlockSharding& blocks, const
 
 }  // namespace
 
-Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
-                             const ModelOptions& modelOptions) {
+namespace {
+
+/// The options with the framework's code path in force: its overlaps, fusions, gradient
+/// accumulation, list collectives and attention kernel, and Megatron-Core's 40M-element gradient
+/// buckets where it overlaps the gradient reduce and no bucketing was asked for.
+PlanOptions withFramework(PlanOptions options) {
+  if (!options.framework) return options;
+  const CodePath& code = frameworkProfile(*options.framework).codePath;
+  TrainingFlags& training = options.training;
+  training.overlapParameterGather = code.overlapParamGather;
+  training.overlapActivationComm = code.tpCommOverlap;
+  training.overlapBackwardActivationComm = code.asyncTpAllreduce;
+  training.fuseElementwise = code.fusedElementwise;
+  training.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
+  training.listCollectives = code.listCollectives;
+  if (code.overlapGradReduce && training.bucketing == "none" && training.fusion.empty()) {
+    training.bucketing = "size";
+    training.bucketMb = 40e6 * 4 / (1024.0 * 1024.0);  // 40M fp32 elements
+  }
+  options.modelOptions.attentionScoresInMemory =
+      options.modelOptions.attentionScoresInMemory || !code.flashAttention;
+  return options;
+}
+
+/// Whether the framework (when one is named) runs the plan's degrees, schedule and precision.
+Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) {
+  if (!options.framework) return {};
+  ir::ParallelConfig config;
+  config.tp = std::max<int64_t>(model.tensorParallel, 1);
+  config.cp = model.contextParallel;
+  config.ep = model.expertParallel;
+  config.pp = options.training.pipelineStages;
+  if (auto schedule = ir::parseSchedule(options.training.schedule)) config.schedule = *schedule;
+  if (config.schedule == ir::Schedule::kInterleaved) {
+    config.vpp = std::max(options.training.virtualStages, 2);
+  }
+  const std::string precision(model.dtype ? ir::dtypeName(*model.dtype) : "bf16");
+  return checkRunnable(frameworkProfile(*options.framework), config, precision);
+}
+
+}  // namespace
+
+Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& cluster,
+                             const ModelOptions& givenModel) {
+  const PlanOptions options = withFramework(given);
+  if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
+  ModelOptions modelOptions = givenModel;
+  modelOptions.attentionScoresInMemory =
+      options.modelOptions.attentionScoresInMemory || givenModel.attentionScoresInMemory;
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
   auto model = loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);
@@ -50,8 +97,9 @@ Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster&
   return evaluateModel(std::move(*model), options, cluster);
 }
 
-Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& options,
+Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
                                   const cluster::Cluster& cluster) {
+  const PlanOptions options = withFramework(given);
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
   const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;

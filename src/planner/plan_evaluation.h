@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
+#include "planner/framework.h"
 #include "planner/inputs.h"
 #include "planner/op_search.h"
 #include "planner/training_options.h"
@@ -43,6 +45,9 @@ struct PlanOptions {
   /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
   /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
   std::shared_ptr<const BlockSharding> blockSharding;
+  /// The framework whose code path prices the plan (planner/framework.h: its overlaps, attention
+  /// kernel, fusions); unset: the plan's own features only, as the seeds describe MindSpore's.
+  std::optional<Framework> framework;
 };
 
 struct Evaluated {

@@ -114,6 +114,15 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   auto config = frontend::loadMindFormersYaml(options.config);
   if (!config) return config.error();
   if (auto status = frontend::checkDeviceCount(*config, numDevices); !status) return status.error();
+  // A --framework given on the command line wins over the yaml's.
+  if (config->framework && !options.framework) {
+    auto framework = parseFramework(*config->framework);
+    if (!framework) {
+      return Error{fmt::format("{}: framework: '{}': expected one of {}", options.config,
+                               *config->framework, frameworkNames())};
+    }
+    options.framework = *framework;
+  }
   const frontend::ParallelSettings& parallel = config->parallel;
   switch (parallel.parallelMode) {
     case frontend::ParallelMode::kDataParallel:

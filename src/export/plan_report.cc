@@ -127,7 +127,8 @@ int peakStage(const plan::Plan& plan) {
 void appendFeatures(std::string& out, const plan::Plan& plan) {
   const auto& f = plan.features;
   std::vector<std::string> lines;
-  if (f.recompute != "none") lines.push_back(fmt::format("recompute {}", f.recompute));
+  if (f.recompute != ir::Recompute::kNone)
+    lines.push_back(fmt::format("recompute {}", f.recompute));
   int64_t recomputed = 0;
   int64_t onHost = 0;
   for (const auto& op : plan.ops) {

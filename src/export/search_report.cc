@@ -64,7 +64,9 @@ void formatGraphRanking(const planner::GraphSearch& found, int top, Out out) {
     const auto& ranked = found.ranked[i];
     const double samples =
         static_cast<double>(found.batch * found.microBatches) / ranked.stepSeconds;
-    const std::string& schedule = ranked.candidate.stages == 1 ? "-" : ranked.candidate.schedule;
+    const std::string schedule = ranked.candidate.stages == 1
+                                     ? "-"
+                                     : std::string(ir::scheduleName(ranked.candidate.schedule));
     fmt::format_to(out, "{:>4} {:>6} {:>6} {:>9} {:>11} {:>12.1f} {:>11}\n", i + 1,
                    ranked.candidate.stages, schedule, ranked.candidate.recompute,
                    planner::formatSeconds(ranked.stepSeconds), samples,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "ir/parallel_config.h"
 #include "layout/strategy.h"
 
 namespace autopar::plan {
@@ -115,7 +116,7 @@ struct PipelineRecord {
   int stages = 1;
   int virtualStages = 1;
   int microBatches = 1;
-  std::string schedule = "1f1b";
+  ir::Schedule schedule = ir::Schedule::k1F1B;
 };
 
 /// The global plan features (seeds 001 and 004).
@@ -124,7 +125,7 @@ struct FeaturesRecord {
   int64_t optimizerThresholdKb = 64;
   bool gradientAccumulationShard = false;
   bool optimizerGroupUpdate = false;
-  std::string recompute = "none";
+  ir::Recompute recompute = ir::Recompute::kNone;  ///< layer recompute
   bool mpCommRecompute = true;
   bool parallelOptimizerCommRecompute = false;
   std::string bucketing = "none";

@@ -72,8 +72,10 @@ Expected<PipelineRecord> readPipeline(const Json& features) {
   if (!virtualStages) return virtualStages.error();
   auto microBatches = json::optional<int64_t>(object, "micro_batches", path, 1);
   if (!microBatches) return microBatches.error();
-  auto schedule = json::optional<std::string>(object, "schedule", path, "1f1b");
-  if (!schedule) return schedule.error();
+  auto scheduleName = json::optional<std::string>(object, "schedule", path, "1f1b");
+  if (!scheduleName) return scheduleName.error();
+  auto schedule = ir::parseSchedule(*scheduleName);
+  if (!schedule) return schedule.error().in(path + ".schedule");
   if (*stages < 1 || *virtualStages < 1 || *microBatches < 1) {
     return Error{path + ": expected positive stages, virtual_stages and micro_batches"};
   }

@@ -17,11 +17,11 @@ std::vector<GraphCandidate> candidatesOf(int64_t devices, int64_t blocks, int64_
   const int64_t deepest = std::max<int64_t>(std::min(blocks, microBatches), 1);
   for (int64_t stages = 1; stages <= deepest; ++stages) {
     if (devices % stages != 0) continue;
-    for (const char* schedule : {"1f1b", "zb-h1"}) {
-      if (stages == 1 && std::string_view(schedule) == "zb-h1") continue;
-      for (const char* recompute : {"none", "full"}) {
+    for (ir::Schedule schedule : {ir::Schedule::k1F1B, ir::Schedule::kZeroBubbleH1}) {
+      if (stages == 1 && schedule == ir::Schedule::kZeroBubbleH1) continue;
+      for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
         // Full recompute needs blocks to recompute.
-        if (blocks == 0 && std::string_view(recompute) == "full") continue;
+        if (blocks == 0 && recompute == ir::Recompute::kFull) continue;
         candidates.push_back({static_cast<int>(stages), schedule, recompute});
       }
     }
@@ -60,8 +60,8 @@ PlanOptions optionsOf(const GraphSearchRequest& request, const GraphCandidate& c
   options.ilpTieLayers = true;  // every block of a stack shares one decision
   options.training.pipelineStages = candidate.stages;
   options.training.microBatches = static_cast<int>(microBatches);
-  options.training.schedule = candidate.schedule;
-  options.training.recompute = candidate.recompute;
+  options.training.schedule = std::string(ir::scheduleName(candidate.schedule));
+  options.training.recompute = std::string(ir::recomputeName(candidate.recompute));
   return options;
 }
 

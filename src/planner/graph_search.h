@@ -46,8 +46,8 @@ struct GraphSearchRequest {
 
 struct GraphCandidate {
   int stages = 1;
-  std::string schedule = "1f1b";   ///< 1f1b | zb-h1
-  std::string recompute = "none";  ///< none | full
+  ir::Schedule schedule = ir::Schedule::k1F1B;     ///< 1F1B or zero-bubble H1
+  ir::Recompute recompute = ir::Recompute::kNone;  ///< none or every block in full
 };
 
 struct RankedGraphCandidate {

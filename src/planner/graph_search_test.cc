@@ -42,7 +42,7 @@ TEST(SearchGraph, AGraphWithoutBlockTagsIsOneBlock) {
   EXPECT_EQ(found->blocks, 0);
   ASSERT_EQ(found->ranked.size(), 1u);
   EXPECT_EQ(found->ranked.front().candidate.stages, 1);
-  EXPECT_EQ(found->ranked.front().candidate.recompute, "none");
+  EXPECT_EQ(found->ranked.front().candidate.recompute, ir::Recompute::kNone);
 }
 
 /// Seed 001's large embedding table: the ILP shards it, data parallelism alone cannot.

@@ -135,7 +135,9 @@ plan::FeaturesRecord featuresRecord(const cost::EvaluateOptions& options) {
   features.optimizerThresholdKb = options.optimizerParallel.thresholdKb;
   features.gradientAccumulationShard = options.optimizerParallel.gradientAccumulationShard;
   features.optimizerGroupUpdate = options.optimizerParallel.groupUpdate;
-  features.recompute = std::string(cost::layerRecomputeName(options.recompute.layers));
+  // cost::LayerRecompute and ir::Recompute share their names (none, selective, full).
+  features.recompute =
+      ir::parseRecompute(cost::layerRecomputeName(options.recompute.layers)).value();
   features.mpCommRecompute = options.recompute.mpCommRecompute;
   features.parallelOptimizerCommRecompute = options.recompute.parallelOptimizerCommRecompute;
   features.bucketing = std::string(cost::bucketingName(options.fusion.bucketing));
@@ -213,8 +215,7 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
     result.redistributions.push_back(redistributionRecord(graph, edge));
   }
   result.pipeline = plan::PipelineRecord{context.pipeline.stages, context.pipeline.virtualStages,
-                                         context.pipeline.microBatches,
-                                         std::string(ir::scheduleName(context.pipeline.schedule))};
+                                         context.pipeline.microBatches, context.pipeline.schedule};
   result.features = featuresRecord(context.options);
   addParameterRecords(graph, report, result);
   result.estimate = estimateRecord(graph, context, cluster);

@@ -131,6 +131,10 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   small.zero = 0;
   small.schedule = ir::Schedule::k1F1B;
   small.recompute = setting.recompute;
+  // The probe is a measuring device (two pipeline stages to tell the ends from the layers), not
+  // a configuration the framework must run: it keeps the framework's code path but not its
+  // limits (FSDP has no pipeline parallelism).
+  small.framework = Framework::kMegatronCore;
   small.transformer = transformer_;
   small.transformer->layers = 2 * perStage;
   const bool vision = transformer_.vision.layers > 0;

@@ -166,13 +166,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // Megatron-LM accumulates and reduces gradients in fp32 under bf16 (it forces
   // --accumulate-allreduce-grads-in-fp32) and in fp16 under fp16 (the flag's default).
   training.fp32Gradients = dtype != ir::DType::kF16;
-  const CodePath& code = config.codePath;
-  training.overlapParameterGather = code.overlapParamGather;
-  training.overlapActivationComm = code.tpCommOverlap;
-  training.overlapBackwardActivationComm = code.asyncTpAllreduce;
-  training.fuseElementwise = code.fusedElementwise;
-  training.listCollectives = code.listCollectives;
-  training.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
+  applyCodePath(config.codePath, training);
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
@@ -208,10 +202,14 @@ Expected<ir::DType> parsePrecision(const std::string& name) {
   return Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", name)};
 }
 
+int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes) {
+  return cluster.device.memoryBytes - marginBytes;
+}
+
 bool ConfigEstimate::fits() const {
-  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(), [&](int64_t bytes) {
-    return bytes <= cluster.device.memoryBytes - memoryMarginBytes;
-  });
+  const int64_t usable = usableMemoryBytes(cluster, memoryMarginBytes);
+  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
+                     [&](int64_t bytes) { return bytes <= usable; });
 }
 
 std::string overflowAdvice(const ConfigEstimate& estimate) {

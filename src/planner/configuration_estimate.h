@@ -132,6 +132,10 @@ int64_t gradientBucketBytes(const MegatronConfig& config);
 ///   TP 8 PP 4 DP 2, 60 GiB of tensors: 1 GiB + 3 x 128 MiB + 5% of 60 GiB = 4.38 GiB
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes);
 
+/// What a stage's peak may reach: the device's memory less --memory-margin. Both step models
+/// judge fitting by it.
+int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes);
+
 /// The compute dtype a --precision names (bf16, fp16 or fp8).
 Expected<ir::DType> parsePrecision(const std::string& name);
 

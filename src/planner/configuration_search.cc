@@ -126,7 +126,7 @@ Expected<search::HybridScore> SearchRun::screen(const search::HybridCandidate& c
   if (!estimate) return estimate.error();
   return search::HybridScore{
       estimate->stepSeconds, estimate->peak(),
-      estimate->peak() <= cluster_.device.memoryBytes - request_.base.memoryMarginBytes};
+      estimate->peak() <= usableMemoryBytes(cluster_, request_.base.memoryMarginBytes)};
 }
 
 Expected<MegatronConfig> SearchRun::withLayers(const search::HybridCandidate& candidate) {

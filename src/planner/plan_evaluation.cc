@@ -43,25 +43,18 @@ Expected<search::SearchOutcome> shardByBlocks(const BlockSharding& blocks, const
 
 namespace {
 
-/// The options with the framework's code path in force: its overlaps, fusions, gradient
-/// accumulation, list collectives and attention kernel, and Megatron-Core's 40M-element gradient
-/// buckets where it overlaps the gradient reduce and no bucketing was asked for.
+/// The options with the framework's code path in force (applyCodePath), and Megatron-Core's
+/// 40M-element gradient buckets where it overlaps the gradient reduce and no bucketing was asked
+/// for. The attention kernel is the model's: evaluate() builds it with the profile's.
 PlanOptions withFramework(PlanOptions options) {
   if (!options.framework) return options;
   const CodePath& code = frameworkProfile(*options.framework).codePath;
   TrainingFlags& training = options.training;
-  training.overlapParameterGather = code.overlapParamGather;
-  training.overlapActivationComm = code.tpCommOverlap;
-  training.overlapBackwardActivationComm = code.asyncTpAllreduce;
-  training.fuseElementwise = code.fusedElementwise;
-  training.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
-  training.listCollectives = code.listCollectives;
+  applyCodePath(code, training);
   if (code.overlapGradReduce && training.bucketing == "none" && training.fusion.empty()) {
     training.bucketing = "size";
     training.bucketMb = 40e6 * 4 / (1024.0 * 1024.0);  // 40M fp32 elements
   }
-  options.modelOptions.attentionScoresInMemory =
-      options.modelOptions.attentionScoresInMemory || !code.flashAttention;
   return options;
 }
 
@@ -88,8 +81,9 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
   const PlanOptions options = withFramework(given);
   if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
   ModelOptions modelOptions = givenModel;
-  modelOptions.attentionScoresInMemory =
-      options.modelOptions.attentionScoresInMemory || givenModel.attentionScoresInMemory;
+  if (options.framework && !frameworkProfile(*options.framework).codePath.flashAttention) {
+    modelOptions.attentionScoresInMemory = true;
+  }
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
   auto model = loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);

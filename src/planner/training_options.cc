@@ -187,4 +187,13 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   return options;
 }
 
+void applyCodePath(const CodePath& code, TrainingFlags& flags) {
+  flags.overlapParameterGather = code.overlapParamGather;
+  flags.overlapActivationComm = code.tpCommOverlap;
+  flags.overlapBackwardActivationComm = code.asyncTpAllreduce;
+  flags.fuseElementwise = code.fusedElementwise;
+  flags.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
+  flags.listCollectives = code.listCollectives;
+}
+
 }  // namespace autopar::planner

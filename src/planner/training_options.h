@@ -11,6 +11,7 @@
 
 #include "cost/graph_cost.h"
 #include "ir/graph.h"
+#include "planner/framework.h"
 #include "sim/step_estimate.h"
 #include "util/expected.h"
 
@@ -63,5 +64,10 @@ Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t
 
 /// Global options; `groupUpdate` is optimizer parallel's data-parallel-mode variant.
 Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate);
+
+/// Puts a framework's code path (planner/framework.h) into the flags: its overlaps, elementwise
+/// fusion, gradient accumulation and list collectives. The attention kernel is the model's
+/// (ModelOptions::attentionScoresInMemory) and the gradient buckets the caller's.
+void applyCodePath(const CodePath& code, TrainingFlags& flags);
 
 }  // namespace autopar::planner

@@ -44,58 +44,12 @@ import subprocess
 import sys
 import tempfile
 
+# The row mapping both scripts share (recompute, precision, --framework and the flags a row
+# states) is bench/published.py's.
+from published import framework_flags, precision_of, recompute_of
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data", "published", "calibration.jsonl")
-
-
-def recompute_of(row):
-    text = (row.get("recompute") or "").lower()
-    if "selective" in text:
-        return "selective"
-    if "full" in text:
-        return "full"
-    if row["id"].startswith("narayanan2021_t2"):
-        return "full"
-    return "none"
-
-
-def precision_of(row, notes):
-    """bf16 where the row says so, and for the H100 rows (Megatron-Core's H100 runs are bf16; the
-    README's MFU is against the bf16 peak); fp16 for the A100 rows, whose script says --fp16
-    (Table 1) or which say "16-bit" (Table 2 of the same paper, Korthikanti et al.)."""
-    text = (row.get("precision") or "").lower()
-    if "bf16" in text or "bfloat16" in text:
-        return "bf16"
-    if "fp16" in text:
-        return "fp16"
-    if "H100" in row["gpu_type"]:
-        notes.append("bf16 assumed")
-        return "bf16"
-    notes.append("fp16 assumed")
-    return "fp16"
-
-
-def framework_flags(row):
-    """The row's framework as autopar's profile (docs/frameworks.md; the code path: attention,
-    gradient-accumulation fusion, async TP, overlaps, list collectives) and the run flags the row
-    states: Megatron-Core's overlap switches (README rows) and Table 1's "DDP impl=torch" (PyTorch
-    DDP all-reduces gradient buckets as the backward makes them). bench/published.py maps rows
-    the same way."""
-    framework = row.get("framework") or ""
-    if "DeepSpeed" in framework:
-        name = "megatron-deepspeed"
-    elif row["id"].startswith("narayanan2021"):
-        name = "megatron-lm-2021"
-    elif row["id"].startswith("korthikanti2022"):
-        name = "megatron-lm"
-    else:
-        name = "megatron-core"
-    flags = ["--framework", name]
-    flags += [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
-                                "--tp-comm-overlap") if flag in framework]
-    if "DDP impl=torch" in framework:
-        flags.append("--overlap-grad-reduce")
-    return flags
 
 
 def configure(row):

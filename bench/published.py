@@ -4,7 +4,7 @@
 bench/calibration.py, which covers calibration.jsonl only.
 
 Usage: bench/published.py [AUTOPAR_BINARY] [--rows PREFIX] [--cost-model FILE]
-                          [--own-flops] [--legacy-flags]
+                          [--own-flops]
        bench/published.py [AUTOPAR_BINARY] --fit [--write] [--max-sweeps N]
        bench/published.py [AUTOPAR_BINARY] --cross-validate [--max-sweeps N]
 
@@ -33,12 +33,9 @@ rows the two TFLOP/s differ by up to 2x on the attention term. So a published TF
 through the publisher's own formula (publisher_flops()): autopar's step time turned into TFLOP/s
 by it. --own-flops compares autopar's own FLOP/s figure instead.
 
---framework NAME (megatron-lm-2021, megatron-deepspeed, megatron-lm, megatron-core, torchtitan)
-is passed when `autopar estimate --help` lists it (and --legacy-flags is not given); otherwise
-the calibration rows get bench/calibration.py's per-row framework flags and the others none
-(without --framework, autopar now prices the megatron-core code path by default). Run flags a
-row states (the README's overlap switches, "DDP impl=torch", the dgxc recipes' overlap
-settings, torchtitan's AsyncTP) are passed in both cases.
+Every row gets --framework NAME (megatron-lm-2021, megatron-deepspeed, megatron-lm,
+megatron-core, torchtitan) and the run flags it states (the README's overlap switches, "DDP
+impl=torch", the dgxc recipes' overlap settings, torchtitan's AsyncTP and torch.compile).
 
 Assumptions where a row is silent (each is printed in the row's notes):
   narayanan2021, korthikanti2022, megatron_readme: as bench/calibration.py (Megatron GPT:
@@ -98,8 +95,7 @@ FIT_KEYS = {
     "memory_efficiency": ((0.5, 0.9), None),
     "tile_dim": ((8.0, 512.0), None),
     "list_collective_copy_seconds": ((2e-6, 2e-5),
-                                     lambda config: "--list-collectives" in config["flags"]
-                                     or "megatron-deepspeed" in config["flags"]),
+                                     lambda config: "megatron-deepspeed" in config["flags"]),
     # fp8 GEMMs reach a smaller share of their (doubled) peak than bf16 ones: 0.3-0.85.
     "fp8_matmul_efficiency": ((0.3, 0.85), lambda config: config["settings"]["precision"] == "fp8"),
     # The shortest a kernel takes, launch to completion: 2-20 us (data/cost_model.json's source).
@@ -201,32 +197,11 @@ def precision_of(row, notes):
     return "fp16"
 
 
-def calibration_framework_flags(row):
-    """bench/calibration.py's framework_flags(), for the calibration rows while autopar has no
-    --framework: Megatron-Core's overlap switches (README), PyTorch DDP's overlapped all-reduce,
-    DeepSpeed's list-API collectives, unfused attention before 2023 (A100 rows), the 2022
-    backward TP overlap, and the 2021 code's separate gradient-accumulation kernel."""
-    framework = row.get("framework") or ""
-    flags = [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
-                               "--tp-comm-overlap") if flag in framework]
-    if "DDP impl=torch" in framework:
-        flags.append("--overlap-grad-reduce")
-    if "DeepSpeed" in framework:
-        flags.append("--list-collectives")
-    if "H100" not in row["gpu_type"]:
-        flags += ["--attention", "unfused"]
-    if row["id"].startswith("korthikanti2022"):
-        flags.append("--async-tensor-model-parallel-allreduce")
-    if row["id"].startswith("narayanan2021") and "DeepSpeed" not in framework:
-        flags.append("--no-gradient-accumulation-fusion")
-    return flags
-
-
-def stated_flags(row, options):
+def stated_flags(row):
     """Run flags the row itself states: the README's Megatron-Core switches, Table 1's "DDP
     impl=torch" (PyTorch DDP overlaps its bucketed all-reduce with the backward), the dgxc
     recipes' overlap settings quoted in the notes, torchtitan's AsyncTP and torch.compile (its
-    elementwise fusion, where the binary has --fused-elementwise)."""
+    elementwise fusion)."""
     framework, notes = row.get("framework") or "", row.get("notes") or ""
     technique = str((row.get("other_metrics") or {}).get("technique", ""))
     flags = [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
@@ -238,20 +213,14 @@ def stated_flags(row, options):
         flags.append("--tp-comm-overlap")
     if "overlap_grad/param_sync" in notes:
         flags += ["--overlap-grad-reduce", "--overlap-param-gather"]
-    if "torch.compile" in technique and "--fused-elementwise" in options:
+    if "torch.compile" in technique:
         flags.append("--fused-elementwise")
     return list(dict.fromkeys(flags))
 
 
-def framework_flags(row, options):
-    """--framework NAME plus the stated flags where the binary has --framework (`options`: the
-    estimate options it lists); without it, calibration.py's flags for the calibration rows and
-    the stated flags alone for the others."""
-    if "--framework" in options:
-        return ["--framework", framework_of(row)] + stated_flags(row, options)
-    if source_of(row) in ("narayanan2021", "korthikanti2022", "megatron_readme"):
-        return calibration_framework_flags(row)
-    return stated_flags(row, options)
+def framework_flags(row):
+    """--framework NAME (the row's framework as autopar's profile) plus the flags it states."""
+    return ["--framework", framework_of(row)] + stated_flags(row)
 
 
 def skip_reason(row):
@@ -497,7 +466,7 @@ def settings_flags(settings):
     return [str(flag) for flag in flags]
 
 
-def configure(row, options, publisher_formula=False):
+def configure(row, publisher_formula=False):
     """The row's configuration (a dict), or None and the reason it is skipped. With
     publisher_formula a published TFLOP/s is compared through the publisher's FLOP formula:
     autopar's step time turned into TFLOP/s by the same formula."""
@@ -514,10 +483,9 @@ def configure(row, options, publisher_formula=False):
     world = settings["tp"] * settings["pp"] * settings["dp"] * settings["cp"]
     if world != row["num_gpus"]:
         notes.append(f"world {world} != {row['num_gpus']} GPUs published")
-    flags = settings_flags(settings) + framework_flags(row, options)
+    flags = settings_flags(settings) + framework_flags(row)
     if "torch.compile" in str((row.get("other_metrics") or {}).get("technique", "")):
-        notes.append("torch.compile as --fused-elementwise" if "--fused-elementwise" in flags
-                     else "torch.compile not modelled")
+        notes.append("torch.compile as --fused-elementwise")
     flops = None
     if publisher_formula and "tflops" in metric:
         flops = publisher_flops(row, settings, dims)
@@ -543,13 +511,6 @@ def run(command, attempts=30):
             return done
         time.sleep(2)
     raise SystemExit(f"{command[0]}: not runnable after {attempts} attempts")
-
-
-def estimate_options(autopar):
-    """The options `autopar estimate --help` lists (read once at start-up: --framework and
-    --fused-elementwise are recent)."""
-    done = run([autopar, "estimate", "--help"])
-    return set(re.findall(r"^\s*(--[a-z0-9-]+)", done.stdout, re.M))
 
 
 def cluster_flags(config, scratch):
@@ -950,8 +911,6 @@ def parse_args():
     parser.add_argument("--write", action="store_true", help="with --fit: rewrite "
                         "data/cost_model.json")
     parser.add_argument("--cross-validate", action="store_true")
-    parser.add_argument("--legacy-flags", action="store_true", help="pass calibration.py's "
-                        "per-row flags even where autopar has --framework (to compare the two)")
     parser.add_argument("--own-flops", action="store_true", help="compare published TFLOP/s "
                         "with autopar's own TFLOP/s figures instead of through the publisher's "
                         "FLOP formula (full attention)")
@@ -963,20 +922,12 @@ def parse_args():
 def main():
     args = parse_args()
     began = time.time()
-    options = estimate_options(args.autopar)
-    if args.legacy_flags:
-        options.discard("--framework")
-    framework = "--framework" in options
     configs, skipped = [], []
     for row in load_rows(args.rows):
-        config, reason = configure(row, options, not args.own_flops)
+        config, reason = configure(row, not args.own_flops)
         (configs.append(config) if config else skipped.append((row, reason)))
-    mode = "available" if framework else "ignored (--legacy-flags)" if args.legacy_flags \
-        else "not available"
-    if not framework:
-        mode += ": calibration.py's per-row flags for the calibration rows"
-    print(f"autopar {args.autopar}: --framework {mode}; {len(configs)} rows configured, "
-          f"{len(skipped)} skipped", flush=True)
+    print(f"autopar {args.autopar}: {len(configs)} rows configured, {len(skipped)} skipped",
+          flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         if args.fit:
             _, values, best = fit(args.autopar, configs, scratch, args.cost_model or COST_MODEL,

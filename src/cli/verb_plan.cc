@@ -18,6 +18,27 @@ namespace autopar::cli {
 
 namespace {
 
+/// --tp, --dp and --sequence-parallel as given (0 and false: not given).
+struct DegreeFlags {
+  int64_t tp = 0;
+  int64_t dp = 0;
+  bool sequenceParallel = false;
+};
+
+/// The Megatron-style annotation the flags ask for; none without --tp.
+Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) {
+  if (flags.tp == 0) {
+    if (flags.dp > 0) return Error{"--dp: needs --tp (without it every device is data parallel)"};
+    if (flags.sequenceParallel) return Error{"--sequence-parallel: needs --tp"};
+    return {};
+  }
+  model.parallel = ir::ParallelConfig{.tp = flags.tp,
+                                      .dp = std::max<int64_t>(flags.dp, 1),
+                                      .sequenceParallel = flags.sequenceParallel};
+  model.dataParallelFromDevices = flags.dp == 0;
+  return {};
+}
+
 int runPlan(planner::PlanOptions options) {
   auto cluster = planner::loadCluster(options.cluster, options.nodes, options.devices);
   if (!cluster) return reportError(cluster.error());
@@ -68,6 +89,7 @@ int runPlan(planner::PlanOptions options) {
 void addPlanVerb(CLI::App& app, Action& action) {
   auto options = std::make_shared<planner::PlanOptions>();
   auto frameworkName = std::make_shared<std::string>();
+  auto degrees = std::make_shared<DegreeFlags>();
   CLI::App* verb = app.add_subcommand(
       "plan",
       "Evaluate a semi-auto plan: annotated ops keep their strategy, the rest run data "
@@ -84,11 +106,10 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
       ->check(positive());
   verb->add_option("--seq", options->modelOptions.sequence, "sequence length")->check(positive());
-  verb->add_option("--tp", options->modelOptions.tensorParallel,
+  verb->add_option("--tp", degrees->tp,
                    "annotate a transformer preset Megatron-style with this tensor-parallel degree")
       ->check(positive());
-  verb->add_option("--dp", options->modelOptions.dataParallel,
-                   "data-parallel degree with --tp (default: devices / tp)")
+  verb->add_option("--dp", degrees->dp, "data-parallel degree with --tp (default: devices / tp)")
       ->check(positive());
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
@@ -108,16 +129,19 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   addTrainingFlags(*verb, options->training);
-  verb->add_flag("--sequence-parallel", options->modelOptions.sequenceParallel,
+  verb->add_flag("--sequence-parallel", degrees->sequenceParallel,
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--framework", *frameworkName,
                    "price the plan with this framework's code path (docs/frameworks.md): " +
                        planner::frameworkNames() + "; default: the plan's features only");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
-  verb->callback([&action, options, frameworkName, verb] {
+  verb->callback([&action, options, frameworkName, degrees, verb] {
     if (verb->count("--search") > 0) options->searchFlag = options->search;
-    action = [options, frameworkName] {
+    action = [options, frameworkName, degrees] {
+      if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
+        return reportError(status.error());
+      }
       if (!frameworkName->empty()) {
         auto framework = planner::parseFramework(*frameworkName);
         if (!framework) return reportError(framework.error());

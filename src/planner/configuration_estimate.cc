@@ -144,11 +144,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.cluster = config.cluster;
   options.modelOptions.microBatch = config.mbs;
   options.modelOptions.sequence = config.seq;
-  options.modelOptions.tensorParallel = config.tp;
-  options.modelOptions.dataParallel = config.dp;
-  options.modelOptions.sequenceParallel = config.sequenceParallel;
-  options.modelOptions.contextParallel = config.cp;
-  options.modelOptions.expertParallel = config.ep;
+  options.modelOptions.parallel = static_cast<const ir::ParallelConfig&>(config);
   // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
   options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;

@@ -77,24 +77,19 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   // holds the micro-batch of all replicas, which data parallelism then splits.
   const int64_t perReplica = options.microBatch > 0 ? options.microBatch : config->microBatch;
   int64_t dataParallel = numDevices;
-  if (options.tensorParallel > 0) {
-    dataParallel =
-        options.dataParallel > 0
-            ? options.dataParallel
-            : std::max<int64_t>(numDevices / (options.tensorParallel * options.contextParallel), 1);
-    const int64_t used = options.tensorParallel * options.contextParallel * dataParallel;
+  if (options.parallel) {
+    ir::ParallelConfig parallel = *options.parallel;
+    if (options.dataParallelFromDevices) {
+      parallel.dp = std::max<int64_t>(numDevices / (parallel.tp * parallel.cp), 1);
+    }
+    const int64_t used = parallel.tp * parallel.cp * parallel.dp;
     if (used > numDevices) {
-      return Error{fmt::format(
-          "--tp {} x --cp {} x --dp {}: uses {} devices but only {} are available",
-          options.tensorParallel, options.contextParallel, dataParallel, used, numDevices)};
+      return Error{
+          fmt::format("--tp {} x --cp {} x --dp {}: uses {} devices but only {} are available",
+                      parallel.tp, parallel.cp, parallel.dp, used, numDevices)};
     }
-    if (options.annotate) {
-      config->parallel = ir::ParallelConfig{.tp = options.tensorParallel,
-                                            .dp = dataParallel,
-                                            .cp = options.contextParallel,
-                                            .ep = options.expertParallel,
-                                            .sequenceParallel = options.sequenceParallel};
-    }
+    dataParallel = parallel.dp;
+    if (options.annotate) config->parallel = parallel;
   }
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);

@@ -10,6 +10,7 @@
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
 #include "ir/graph.h"
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::planner {
@@ -18,19 +19,18 @@ struct ModelOptions {
   /// Per data-parallel replica (Megatron's --micro-batch-size); 0: the preset's default (1). The
   /// graph's batch dim is this times the data-parallel degree (all devices without --tp).
   int64_t microBatch = 0;
-  int64_t sequence = 0;           ///< 0: the preset's default
-  int64_t tensorParallel = 0;     ///< >0: annotate Megatron-style with this TP degree
-  int64_t dataParallel = 0;       ///< with tensorParallel; 0: devices / tensorParallel
-  bool sequenceParallel = false;  ///< Megatron-LM's --sequence-parallel, with tensorParallel
-  int64_t contextParallel = 1;    ///< Megatron-LM's --context-parallel-size, with tensorParallel
-  /// Megatron-Core's --expert-model-parallel-size, with tensorParallel: the experts of a
-  /// mixture-of-experts model split over this many of the data-parallel ranks.
-  int64_t expertParallel = 1;
+  int64_t sequence = 0;  ///< 0: the preset's default
+  /// Megatron-style annotation of a transformer: tp, dp, cp, ep and sequence parallel (the
+  /// pipeline, schedule, recompute and ZeRO stage are the training flags'). Unset: no
+  /// annotation, every device data parallel.
+  std::optional<ir::ParallelConfig> parallel;
+  /// With `parallel`: its dp is the devices tp x cp leave (--tp without --dp), not parallel->dp.
+  bool dataParallelFromDevices = false;
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
   std::optional<ir::DType> dtype;
   /// Attention with the score matrix in memory (frontend::TransformerConfig::scoresInMemory).
   bool attentionScoresInMemory = false;
-  /// false: the degrees above set the graph's batch (micro-batch x data parallel), but no
+  /// false: `parallel` sets the graph's batch (micro-batch x data parallel), but no
   /// Megatron-style annotation is written; an op-level search shards the blocks instead
   /// (planner/op_search.h).
   bool annotate = true;

@@ -61,10 +61,7 @@ PlanOptions withFramework(PlanOptions options) {
 /// Whether the framework (when one is named) runs the plan's degrees, schedule and precision.
 Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) {
   if (!options.framework) return {};
-  ir::ParallelConfig config;
-  config.tp = std::max<int64_t>(model.tensorParallel, 1);
-  config.cp = model.contextParallel;
-  config.ep = model.expertParallel;
+  ir::ParallelConfig config = model.parallel.value_or(ir::ParallelConfig{});
   config.pp = options.training.pipelineStages;
   if (auto schedule = ir::parseSchedule(options.training.schedule)) config.schedule = *schedule;
   if (config.schedule == ir::Schedule::kInterleaved) {
@@ -157,12 +154,14 @@ std::string suggestFit(const PlanOptions& options, const cluster::Cluster& clust
       }
     }
   }
-  const int64_t currentTp = std::max<int64_t>(options.modelOptions.tensorParallel, 1);
-  for (int64_t tp = currentTp * 2; tp <= cluster.numDevices; tp *= 2) {
+  const ir::ParallelConfig current = options.modelOptions.parallel.value_or(ir::ParallelConfig{});
+  for (int64_t tp = current.tp * 2; tp <= cluster.numDevices; tp *= 2) {
     if (cluster.numDevices % tp != 0) break;
     ModelOptions candidate = options.modelOptions;
-    candidate.tensorParallel = tp;
-    candidate.dataParallel = cluster.numDevices / tp;
+    candidate.parallel = current;
+    candidate.parallel->tp = tp;
+    candidate.parallel->dp = cluster.numDevices / tp;
+    candidate.dataParallelFromDevices = false;
     auto evaluated = evaluate(options, cluster, candidate);
     if (!evaluated) continue;
     const int64_t peak = evaluated->peakBytes();

@@ -23,7 +23,9 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
   training.noMpCommRecompute = !parallel.mpCommRecompute;
   training.parallelOptimizerCommRecompute = parallel.parallelOptimizerCommRecompute;
   options.enableAllToAll = parallel.enableAllToAll;
-  options.modelOptions.sequenceParallel = parallel.useSeqParallel;
+  if (options.modelOptions.parallel) {
+    options.modelOptions.parallel->sequenceParallel = parallel.useSeqParallel;
+  }
 }
 
 /// Sets the micro-batch per data-parallel replica for `stages` pipeline stages: a stage's devices
@@ -33,7 +35,7 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
   const frontend::ParallelSettings& parallel = config.parallel;
   const int64_t stageDevices = numDevices / stages;
   const int64_t dataParallel = parallel.parallelMode == frontend::ParallelMode::kSemiAuto
-                                   ? options.modelOptions.dataParallel
+                                   ? options.modelOptions.parallel->dp
                                    : stageDevices;
   const int64_t stageBatch = frontend::clusterMicroBatchSize(config, stageDevices);
   if (stageBatch % dataParallel != 0) {
@@ -76,7 +78,7 @@ std::pair<int, std::string> choosePipelineStages(const PlanOptions& options,
       // Semi-auto keeps model_parallel; data parallelism takes the devices the stages leave.
       const int64_t perStage = cluster.numDevices / stages;
       if (perStage % config.parallel.modelParallel != 0) continue;
-      candidate.modelOptions.dataParallel = perStage / config.parallel.modelParallel;
+      candidate.modelOptions.parallel->dp = perStage / config.parallel.modelParallel;
     }
     if (!applyYamlBatch(config, cluster.numDevices, stages, candidate)) continue;
     auto evaluated = evaluate(candidate, cluster, candidate.modelOptions);
@@ -130,8 +132,9 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
       break;
     case frontend::ParallelMode::kSemiAuto:
       options.search = "semi_auto";
-      options.modelOptions.tensorParallel = parallel.modelParallel;
-      options.modelOptions.dataParallel = parallel.dataParallel;
+      options.modelOptions.parallel =
+          ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
+      options.modelOptions.dataParallelFromDevices = false;
       break;
     case frontend::ParallelMode::kAuto:
       options.search = std::string(frontend::searchModeName(parallel.searchMode));
@@ -170,7 +173,7 @@ void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& 
   if (config.parallel.autoPipeline) {
     options.training.pipelineStages = stages;
     if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
-      options.modelOptions.dataParallel =
+      options.modelOptions.parallel->dp =
           cluster.numDevices / stages / config.parallel.modelParallel;
     }
     (void)applyYamlBatch(config, cluster.numDevices, stages, options);

@@ -60,8 +60,8 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
     if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
     for (bool sequenceParallel : {false, true}) {
       ModelOptions options = base;
-      options.tensorParallel = tp;
-      options.sequenceParallel = sequenceParallel;
+      options.parallel = ir::ParallelConfig{.tp = tp, .sequenceParallel = sequenceParallel};
+      options.dataParallelFromDevices = true;
       tries.push_back(options);
     }
   }

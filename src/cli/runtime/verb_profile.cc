@@ -50,9 +50,8 @@ Expected<planner::SampledRun> measure(const ProfileOptions& options,
   modelOptions.microBatch = setting.mbs;
   modelOptions.sequence = options.sequence;
   if (setting.tp > 1) {
-    modelOptions.tensorParallel = setting.tp;
-    modelOptions.dataParallel = 1;
-    modelOptions.sequenceParallel = setting.sequenceParallel;
+    modelOptions.parallel =
+        ir::ParallelConfig{.tp = setting.tp, .sequenceParallel = setting.sequenceParallel};
   }
   auto model = planner::loadModel(options.model, modelOptions, setting.tp);
   if (!model) return model.error();

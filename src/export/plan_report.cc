@@ -226,8 +226,14 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
     shape = fmt::format(", micro-batch {} per replica, sequence {}", plan.inputs.microBatch,
                         plan.inputs.sequence);
   }
-  out += fmt::format("  {:.3f} B parameters{}, {} ops\n\n",
+  out += fmt::format("  {:.3f} B parameters{}, {} ops\n",
                      static_cast<double>(header.parameterCount) / 1e9, shape, plan.ops.size());
+  if (plan.parallel) {
+    const ir::ParallelConfig& c = *plan.parallel;
+    out += fmt::format("  configuration {}{}, recompute {}, ZeRO {}\n", ir::shapeName(c),
+                       c.vpp > 1 ? fmt::format(" VPP {}", c.vpp) : "", c.recompute, c.zero);
+  }
+  out += "\n";
   appendStrategies(out, plan);
   appendRedistributions(out, plan);
   if (!plan.conflicts.empty()) {

@@ -46,6 +46,17 @@ Expected<Recompute> parseRecompute(std::string_view name) {
   return Error{fmt::format("unknown recompute '{}'; expected none, selective or full", name)};
 }
 
+std::string shapeName(const ParallelConfig& config) {
+  std::string name = fmt::format("TP {}", config.tp);
+  if (config.cp > 1) name += fmt::format(" CP {}", config.cp);
+  name += fmt::format(" PP {} DP {}", config.pp, config.dp);
+  if (config.ep > 1) name += fmt::format(" EP {}", config.ep);
+  name += fmt::format(" MBS {}", config.mbs);
+  if (config.sequenceParallel) name += " SP";
+  if (config.zeroBubble()) name += " zb-h1";
+  return name;
+}
+
 std::string_view recomputeName(Recompute recompute) {
   for (const auto& [candidate, name] : kRecomputes) {
     if (candidate == recompute) return name;

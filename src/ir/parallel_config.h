@@ -13,6 +13,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "util/expected.h"
@@ -35,6 +36,10 @@ std::string_view scheduleName(Schedule schedule);
 /// "none", "selective", "full"; the error lists the accepted names.
 Expected<Recompute> parseRecompute(std::string_view name);
 std::string_view recomputeName(Recompute recompute);
+
+struct ParallelConfig;
+/// "TP 2 CP 2 PP 8 DP 2 EP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
+std::string shapeName(const ParallelConfig& config);
 
 struct ParallelConfig {
   int64_t tp = 1;   ///< tensor parallel

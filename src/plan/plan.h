@@ -4,6 +4,7 @@
 /// and the inputs it was made from. Serialised as versioned JSON (docs/plan-format.md).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,11 @@ struct Plan {
   std::vector<std::string> conflicts;
   PipelineRecord pipeline;
   FeaturesRecord features;
+  /// The layer-level configuration the plan realises, when it has one: a model annotated
+  /// Megatron-style (plan --tp, a semi-auto run yaml) with its pipeline, micro-batch, schedule,
+  /// recompute and ZeRO stage. Unset where an op-level search chose each op's sharding, which has
+  /// no single tensor-parallel degree. Serialised as "parallel_config".
+  std::optional<ir::ParallelConfig> parallel;
   std::vector<ParameterRecord> parameters;
   std::vector<FusionGroupRecord> fusionGroups;
   EstimateRecord estimate;

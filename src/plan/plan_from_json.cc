@@ -83,6 +83,62 @@ Expected<PipelineRecord> readPipeline(const Json& features) {
                         static_cast<int>(*microBatches), *schedule};
 }
 
+/// "parallel_config": every degree a positive integer no larger than kMaxDegree, the ZeRO stage
+/// 0-3, the schedule and recompute by name.
+Expected<ir::ParallelConfig> readParallelConfig(const Json& object) {
+  constexpr int64_t kMaxDegree = int64_t{1} << 24;  // far beyond any cluster
+  const std::string path = "parallel_config";
+  if (!object.is_object()) return Error{path + ": expected an object"};
+  ir::ParallelConfig config;
+  const std::pair<const char*, int64_t*> degrees[] = {{"tp", &config.tp},
+                                                      {"dp", &config.dp},
+                                                      {"pp", &config.pp},
+                                                      {"cp", &config.cp},
+                                                      {"ep", &config.ep},
+                                                      {"vpp", &config.vpp},
+                                                      {"micro_batch_size", &config.mbs}};
+  for (const auto& [key, value] : degrees) {
+    auto read = json::optional<int64_t>(object, key, path, 1);
+    if (!read) return read.error();
+    if (*read < 1 || *read > kMaxDegree) {
+      return Error{
+          fmt::format("{}.{}: {} is not an integer from 1 to {}", path, key, *read, kMaxDegree)};
+    }
+    *value = *read;
+  }
+  auto schedule = json::optional<std::string>(object, "schedule", path, "1f1b");
+  if (!schedule) return schedule.error();
+  auto parsedSchedule = ir::parseSchedule(*schedule);
+  if (!parsedSchedule) return parsedSchedule.error().in(path + ".schedule");
+  config.schedule = *parsedSchedule;
+  auto recompute = json::optional<std::string>(object, "recompute", path, "none");
+  if (!recompute) return recompute.error();
+  auto parsedRecompute = ir::parseRecompute(*recompute);
+  if (!parsedRecompute) return parsedRecompute.error().in(path + ".recompute");
+  config.recompute = *parsedRecompute;
+  auto sequenceParallel = json::optional<bool>(object, "sequence_parallel", path, false);
+  if (!sequenceParallel) return sequenceParallel.error();
+  config.sequenceParallel = *sequenceParallel;
+  auto zero = json::optional<int64_t>(object, "zero_stage", path, 0);
+  if (!zero) return zero.error();
+  if (*zero < 0 || *zero > 3) {
+    return Error{fmt::format("{}.zero_stage: {}: expected 0, 1, 2 or 3", path, *zero)};
+  }
+  config.zero = static_cast<int>(*zero);
+  return config;
+}
+
+/// features.recompute.layers: the layer recompute the plan's ops were marked with.
+Expected<ir::Recompute> readLayerRecompute(const Json& features) {
+  if (!features.contains("recompute")) return ir::Recompute::kNone;
+  const std::string path = "features.recompute";
+  auto name = json::optional<std::string>(features.at("recompute"), "layers", path, "none");
+  if (!name) return name.error();
+  auto recompute = ir::parseRecompute(*name);
+  if (!recompute) return recompute.error().in(path + ".layers");
+  return *recompute;
+}
+
 Expected<OpRecord> readOp(const Json& object, const std::string& path) {
   OpRecord op;
   auto name = json::required<std::string>(object, "name", path);
@@ -169,6 +225,14 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
     auto pipeline = readPipeline(object.at("features"));
     if (!pipeline) return fail(pipeline.error());
     plan.pipeline = *pipeline;
+    auto recompute = readLayerRecompute(object.at("features"));
+    if (!recompute) return fail(recompute.error());
+    plan.features.recompute = *recompute;
+  }
+  if (object.contains("parallel_config")) {
+    auto parallel = readParallelConfig(object.at("parallel_config"));
+    if (!parallel) return fail(parallel.error());
+    plan.parallel = *parallel;
   }
   if (object.contains("parameters")) {
     auto parameters = readList<ParameterRecord>(object, "parameters", "", readParameter);

@@ -88,6 +88,20 @@ OrderedJson featuresToJson(const Plan& plan) {
                      {"enable_alltoall", f.enableAllToAll}};
 }
 
+OrderedJson parallelConfigToJson(const ir::ParallelConfig& c) {
+  return OrderedJson{{"tp", c.tp},
+                     {"dp", c.dp},
+                     {"pp", c.pp},
+                     {"cp", c.cp},
+                     {"ep", c.ep},
+                     {"vpp", c.vpp},
+                     {"micro_batch_size", c.mbs},
+                     {"schedule", ir::scheduleName(c.schedule)},
+                     {"sequence_parallel", c.sequenceParallel},
+                     {"recompute", ir::recomputeName(c.recompute)},
+                     {"zero_stage", c.zero}};
+}
+
 OrderedJson parametersToJson(const Plan& plan) {
   OrderedJson list = OrderedJson::array();
   for (const auto& p : plan.parameters) {
@@ -168,25 +182,27 @@ OrderedJson planToJson(const Plan& plan) {
     redistributions.push_back(redistributionToJson(record));
   }
   const InputsRecord& inputs = plan.inputs;
-  return OrderedJson{{"format", "autopar.plan"},
-                     {"version", plan.version},
-                     {"search", plan.search},
-                     {"devices", plan.devices},
-                     {"ranks", plan.ranks},
-                     {"inputs",
-                      {{"model", inputs.model},
-                       {"model_hash", inputs.modelHash},
-                       {"cluster", inputs.cluster},
-                       {"cluster_hash", inputs.clusterHash},
-                       {"micro_batch", inputs.microBatch},
-                       {"sequence", inputs.sequence}}},
-                     {"ops", ops},
-                     {"redistributions", redistributions},
-                     {"conflicts", plan.conflicts},
-                     {"features", featuresToJson(plan)},
-                     {"parameters", parametersToJson(plan)},
-                     {"fusion_groups", fusionGroupsToJson(plan)},
-                     {"estimate", estimateToJson(plan.estimate)}};
+  OrderedJson json{{"format", "autopar.plan"},
+                   {"version", plan.version},
+                   {"search", plan.search},
+                   {"devices", plan.devices},
+                   {"ranks", plan.ranks},
+                   {"inputs",
+                    {{"model", inputs.model},
+                     {"model_hash", inputs.modelHash},
+                     {"cluster", inputs.cluster},
+                     {"cluster_hash", inputs.clusterHash},
+                     {"micro_batch", inputs.microBatch},
+                     {"sequence", inputs.sequence}}},
+                   {"ops", ops},
+                   {"redistributions", redistributions},
+                   {"conflicts", plan.conflicts},
+                   {"features", featuresToJson(plan)}};
+  if (plan.parallel) json["parallel_config"] = parallelConfigToJson(*plan.parallel);
+  json["parameters"] = parametersToJson(plan);
+  json["fusion_groups"] = fusionGroupsToJson(plan);
+  json["estimate"] = estimateToJson(plan.estimate);
+  return json;
 }
 
 std::string fingerprint(const std::string& text) {

@@ -44,6 +44,43 @@ Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir
   return {};
 }
 
+/// The layer-level configuration agrees with the plan's pipeline, recompute and devices.
+Status validateParallelConfig(const Plan& plan, int64_t numDevices) {
+  const ir::ParallelConfig& c = *plan.parallel;
+  const auto mismatch = [](const std::string& field, const auto& value, const std::string& other,
+                           const auto& otherValue) {
+    return Error{
+        fmt::format("parallel_config.{}: {} but {} is {}", field, value, other, otherValue)};
+  };
+  if (c.pp != plan.pipeline.stages) {
+    return mismatch("pp", c.pp, "features.pipeline.stages", plan.pipeline.stages);
+  }
+  if (c.vpp != plan.pipeline.virtualStages) {
+    return mismatch("vpp", c.vpp, "features.pipeline.virtual_stages", plan.pipeline.virtualStages);
+  }
+  if (c.schedule != plan.pipeline.schedule) {
+    return mismatch("schedule", c.schedule, "features.pipeline.schedule", plan.pipeline.schedule);
+  }
+  if (c.recompute != plan.features.recompute) {
+    return mismatch("recompute", c.recompute, "features.recompute.layers", plan.features.recompute);
+  }
+  const int64_t stageDevices = numDevices / c.pp;
+  const int64_t perStage = c.tp * c.cp * c.dp;
+  if (numDevices % c.pp != 0 || perStage > stageDevices || stageDevices % perStage != 0) {
+    return Error{
+        fmt::format("parallel_config: tp {} x cp {} x dp {} = {} devices per stage, which "
+                    "does not divide the {} of each stage",
+                    c.tp, c.cp, c.dp, perStage, stageDevices)};
+  }
+  if (c.dp % c.ep != 0) {
+    return Error{
+        fmt::format("parallel_config.ep: {} does not divide dp {} (expert parallelism "
+                    "is carved out of the data-parallel ranks)",
+                    c.ep, c.dp)};
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices) {
@@ -62,6 +99,9 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
   if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != stageDevices) {
     return Error{fmt::format("ranks: {} listed, expected {} ({} devices over {} stages)",
                              plan.ranks.size(), stageDevices, numDevices, stages)};
+  }
+  if (plan.parallel) {
+    if (auto status = validateParallelConfig(plan, numDevices); !status) return status;
   }
   if (plan.ops.size() != graph.ops().size()) {
     return Error{fmt::format("ops: plan has {} ops, graph '{}' has {}", plan.ops.size(),

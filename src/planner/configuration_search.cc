@@ -174,7 +174,7 @@ Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
   auto placement = placeOnClosedForm(toPlace, profiler_);
   if (!placement) {
     refined.placementLine =
-        fmt::format("  {}: not placed: {}", shapeName(toPlace), placement.error().message);
+        fmt::format("  {}: not placed: {}", ir::shapeName(toPlace), placement.error().message);
     return {};
   }
   if (!*placement) return {};
@@ -218,7 +218,7 @@ std::string SearchRun::placementLine(const MegatronConfig& config,
                                                              fmt::join(recomputed.front(), ", "))
                                                : "";
   return fmt::format("  {}: {}layers{} [{}], recomputed [{}]: {} (unplaced, {}: {})",
-                     shapeName(config), towers, config.vpp > 1 ? " per virtual stage" : "",
+                     ir::shapeName(config), towers, config.vpp > 1 ? " per virtual stage" : "",
                      fmt::join(layers.back(), ", "), fmt::join(recomputed.back(), ", "),
                      formatSeconds(placedSeconds), ir::recomputeName(candidate.recompute),
                      formatSeconds(unplacedSeconds));
@@ -302,17 +302,6 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
 }
 
 }  // namespace
-
-std::string shapeName(const MegatronConfig& config) {
-  std::string name = fmt::format("TP {}", config.tp);
-  if (config.cp > 1) name += fmt::format(" CP {}", config.cp);
-  name += fmt::format(" PP {} DP {}", config.pp, config.dp);
-  if (config.ep > 1) name += fmt::format(" EP {}", config.ep);
-  name += fmt::format(" MBS {}", config.mbs);
-  if (config.sequenceParallel) name += " SP";
-  if (config.zeroBubble()) name += " zb-h1";
-  return name;
-}
 
 Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
                                                    const SearchProgress& progress) {

@@ -96,7 +96,4 @@ Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
 /// to the devices under ZeRO-3 and pipelining).
 std::string nothingFitsAdvice(const ConfigurationSearch& found, int nodes);
 
-/// "TP 2 CP 2 PP 8 DP 2 EP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
-std::string shapeName(const MegatronConfig& config);
-
 }  // namespace autopar::planner

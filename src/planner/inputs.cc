@@ -94,7 +94,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);
   if (!graph) return graph.error().in(fmt::format("model '{}'", model));
-  return LoadedModel{std::move(*graph), model, perReplica, config->seq};
+  return LoadedModel{std::move(*graph), model, perReplica, config->seq, config->parallel};
 }
 
 bool isGraphModel(const std::string& model) {

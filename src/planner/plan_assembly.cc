@@ -222,6 +222,30 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   return result;
 }
 
+namespace {
+
+/// The ZeRO stage the plan's sharded optimizer amounts to, as configuration_estimate maps a
+/// stage to the features: sharded states (1), and gradients (2); without the grouped update the
+/// parameters stay sharded and are gathered for use (3).
+int zeroStageOf(const plan::FeaturesRecord& features) {
+  if (!features.optimizerParallel) return 0;
+  if (!features.optimizerGroupUpdate) return 3;
+  return features.gradientAccumulationShard ? 2 : 1;
+}
+
+/// The annotation's degrees with the plan's pipeline, micro-batch, recompute and ZeRO stage.
+ir::ParallelConfig parallelConfigOf(ir::ParallelConfig degrees, const plan::Plan& plan) {
+  degrees.pp = plan.pipeline.stages;
+  degrees.vpp = plan.pipeline.virtualStages;
+  degrees.schedule = plan.pipeline.schedule;
+  degrees.mbs = std::max<int64_t>(plan.inputs.microBatch, 1);
+  degrees.recompute = plan.features.recompute;
+  degrees.zero = zeroStageOf(plan.features);
+  return degrees;
+}
+
+}  // namespace
+
 plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
                   const cluster::Cluster& cluster) {
   const PlanContext context{evaluated.evaluateOptions,
@@ -233,6 +257,8 @@ plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
   plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
                                    context, cluster, options.cluster);
   result.search = options.search;
+  if (evaluated.model.parallel)
+    result.parallel = parallelConfigOf(*evaluated.model.parallel, result);
   for (const auto& conflict : evaluated.outcome.conflicts) {
     result.conflicts.push_back(conflict.description);
   }

@@ -56,6 +56,12 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   base.microBatch = plan.inputs.microBatch;
   base.sequence = plan.inputs.sequence;
   std::vector<ModelOptions> tries{base};
+  if (plan.parallel) {
+    // The plan says how it was annotated: build that first.
+    ModelOptions annotated = base;
+    annotated.parallel = *plan.parallel;
+    tries.insert(tries.begin(), annotated);
+  }
   for (int64_t tp = 1; tp <= plan.devices; ++tp) {
     if (plan.devices % tp != 0) continue;  // (a stage's devices divide the plan's)
     for (bool sequenceParallel : {false, true}) {

@@ -1,0 +1,101 @@
+#include "plan/plan_json.h"
+
+#include <gtest/gtest.h>
+
+#include "plan/validate.h"
+
+namespace autopar::plan {
+namespace {
+
+/// A two-stage plan of no ops on 16 devices, annotated TP 2 DP 4 with selective recompute.
+Plan annotatedPlan() {
+  Plan plan;
+  plan.devices = 16;
+  plan.pipeline = PipelineRecord{2, 1, 8, ir::Schedule::k1F1B};
+  plan.features.recompute = ir::Recompute::kSelective;
+  plan.parallel = ir::ParallelConfig{.tp = 2,
+                                     .pp = 2,
+                                     .dp = 4,
+                                     .mbs = 2,
+                                     .sequenceParallel = true,
+                                     .recompute = ir::Recompute::kSelective,
+                                     .zero = 1};
+  return plan;
+}
+
+Expected<Plan> roundTrip(const Plan& plan) {
+  return parsePlanJson(planToJson(plan).dump(), "p.json");
+}
+
+TEST(PlanJsonTest, ParallelConfigRoundTrips) {
+  const Plan plan = annotatedPlan();
+  auto read = roundTrip(plan);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(read->parallel);
+  EXPECT_EQ(*read->parallel, *plan.parallel);
+  EXPECT_EQ(read->features.recompute, ir::Recompute::kSelective);
+}
+
+TEST(PlanJsonTest, PlanWithoutConfigurationHasNone) {
+  Plan plan = annotatedPlan();
+  plan.parallel.reset();
+  const auto json = planToJson(plan);
+  EXPECT_FALSE(json.contains("parallel_config"));
+  auto read = roundTrip(plan);
+  ASSERT_TRUE(read);
+  EXPECT_FALSE(read->parallel);
+}
+
+TEST(PlanJsonTest, BadParallelConfigNamesTheField) {
+  auto json = planToJson(annotatedPlan());
+  json["parallel_config"]["zero_stage"] = 4;
+  auto read = parsePlanJson(json.dump(), "p.json");
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message, "p.json: parallel_config.zero_stage: 4: expected 0, 1, 2 or 3");
+
+  json = planToJson(annotatedPlan());
+  json["parallel_config"]["tp"] = 0;
+  read = parsePlanJson(json.dump(), "p.json");
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message,
+            "p.json: parallel_config.tp: 0 is not an integer from 1 to 16777216");
+
+  json = planToJson(annotatedPlan());
+  json["parallel_config"]["schedule"] = "zigzag";
+  read = parsePlanJson(json.dump(), "p.json");
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().message.find("parallel_config.schedule"), std::string::npos);
+}
+
+TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
+  const ir::Graph empty;
+  Plan plan = annotatedPlan();
+  EXPECT_TRUE(validatePlan(plan, empty, 16));
+
+  plan.parallel->pp = 4;
+  auto status = validatePlan(plan, empty, 16);
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message, "parallel_config.pp: 4 but features.pipeline.stages is 2");
+
+  plan = annotatedPlan();
+  plan.parallel->dp = 3;
+  status = validatePlan(plan, empty, 16);
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message,
+            "parallel_config: tp 2 x cp 1 x dp 3 = 6 devices per stage, which does not divide "
+            "the 8 of each stage");
+
+  plan = annotatedPlan();
+  plan.parallel->ep = 8;
+  status = validatePlan(plan, empty, 16);
+  ASSERT_FALSE(status);
+  EXPECT_NE(status.error().message.find("parallel_config.ep: 8 does not divide dp 4"),
+            std::string::npos);
+
+  plan = annotatedPlan();
+  plan.parallel->recompute = ir::Recompute::kFull;
+  EXPECT_FALSE(validatePlan(plan, empty, 16));
+}
+
+}  // namespace
+}  // namespace autopar::plan

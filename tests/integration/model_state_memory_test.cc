@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
@@ -38,14 +37,15 @@ TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParame
   ASSERT_TRUE(cluster.ok());
   auto one = cluster::takeDevices(*cluster, 1);
   ASSERT_TRUE(one.ok());
-  auto sharding = rules::shardGraph(*graph, {0});
-  ASSERT_TRUE(sharding.ok()) << sharding.error().message;
+  const planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
 
   for (bool fp32Gradients : {true, false}) {
-    cost::EvaluateOptions options;
-    options.optimizer.fp32Gradients = fp32Gradients;
-    auto report = cost::evaluateGraph(*graph, sharding->ops, *one, options);
-    ASSERT_TRUE(report.ok()) << report.error().message;
+    planner::PlanOptions options;
+    options.search = "data_parallel";
+    options.training.fp32Gradients = fp32Gradients;
+    auto evaluated = planner::evaluateModel(model, options, *one);
+    ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
+    const cost::CostReport* report = &evaluated->report;
     const double bytesPerParameter = fp32Gradients ? 18.0 : 16.0;
     const double expected = bytesPerParameter * static_cast<double>(parameters);
     EXPECT_NEAR(static_cast<double>(modelStateBytes(*report)), expected, 0.01 * expected);

@@ -1,22 +1,19 @@
-// Seed 000's mem_coeff contract for the double-recursive search, on LLaMA2-7B over 8 devices:
+// Seed 000's mem_coeff contract for the double-recursive search, on LLaMA2-7B over 8 devices,
+// through the planner's pipeline (planner::evaluateModel):
 // 0.01 gives pure data parallelism; raising mem_coeff by factors of 4 never raises per-device
 // memory; a large enough value gives model parallelism.
 
 #include <gtest/gtest.h>
 
-#include <numeric>
-
-#include "cost/graph_cost.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
-#include "rules/graph_sharding.h"
-#include "search/op_level/recursive.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar {
 namespace {
 
 struct Searched {
-  std::vector<rules::FactorCuts> cuts;
+  std::vector<layout::Strategy> strategies;
   int64_t peakMemoryBytes = 0;
 };
 
@@ -28,41 +25,35 @@ class RecursiveMemCoeff : public ::testing::Test {
     config->microBatch = 8;  // one sample per device
     auto graph = frontend::buildTransformer(*config);
     ASSERT_TRUE(graph.ok()) << graph.error().message;
-    graph_ = std::move(*graph);
+    model_ = planner::LoadedModel{std::move(*graph), "llama2-7b", 1, config->seq};
     cluster_ = *cluster::clusterPreset("dgx-a100-80g");
-    ranks_.resize(8);
-    std::iota(ranks_.begin(), ranks_.end(), 0);
+    dataParallel_ = plan("data_parallel", 0).strategies;
   }
 
-  Searched search(double memCoeff) {
-    search::RecursiveOptions options;
+  /// The planner's whole pipeline: search, shard, cost and simulate one step.
+  Searched plan(const std::string& search, double memCoeff) {
+    planner::PlanOptions options;
+    options.search = search;
     options.memCoeff = memCoeff;
-    auto result = search::recursiveProgramming(graph_, ranks_, cluster_, options);
-    EXPECT_TRUE(result.ok()) << result.error().message;
-    const std::vector<rules::StrategySource> sources(graph_.ops().size(),
-                                                     rules::StrategySource::kSearch);
-    auto sharding = rules::shardGraphWithCuts(graph_, ranks_, result->cuts, sources);
-    EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-    auto report = cost::evaluateGraph(graph_, sharding->ops, cluster_);
-    EXPECT_TRUE(report.ok()) << report.error().message;
-    return Searched{result->cuts, report->memory.total()};
+    auto evaluated = planner::evaluateModel(model_, options, cluster_);
+    EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+    if (!evaluated) return {};
+    return Searched{evaluated->outcome.sharding.strategies, evaluated->peakBytes()};
   }
 
-  bool isDataParallel(const std::vector<rules::FactorCuts>& cuts) const {
-    for (const ir::Op& op : graph_.ops()) {
-      auto rule = rules::shardingRuleFor(graph_, op);
-      if (cuts[op.id] != rules::defaultFactorCuts(*rule, 8)) return false;
-    }
-    return true;
+  Searched search(double memCoeff) { return plan("recursive_programming", memCoeff); }
+
+  bool isDataParallel(const std::vector<layout::Strategy>& strategies) const {
+    return strategies == dataParallel_;
   }
 
-  ir::Graph graph_;
+  planner::LoadedModel model_;
   cluster::Cluster cluster_;
-  std::vector<int> ranks_;
+  std::vector<layout::Strategy> dataParallel_;
 };
 
 TEST_F(RecursiveMemCoeff, LowValueGivesPureDataParallelism) {
-  EXPECT_TRUE(isDataParallel(search(0.01).cuts));
+  EXPECT_TRUE(isDataParallel(search(0.01).strategies));
 }
 
 TEST_F(RecursiveMemCoeff, RaisingByFactorsOfFourNeverRaisesMemoryAndReachesModelParallelism) {
@@ -72,7 +63,7 @@ TEST_F(RecursiveMemCoeff, RaisingByFactorsOfFourNeverRaisesMemoryAndReachesModel
     const Searched searched = search(memCoeff);
     EXPECT_LE(searched.peakMemoryBytes, previous) << "mem_coeff " << memCoeff;
     previous = searched.peakMemoryBytes;
-    sawModelParallel = sawModelParallel || !isDataParallel(searched.cuts);
+    sawModelParallel = sawModelParallel || !isDataParallel(searched.strategies);
   }
   EXPECT_TRUE(sawModelParallel);
   // The model-parallel end fits one 80 GB device; pure data parallelism (121 GB of model states)

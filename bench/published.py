@@ -301,10 +301,10 @@ def torchtitan_settings(row, notes):
         notes.append("interleaved 1F1B as --vpp 2 assumed")
     if tp > 1:
         notes.append("SP with TP>1 (torchtitan TP plan)")
-    # torchtitan does not reshard the parameters after the forward when it pipelines
-    # (reshard_after_forward is off with PP: the backward would gather them again per
-    # micro-batch), which is ZeRO-2's memory and traffic.
-    zero = 2 if pp > 1 else 3
+    # FSDP2 is ZeRO 3; under PP the torchtitan profile runs it as the pipelining stage does
+    # (parameters kept gathered, gradients accumulated unsharded: CodePath::
+    # fsdpUnshardedUnderPipeline).
+    zero = 3
     return dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=1, vpp=vpp, mbs=mbs, gbs=gbs, sp=tp > 1,
                 zero=zero, **torchtitan_recompute(row, notes))
 

@@ -62,6 +62,13 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
          "weight-gradient GEMMs accumulate into the gradient buffer in place");
   toggle("fused-elementwise", flags.fusedElementwise,
          "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile)");
+  toggle("in-place-loss-gradient", flags.inPlaceLossGradient,
+         "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); "
+         "without it, two fp32 logits-sized buffers (PyTorch's log_softmax)");
+  toggle("selective-op-policy", flags.selectiveOpPolicy,
+         "--recompute selective keeps the attention and every other matmul's output and "
+         "recomputes the rest of each layer (torchtitan); without it, the attention core alone "
+         "is recomputed (Megatron)");
   verb.add_option("--attention", flags.attention,
                   "flash | unfused (the score matrix in memory, Megatron-LM before 2023); "
                   "default: the framework's")
@@ -86,7 +93,9 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.asyncTpAllreduce, &code.asyncTpAllreduce},
         {flags.listCollectives, &code.listCollectives},
         {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion},
-        {flags.fusedElementwise, &code.fusedElementwise}}) {
+        {flags.fusedElementwise, &code.fusedElementwise},
+        {flags.inPlaceLossGradient, &code.inPlaceLossGradient},
+        {flags.selectiveOpPolicy, &code.selectiveOpPolicy}}) {
     if (given != 0) *field = given > 0;
   }
   if (!flags.attention.empty()) {

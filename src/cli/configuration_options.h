@@ -19,7 +19,8 @@ struct ConfigurationFlags {
   /// Changes to the framework's code path: CLI11 counts --overlap-grad-reduce as +1 and
   /// --no-overlap-grad-reduce as -1, so 0 keeps the profile's setting.
   int overlapGradReduce = 0, overlapParamGather = 0, tpCommOverlap = 0, asyncTpAllreduce = 0,
-      listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0;
+      listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0,
+      inPlaceLossGradient = 0, selectiveOpPolicy = 0;
   std::string attention;  ///< flash | unfused; empty: the profile's
 };
 

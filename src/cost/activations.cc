@@ -22,21 +22,31 @@ int findRoot(std::vector<int>& parent, int op) {
 
 }  // namespace
 
-RecomputeRegions recomputeRegions(const ir::Graph& graph, LayerRecompute layers) {
+RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions& options) {
   const auto& ops = graph.ops();
+  const LayerRecompute layers = options.layers;
+  const bool opPolicy = layers == LayerRecompute::kSelective && options.selectiveOpPolicy;
   RecomputeRegions regions;
   regions.regionOf.assign(ops.size(), -1);
   regions.dropsOutput.assign(ops.size(), false);
+  regions.keepsOutput.assign(ops.size(), false);
   std::map<std::string, int> blockRegion;
+  std::map<std::string, int> matmulsSeen;  ///< per layer, under the per-op policy
   std::vector<int> parent(ops.size());
   std::iota(parent.begin(), parent.end(), 0);
   for (const ir::Op& op : ops) {
-    const bool blockRecompute = graph.settingsOf(op).recompute ||
-                                (layers == LayerRecompute::kFull && ir::isStackLayer(op.block));
+    const bool wholeLayer = layers == LayerRecompute::kFull || opPolicy;
+    const bool blockRecompute =
+        graph.settingsOf(op).recompute || (wholeLayer && ir::isStackLayer(op.block));
     if (blockRecompute) {
       auto [it, added] = blockRegion.emplace(op.block, regions.count);
       if (added) ++regions.count;
       regions.regionOf[static_cast<size_t>(op.id)] = it->second;
+      if (opPolicy && ir::isStackLayer(op.block)) {
+        const bool matmul = ir::familyOf(op.kind) == ir::OpFamily::kMatMul;
+        const bool oddMatmul = matmul && ++matmulsSeen[op.block] % 2 == 1;
+        regions.keepsOutput[static_cast<size_t>(op.id)] = oddMatmul || ir::isAttentionCore(op.kind);
+      }
     } else if (op.recompute) {
       regions.dropsOutput[static_cast<size_t>(op.id)] = true;
       for (ir::TensorId input : op.inputs) {
@@ -66,17 +76,20 @@ struct Accumulator {
   ActivationCost cost;
   std::set<std::pair<ir::TensorId, int>> counted;  ///< (tensor, stage)
 
-  int64_t bytesOf(const layout::TensorLayout& layout, ir::TensorId tensor) const {
-    return layout.sliceElements() * ir::dtypeBytes(in.graph.tensor(tensor).type.dtype);
+  int64_t bytesOf(const layout::TensorLayout& layout, ir::TensorId tensor,
+                  std::optional<ir::DType> keptAs = std::nullopt) const {
+    return layout.sliceElements() *
+           ir::dtypeBytes(keptAs.value_or(in.graph.tensor(tensor).type.dtype));
   }
 
-  /// Keeps `tensor` as `use` needs it on `stage`; `stash` allows keeping the smaller source slice
-  /// and gathering it again in backward.
-  void keep(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool stash) {
+  /// Keeps `tensor` as `use` needs it on `stage` (in `keptAs` when the op keeps a converted
+  /// copy); `stash` allows keeping the smaller source slice and gathering it again in backward.
+  void keep(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool stash,
+            std::optional<ir::DType> keptAs = std::nullopt) {
     if (!counted.insert({tensor, stage}).second) return;
     const layout::TensorLayout& source = in.sources[static_cast<size_t>(tensor)];
-    const int64_t useBytes = bytesOf(use, tensor);
-    const int64_t sourceBytes = bytesOf(source, tensor);
+    const int64_t useBytes = bytesOf(use, tensor, keptAs);
+    const int64_t sourceBytes = bytesOf(source, tensor, keptAs);
     auto s = static_cast<size_t>(stage);
     if (stash && sourceBytes < useBytes) {
       cost.bytes[s] += sourceBytes;
@@ -147,7 +160,7 @@ struct Accumulator {
       }
       if (saved.source == Source::kOutput) {
         const ir::TensorId t = op.outputs[saved.index];
-        keep(t, shard.outputs[saved.index].withoutPartial(), stage, false);
+        keep(t, shard.outputs[saved.index].withoutPartial(), stage, false, saved.keptAs);
         continue;
       }
       const ir::TensorId t = op.inputs[saved.index];
@@ -161,7 +174,7 @@ struct Accumulator {
           in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
         continue;
       }
-      keep(t, shard.inputs[saved.index], stage, true);
+      keep(t, shard.inputs[saved.index], stage, true, saved.keptAs);
     }
   }
 };
@@ -179,6 +192,10 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
     const int region = inputs.regions.regionOf[static_cast<size_t>(op.id)];
     if (region >= 0) {
       acc.recomputedOp(op, region, stage);
+      if (inputs.regions.keepsOutput[static_cast<size_t>(op.id)]) {
+        const rules::ShardedOp& shard = inputs.sharded[static_cast<size_t>(op.id)];
+        acc.keep(op.outputs.front(), shard.outputs.front().withoutPartial(), stage, false);
+      }
     } else {
       acc.keptOp(op, stage);
     }

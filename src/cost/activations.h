@@ -33,10 +33,13 @@ namespace autopar::cost {
 struct RecomputeRegions {
   std::vector<int> regionOf;      ///< per op: region index, or -1 when not recomputed
   std::vector<bool> dropsOutput;  ///< per op: op-level recompute, its output is not kept
+  /// per op: in a region, but its output is kept and it is not run again (the per-op policy,
+  /// RecomputeOptions::selectiveOpPolicy)
+  std::vector<bool> keepsOutput;
   int count = 0;
 };
 
-RecomputeRegions recomputeRegions(const ir::Graph& graph, LayerRecompute layers);
+RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions& options);
 
 struct ActivationInputs {
   const ir::Graph& graph;

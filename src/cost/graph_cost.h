@@ -73,6 +73,11 @@ struct EvaluateOptions {
   /// micro-batch the backward streams the gradient in the weight's dtype and reads and writes
   /// the accumulator. False: the weight-gradient matmul accumulates into the buffer itself.
   bool unfusedGradientAccumulation = false;
+  /// The cross entropy's backward writes its gradient into the fp32 softmax it kept, as
+  /// Megatron's vocab-parallel cross entropy does; its only buffer is the gradient cast to the
+  /// logits' dtype. False: PyTorch's log_softmax and nll_loss backward each allocate an fp32
+  /// buffer the size of the logits (torchtitan, plain PyTorch training loops).
+  bool inPlaceLossGradient = true;
 };
 
 enum class EdgeDirection { kForward, kBackward };

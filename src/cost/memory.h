@@ -38,13 +38,16 @@ struct MemoryBreakdown {
   int64_t optimizerBytes = 0;
   int64_t activationBytes = 0;
   int64_t communicationBytes = 0;  ///< largest transient buffer a collective needs
-  int64_t hostBytes = 0;           ///< kept in host memory (not counted in total())
+  /// The largest working set the backward pass adds to what is kept: the cross entropy's
+  /// gradient buffers, or a recomputed region's activations made again (cost/graph_cost.h).
+  int64_t workspaceBytes = 0;
+  int64_t hostBytes = 0;  ///< kept in host memory (not counted in total())
   /// What the process holds beyond its tensors: the CUDA context, NCCL's buffers and the caching
   /// allocator's reserve (planner::runtimeReserveBytes; 0 where the plan does not model them).
   int64_t runtimeBytes = 0;
   [[nodiscard]] int64_t total() const {
     return parameterBytes + gradientBytes + optimizerBytes + activationBytes + communicationBytes +
-           runtimeBytes;
+           workspaceBytes + runtimeBytes;
   }
 };
 

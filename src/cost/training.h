@@ -56,6 +56,12 @@ struct RecomputeOptions {
   /// module hooks). A recomputed op's parameter is then gathered three times per micro-batch:
   /// forward, recomputed forward and backward; others twice.
   bool parallelOptimizerRegather = false;
+  /// kSelective as PyTorch's per-op selective checkpointing runs it in torchtitan
+  /// (torchtitan/models/llama/parallelize_llama.py, `_save_list` and `_custom_policy`): every
+  /// layer of a stack is recomputed, except that the outputs of its attention core and of every
+  /// other matmul (the 1st, 3rd, ... of the layer) are kept and not computed again. False:
+  /// Korthikanti et al.'s selective recompute of the attention core alone (Megatron).
+  bool selectiveOpPolicy = false;
 };
 
 enum class Bucketing {

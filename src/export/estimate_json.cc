@@ -16,6 +16,7 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
                       {"gradients_bytes", memory.gradientBytes},
                       {"optimizer_bytes", memory.optimizerBytes},
                       {"activations_bytes", memory.activationBytes},
+                      {"workspace_bytes", memory.workspaceBytes},
                       {"communication_bytes", memory.communicationBytes},
                       {"runtime_bytes", memory.runtimeBytes},
                       {"peak_in_flight", step.stages[s].peakInFlight}});

@@ -52,16 +52,16 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
   fmt::format_to(out, "throughput       {:.0f} tokens/s\n", estimate.tokensPerSecond);
   fmt::format_to(out, "model TFLOP/s    {:.4g} per GPU (MFU {:.1f}%), {:.4g} with recompute\n\n",
                  estimate.tflopsPerGpu, 100 * estimate.mfu, estimate.hardwareTflopsPerGpu);
-  fmt::format_to(out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "stage",
-                 "peak", "params", "grads", "optimizer", "activations", "comm", "runtime",
-                 "in flight");
+  fmt::format_to(out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n",
+                 "stage", "peak", "params", "grads", "optimizer", "activations", "workspace",
+                 "comm", "runtime", "in flight");
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const auto& memory = step.stages[s].memory;
     fmt::format_to(
-        out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
+        out, "{:>5} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", s,
         planner::formatBytes(memory.total()), planner::formatBytes(memory.parameterBytes),
         planner::formatBytes(memory.gradientBytes), planner::formatBytes(memory.optimizerBytes),
-        planner::formatBytes(memory.activationBytes),
+        planner::formatBytes(memory.activationBytes), planner::formatBytes(memory.workspaceBytes),
         planner::formatBytes(memory.communicationBytes), planner::formatBytes(memory.runtimeBytes),
         step.stages[s].peakInFlight);
   }

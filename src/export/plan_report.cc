@@ -208,6 +208,7 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   out +=
       fmt::format("    optimizer states   {:>12}\n", planner::formatBytes(memory.optimizerStates));
   out += fmt::format("    activations        {:>12}\n", planner::formatBytes(memory.activations));
+  out += fmt::format("    backward workspace {:>12}\n", planner::formatBytes(memory.workspace));
   out += fmt::format("    comm buffers       {:>12}\n",
                      planner::formatBytes(memory.communicationBuffers));
   if (memory.host > 0) {

@@ -5,6 +5,7 @@
 /// dispatch on familyOf(op.kind).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct SavedTensor {
   Source source = Source::kInput;
   int index = 0;      ///< which input/output; unused for kExtra
   int64_t bytes = 0;  ///< for kExtra only (masks, softmax statistics, norm rstd)
+  /// kInput/kOutput: kept as a copy in this dtype rather than the tensor's own (the fp32 softmax
+  /// a cross entropy keeps of bf16 logits).
+  std::optional<DType> keptAs;
   /// How the saved bytes scale when the op is sharded: for kInput/kOutput the saved tensor's own
   /// shard; for kExtra the op's output shard ratio is used.
 };

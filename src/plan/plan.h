@@ -70,6 +70,7 @@ struct MemoryRecord {
   int64_t gradients = 0;
   int64_t optimizerStates = 0;
   int64_t activations = 0;
+  int64_t workspace = 0;  ///< the backward's working set beyond what is kept
   int64_t communicationBuffers = 0;
   int64_t host = 0;
 };

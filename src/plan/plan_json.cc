@@ -46,6 +46,7 @@ OrderedJson memoryToJson(const MemoryRecord& memory) {
                      {"gradients", memory.gradients},
                      {"optimizer_states", memory.optimizerStates},
                      {"activations", memory.activations},
+                     {"workspace", memory.workspace},
                      {"communication_buffers", memory.communicationBuffers},
                      {"host", memory.host}};
 }

@@ -42,7 +42,7 @@ struct ProbeStage {
   search::StateBytes state;        ///< replicated over the data-parallel ranks
   search::StateBytes expertState;  ///< split over expert parallelism
   int64_t activationBytes = 0;
-  int64_t bufferBytes = 0;
+  int64_t bufferBytes = 0;  ///< transient: communication buffers and the backward's workspace
 };
 
 class BlockProfiler {

@@ -138,6 +138,12 @@ int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorByte
 
 namespace {
 
+/// The ZeRO stage the framework runs the configuration with (CodePath::fsdpUnshardedUnderPipeline).
+int zeroStageAsRun(const MegatronConfig& config) {
+  if (config.pp > 1 && config.zero >= 2 && config.codePath.fsdpUnshardedUnderPipeline) return 1;
+  return config.zero;
+}
+
 PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   PlanOptions options;
   options.model = config.model;
@@ -167,19 +173,20 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
                                  : 1e9;  // 1 PiB: one bucket holds any model's gradients
-  if (config.zero > 0) {
+  const int zero = zeroStageAsRun(config);
+  if (zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;
     training.optimizerThresholdKb = 0;
-    training.groupUpdate = config.zero < 3;
-    training.distributedOptimizer = config.zero < 3;
-    training.gradientAccumulationShard = config.zero >= 2;
+    training.groupUpdate = zero < 3;
+    training.distributedOptimizer = zero < 3;
+    training.gradientAccumulationShard = zero >= 2;
     // Both frameworks flatten the parameters and cut them in equal, padded parts.
     training.padToShard = true;
     // ZeRO-3 frees a gathered parameter after every use: it gathers it for forward, again for
     // a recomputed forward, and again for backward.
-    training.parallelOptimizerCommRecompute = config.zero == 3;
-    training.parallelOptimizerRegather = config.zero == 3;
+    training.parallelOptimizerCommRecompute = zero == 3;
+    training.parallelOptimizerRegather = zero == 3;
   }
   return options;
 }
@@ -216,6 +223,7 @@ std::string overflowAdvice(const ConfigEstimate& estimate) {
       {"gradients", memory.gradientBytes},
       {"optimizer states", memory.optimizerBytes},
       {"activations", memory.activationBytes},
+      {"the backward's workspace (loss gradient, recomputed layer)", memory.workspaceBytes},
       {"the CUDA context, NCCL's buffers and the allocator's reserve", memory.runtimeBytes},
       {"communication buffers and gathered parameters", memory.communicationBytes}};
   const auto* largest = &parts[0];

@@ -52,6 +52,19 @@ struct CodePath {
   /// Transformer Engine's, torch.compile's); false: one kernel per op, as PyTorch eager runs
   /// them, each intermediate written and read back.
   bool fusedElementwise = true;
+  /// The cross entropy writes its gradient into the fp32 softmax it kept (Megatron's
+  /// vocab-parallel cross entropy); false: PyTorch's log_softmax and nll_loss backward allocate
+  /// two fp32 buffers the size of the logits (cost::EvaluateOptions::inPlaceLossGradient).
+  bool inPlaceLossGradient = true;
+  /// Selective recompute is PyTorch's per-op policy (torchtitan's: keep the attention and every
+  /// other matmul's output, recompute the rest of the layer); false: Megatron's, the attention
+  /// core alone (cost::RecomputeOptions::selectiveOpPolicy).
+  bool selectiveOpPolicy = false;
+  /// Under pipeline parallelism FSDP gathers the parameters once and keeps them, and accumulates
+  /// the micro-batches' gradients unsharded in fp32, reducing them once at the last backward
+  /// (torch.distributed.pipelining's stage turns resharding and gradient sync off until then):
+  /// ZeRO 2 and 3 run with ZeRO 1's memory and traffic.
+  bool fsdpUnshardedUnderPipeline = false;
   auto operator<=>(const CodePath&) const = default;
 };
 

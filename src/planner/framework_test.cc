@@ -94,3 +94,75 @@ TEST(Framework, Fp8SpeedsUpOnlyTheLinearGemms) {
 
 }  // namespace
 }  // namespace autopar::planner
+
+namespace autopar::planner {
+namespace {
+
+/// LLaMA2-7B on 8 devices under `framework`, no recompute unless given: the estimate of its peak
+/// stage's memory.
+cost::MemoryBreakdown memoryUnder(Framework framework, ir::Recompute recompute, int64_t pp = 1,
+                                  int zero = 0, void (*change)(CodePath&) = nullptr) {
+  MegatronConfig config;
+  config.model = "llama2-7b";
+  config.pp = pp;
+  config.dp = 8 / pp;
+  config.gbs = 8;
+  config.recompute = recompute;
+  config.zero = zero;
+  config.framework = framework;
+  config.codePath = frameworkProfile(framework).codePath;
+  if (change != nullptr) change(config.codePath);
+  auto estimate = estimateConfig(config);
+  EXPECT_TRUE(estimate) << estimate.error().message;
+  return estimate ? estimate->evaluated.estimate.stages.back().memory : cost::MemoryBreakdown{};
+}
+
+/// The loss's backward workspace: Megatron writes the gradient into the fp32 softmax it kept and
+/// only casts it to bf16 (2 bytes a logit); PyTorch's log_softmax and nll_loss backward allocate
+/// two fp32 buffers (8 bytes a logit). One micro-batch of 4,096 tokens, 32,000 logits each.
+TEST(Framework, LossGradientBuffersFollowTheFramework) {
+  constexpr int64_t kLogits = int64_t{4096} * 32000;
+  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone);
+  EXPECT_EQ(megatron.workspaceBytes, 2 * kLogits);
+  const auto pytorch = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+                                   [](CodePath& code) { code.inPlaceLossGradient = false; });
+  EXPECT_EQ(pytorch.workspaceBytes, 8 * kLogits);
+  EXPECT_EQ(pytorch.activationBytes, megatron.activationBytes);
+}
+
+/// Full recompute makes each layer again in the backward: its activations are a workspace of
+/// their own, larger here than the loss's gradient.
+TEST(Framework, FullRecomputeHoldsOneLayerAgain) {
+  const auto none = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone);
+  const auto full = memoryUnder(Framework::kMegatronCore, ir::Recompute::kFull);
+  EXPECT_GT(full.workspaceBytes, none.workspaceBytes);
+  EXPECT_LT(full.workspaceBytes, none.activationBytes / 8) << "one layer of 32";
+}
+
+/// torchtitan's per-op selective policy keeps the attention and every other matmul's output and
+/// recomputes the rest of each layer: less than Megatron's selective recompute (the attention
+/// core alone) keeps, more than full recompute keeps.
+TEST(Framework, TorchtitanSelectiveIsThePerOpPolicy) {
+  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kSelective);
+  const auto full = memoryUnder(Framework::kMegatronCore, ir::Recompute::kFull);
+  const auto titan = memoryUnder(Framework::kMegatronCore, ir::Recompute::kSelective, 1, 0,
+                                 [](CodePath& code) { code.selectiveOpPolicy = true; });
+  EXPECT_LT(titan.activationBytes, megatron.activationBytes);
+  EXPECT_GT(titan.activationBytes, full.activationBytes);
+}
+
+/// Under pipeline parallelism torchtitan's FSDP keeps the parameters gathered and accumulates
+/// unsharded gradients: ZeRO 3 has ZeRO 1's memory; without pipelining it shards them.
+TEST(Framework, TorchtitanFsdpUnderPipelineKeepsZeroOnesMemory) {
+  const auto zero1 = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2, 1);
+  const auto titan = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 2, 3);
+  EXPECT_EQ(titan.parameterBytes, zero1.parameterBytes);
+  EXPECT_EQ(titan.gradientBytes, zero1.gradientBytes);
+  EXPECT_EQ(titan.optimizerBytes, zero1.optimizerBytes);
+  const auto titanNoPipeline = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
+  const auto zero1NoPipeline = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 1);
+  EXPECT_LT(titanNoPipeline.parameterBytes, zero1NoPipeline.parameterBytes / 4);
+}
+
+}  // namespace
+}  // namespace autopar::planner

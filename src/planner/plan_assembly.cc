@@ -69,9 +69,10 @@ plan::RedistributionRecord redistributionRecord(const ir::Graph& graph,
 }
 
 plan::MemoryRecord memoryRecord(const cost::MemoryBreakdown& memory) {
-  return plan::MemoryRecord{memory.parameterBytes,     memory.gradientBytes,
-                            memory.optimizerBytes,     memory.activationBytes,
-                            memory.communicationBytes, memory.hostBytes};
+  return plan::MemoryRecord{memory.parameterBytes, memory.gradientBytes,
+                            memory.optimizerBytes, memory.activationBytes,
+                            memory.workspaceBytes, memory.communicationBytes,
+                            memory.hostBytes};
 }
 
 /// The first and last block among a stage's ops, and how many ops it runs.

@@ -177,6 +177,8 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
   options.fuseElementwise = flags.fuseElementwise;
   options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
+  options.inPlaceLossGradient = flags.inPlaceLossGradient;
+  options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
   if (flags.listCollectives) {
     options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
   }
@@ -194,6 +196,8 @@ void applyCodePath(const CodePath& code, TrainingFlags& flags) {
   flags.fuseElementwise = code.fusedElementwise;
   flags.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
   flags.listCollectives = code.listCollectives;
+  flags.inPlaceLossGradient = code.inPlaceLossGradient;
+  flags.selectiveOpPolicy = code.selectiveOpPolicy;
 }
 
 }  // namespace autopar::planner

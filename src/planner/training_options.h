@@ -47,6 +47,8 @@ struct TrainingFlags {
   bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
   bool fuseElementwise = false;                ///< cost::EvaluateOptions
   bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
+  bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions
+  bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";

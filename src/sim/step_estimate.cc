@@ -48,6 +48,8 @@ void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
   stage.memory.optimizerBytes += cost.memory.optimizerBytes;
   stage.memory.hostBytes += cost.memory.hostBytes;
   stage.memory.communicationBytes += cost.memory.communicationBytes;
+  // A stage's chunks run their backward passes one at a time.
+  stage.memory.workspaceBytes = std::max(stage.memory.workspaceBytes, cost.memory.workspaceBytes);
 }
 
 }  // namespace

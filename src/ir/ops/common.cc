@@ -82,6 +82,12 @@ double zeroFlops(const TypedOp& /*op*/) { return 0; }
 
 SavedTensor savedInput(int index) { return SavedTensor{SavedTensor::Source::kInput, index, 0}; }
 
+SavedTensor savedInputAs(int index, DType dtype) {
+  SavedTensor saved = savedInput(index);
+  saved.keptAs = dtype;
+  return saved;
+}
+
 SavedTensor savedOutput() { return SavedTensor{SavedTensor::Source::kOutput, 0, 0}; }
 
 SavedTensor savedExtra(int64_t bytes) { return SavedTensor{SavedTensor::Source::kExtra, 0, bytes}; }

@@ -36,10 +36,14 @@ double crossEntropyFlops(const TypedOp& op) {
   return kForwardFlopsPerLogit * elements(op.inputs[0]);
 }
 
-// Keeps the logits and the labels (which select the one-hot entry; 1/v of the logits' size).
+// Keeps the softmax of the logits in fp32 whatever their dtype, and the labels (which select
+// the one-hot entry; 1/v of the logits' size). Megatron's vocab-parallel cross entropy upcasts
+// the logits and keeps that copy, exponentiated and normalised in place, as the softmax
+// (megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max, save_for_backward);
+// PyTorch's log_softmax keeps its fp32 output (torchtitan upcasts the logits with .float()).
 BackwardRule crossEntropyBackward(const TypedOp& op) {
   return BackwardRule{kBackwardFlopsPerLogit * elements(op.inputs[0]),
-                      {savedInput(0), savedInput(1)}};
+                      {savedInputAs(0, DType::kF32), savedInput(1)}};
 }
 
 constexpr FamilySemantics kCrossEntropy{inferCrossEntropy, crossEntropyFlops, streamingBytes,

@@ -105,6 +105,8 @@ int64_t savedExtraBytes(const BackwardRule& rule);
 double zeroFlops(const TypedOp& op);
 
 SavedTensor savedInput(int index);
+/// Input `index` kept as a copy in `dtype` (an upcast the backward reads).
+SavedTensor savedInputAs(int index, DType dtype);
 SavedTensor savedOutput();
 SavedTensor savedExtra(int64_t bytes);
 

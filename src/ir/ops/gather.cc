@@ -22,9 +22,9 @@ Status checkManualSplit(const OpAttrs& attrs, const TensorType& table) {
     sum += part;
   }
   if (sum != table.shape[0]) {
-    return Error{fmt::format(
-        "attrs.manual_split {} sums to {}, expected the {} rows of input 0 (dim 0)",
-        shapeToString(attrs.manualSplit), sum, table.shape[0])};
+    return Error{
+        fmt::format("attrs.manual_split {} sums to {}, expected the {} rows of input 0 (dim 0)",
+                    shapeToString(attrs.manualSplit), sum, table.shape[0])};
   }
   return {};
 }

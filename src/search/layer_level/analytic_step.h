@@ -72,8 +72,9 @@ struct BlockProfile {
   ProfiledPart first;
   ProfiledPart last;
   double sendSeconds = 0;  ///< one micro-batch's activations to the next stage
-  /// Every stage's largest transient communication buffer (ZeRO 3 adds two layers' gathered
-  /// weights: one in use, one prefetched).
+  /// Every stage's largest transient buffer: a collective's, or the backward's workspace (the
+  /// loss gradient, a recomputed layer made again), the largest stage's taken for all (ZeRO 3
+  /// adds two layers' gathered weights: one in use, one prefetched).
   int64_t bufferBytes = 0;
 };
 

@@ -51,7 +51,8 @@ struct Extractor {
       const ir::TensorId id = input ? op.inputs[saved.index] : op.outputs[saved.index];
       if (graph.tensor(id).isParameter()) continue;
       const auto& layout = input ? shard.inputs[saved.index] : shard.outputs[saved.index];
-      bytes += layout.sliceElements() * ir::dtypeBytes(graph.tensor(id).type.dtype);
+      bytes += layout.sliceElements() *
+               ir::dtypeBytes(saved.keptAs.value_or(graph.tensor(id).type.dtype));
     }
     return std::make_pair(nanoseconds(seconds), bytes);
   }

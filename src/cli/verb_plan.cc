@@ -137,7 +137,11 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   verb->callback([&action, options, frameworkName, degrees, verb] {
-    if (verb->count("--search") > 0) options->searchFlag = options->search;
+    for (const CLI::Option* option : verb->get_options()) {
+      if (option->count() > 0 && !option->get_lnames().empty()) {
+        options->givenFlags.insert("--" + option->get_lnames().front());
+      }
+    }
     action = [options, frameworkName, degrees] {
       if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
         return reportError(status.error());

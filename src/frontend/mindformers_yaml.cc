@@ -68,7 +68,9 @@ Status readAliasedCount(const YAML::Node& root, KeyPath primary, KeyPath alterna
 }
 
 Status readParallelFlags(const YAML::Node& root, ParallelSettings& settings) {
-  if (auto s = readInto(root, {"use_parallel"}, readYamlBool, settings.useParallel); !s) return s;
+  if (auto s = readYamlKey(root, {"use_parallel"}, readYamlBool, settings.useParallel); !s) {
+    return s;
+  }
   if (auto s =
           readInto(root, {"parallel", "parallel_mode"}, readParallelMode, settings.parallelMode);
       !s) {

@@ -57,7 +57,8 @@ std::string_view searchModeName(SearchMode mode);
 
 /// The parallel keys of a run yaml; defaults are MindSpore's / MindFormers' (see the doc page).
 struct ParallelSettings {
-  bool useParallel = false;                                   ///< use_parallel
+  /// use_parallel; unset when not given. False: every device data parallel (planner).
+  std::optional<bool> useParallel;
   ParallelMode parallelMode = ParallelMode::kSemiAuto;        ///< parallel.parallel_mode
   SearchMode searchMode = SearchMode::kRecursiveProgramming;  ///< parallel.search_mode
   bool autoPipeline = false;                                  ///< parallel.auto_pipeline

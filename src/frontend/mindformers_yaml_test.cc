@@ -33,7 +33,7 @@ parallel_config:
   mem_coeff: 0.1
 )");
   EXPECT_EQ(config.sourceName, "run.yaml");
-  EXPECT_TRUE(config.parallel.useParallel);
+  EXPECT_EQ(config.parallel.useParallel, std::optional<bool>(true));
   EXPECT_EQ(config.parallel.parallelMode, ParallelMode::kAuto);
   EXPECT_EQ(config.parallel.searchMode, SearchMode::kRecursiveProgramming);
   EXPECT_TRUE(config.parallel.autoPipeline);
@@ -44,7 +44,7 @@ parallel_config:
 TEST(MindFormersYaml, EmptyDocumentGivesTheDefaults) {
   const MindFormersConfig config = parsed("");
   const ParallelSettings& parallel = config.parallel;
-  EXPECT_FALSE(parallel.useParallel);
+  EXPECT_FALSE(parallel.useParallel.has_value());
   EXPECT_EQ(parallel.parallelMode, ParallelMode::kSemiAuto);
   EXPECT_EQ(parallel.searchMode, SearchMode::kRecursiveProgramming);
   EXPECT_FALSE(parallel.autoPipeline);

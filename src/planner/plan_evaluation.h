@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,9 @@ struct PlanOptions {
   TrainingFlags training;
   double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
   bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack
-  std::string searchFlag;     ///< --search as given on the command line, empty when not
+  /// The command-line flags given, by name ("--mem-coeff"): a run yaml never overrides them.
+  std::set<std::string> givenFlags;
+  [[nodiscard]] bool given(const std::string& flag) const { return givenFlags.contains(flag); }
   /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
   /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
   std::shared_ptr<const BlockSharding> blockSharding;

@@ -11,20 +11,34 @@ namespace autopar::planner {
 
 namespace {
 
+/// Sets `field` to the yaml's `value` unless the command line gave `flag`.
+template <class T, class U>
+void fromYaml(const PlanOptions& options, const char* flag, T& field, const U& value) {
+  if (!options.given(flag)) field = value;
+}
+
 void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& options) {
   TrainingFlags& training = options.training;
-  training.pipelineStages = static_cast<int>(parallel.pipelineStage);
-  training.optimizerParallel = parallel.enableParallelOptimizer.value_or(false);
-  training.optimizerThresholdKb = parallel.parallelOptimizerThresholdKb;
-  training.gradientAccumulationShard = parallel.gradientAccumulationShard;
-  training.recompute = parallel.recompute         ? "full"
+  fromYaml(options, "--pipeline-stages", training.pipelineStages,
+           static_cast<int>(parallel.pipelineStage));
+  fromYaml(options, "--optimizer-parallel", training.optimizerParallel,
+           parallel.enableParallelOptimizer.value_or(false));
+  fromYaml(options, "--optimizer-threshold", training.optimizerThresholdKb,
+           parallel.parallelOptimizerThresholdKb);
+  fromYaml(options, "--gradient-accumulation-shard", training.gradientAccumulationShard,
+           parallel.gradientAccumulationShard);
+  fromYaml(options, "--recompute", training.recompute,
+           std::string(parallel.recompute         ? "full"
                        : parallel.selectRecompute ? "selective"
-                                                  : "none";
-  training.noMpCommRecompute = !parallel.mpCommRecompute;
-  training.parallelOptimizerCommRecompute = parallel.parallelOptimizerCommRecompute;
-  options.enableAllToAll = parallel.enableAllToAll;
+                                                  : "none"));
+  fromYaml(options, "--no-mp-comm-recompute", training.noMpCommRecompute,
+           !parallel.mpCommRecompute);
+  fromYaml(options, "--parallel-optimizer-comm-recompute", training.parallelOptimizerCommRecompute,
+           parallel.parallelOptimizerCommRecompute);
+  fromYaml(options, "--alltoall", options.enableAllToAll, parallel.enableAllToAll);
   if (options.modelOptions.parallel) {
-    options.modelOptions.parallel->sequenceParallel = parallel.useSeqParallel;
+    fromYaml(options, "--sequence-parallel", options.modelOptions.parallel->sequenceParallel,
+             parallel.useSeqParallel);
   }
 }
 
@@ -42,20 +56,22 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
     return Error{fmt::format("{}: a micro-batch of {} samples does not split over data parallel {}",
                              options.config, stageBatch, dataParallel)};
   }
-  options.modelOptions.microBatch = stageBatch / dataParallel;
+  fromYaml(options, "--micro-batch", options.modelOptions.microBatch, stageBatch / dataParallel);
   // A pipeline runs micro_batch_num micro-batches per step; without one, MindFormers accumulates
   // gradient_accumulation_steps of them.
-  options.training.microBatches =
-      static_cast<int>(stages > 1 ? parallel.microBatchNum : parallel.gradientAccumulationSteps);
+  fromYaml(
+      options, "--micro-batches", options.training.microBatches,
+      static_cast<int>(stages > 1 ? parallel.microBatchNum : parallel.gradientAccumulationSteps));
   return {};
 }
 
 std::string configSummary(const PlanOptions& options, const frontend::MindFormersConfig& config,
                           int64_t numDevices) {
   const frontend::ParallelSettings& parallel = config.parallel;
-  return fmt::format("{}: {}, search {}, mem_coeff {}; {}", options.config,
+  return fmt::format("{}: {}, search {}, mem_coeff {}{}; {}", options.config,
                      frontend::parallelModeName(parallel.parallelMode), options.search,
-                     parallel.memCoeff, frontend::globalBatchSizeReport(config, numDevices));
+                     options.memCoeff, options.given("--mem-coeff") ? " (--mem-coeff)" : "",
+                     frontend::globalBatchSizeReport(config, numDevices));
 }
 
 /// Seed 000's auto_pipeline: among stage counts that divide the devices and do not exceed
@@ -77,8 +93,9 @@ std::pair<int, std::string> choosePipelineStages(const PlanOptions& options,
     if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
       // Semi-auto keeps model_parallel; data parallelism takes the devices the stages leave.
       const int64_t perStage = cluster.numDevices / stages;
-      if (perStage % config.parallel.modelParallel != 0) continue;
-      candidate.modelOptions.parallel->dp = perStage / config.parallel.modelParallel;
+      const int64_t tp = candidate.modelOptions.parallel->tp;
+      if (perStage % tp != 0) continue;
+      candidate.modelOptions.parallel->dp = perStage / tp;
     }
     if (!applyYamlBatch(config, cluster.numDevices, stages, candidate)) continue;
     auto evaluated = evaluate(candidate, cluster, candidate.modelOptions);
@@ -125,29 +142,44 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
     }
     options.framework = *framework;
   }
-  const frontend::ParallelSettings& parallel = config->parallel;
+  frontend::ParallelSettings& parallel = config->parallel;
+  if (parallel.useParallel.has_value() && !*parallel.useParallel) {
+    // use_parallel: False runs every device data parallel, whatever parallel_config says.
+    parallel.parallelMode = frontend::ParallelMode::kDataParallel;
+    parallel.pipelineStage = 1;
+    parallel.autoPipeline = false;
+  }
   switch (parallel.parallelMode) {
     case frontend::ParallelMode::kDataParallel:
-      options.search = "data_parallel";
+      fromYaml(options, "--search", options.search, std::string("data_parallel"));
       break;
     case frontend::ParallelMode::kSemiAuto:
-      options.search = "semi_auto";
-      options.modelOptions.parallel =
-          ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
-      options.modelOptions.dataParallelFromDevices = false;
+      fromYaml(options, "--search", options.search, std::string("semi_auto"));
+      if (!options.given("--tp")) {
+        options.modelOptions.parallel =
+            ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
+        options.modelOptions.dataParallelFromDevices = false;
+      }
       break;
     case frontend::ParallelMode::kAuto:
-      options.search = std::string(frontend::searchModeName(parallel.searchMode));
+      fromYaml(options, "--search", options.search,
+               std::string(frontend::searchModeName(parallel.searchMode)));
       break;
   }
-  // An explicit --search wins over the yaml's mode (auto parallel with another search).
-  if (!options.searchFlag.empty()) options.search = options.searchFlag;
-  options.memCoeff = parallel.memCoeff;
+  fromYaml(options, "--mem-coeff", options.memCoeff, parallel.memCoeff);
   applyYamlFeatures(parallel, options);
-  if (numDevices % parallel.pipelineStage != 0) {
-    return Error{
-        fmt::format("{}: parallel_config.pipeline_stage: {} stages do not split {} devices",
-                    options.config, parallel.pipelineStage, numDevices)};
+  if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
+    // --tp without --dp: the devices of a stage that tp leaves.
+    ir::ParallelConfig& degrees = *options.modelOptions.parallel;
+    degrees.dp = std::max<int64_t>(
+        numDevices / options.training.pipelineStages / (degrees.tp * degrees.cp), 1);
+  }
+  if (numDevices % options.training.pipelineStages != 0) {
+    const std::string where = options.given("--pipeline-stages")
+                                  ? "--pipeline-stages"
+                                  : options.config + ": parallel_config.pipeline_stage";
+    return Error{fmt::format("{}: {} stages do not split {} devices", where,
+                             options.training.pipelineStages, numDevices)};
   }
   if (auto status = applyYamlBatch(*config, numDevices, options.training.pipelineStages, options);
       !status) {
@@ -169,12 +201,13 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
 
 void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,
                        const cluster::Cluster& cluster) {
+  if (options.given("--pipeline-stages")) return;  // the flag wins over auto_pipeline
   auto [stages, how] = choosePipelineStages(options, config, cluster);
   if (config.parallel.autoPipeline) {
     options.training.pipelineStages = stages;
     if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
       options.modelOptions.parallel->dp =
-          cluster.numDevices / stages / config.parallel.modelParallel;
+          cluster.numDevices / stages / options.modelOptions.parallel->tp;
     }
     (void)applyYamlBatch(config, cluster.numDevices, stages, options);
     frontend::MindFormersConfig chosen = config;

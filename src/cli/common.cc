@@ -34,6 +34,8 @@ int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     // One line, exit status 2, like every other input error.
     return reportError(Error{error.what()});

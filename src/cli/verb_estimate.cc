@@ -76,6 +76,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
       "TFLOP/s per GPU, MFU and memory per pipeline stage");
   auto args = std::make_shared<EstimateArgs>();
   planner::MegatronConfig* config = &args->config;
+  config->allowIdle = false;
   addConfigurationOptions(*verb, *config, args->flags);
   verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
   verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());
@@ -97,6 +98,8 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
   verb->add_flag("--json", args->json, "print JSON");
+  verb->add_flag("--allow-idle", config->allowIdle,
+                 "plan on the devices the configuration uses when --nodes holds more");
   verb->add_flag("--closed-form", args->closedForm,
                  "also give the search's closed-form estimate (its screen) of this configuration");
   verb->add_flag("--place", args->place,

@@ -116,6 +116,19 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
     }
   }
   if (cluster->numDevices == config.worldSize()) return cluster;
+  if (config.nodes > 0 && !config.allowIdle) {
+    const int64_t idle = cluster->numDevices - config.worldSize();
+    const int64_t perReplica = config.worldSize() / config.dp;
+    const std::string fill =
+        cluster->numDevices % perReplica == 0
+            ? fmt::format("--dp {} uses them all", cluster->numDevices / perReplica)
+            : "a --dp, --tp or --pp that uses them all";
+    return Error{fmt::format(
+        "--tp {} x --pp {} x --dp {} x --cp {} = {} devices leave {} of the {} devices of {} "
+        "nodes idle; {}, fewer --nodes fit it, or --allow-idle plans it on {} devices",
+        config.tp, config.pp, config.dp, config.cp, config.worldSize(), idle, cluster->numDevices,
+        nodes, fill, config.worldSize())};
+  }
   return cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
 }
 

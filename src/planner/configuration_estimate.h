@@ -89,6 +89,10 @@ struct MegatronConfig : ir::ParallelConfig {
   /// at most the device's memory less this.
   int64_t memoryMarginBytes = 0;
 
+  /// With `nodes` given, a configuration using fewer devices than they hold is refused, naming
+  /// the idle devices (--allow-idle: planned on the devices it uses).
+  bool allowIdle = true;
+
   /// Micro-batches per step: gbs / (dp x mbs) (checkConfig checks that it divides).
   [[nodiscard]] int64_t microBatches() const { return gbs / (dp * mbs); }
 };

@@ -91,11 +91,6 @@ std::string megatronArguments(const planner::MegatronConfig& config,
   }
   args += layerArguments(config, virtualStageLayers);
   if (config.sequenceParallel) args += " --sequence-parallel";
-  if (config.zeroBubble())
-    args += " (zero-bubble H1 schedule: Qi et al.'s zero-bubble Megatron-LM)";
-  if (!config.recomputeBlocks.empty()) {
-    args += " (full recompute of the first layers of each stage, per llm_layer_recompute)";
-  }
   if (config.recompute == ir::Recompute::kSelective) args += " --recompute-granularity selective";
   if (config.recompute == ir::Recompute::kFull) {
     args += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
@@ -103,6 +98,23 @@ std::string megatronArguments(const planner::MegatronConfig& config,
   args += shardingArguments(config);
   args += codePathArguments(config);
   return args;
+}
+
+std::vector<std::string> megatronNotes(const planner::MegatronConfig& config) {
+  std::vector<std::string> notes;
+  if (config.zeroBubble()) {
+    notes.emplace_back(
+        "the zero-bubble H1 schedule needs Qi et al.'s patch "
+        "(sail-sg/zero-bubble-pipeline-parallelism); stock Megatron-LM runs 1F1B");
+  }
+  if (!config.recomputeBlocks.empty()) {
+    notes.push_back(fmt::format(
+        "full recompute of {} layers, the first of each stage (llm_layer_recompute): "
+        "--recompute-granularity full --recompute-method block --recompute-num-layers N, N per "
+        "stage",
+        config.recomputeBlocks.size()));
+  }
+  return notes;
 }
 
 }  // namespace autopar::exporters

@@ -23,9 +23,12 @@ std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers);
 /// The arguments of `config` with `virtualStageLayers` decoder layers per virtual stage (per
 /// stage without interleaving), its ZeRO stage (the distributed optimizer, Megatron-FSDP, or
 /// DeepSpeed's under megatron-deepspeed) and the switches its framework profile's code path
-/// needs (Megatron-Core's overlaps). What Megatron-LM has no flag for (the zero-bubble schedule,
-/// per-layer recompute) is said in parentheses.
+/// needs (Megatron-Core's overlaps): flags and values only, so the line pastes into a shell.
 std::string megatronArguments(const planner::MegatronConfig& config,
                               const std::vector<int64_t>& virtualStageLayers);
+
+/// What the arguments cannot say, one line each (the zero-bubble schedule, per-layer recompute);
+/// empty when they say everything.
+std::vector<std::string> megatronNotes(const planner::MegatronConfig& config);
 
 }  // namespace autopar::exporters

@@ -150,6 +150,9 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
     default:
       fmt::format_to(out, "\nMegatron-LM: {}\n",
                      megatronArguments(best, planner::layersPerVirtualStage(estimate)));
+      for (const std::string& note : megatronNotes(best)) {
+        fmt::format_to(out, "  note: {}\n", note);
+      }
   }
   if (found.vision()) {
     // MindSpeed-MM places each tower's layers by its model JSON.

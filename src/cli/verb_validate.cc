@@ -29,6 +29,7 @@ int runValidate(const ValidateOptions& options) {
   planner::ModelOptions modelOptions = options.modelOptions;
   if (modelOptions.microBatch == 0) modelOptions.microBatch = loaded->inputs.microBatch;
   if (modelOptions.sequence == 0) modelOptions.sequence = loaded->inputs.sequence;
+  modelOptions.parallel = loaded->parallel;  // the annotation the plan was made with
   auto model = planner::loadModel(options.model, modelOptions, loaded->devices);
   if (!model) return reportError(model.error());
   if (auto status = plan::validatePlan(*loaded, model->graph, loaded->devices); !status) {
@@ -42,7 +43,15 @@ int runValidate(const ValidateOptions& options) {
   if (!sharded) return reportError(sharded.error().in(options.planPath));
   fmt::print("{}: valid plan for {} ({} ops, {} devices)\n", options.planPath, options.model,
              loaded->ops.size(), loaded->devices);
-  return kExitOk;
+  const plan::EstimateRecord& estimate = loaded->estimate;
+  if (estimate.deviceMemoryBytes == 0) return kExitOk;  // a plan without a costed estimate
+  fmt::print("  estimated peak {} of {} per device: {}\n",
+             planner::formatBytes(estimate.peakMemoryBytes),
+             planner::formatBytes(estimate.deviceMemoryBytes),
+             estimate.fits ? "fits" : "DOES NOT FIT");
+  if (estimate.fits) return kExitOk;
+  fmt::print(stderr, "autopar: {}: valid, but does not fit in device memory\n", options.planPath);
+  return kExitDoesNotFit;
 }
 
 }  // namespace

@@ -188,8 +188,14 @@ Status readEstimate(const Json& object, const std::string& path, EstimateRecord&
   if (!peak) return peak.error();
   auto byDevice = json::required<std::vector<int64_t>>(object, "memory_by_device", path);
   if (!byDevice) return byDevice.error();
+  auto device = json::optional<int64_t>(object, "device_memory_bytes", path, 0);
+  if (!device) return device.error();
+  auto fits = json::optional<bool>(object, "fits", path, true);
+  if (!fits) return fits.error();
   estimate.stepTimeSeconds = *stepTime;
   estimate.peakMemoryBytes = *peak;
+  estimate.deviceMemoryBytes = *device;
+  estimate.fits = *fits;
   estimate.memoryByDevice = *byDevice;
   return {};
 }

@@ -197,6 +197,14 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   }
   out += fmt::format("    optimizer step     {:>12}\n",
                      planner::formatSeconds(estimate.optimizerSeconds));
+  if (estimate.samplesPerStep > 0) {
+    out += fmt::format("  samples per step     {:>12}\n", estimate.samplesPerStep);
+  }
+  if (estimate.tokensPerSecond > 0) {
+    out += fmt::format("  throughput           {:>12.0f} tokens/s\n", estimate.tokensPerSecond);
+  }
+  out += fmt::format("  model TFLOP/s        {:>12.1f} per device (MFU {:.1f}%)\n",
+                     estimate.tflopsPerDevice, 100 * estimate.mfu);
   const std::string where =
       estimate.stages.size() > 1 ? fmt::format(" on stage {}", peakStage(plan)) : "";
   out += fmt::format("  peak memory{:<9} {:>12} of {} ({})\n", where,

@@ -97,6 +97,14 @@ struct StageRecord {
 
 struct EstimateRecord {
   double stepTimeSeconds = 0;
+  /// Samples one step trains (the graph's micro-batch times the micro-batches); 0 where the
+  /// graph does not say which dim is the batch, and then no tokens per second either.
+  int64_t samplesPerStep = 0;
+  double tokensPerSecond = 0;
+  /// Model FLOPs (3 x forward, recompute not counted) per second per device, and that over the
+  /// device's peak at the model's precision.
+  double tflopsPerDevice = 0;
+  double mfu = 0;
   /// The step splits into compute (recompute included), exposed communication (activation
   /// redistributions, point-to-point sends and gradient synchronisation not hidden behind the
   /// backward), the pipeline bubble and the optimizer step.

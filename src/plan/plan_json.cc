@@ -152,6 +152,10 @@ OrderedJson estimateToJson(const EstimateRecord& estimate) {
   OrderedJson stages = OrderedJson::array();
   for (const auto& stage : estimate.stages) stages.push_back(stageToJson(stage));
   return OrderedJson{{"step_time_s", estimate.stepTimeSeconds},
+                     {"samples_per_step", estimate.samplesPerStep},
+                     {"tokens_per_s", estimate.tokensPerSecond},
+                     {"tflops_per_device", estimate.tflopsPerDevice},
+                     {"mfu", estimate.mfu},
                      {"compute_s", estimate.computeSeconds},
                      {"communication_s", estimate.communicationSeconds},
                      {"bubble_s", estimate.bubbleSeconds},

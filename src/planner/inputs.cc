@@ -26,7 +26,7 @@ Expected<LoadedModel> loadFfn(const ModelOptions& options) {
   const int64_t batch = options.microBatch > 0 ? options.microBatch : 32;
   auto graph = frontend::buildFfn(batch);
   if (!graph) return graph.error();
-  return LoadedModel{std::move(*graph), "ffn", batch, 0};
+  return LoadedModel{std::move(*graph), "ffn", batch, 0, batch};
 }
 
 Expected<std::string> readText(const std::string& path) {
@@ -94,7 +94,8 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   config->microBatch = perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);
   if (!graph) return graph.error().in(fmt::format("model '{}'", model));
-  return LoadedModel{std::move(*graph), model, perReplica, config->seq, config->parallel};
+  return LoadedModel{std::move(*graph),  model,           perReplica, config->seq,
+                     config->microBatch, config->parallel};
 }
 
 bool isGraphModel(const std::string& model) {

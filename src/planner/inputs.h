@@ -43,6 +43,9 @@ struct LoadedModel {
   std::string source;      ///< the preset name or the file path
   int64_t microBatch = 0;  ///< per data-parallel replica; 0 for graph files (batch is in the file)
   int64_t sequence = 0;
+  /// Samples in the graph's micro-batch (every data-parallel replica's); 0 where the graph file
+  /// does not say which dim is the batch.
+  int64_t graphBatch = 0;
   /// The Megatron-style annotation the transformer was built with (ModelOptions::parallel, its
   /// dp resolved); unset when not annotated.
   std::optional<ir::ParallelConfig> parallel;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cost/compute.h"
 #include "frontend/graph_json.h"
 #include "plan/plan_json.h"
 
@@ -86,8 +87,37 @@ void describeStageOps(const ir::Graph& graph, const PlanContext& context, int st
   }
 }
 
-plan::EstimateRecord estimateRecord(const ir::Graph& graph, const PlanContext& context,
+/// Samples and tokens per step, model FLOP/s per device and MFU. The graph holds one micro-batch
+/// of every data-parallel replica; MFU is against the peak at the precision of the model's first
+/// matmul.
+void addThroughput(const LoadedModel& model, const PlanContext& context,
+                   const cluster::Cluster& cluster, plan::EstimateRecord& estimate) {
+  const ir::Graph& graph = model.graph;
+  const double seconds = estimate.stepTimeSeconds;
+  if (seconds <= 0) return;
+  const auto micro = static_cast<double>(context.pipeline.microBatches);
+  estimate.samplesPerStep = model.graphBatch * context.pipeline.microBatches;
+  if (model.sequence > 0) {
+    estimate.tokensPerSecond =
+        static_cast<double>(estimate.samplesPerStep * model.sequence) / seconds;
+  }
+  double forward = 0;
+  std::optional<cluster::Precision> precision;
+  for (const ir::Op& op : graph.ops()) {
+    forward += graph.forwardFlops(op);
+    if (!precision && ir::familyOf(op.kind) == ir::OpFamily::kMatMul) {
+      precision = cost::precisionOf(graph, op);
+    }
+  }
+  const double perDevice = 3 * forward * micro / seconds / static_cast<double>(cluster.numDevices);
+  estimate.tflopsPerDevice = perDevice / 1e12;
+  const double peak = cost::peakFlops(cluster.device, precision.value_or(cluster::Precision::kF32));
+  if (peak > 0) estimate.mfu = perDevice / peak;
+}
+
+plan::EstimateRecord estimateRecord(const LoadedModel& model, const PlanContext& context,
                                     const cluster::Cluster& cluster) {
+  const ir::Graph& graph = model.graph;
   const sim::StepEstimate& step = context.estimate;
   plan::EstimateRecord estimate;
   estimate.stepTimeSeconds = step.stepSeconds;
@@ -102,6 +132,7 @@ plan::EstimateRecord estimateRecord(const ir::Graph& graph, const PlanContext& c
   estimate.deviceMemoryBytes = cluster.device.memoryBytes;
   estimate.fits = estimate.peakMemoryBytes <= cluster.device.memoryBytes;
   estimate.memory = memoryRecord(step.peakMemory());
+  addThroughput(model, context, cluster, estimate);
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const sim::StageEstimate& stage = step.stages[s];
     plan::StageRecord record;
@@ -219,7 +250,7 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
                                          context.pipeline.microBatches, context.pipeline.schedule};
   result.features = featuresRecord(context.options);
   addParameterRecords(graph, report, result);
-  result.estimate = estimateRecord(graph, context, cluster);
+  result.estimate = estimateRecord(model, context, cluster);
   return result;
 }
 

@@ -203,4 +203,31 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
   return std::move(acc.cost);
 }
 
+std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient) {
+  const ir::Graph& graph = inputs.graph;
+  const RecomputeRegions& regions = inputs.regions;
+  std::vector<int64_t> workspace(static_cast<size_t>(inputs.stages), 0);
+  std::vector<int64_t> regionBytes(static_cast<size_t>(regions.count), 0);
+  for (const ir::Op& op : graph.ops()) {
+    const auto id = static_cast<size_t>(op.id);
+    const rules::ShardedOp& shard = inputs.sharded[id];
+    int64_t& slot = workspace[static_cast<size_t>(inputs.stageOf[id])];
+    if (op.kind == ir::OpKind::kCrossEntropy) {
+      const ir::DType logits = graph.tensor(op.inputs.front()).type.dtype;
+      constexpr int64_t kTwoFp32Buffers = 2 * 4;
+      const int64_t perElement = inPlaceLossGradient ? ir::dtypeBytes(logits) : kTwoFp32Buffers;
+      slot = std::max(slot, shard.inputs.front().sliceElements() * perElement);
+    }
+    const int region = regions.regionOf[id];
+    if (region < 0 || regions.keepsOutput[id]) continue;
+    int64_t& made = regionBytes[static_cast<size_t>(region)];
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      made +=
+          shard.outputs[i].sliceElements() * ir::dtypeBytes(graph.tensor(op.outputs[i]).type.dtype);
+    }
+    slot = std::max(slot, made);
+  }
+  return workspace;
+}
+
 }  // namespace autopar::cost

@@ -62,4 +62,11 @@ struct ActivationCost {
 
 ActivationCost keptActivations(const ActivationInputs& inputs);
 
+/// The backward's working set beyond what is kept, per stage: the largest of the cross entropy's
+/// gradient buffers (`inPlaceLossGradient`: the gradient cast to the logits' dtype; otherwise two
+/// fp32 buffers the size of the logits) and each recomputed region's activations, made again by
+/// the recompute and held until the region's backward has used them (PyTorch's checkpoint,
+/// Megatron's recompute). Ops whose output the per-op policy keeps are not made again.
+std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient);
+
 }  // namespace autopar::cost

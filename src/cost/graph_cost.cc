@@ -429,36 +429,6 @@ double forwardEdgeSeconds(const Context& ctx, ir::TensorId tensor,
   return redistribution ? redistribution->seconds : 0.0;
 }
 
-/// The backward's working set beyond what is kept, per stage: the largest of the cross entropy's
-/// gradient buffers and each recomputed region's activations, made again by the recompute and
-/// held until the region's backward has used them (PyTorch's checkpoint, Megatron's recompute).
-void costWorkspace(Context& ctx, const RecomputeRegions& regions) {
-  std::vector<int64_t> regionBytes;
-  for (const ir::Op& op : ctx.graph.ops()) {
-    const rules::ShardedOp& shard = ctx.sharded[static_cast<size_t>(op.id)];
-    int64_t& slot = ctx.stage(op.id).memory.workspaceBytes;
-    if (op.kind == ir::OpKind::kCrossEntropy) {
-      const ir::TensorType& logits = ctx.graph.tensor(op.inputs.front()).type;
-      const int64_t elements = shard.inputs.front().sliceElements();
-      constexpr int64_t kTwoFp32Buffers = 2 * 4;
-      const int64_t perElement =
-          ctx.options.inPlaceLossGradient ? ir::dtypeBytes(logits.dtype) : kTwoFp32Buffers;
-      slot = std::max(slot, elements * perElement);
-    }
-    const int region = regions.regionOf[static_cast<size_t>(op.id)];
-    if (region < 0 || regions.keepsOutput[static_cast<size_t>(op.id)]) continue;
-    if (regionBytes.size() <= static_cast<size_t>(region)) {
-      regionBytes.resize(static_cast<size_t>(region) + 1, 0);
-    }
-    int64_t& made = regionBytes[static_cast<size_t>(region)];
-    for (size_t i = 0; i < op.outputs.size(); ++i) {
-      made += shard.outputs[i].sliceElements() *
-              ir::dtypeBytes(ctx.graph.tensor(op.outputs[i]).type.dtype);
-    }
-    slot = std::max(slot, made);
-  }
-}
-
 void costActivations(Context& ctx) {
   const RecomputeRegions regions = recomputeRegions(ctx.graph, ctx.options.recompute);
   ActivationInputs inputs{ctx.graph,
@@ -488,7 +458,10 @@ void costActivations(Context& ctx) {
     stage.recomputeComputeSeconds += cost.forwardSeconds;
     if (ctx.options.recompute.mpCommRecompute) stage.recomputeSeconds += cost.internalCommSeconds;
   }
-  costWorkspace(ctx, regions);
+  const std::vector<int64_t> workspace = backwardWorkspace(inputs, ctx.options.inPlaceLossGradient);
+  for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
+    ctx.report.stages[s].memory.workspaceBytes = workspace[s];
+  }
 }
 
 /// Transient collective buffers reuse one slot per stage: the largest step's.

@@ -411,17 +411,8 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
   result.microBatches = prepared.options.training.microBatches;
   result.sequence = result.evaluated.model.sequence;
   result.stepSeconds = result.evaluated.estimate.stepSeconds;
-  const ir::Graph& graph = result.evaluated.model.graph;
-  double forward = 0;
-  double recomputed = 0;
-  for (const ir::Op& op : graph.ops()) {
-    const double flops = graph.forwardFlops(op);
-    forward += flops;
-    const auto& regions = result.evaluated.report.recomputeRegionOf;
-    if (static_cast<size_t>(op.id) < regions.size() && regions[static_cast<size_t>(op.id)] >= 0) {
-      recomputed += flops;
-    }
-  }
+  const auto [forward, recomputed] =
+      forwardFlops(result.evaluated.model.graph, result.evaluated.report.recomputeRegionOf);
   // The graph holds one micro-batch of every data-parallel replica.
   const auto micro = static_cast<double>(result.microBatches);
   result.modelFlopsPerStep = 3 * forward * micro;

@@ -40,6 +40,12 @@ Expected<std::string> readText(const std::string& path) {
 
 }  // namespace
 
+int64_t dataParallelDegree(const ModelOptions& options, int64_t stageDevices) {
+  const ir::ParallelConfig& parallel = *options.parallel;
+  if (!options.dataParallelFromDevices) return parallel.dp;
+  return std::max<int64_t>(stageDevices / (parallel.tp * parallel.cp), 1);
+}
+
 Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& options,
                                 int64_t numDevices) {
   if (endsWith(model, ".onnx")) {
@@ -79,9 +85,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   int64_t dataParallel = numDevices;
   if (options.parallel) {
     ir::ParallelConfig parallel = *options.parallel;
-    if (options.dataParallelFromDevices) {
-      parallel.dp = std::max<int64_t>(numDevices / (parallel.tp * parallel.cp), 1);
-    }
+    parallel.dp = dataParallelDegree(options, numDevices);
     const int64_t used = parallel.tp * parallel.cp * parallel.dp;
     if (used > numDevices) {
       return Error{

@@ -38,6 +38,10 @@ struct ModelOptions {
   std::optional<frontend::TransformerConfig> transformer;
 };
 
+/// The data-parallel degree `options` give on `stageDevices` devices: parallel->dp, or with
+/// dataParallelFromDevices the devices tp x cp leave (at least 1). Needs `options.parallel`.
+int64_t dataParallelDegree(const ModelOptions& options, int64_t stageDevices);
+
 struct LoadedModel {
   ir::Graph graph;
   std::string source;      ///< the preset name or the file path

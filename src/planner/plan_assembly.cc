@@ -101,14 +101,14 @@ void addThroughput(const LoadedModel& model, const PlanContext& context,
     estimate.tokensPerSecond =
         static_cast<double>(estimate.samplesPerStep * model.sequence) / seconds;
   }
-  double forward = 0;
   std::optional<cluster::Precision> precision;
   for (const ir::Op& op : graph.ops()) {
-    forward += graph.forwardFlops(op);
-    if (!precision && ir::familyOf(op.kind) == ir::OpFamily::kMatMul) {
+    if (ir::familyOf(op.kind) == ir::OpFamily::kMatMul) {
       precision = cost::precisionOf(graph, op);
+      break;
     }
   }
+  const double forward = forwardFlops(graph, {}).total;
   const double perDevice = 3 * forward * micro / seconds / static_cast<double>(cluster.numDevices);
   estimate.tflopsPerDevice = perDevice / 1e12;
   const double peak = cost::peakFlops(cluster.device, precision.value_or(cluster::Precision::kF32));

@@ -136,6 +136,17 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
       std::move(*stages), std::move(*report),  std::move(*estimate),        devicesPerStage};
 }
 
+ForwardFlops forwardFlops(const ir::Graph& graph, const std::vector<int>& recomputeRegionOf) {
+  ForwardFlops flops;
+  for (const ir::Op& op : graph.ops()) {
+    const double forward = graph.forwardFlops(op);
+    flops.total += forward;
+    const auto id = static_cast<size_t>(op.id);
+    if (id < recomputeRegionOf.size() && recomputeRegionOf[id] >= 0) flops.recomputed += forward;
+  }
+  return flops;
+}
+
 std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster) {
   if (options.model.ends_with(".json")) {
     return "shard the largest parameters with --shard (see the strategies above)";

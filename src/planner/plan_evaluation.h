@@ -71,6 +71,14 @@ struct Evaluated {
 Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
                              const ModelOptions& modelOptions);
 
+/// One micro-batch's forward FLOPs over the graph, and the part of them that recompute runs again
+/// in backward (the ops with a recompute region, `recomputeRegionOf` >= 0; empty: none).
+struct ForwardFlops {
+  double total = 0;
+  double recomputed = 0;
+};
+ForwardFlops forwardFlops(const ir::Graph& graph, const std::vector<int>& recomputeRegionOf);
+
 /// As evaluate, for a model already loaded or built in code (a library user's graph, a test's
 /// toy model): applies the plan features, assigns stages, searches, costs and simulates.
 Expected<Evaluated> evaluateModel(LoadedModel model, const PlanOptions& options,

@@ -170,9 +170,8 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   applyYamlFeatures(parallel, options);
   if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
     // --tp without --dp: the devices of a stage that tp leaves.
-    ir::ParallelConfig& degrees = *options.modelOptions.parallel;
-    degrees.dp = std::max<int64_t>(
-        numDevices / options.training.pipelineStages / (degrees.tp * degrees.cp), 1);
+    options.modelOptions.parallel->dp =
+        dataParallelDegree(options.modelOptions, numDevices / options.training.pipelineStages);
   }
   if (numDevices % options.training.pipelineStages != 0) {
     const std::string where = options.given("--pipeline-stages")

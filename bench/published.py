@@ -90,7 +90,11 @@ H100_96G_YAML = os.path.join(ROOT, "bench", "clusters", "h100-96g-500w.yaml")
 # per-rank copy costs one CUDA launch (2 us) to one PyTorch element-wise op end to end (20 us).
 FIT_KEYS = {
     "matmul_efficiency": ((0.4, 0.85), None),
-    "attention_efficiency": ((0.2, 0.85), None),
+    # FlashAttention-2 reaches at most 73% of peak forward and 63% backward (Dao 2023, Sec. 4.1).
+    "attention_efficiency": ((0.2, 0.7), None),
+    # cuDNN's fused attention runs only under Transformer Engine (the megatron-core profile).
+    "cudnn_attention_efficiency": ((0.2, 0.85),
+                                   lambda config: "megatron-core" in config["flags"]),
     "vector_efficiency": ((0.05, 0.6), None),
     "memory_efficiency": ((0.5, 0.9), None),
     "tile_dim": ((8.0, 512.0), None),
@@ -104,7 +108,8 @@ FIT_KEYS = {
 
 # Per-device overrides fitted on that device's rows (bench/calibration.py's): the H100 rows come
 # from a newer software stack than the A100 ones, and H100 has larger tiles and more SMs.
-DEVICE_KEYS = {"H100": ["matmul_efficiency", "attention_efficiency", "tile_dim"]}
+DEVICE_KEYS = {"H100": ["matmul_efficiency", "attention_efficiency", "cudnn_attention_efficiency",
+                        "tile_dim"]}
 
 # A sweep that lowers the MAPE by less than this many points ends the fit (as calibration.py).
 FIT_TOLERANCE = 0.05
@@ -759,7 +764,7 @@ def fit_keys(model):
     """The FIT_KEYS and per-device keys the cost-model file holds, and the ones it lacks."""
     keys = [key for key in FIT_KEYS if key in model]
     keys += [(device, key) for device, names in DEVICE_KEYS.items() for key in names
-             if key in model]
+             if key in model or key in model.get("devices", {}).get(device, {})]
     return keys, [key for key in FIT_KEYS if key not in model]
 
 
@@ -800,7 +805,8 @@ def with_values(model, values):
 
 def current_value(model, key):
     if isinstance(key, tuple):
-        return model.get("devices", {}).get(key[0], {}).get(key[1], model[key[1]])
+        device = model.get("devices", {}).get(key[0], {})
+        return device[key[1]] if key[1] in device else model[key[1]]
     return model[key]
 
 

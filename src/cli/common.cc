@@ -27,6 +27,21 @@ const CLI::Validator& positive() {
   return validator;
 }
 
+CLI::Validator positiveAtMost(int64_t limit) {
+  return CLI::Validator(
+      [limit](const std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
+          return fmt::format("expected a positive number, got {}", input);
+        }
+        if (value > static_cast<double>(limit)) {
+          return fmt::format("{} is above the limit {} (docs/limits.md)", input, limit);
+        }
+        return {};
+      },
+      fmt::format("POSITIVE <= {}", limit));
+}
+
 int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
   try {
     app.parse(argc, argv);

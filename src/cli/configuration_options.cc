@@ -17,14 +17,15 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--cluster", config.cluster, "preset name or .yaml spec")->capture_default_str();
   verb.add_option("--nodes,--simulated-nnodes", config.nodes,
                   "nodes of a preset (estimate: default what TP x PP x DP needs; search: 1)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb.add_option("--devices-per-node,--simulated-nproc-per-node", config.devicesPerNode,
                   "devices per node of a preset (default: the preset's)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevicesPerNode));
   verb.add_option("--gbs", config.gbs,
                   "global batch size (required for a transformer; for a graph, samples per step)")
-      ->check(positive());
-  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")->check(positive());
+      ->check(positiveAtMost(limits::kMaxGlobalBatch));
+  verb.add_option("--seq", config.seq, "sequence length (default: the model's)")
+      ->check(positiveAtMost(limits::kMaxSequence));
   verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
   verb.add_option("--inter-node-gbps", config.interNodeGbps,
                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
@@ -69,9 +70,11 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
          "--recompute selective keeps the attention and every other matmul's output and "
          "recomputes the rest of each layer (torchtitan); without it, the attention core alone "
          "is recomputed (Megatron)");
-  verb.add_option("--attention", flags.attention,
-                  "flash | unfused (the score matrix in memory, Megatron-LM before 2023); "
-                  "default: the framework's")
+  verb.add_option(
+          "--attention", flags.attention,
+          "flash (FlashAttention-2, PyTorch's SDPA) | cudnn (Transformer Engine's) | unfused "
+          "(the score matrix in memory, Megatron-LM before 2023); "
+          "default: the framework's")
       ->group("Code path");
 }
 
@@ -99,10 +102,17 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
     if (given != 0) *field = given > 0;
   }
   if (!flags.attention.empty()) {
-    if (flags.attention != "flash" && flags.attention != "unfused") {
-      return Error{fmt::format("--attention {}: expected flash or unfused", flags.attention)};
+    using frontend::AttentionKernel;
+    if (flags.attention == "flash")
+      code.attention = AttentionKernel::kFlash;
+    else if (flags.attention == "cudnn")
+      code.attention = AttentionKernel::kCudnn;
+    else if (flags.attention == "unfused")
+      code.attention = AttentionKernel::kUnfused;
+    else {
+      return Error{
+          fmt::format("--attention {}: expected flash, cudnn or unfused", flags.attention)};
     }
-    code.flashAttention = flags.attention == "flash";
   }
   return {};
 }

@@ -21,7 +21,7 @@ struct ConfigurationFlags {
   int overlapGradReduce = 0, overlapParamGather = 0, tpCommOverlap = 0, asyncTpAllreduce = 0,
       listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0,
       inPlaceLossGradient = 0, selectiveOpPolicy = 0;
-  std::string attention;  ///< flash | unfused; empty: the profile's
+  std::string attention;  ///< flash | cudnn | unfused; empty: the profile's
 };
 
 /// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,

@@ -10,16 +10,16 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
   verb.add_option("--pipeline-stages", flags.pipelineStages,
                   "pipeline stages (MindSpore pipeline_stages); layers split evenly unless "
                   "--stage places blocks")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb.add_option("--micro-batches", flags.microBatches,
                   "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxMicroBatches));
   verb.add_option("--schedule", flags.schedule,
                   "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();
   verb.add_option("--virtual-stages", flags.virtualStages,
                   "model chunks per stage for the interleaved schedule (default 2)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxLayers));
   verb.add_option("--stage", flags.stages,
                   "BLOCK=STAGE: run a block on a stage (Cell.pipeline_stage)");
   verb.add_option("--chunk", flags.chunks,

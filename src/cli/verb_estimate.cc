@@ -78,10 +78,15 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   planner::MegatronConfig* config = &args->config;
   config->allowIdle = false;
   addConfigurationOptions(*verb, *config, args->flags);
-  verb->add_option("--tp", config->tp, "tensor-parallel degree")->check(positive());
-  verb->add_option("--pp", config->pp, "pipeline stages")->check(positive());
-  verb->add_option("--dp", config->dp, "data-parallel degree")->required()->check(positive());
-  verb->add_option("--cp", config->cp, "context-parallel degree")->check(positive());
+  verb->add_option("--tp", config->tp, "tensor-parallel degree")
+      ->check(positiveAtMost(limits::kMaxDevices));
+  verb->add_option("--pp", config->pp, "pipeline stages")
+      ->check(positiveAtMost(limits::kMaxDevices));
+  verb->add_option("--dp", config->dp, "data-parallel degree")
+      ->required()
+      ->check(positiveAtMost(limits::kMaxDevices));
+  verb->add_option("--cp", config->cp, "context-parallel degree")
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--ep", config->ep,
                    "expert-parallel degree of a mixture-of-experts model, out of --dp (divides "
                    "--dp and the experts)")
@@ -91,7 +96,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_flag("--zero-bubble", args->zeroBubble,
                  "the zero-bubble H1 pipeline schedule (weight gradients fill the bubbles)");
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxMicroBatch));
   verb->add_flag("--sequence-parallel", config->sequenceParallel, "Megatron-LM sequence parallel");
   verb->add_option("--recompute", args->recompute, "none | selective | full")
       ->capture_default_str();

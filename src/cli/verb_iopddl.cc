@@ -94,7 +94,7 @@ void addIopddlVerb(CLI::App& app, Action& action) {
       ->capture_default_str();
   verb->add_option("--seed", options->seed, "seed of the local search")->capture_default_str();
   verb->add_option("--threads", options->threads, "local searches run in parallel")
-      ->check(positive())
+      ->check(positiveAtMost(limits::kMaxThreads))
       ->capture_default_str();
   verb->callback([&action, options] { action = [options] { return runIopddl(*options); }; });
 }

@@ -9,6 +9,7 @@
 #include "cli/verbs.h"
 #include "export/plan_report.h"
 #include "plan/plan_json.h"
+#include "planner/fit_advice.h"
 #include "planner/plan_assembly.h"
 #include "planner/plan_evaluation.h"
 #include "planner/run_yaml.h"
@@ -52,6 +53,14 @@ int runPlan(planner::PlanOptions options) {
   auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return reportError(evaluated.error());
   plan::Plan result = planner::planOf(*evaluated, options, *cluster);
+  std::optional<planner::FitAdvice> advice;
+  if (!result.estimate.fits) {
+    advice = planner::adviseFit(options, *cluster);
+    for (const planner::Fix& fix : advice->fixes) {
+      result.fixes.push_back(
+          {fix.change.flags, fix.change.yaml, fix.stepSeconds, fix.samplesPerStep, fix.peakBytes});
+    }
+  }
   const auto json = plan::planToJson(result).dump(2);
   if (!options.out.empty()) {
     if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {
@@ -74,13 +83,17 @@ int runPlan(planner::PlanOptions options) {
   fmt::print(
       stderr,
       "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
-      "gradients+optimizer states {}, activations {}); {}\n",
+      "gradients+optimizer states {}, activations {})\n",
       planner::formatBytes(result.estimate.peakMemoryBytes),
       planner::formatBytes(cluster->device.memoryBytes), cluster->device.name,
       planner::formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
                            result.estimate.memory.optimizerStates),
-      planner::formatBytes(result.estimate.memory.activations),
-      planner::suggestFit(options, *cluster));
+      planner::formatBytes(result.estimate.memory.activations));
+  if (advice->fixes.empty()) fmt::print(stderr, "autopar: {}\n", advice->unmet);
+  for (size_t i = 0; i < advice->fixes.size(); ++i) {
+    fmt::print(stderr, "{} {}\n", i == 0 ? "autopar: fits with" : "                or",
+               planner::formatFix(advice->fixes[i]));
+  }
   return kExitDoesNotFit;
 }
 
@@ -101,14 +114,17 @@ void addPlanVerb(CLI::App& app, Action& action) {
                    "data_parallel, model_parallel, batch and model (docs/mindformers-yaml.md)");
   verb->add_option("--cluster", options->cluster, "preset name (autopar clusters) or .yaml spec")
       ->capture_default_str();
-  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")->check(positive());
-  verb->add_option("--devices", options->devices, "use the first N devices")->check(positive());
+  verb->add_option("--nodes", options->nodes, "number of nodes of a preset")
+      ->check(positiveAtMost(limits::kMaxDevices));
+  verb->add_option("--devices", options->devices, "use the first N devices")
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
-      ->check(positive());
-  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")->check(positive());
+      ->check(positiveAtMost(limits::kMaxMicroBatch));
+  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")
+      ->check(positiveAtMost(limits::kMaxSequence));
   verb->add_option("--tp", degrees->tp,
                    "annotate a transformer preset Megatron-style with this tensor-parallel degree")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--dp", degrees->dp, "data-parallel degree with --tp (default: devices / tp)")
       ->check(positive());
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");

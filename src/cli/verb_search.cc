@@ -117,10 +117,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "activations replace the analytic ones");
   verb->add_option("--nnodes", request.samplingNodes,
                    "nodes of the cluster the --profile table was measured on")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--nproc-per-node", request.samplingDevicesPerNode,
                    "devices per node of the cluster the --profile table was measured on")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevicesPerNode));
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
 }
 

@@ -45,10 +45,9 @@ int runValidate(const ValidateOptions& options) {
              loaded->ops.size(), loaded->devices);
   const plan::EstimateRecord& estimate = loaded->estimate;
   if (estimate.deviceMemoryBytes == 0) return kExitOk;  // a plan without a costed estimate
-  fmt::print("  estimated peak {} of {} per device: {}\n",
-             planner::formatBytes(estimate.peakMemoryBytes),
-             planner::formatBytes(estimate.deviceMemoryBytes),
-             estimate.fits ? "fits" : "DOES NOT FIT");
+  fmt::print(
+      "  estimated peak {} of {} per device: {}\n", planner::formatBytes(estimate.peakMemoryBytes),
+      planner::formatBytes(estimate.deviceMemoryBytes), estimate.fits ? "fits" : "DOES NOT FIT");
   if (estimate.fits) return kExitOk;
   fmt::print(stderr, "autopar: {}: valid, but does not fit in device memory\n", options.planPath);
   return kExitDoesNotFit;

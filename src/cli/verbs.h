@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "util/expected.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -23,6 +24,9 @@ int reportError(const Error& error);
 /// Checks an option is a positive number: "--tp: expected a positive number, got 0" (CLI11's
 /// PositiveNumber names its range up to the largest double instead).
 const CLI::Validator& positive();
+/// A positive number no larger than `limit` (util/limits.h): "--nodes: 268435456 is above the
+/// limit 1048576 (docs/limits.md)".
+CLI::Validator positiveAtMost(int64_t limit);
 
 /// Parses argv into `app`'s verbs and runs the chosen verb's action: help exits 0, a parse error
 /// is one line and exit 2.

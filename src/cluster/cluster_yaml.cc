@@ -31,9 +31,11 @@ Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
     return fallback;
   }
   double number = 0;
-  if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number > 0)) {
+  // Finite and below 2^40 (.inf, or 81.5e10 GiB scaled to bytes, would overflow what they size).
+  if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number > 0) ||
+      !(number < 1099511627776.0)) {
     return Error{fmt::format(
-        "{}: expected a positive number, got '{}'", where,
+        "{}: expected a positive number below 2^40, got '{}'", where,
         value.IsScalar() ? value.Scalar() : "a " + std::string(value.IsMap() ? "map" : "list"))};
   }
   return number;
@@ -75,6 +77,11 @@ Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
   device.name = *name;
   auto memory = positiveNumber(node, "device", "memory_gib", true);
   if (!memory) return memory.error();
+  // 2^20 GiB (1 PiB) per device keeps every byte count autopar derives from it within int64.
+  if (*memory > 1048576) {
+    return Error{
+        fmt::format("device.memory_gib: {} is above the limit 1048576 (docs/limits.md)", *memory)};
+  }
   device.memoryBytes = static_cast<int64_t>(*memory * kGiB);
   auto bandwidth = positiveNumber(node, "device", "memory_gbytes_per_s", true);
   if (!bandwidth) return bandwidth.error();

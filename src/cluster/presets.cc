@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cluster/cluster.h"
+#include "util/limits.h"
 
 namespace autopar::cluster {
 
@@ -135,6 +136,13 @@ Expected<Cluster> clusterPreset(const std::string& name, int nodes, int devicesP
       if (level.domainSize == cluster.devicesPerNode) level.domainSize = devicesPerNode;
     }
     cluster.devicesPerNode = devicesPerNode;
+  }
+  if (static_cast<int64_t>(cluster.devicesPerNode) * nodes > limits::kMaxDevices) {
+    return Error{
+        fmt::format("--nodes {}: {} devices of {} per node is above the limit of {} "
+                    "devices (docs/limits.md)",
+                    nodes, static_cast<int64_t>(cluster.devicesPerNode) * nodes,
+                    cluster.devicesPerNode, limits::kMaxDevices)};
   }
   cluster.numDevices = cluster.devicesPerNode * nodes;
   // The outermost level spans every device.

@@ -43,8 +43,11 @@ double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>
   // The constants and their sources are in data/cost_model.json.
   const CostConstants& constants = costConstants().forDevice(device.name);
   if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
-  // FlashAttention runs fixed tiles along the sequence; its fitted efficiency covers its sizes.
-  if (family == ir::OpFamily::kAttention) return constants.attentionEfficiency;
+  // Fused attention runs fixed tiles along the sequence; its fitted efficiency covers its sizes.
+  if (family == ir::OpFamily::kAttention) {
+    const bool cudnn = op.attrs.cudnnKernel && constants.cudnnAttentionEfficiency > 0;
+    return cudnn ? constants.cudnnAttentionEfficiency : constants.attentionEfficiency;
+  }
   // A GEMM underfills the device along each of its three dims separately (partial tiles, partial
   // waves, the pipeline's fill along the depth): each extent x costs a factor x / (x + tileDim).
   // The product is symmetric in the extents, so the backward's two GEMMs, which permute them,

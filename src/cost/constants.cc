@@ -60,11 +60,13 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
     const char* key;
     double upper;
     double* target;
+    bool optional = false;  ///< may be absent everywhere (its target keeps 0)
   };
   const Field fields[] = {
       {"matmul_efficiency", 1, &constants.matmulEfficiency},
       {"fp8_matmul_efficiency", 1, &constants.fp8MatmulEfficiency},
       {"attention_efficiency", 1, &constants.attentionEfficiency},
+      {"cudnn_attention_efficiency", 1, &constants.cudnnAttentionEfficiency, true},
       {"vector_efficiency", 1, &constants.vectorEfficiency},
       {"memory_efficiency", 1, &constants.memoryEfficiency},
       {"tile_dim", 1e6, &constants.tileDim},
@@ -74,7 +76,7 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
       {"nccl_group_bytes", 1e11, &constants.ncclGroupBytes},
       {"allocator_reserve", 1, &constants.allocatorReserve}};
   for (const Field& field : fields) {
-    if (optional && !document.contains(field.key)) continue;
+    if ((optional || field.optional) && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);
     if (!value) return value.error();
     *field.target = *value;

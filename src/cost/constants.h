@@ -15,10 +15,13 @@ struct CostConstants {
   double matmulEfficiency = 0;  ///< large GEMMs, share of dense peak
   /// Large fp8 GEMMs (Transformer Engine's, ir::OpAttrs::fp8), share of the fp8 dense peak.
   double fp8MatmulEfficiency = 0;
-  double attentionEfficiency = 0;  ///< fused attention, share of dense peak
-  double vectorEfficiency = 0;     ///< non-tensor-core FLOPs, share of dense peak
-  double memoryEfficiency = 0;     ///< streaming kernels, share of HBM bandwidth
-  double tileDim = 0;  ///< each per-device GEMM extent x costs a factor x / (x + tileDim)
+  double attentionEfficiency = 0;  ///< FlashAttention-2's kernel, share of dense peak
+  /// cuDNN's fused attention (Transformer Engine's, ir::OpAttrs::cudnnKernel), share of dense
+  /// peak; 0 (the file does not give it): FlashAttention-2's, as cuDNN runs on Ampere.
+  double cudnnAttentionEfficiency = 0;
+  double vectorEfficiency = 0;  ///< non-tensor-core FLOPs, share of dense peak
+  double memoryEfficiency = 0;  ///< streaming kernels, share of HBM bandwidth
+  double tileDim = 0;           ///< each per-device GEMM extent x costs a factor x / (x + tileDim)
   /// Host seconds of one per-rank staging copy of a list-API collective
   /// (layout::RedistributionOptions::perRankCopySeconds).
   double listCollectiveCopySeconds = 0;

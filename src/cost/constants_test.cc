@@ -57,6 +57,12 @@ TEST(CostConstants, DevicesOverrideSomeConstants) {
   EXPECT_EQ(h100.attentionEfficiency, 0.65);
   EXPECT_EQ(h100.matmulEfficiency, 0.7) << "not overridden";
   EXPECT_EQ(constants->forDevice("A100-SXM4-80GB").attentionEfficiency, 0.4);
+  // cuDNN's fused attention has its own efficiency only where the file gives one.
+  EXPECT_EQ(constants->forDevice("A100-SXM4-80GB").cudnnAttentionEfficiency, 0);
+  auto hopper = parseCostConstants(
+      "{" + base + R"(, "devices": {"H100": {"cudnn_attention_efficiency": 0.5}}})");
+  ASSERT_TRUE(hopper.ok()) << hopper.error().message;
+  EXPECT_EQ(hopper->forDevice("H100-SXM5-80GB").cudnnAttentionEfficiency, 0.5);
   EXPECT_EQ(parseCostConstants("{" + base + R"(, "devices": {"H100": {"tile_dim": -1}}})")
                 .error()
                 .message,

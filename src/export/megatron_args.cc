@@ -57,8 +57,12 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.tpCommOverlap && config.tp > 1 && config.sequenceParallel) args += " --tp-comm-overlap";
   const bool core = config.framework == planner::Framework::kMegatronCore ||
                     config.framework == planner::Framework::kMindSpeed;
-  if (core && !code.flashAttention) args += " --attention-backend unfused";
-  if (!core && code.flashAttention) args += " --use-flash-attn";
+  const bool unfused = code.attention == frontend::AttentionKernel::kUnfused;
+  if (core && unfused) args += " --attention-backend unfused";
+  if (core && code.attention == frontend::AttentionKernel::kFlash) {
+    args += " --attention-backend flash";
+  }
+  if (!core && !unfused) args += " --use-flash-attn";
   if (!code.gradientAccumulationFusion || config.zero >= 2) {
     args += " --no-gradient-accumulation-fusion";
   }

@@ -120,8 +120,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 21>& allCodecs() {
-  static const std::array<AttrCodec, 21> kCodecs = {
+const std::array<AttrCodec, 22>& allCodecs() {
+  static const std::array<AttrCodec, 22> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -135,6 +135,7 @@ const std::array<AttrCodec, 21>& allCodecs() {
       codec<&A::numKvHeads, readPositiveInt>("num_kv_heads"),
       codec<&A::causal, readBool>("causal"),
       codec<&A::scoresInMemory, readBool>("scores_in_memory"),
+      codec<&A::cudnnKernel, readBool>("cudnn_kernel"),
       codec<&A::fp8, readBool>("fp8"),
       AttrCodec{"cast_to", readCastTo, writeCastTo, isDefaultField<&A::castTo>},
       AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,

@@ -239,7 +239,8 @@ TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input
   attrs.numHeads = t.heads;
   attrs.numKvHeads = t.kvHeads;
   attrs.causal = tower_ == &config_;  // the vision tower attends both ways
-  attrs.scoresInMemory = config_.scoresInMemory;
+  attrs.scoresInMemory = config_.attention == AttentionKernel::kUnfused;
+  attrs.cudnnKernel = config_.attention == AttentionKernel::kCudnn;
   // Context parallelism cuts the queries' sequence; every query attends to all keys, so the keys
   // and values are gathered along the sequence (the traffic of ring attention).
   const std::vector<int64_t> keys{dp_, 1, tp_};

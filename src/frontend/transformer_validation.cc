@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "frontend/transformer.h"
+#include "util/limits.h"
 
 namespace autopar::frontend {
 
@@ -20,14 +21,26 @@ Error fieldError(const Config& config, std::string_view field, const std::string
 }
 
 Status validateDims(const Config& config) {
-  const std::pair<std::string_view, int64_t> dims[] = {
-      {"layers", config.layers}, {"hidden", config.hidden},
-      {"heads", config.heads},   {"kvHeads", config.kvHeads},
-      {"ffn", config.ffn},       {"vocab", config.vocab},
-      {"seq", config.seq},       {"microBatch", config.microBatch}};
-  for (const auto& [field, value] : dims) {
+  struct Dim {
+    std::string_view field;
+    int64_t value;
+    int64_t limit;  ///< util/limits.h
+  };
+  const Dim dims[] = {{"layers", config.layers, limits::kMaxLayers},
+                      {"hidden", config.hidden, limits::kMaxHidden},
+                      {"heads", config.heads, limits::kMaxHeads},
+                      {"kvHeads", config.kvHeads, limits::kMaxHeads},
+                      {"ffn", config.ffn, limits::kMaxHidden},
+                      {"vocab", config.vocab, limits::kMaxVocab},
+                      {"seq", config.seq, limits::kMaxSequence},
+                      {"microBatch", config.microBatch, limits::kMaxGlobalBatch}};
+  for (const auto& [field, value, limit] : dims) {
     if (value <= 0) {
       return fieldError(config, field, fmt::format("expected a positive size, got {}", value));
+    }
+    if (value > limit) {
+      return fieldError(config, field,
+                        fmt::format("{} is above the limit {} (docs/limits.md)", value, limit));
     }
   }
   if (config.hidden % config.heads != 0) {

@@ -33,6 +33,11 @@ struct OpAttrs {
   /// the full score matrix computed and written to memory, softmaxed and dropped out there,
   /// then read back (ir/ops/attention.cc).
   bool scoresInMemory = false;
+  /// FlashAttention: run by cuDNN's fused attention, as Transformer Engine runs it (on Hopper
+  /// the FlashAttention-3 design: warp-specialised wgmma and TMA), priced at its own efficiency
+  /// (cost::CostConstants::cudnnAttentionEfficiency); false: FlashAttention-2's kernel, which
+  /// PyTorch's scaled_dot_product_attention runs.
+  bool cudnnKernel = false;
   /// MatMul/BatchMatMul: a GEMM run in fp8 as Transformer Engine runs the linear layers (E4M3
   /// forward, E5M2 gradients, delayed scaling): at the fp8 peak, each operand cast to fp8 by a
   /// kernel of its own; the tensors themselves stay in their dtype (cost/op_cost.cc).

@@ -176,6 +176,16 @@ struct InputsRecord {
   int64_t sequence = 0;
 };
 
+/// A change that makes a plan that does not fit fit (planner::adviseFit), verified by planning
+/// it: the flags (which replace the same flags of the command) and the run-yaml keys.
+struct FixRecord {
+  std::vector<std::string> flags;
+  std::vector<std::pair<std::string, std::string>> yaml;
+  double stepSeconds = 0;
+  int64_t samplesPerStep = 0;
+  int64_t peakMemoryBytes = 0;
+};
+
 struct Plan {
   int version = kPlanFormatVersion;
   std::string search = "semi_auto";
@@ -196,6 +206,9 @@ struct Plan {
   std::vector<ParameterRecord> parameters;
   std::vector<FusionGroupRecord> fusionGroups;
   EstimateRecord estimate;
+  /// Only for a plan that does not fit: the fastest changes that fit, at most three. Advice for
+  /// the user, written as "fixes" and not read back.
+  std::vector<FixRecord> fixes;
 };
 
 }  // namespace autopar::plan

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +88,31 @@ OrderedJson featuresToJson(const Plan& plan) {
                        {"parallel_optimizer_comm_recompute", f.parallelOptimizerCommRecompute}}},
                      {"fusion", {{"bucketing", f.bucketing}, {"bucket_bytes", f.bucketBytes}}},
                      {"enable_alltoall", f.enableAllToAll}};
+}
+
+/// A yaml value as the yaml would type it: True/False a bool, digits a number, else a string.
+OrderedJson yamlValue(const std::string& value) {
+  if (value == "True" || value == "False") return value == "True";
+  char* end = nullptr;
+  const long long integer = std::strtoll(value.c_str(), &end, 10);
+  if (!value.empty() && *end == '\0') return integer;
+  const double number = std::strtod(value.c_str(), &end);
+  if (!value.empty() && *end == '\0') return number;
+  return value;
+}
+
+OrderedJson fixesToJson(const std::vector<FixRecord>& fixes) {
+  OrderedJson out = OrderedJson::array();
+  for (const FixRecord& fix : fixes) {
+    OrderedJson yaml = OrderedJson::object();
+    for (const auto& [key, value] : fix.yaml) yaml[key] = yamlValue(value);
+    out.push_back(OrderedJson{{"flags", fix.flags},
+                              {"yaml", yaml},
+                              {"step_time_s", fix.stepSeconds},
+                              {"samples_per_step", fix.samplesPerStep},
+                              {"peak_memory_bytes", fix.peakMemoryBytes}});
+  }
+  return out;
 }
 
 OrderedJson parallelConfigToJson(const ir::ParallelConfig& c) {
@@ -207,6 +233,7 @@ OrderedJson planToJson(const Plan& plan) {
   json["parameters"] = parametersToJson(plan);
   json["fusion_groups"] = fusionGroupsToJson(plan);
   json["estimate"] = estimateToJson(plan.estimate);
+  if (!plan.fixes.empty()) json["fixes"] = fixesToJson(plan.fixes);
   return json;
 }
 

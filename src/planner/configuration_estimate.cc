@@ -167,7 +167,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
   options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;
-  options.modelOptions.attentionScoresInMemory = !config.codePath.flashAttention;
+  options.modelOptions.attention = config.codePath.attention;
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.microBatches());
@@ -366,7 +366,7 @@ Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config
     auto transformer = transformerOf(config);
     if (!transformer) return transformer.error();
     transformer->dtype = dtype;
-    transformer->scoresInMemory = !config.codePath.flashAttention;
+    transformer->attention = config.codePath.attention;
     oracle = std::make_shared<BlockShardingOracle>(std::move(*transformer), cluster);
   }
   auto blocks = oracle->shard({config.opSearch, config.tp, config.cp, config.mbs, config.seq});

@@ -53,7 +53,7 @@ class SearchRun {
     if (request.base.opSearch == OpSearch::kMegatron) return nullptr;
     frontend::TransformerConfig probed = model;
     probed.dtype = parsePrecision(request.base.precision).value();  // checked by the caller
-    probed.scoresInMemory = !request.base.codePath.flashAttention;
+    probed.attention = request.base.codePath.attention;
     return std::make_shared<BlockShardingOracle>(std::move(probed), cluster);
   }
   /// Each ranked configuration evaluated again with its blocks sharded by the op-level search

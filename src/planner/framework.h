@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "frontend/transformer.h"
 #include "ir/parallel_config.h"
 #include "util/expected.h"
 
@@ -31,9 +32,10 @@ enum class Framework {
 /// The code path's switches the cost model reads. Each is a framework behaviour, not a fitted
 /// constant: which kernels run and which communications overlap with compute.
 struct CodePath {
-  /// Fused attention (FlashAttention, Transformer Engine's, Ascend's FlashAttentionScore);
-  /// false: the score matrix in memory (Megatron-LM's CoreAttention before 2023).
-  bool flashAttention = true;
+  /// The attention kernel: FlashAttention-2 (PyTorch's scaled_dot_product_attention, Ascend's
+  /// FlashAttentionScore), cuDNN's fused attention (Transformer Engine's), or the score matrix
+  /// in memory (Megatron-LM's CoreAttention before 2023).
+  frontend::AttentionKernel attention = frontend::AttentionKernel::kFlash;
   /// The weight-gradient GEMM accumulates into the fp32 gradient buffer in place; false: a
   /// separate add kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022).
   bool gradientAccumulationFusion = true;

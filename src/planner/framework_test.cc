@@ -64,7 +64,36 @@ TEST(Framework, CodePathsOrderTheStepTimes) {
   EXPECT_GT(stepOf(Framework::kMegatronCore, [](CodePath& c) { c.overlapGradReduce = false; }),
             core);
   EXPECT_GT(stepOf(Framework::kMegatronCore, [](CodePath& c) { c.tpCommOverlap = false; }), core);
-  EXPECT_GT(stepOf(Framework::kMegatronCore, [](CodePath& c) { c.flashAttention = false; }), core);
+  EXPECT_GT(stepOf(Framework::kMegatronCore,
+                   [](CodePath& c) { c.attention = frontend::AttentionKernel::kUnfused; }),
+            core);
+}
+
+/// The attention kernel is the profile's: Transformer Engine's cuDNN fused attention under
+/// Megatron-Core, FlashAttention-2 (PyTorch's SDPA) under torchtitan. On H100 cuDNN's kernel is
+/// faster (cost::CostConstants::cudnnAttentionEfficiency); on A100 the two run alike.
+TEST(Framework, TheAttentionKernelIsTheProfilesAndPricedPerArchitecture) {
+  using frontend::AttentionKernel;
+  EXPECT_EQ(frameworkProfile(Framework::kMegatronCore).codePath.attention, AttentionKernel::kCudnn);
+  EXPECT_EQ(frameworkProfile(Framework::kTorchtitan).codePath.attention, AttentionKernel::kFlash);
+  EXPECT_EQ(frameworkProfile(Framework::kMegatronLm).codePath.attention, AttentionKernel::kUnfused);
+  auto stepOn = [](const char* cluster, AttentionKernel kernel) {
+    MegatronConfig config;
+    config.model = "llama2-7b";
+    config.cluster = cluster;
+    config.tp = 2;
+    config.dp = 4;
+    config.gbs = 32;
+    config.seq = 8192;
+    config.codePath.attention = kernel;
+    auto estimate = estimateConfig(config);
+    EXPECT_TRUE(estimate) << estimate.error().message;
+    return estimate ? estimate->stepSeconds : 0.0;
+  };
+  EXPECT_LT(stepOn("dgx-h100", AttentionKernel::kCudnn),
+            stepOn("dgx-h100", AttentionKernel::kFlash));
+  EXPECT_DOUBLE_EQ(stepOn("dgx-a100-80g", AttentionKernel::kCudnn),
+                   stepOn("dgx-a100-80g", AttentionKernel::kFlash));
 }
 
 /// fp8 as Transformer Engine runs it speeds up only the linear GEMMs, and pays a cast per GEMM

@@ -28,8 +28,8 @@ struct ModelOptions {
   bool dataParallelFromDevices = false;
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
   std::optional<ir::DType> dtype;
-  /// Attention with the score matrix in memory (frontend::TransformerConfig::scoresInMemory).
-  bool attentionScoresInMemory = false;
+  /// The kernel that runs the attention core; unset: the model's (FlashAttention-2 for presets).
+  std::optional<frontend::AttentionKernel> attention;
   /// false: `parallel` sets the graph's batch (micro-batch x data parallel), but no
   /// Megatron-style annotation is written; an op-level search shards the blocks instead
   /// (planner/op_search.h).

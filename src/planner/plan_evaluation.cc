@@ -78,8 +78,8 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
   const PlanOptions options = withFramework(given);
   if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
   ModelOptions modelOptions = givenModel;
-  if (options.framework && !frameworkProfile(*options.framework).codePath.flashAttention) {
-    modelOptions.attentionScoresInMemory = true;
+  if (options.framework && !modelOptions.attention) {
+    modelOptions.attention = frameworkProfile(*options.framework).codePath.attention;
   }
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
@@ -145,44 +145,6 @@ ForwardFlops forwardFlops(const ir::Graph& graph, const std::vector<int>& recomp
     if (id < recomputeRegionOf.size() && recomputeRegionOf[id] >= 0) flops.recomputed += forward;
   }
   return flops;
-}
-
-std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster) {
-  if (options.model.ends_with(".json")) {
-    return "shard the largest parameters with --shard (see the strategies above)";
-  }
-  if (options.search == "recursive_programming") {
-    // Seed 000: raise mem_coeff (by factors of 4) to trade data parallelism for memory.
-    for (double memCoeff = options.memCoeff * 4; memCoeff <= 1e4; memCoeff *= 4) {
-      PlanOptions candidate = options;
-      candidate.memCoeff = memCoeff;
-      auto evaluated = evaluate(candidate, cluster, options.modelOptions);
-      if (!evaluated) break;
-      const int64_t peak = evaluated->peakBytes();
-      if (peak <= cluster.device.memoryBytes) {
-        return fmt::format("it would fit with --mem-coeff {:g} (estimated peak {})", memCoeff,
-                           formatBytes(peak));
-      }
-    }
-  }
-  const ir::ParallelConfig current = options.modelOptions.parallel.value_or(ir::ParallelConfig{});
-  for (int64_t tp = current.tp * 2; tp <= cluster.numDevices; tp *= 2) {
-    if (cluster.numDevices % tp != 0) break;
-    ModelOptions candidate = options.modelOptions;
-    candidate.parallel = current;
-    candidate.parallel->tp = tp;
-    candidate.parallel->dp = cluster.numDevices / tp;
-    candidate.dataParallelFromDevices = false;
-    auto evaluated = evaluate(options, cluster, candidate);
-    if (!evaluated) continue;
-    const int64_t peak = evaluated->peakBytes();
-    if (peak <= cluster.device.memoryBytes) {
-      return fmt::format("it would fit with --tp {} --dp {} (estimated peak {})", tp,
-                         cluster.numDevices / tp, formatBytes(peak));
-    }
-  }
-  return fmt::format("no tensor-parallel degree up to {} makes it fit; add devices (--nodes)",
-                     cluster.numDevices);
 }
 
 /// The plan features a run yaml sets (seed 001's and 004's keys as MindFormers spells them).

@@ -84,8 +84,4 @@ ForwardFlops forwardFlops(const ir::Graph& graph, const std::vector<int>& recomp
 Expected<Evaluated> evaluateModel(LoadedModel model, const PlanOptions& options,
                                   const cluster::Cluster& cluster);
 
-/// For a plan that does not fit: a mem_coeff (recursive search) or tensor-parallel degree that
-/// would, as one phrase ("it would fit with --tp 2 --dp 4 (estimated peak 60.1 GiB)").
-std::string suggestFit(const PlanOptions& options, const cluster::Cluster& cluster);
-
 }  // namespace autopar::planner

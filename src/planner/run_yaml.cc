@@ -173,6 +173,12 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
     options.modelOptions.parallel->dp =
         dataParallelDegree(options.modelOptions, numDevices / options.training.pipelineStages);
   }
+  // Flags win over the yaml: its batch formula reads the degrees they give, as if it held them.
+  if (options.modelOptions.parallel && options.given("--tp")) {
+    parallel.modelParallel = options.modelOptions.parallel->tp;
+    parallel.dataParallel = options.modelOptions.parallel->dp;
+  }
+  if (options.given("--pipeline-stages")) parallel.pipelineStage = options.training.pipelineStages;
   if (numDevices % options.training.pipelineStages != 0) {
     const std::string where = options.given("--pipeline-stages")
                                   ? "--pipeline-stages"

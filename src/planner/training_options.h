@@ -69,7 +69,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
 
 /// Puts a framework's code path (planner/framework.h) into the flags: its overlaps, elementwise
 /// fusion, gradient accumulation and list collectives. The attention kernel is the model's
-/// (ModelOptions::attentionScoresInMemory) and the gradient buckets the caller's.
+/// (ModelOptions::attention) and the gradient buckets the caller's.
 void applyCodePath(const CodePath& code, TrainingFlags& flags);
 
 }  // namespace autopar::planner

@@ -1,0 +1,368 @@
+#include "planner/fit_advice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "planner/inputs.h"
+
+namespace autopar::planner {
+
+namespace {
+
+/// The levers, each a family of variants; two variants of one lever never combine.
+enum class Lever { kRecompute, kOptimizerParallel, kPipeline, kTensorParallel, kMemCoeff };
+
+/// One way to pull a lever: the change as the user spells it, and what it does to the request.
+struct Variant {
+  Lever lever;
+  Change change;
+  std::function<void(PlanOptions&)> apply;
+};
+
+/// A planned request: the changes that made it and what the plan costs.
+struct Trial {
+  Change change;
+  double stepSeconds = 0;
+  int64_t samplesPerStep = 0;
+  int64_t peakBytes = 0;
+  int64_t stateBytes = 0;  ///< parameters, gradients and optimizer states
+  [[nodiscard]] double secondsPerSample() const {
+    return stepSeconds / static_cast<double>(std::max<int64_t>(samplesPerStep, 1));
+  }
+};
+
+/// Trials planned per advice, all stages together: each plans the whole model once.
+constexpr int kMaxTrials = 48;
+
+Change merged(const Change& a, const Change& b) {
+  Change out = a;
+  for (size_t i = 0; i < b.flags.size(); ++i) {
+    // Flags come as a name and its values; a name the first change has is not repeated.
+    if (b.flags[i].starts_with("--") &&
+        std::find(out.flags.begin(), out.flags.end(), b.flags[i]) != out.flags.end()) {
+      while (i + 1 < b.flags.size() && !b.flags[i + 1].starts_with("--")) ++i;
+      continue;
+    }
+    out.flags.push_back(b.flags[i]);
+  }
+  for (const auto& entry : b.yaml) {
+    if (std::find(out.yaml.begin(), out.yaml.end(), entry) == out.yaml.end()) {
+      out.yaml.push_back(entry);
+    }
+  }
+  return out;
+}
+
+/// The devices of one pipeline stage under `options`.
+int64_t stageDevices(const PlanOptions& options, int64_t numDevices) {
+  return numDevices / std::max(options.training.pipelineStages, 1);
+}
+
+/// Sets a flag's value and its yaml key in `change`, replacing what it had.
+void put(Change& change, const std::string& flag, const std::string& value,
+         const std::string& yamlKey) {
+  auto it = std::find(change.flags.begin(), change.flags.end(), flag);
+  if (it != change.flags.end() && it + 1 != change.flags.end()) {
+    *(it + 1) = value;
+  } else {
+    change.flags.insert(change.flags.end(), {flag, value});
+  }
+  auto entry = std::find_if(change.yaml.begin(), change.yaml.end(),
+                            [&](const auto& kv) { return kv.first == yamlKey; });
+  if (entry != change.yaml.end()) {
+    entry->second = value;
+  } else if (!yamlKey.empty()) {
+    change.yaml.emplace_back(yamlKey, value);
+  }
+}
+
+void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
+  const std::string& recompute = options.training.recompute;
+  if (recompute == "none") {
+    out.push_back({Lever::kRecompute,
+                   {{"--recompute", "selective"}, {{"recompute_config.select_recompute", "True"}}},
+                   [](PlanOptions& o) { o.training.recompute = "selective"; }});
+  }
+  if (recompute != "full") {
+    out.push_back({Lever::kRecompute,
+                   {{"--recompute", "full"}, {{"recompute_config.recompute", "True"}}},
+                   [](PlanOptions& o) { o.training.recompute = "full"; }});
+  }
+}
+
+void addOptimizerParallel(const PlanOptions& options, std::vector<Variant>& out) {
+  const TrainingFlags& training = options.training;
+  if (!training.optimizerParallel) {
+    out.push_back({Lever::kOptimizerParallel,
+                   {{"--optimizer-parallel"}, {{"parallel.enable_parallel_optimizer", "True"}}},
+                   [](PlanOptions& o) { o.training.optimizerParallel = true; }});
+  }
+  // Accumulated gradients sharded too: worth it only when a step accumulates micro-batches.
+  if (!training.gradientAccumulationShard && training.microBatches > 1) {
+    Change change{{"--gradient-accumulation-shard"},
+                  {{"parallel.parallel_optimizer_config.gradient_accumulation_shard", "True"}}};
+    if (!training.optimizerParallel) change = merged(out.back().change, change);  // the above
+    out.push_back({Lever::kOptimizerParallel, change, [](PlanOptions& o) {
+                     o.training.optimizerParallel = true;
+                     o.training.gradientAccumulationShard = true;
+                   }});
+  }
+}
+
+/// More stages, each with at least two micro-batches in flight per stage (1F1B's peak holds one
+/// per stage; more only shrink the bubble).
+void addPipeline(const PlanOptions& options, int64_t numDevices, std::vector<Variant>& out) {
+  const int current = std::max(options.training.pipelineStages, 1);
+  for (int stages = current * 2; stages <= std::min<int64_t>(numDevices, 64); stages *= 2) {
+    if (numDevices % stages != 0) break;
+    const int micro = std::max(options.training.microBatches, 2 * stages);
+    out.push_back(
+        {Lever::kPipeline,
+         {{"--pipeline-stages", std::to_string(stages), "--micro-batches", std::to_string(micro)},
+          {{"parallel_config.pipeline_stage", std::to_string(stages)},
+           {"parallel_config.micro_batch_num", std::to_string(micro)}}},
+         [stages, micro](PlanOptions& o) {
+           o.training.pipelineStages = stages;
+           o.training.microBatches = micro;
+         }});
+  }
+}
+
+/// A Megatron-style annotation's tensor-parallel degree doubled, up to three times (data
+/// parallelism then fills the rest of the stage, Trials::run).
+void addTensorParallel(const PlanOptions& options, int64_t numDevices, std::vector<Variant>& out) {
+  if (!options.modelOptions.parallel) return;
+  const ir::ParallelConfig& parallel = *options.modelOptions.parallel;
+  const int64_t devices = stageDevices(options, numDevices);
+  for (int64_t tp = parallel.tp * 2; tp <= parallel.tp * 8; tp *= 2) {
+    if (devices % (tp * parallel.cp) != 0) break;
+    out.push_back(
+        {Lever::kTensorParallel,
+         {{"--tp", std::to_string(tp)}, {{"parallel_config.model_parallel", std::to_string(tp)}}},
+         [tp](PlanOptions& o) { o.modelOptions.parallel->tp = tp; }});
+  }
+}
+
+/// Seed 000's lever: a higher mem_coeff trades data parallelism for memory (by factors of 4).
+void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
+  if (options.search != "recursive_programming") return;
+  for (double memCoeff = options.memCoeff * 4; memCoeff <= options.memCoeff * 1024; memCoeff *= 4) {
+    const std::string value = fmt::format("{:g}", memCoeff);
+    out.push_back({Lever::kMemCoeff,
+                   {{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}},
+                   [memCoeff](PlanOptions& o) { o.memCoeff = memCoeff; }});
+  }
+}
+
+/// A change's flags, each name with its values as one string ("--pipeline-stages 8").
+std::set<std::string> partsOf(const Change& change) {
+  std::set<std::string> parts;
+  std::string part;
+  for (const std::string& flag : change.flags) {
+    if (flag.starts_with("--") && !part.empty()) parts.insert(std::exchange(part, {}));
+    part += (part.empty() ? "" : " ") + flag;
+  }
+  if (!part.empty()) parts.insert(part);
+  return parts;
+}
+
+/// Plans `options` on `base` (or on its preset with `options.nodes` nodes, when they differ).
+std::optional<Trial> plan(const PlanOptions& options, const Change& change, int baseNodes,
+                          const cluster::Cluster& base) {
+  Expected<cluster::Cluster> cluster = base;
+  if (options.nodes != baseNodes) cluster = loadCluster(options.cluster, options.nodes, 0);
+  if (!cluster) return std::nullopt;
+  auto evaluated = evaluate(options, *cluster, options.modelOptions);
+  if (!evaluated) return std::nullopt;
+  const auto memory = evaluated->estimate.peakMemory();
+  return Trial{change, evaluated->estimate.stepSeconds,
+               evaluated->model.graphBatch * evaluated->pipeline.microBatches,
+               evaluated->peakBytes(),
+               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
+}
+
+/// The trials of one stage of the advice, planned in order until the budget runs out.
+class Trials {
+ public:
+  Trials(const PlanOptions& options, const cluster::Cluster& cluster)
+      : options_(options), cluster_(cluster) {}
+
+  /// Plans the variants together; nothing when the budget is spent or the plan fails.
+  std::optional<Trial> run(const std::vector<const Variant*>& variants, int nodes) {
+    if (planned_ >= kMaxTrials) return std::nullopt;
+    ++planned_;
+    PlanOptions options = options_;
+    Change change;
+    for (const Variant* variant : variants) {
+      variant->apply(options);
+      change = merged(change, variant->change);
+    }
+    int64_t devices = cluster_.numDevices;
+    if (nodes != options_.nodes) {
+      options.nodes = nodes;
+      devices = devices / options_.nodes * nodes;
+      put(change, "--nodes", std::to_string(nodes), "");
+    }
+    // A Megatron-style annotation's data parallelism fills the stage the changes leave: by
+    // itself when it came from the devices (--tp without --dp), else by a --dp of its own.
+    if (options.modelOptions.parallel && !options.modelOptions.dataParallelFromDevices) {
+      ir::ParallelConfig& parallel = *options.modelOptions.parallel;
+      const int64_t dp =
+          std::max<int64_t>(stageDevices(options, devices) / (parallel.tp * parallel.cp), 1);
+      if (dp != parallel.dp) {
+        // --dp goes with --tp (a run yaml's model_parallel is not enough on the command line).
+        if (std::find(change.flags.begin(), change.flags.end(), "--tp") == change.flags.end()) {
+          put(change, "--tp", std::to_string(parallel.tp), "");
+        }
+        put(change, "--dp", std::to_string(dp), "parallel_config.data_parallel");
+      }
+      parallel.dp = dp;
+    }
+    auto trial = plan(options, change, options_.nodes, cluster_);
+    if (!trial) return trial;
+    if (trial->peakBytes > cluster_.device.memoryBytes) {
+      failing_.push_back(*trial);
+    } else if (!extendsAFix(trial->change)) {
+      fitting_.push_back(*trial);
+    }
+    return trial;
+  }
+  [[nodiscard]] size_t fitting() const { return fitting_.size(); }
+
+  /// Whether `change` adds to a change that already fits: it is never the cheaper one.
+  [[nodiscard]] bool extendsAFix(const Change& change) const {
+    const auto parts = partsOf(change);
+    return std::any_of(fitting_.begin(), fitting_.end(), [&](const Trial& fix) {
+      const auto fixParts = partsOf(fix.change);
+      return std::includes(parts.begin(), parts.end(), fixParts.begin(), fixParts.end());
+    });
+  }
+
+  FitAdvice advice() {
+    FitAdvice advice;
+    std::stable_sort(fitting_.begin(), fitting_.end(), [](const Trial& a, const Trial& b) {
+      return a.secondsPerSample() < b.secondsPerSample();
+    });
+    for (const Trial& trial : fitting_) {
+      if (advice.fixes.size() == kMaxFixes) break;
+      advice.fixes.push_back(
+          {trial.change, trial.stepSeconds, trial.samplesPerStep, trial.peakBytes});
+    }
+    if (!advice.fixes.empty()) return advice;
+    advice.unmet = unmet();
+    return advice;
+  }
+
+ private:
+  std::string unmet() const {
+    const int64_t capacity = cluster_.device.memoryBytes;
+    if (failing_.empty()) {
+      return fmt::format(
+          "no change autopar tried could be planned; the plan needs more than the "
+          "{} of one {}",
+          formatBytes(capacity), cluster_.device.name);
+    }
+    const Trial& lowest =
+        *std::min_element(failing_.begin(), failing_.end(),
+                          [](const Trial& a, const Trial& b) { return a.peakBytes < b.peakBytes; });
+    std::string flags;
+    for (const std::string& flag : lowest.change.flags) flags += (flags.empty() ? "" : " ") + flag;
+    const std::string what =
+        lowest.stateBytes > capacity
+            ? fmt::format(
+                  "the model states alone (parameters, gradients, "
+                  "optimizer states) take {}",
+                  formatBytes(lowest.stateBytes))
+            : fmt::format("states {} and activations {}", formatBytes(lowest.stateBytes),
+                          formatBytes(lowest.peakBytes - lowest.stateBytes));
+    return fmt::format(
+        "device memory: nothing autopar tried fits; the lowest peak, {} with {}, exceeds the {} of "
+        "one {} by {} ({})",
+        formatBytes(lowest.peakBytes), flags, formatBytes(capacity), cluster_.device.name,
+        formatBytes(lowest.peakBytes - capacity), what);
+  }
+
+  const PlanOptions& options_;
+  const cluster::Cluster& cluster_;
+  int planned_ = 0;
+  std::vector<Trial> fitting_;
+  std::vector<Trial> failing_;
+};
+
+/// Per lever, the variants in the order given.
+std::vector<std::vector<const Variant*>> byLever(const std::vector<Variant>& variants) {
+  std::vector<std::vector<const Variant*>> levers;
+  for (const Variant& variant : variants) {
+    if (levers.empty() || levers.back().front()->lever != variant.lever) levers.emplace_back();
+    levers.back().push_back(&variant);
+  }
+  return levers;
+}
+
+}  // namespace
+
+FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster) {
+  std::vector<Variant> variants;
+  addRecompute(options, variants);
+  addOptimizerParallel(options, variants);
+  addPipeline(options, cluster.numDevices, variants);
+  addTensorParallel(options, cluster.numDevices, variants);
+  addMemCoeff(options, variants);
+  const auto levers = byLever(variants);
+  Trials trials(options, cluster);
+
+  // Each lever alone; per lever, the variant with the lowest peak is its strongest.
+  std::vector<const Variant*> strongest(levers.size(), nullptr);
+  for (size_t l = 0; l < levers.size(); ++l) {
+    int64_t lowest = INT64_MAX;
+    for (const Variant* variant : levers[l]) {
+      auto trial = trials.run({variant}, options.nodes);
+      if (trial && trial->peakBytes < lowest) {
+        lowest = trial->peakBytes;
+        strongest[l] = variant;
+      }
+    }
+  }
+  // Two levers together: every variant of one with the strongest of another.
+  for (size_t a = 0; a < levers.size() && trials.fitting() < kMaxFixes; ++a) {
+    for (size_t b = 0; b < levers.size(); ++b) {
+      if (b == a || strongest[b] == nullptr) continue;
+      for (const Variant* variant : levers[a]) {
+        if (a < b || variant != strongest[a]) trials.run({variant, strongest[b]}, options.nodes);
+      }
+    }
+  }
+  // Every lever at its strongest, then on more nodes (last: they cost hardware).
+  std::vector<const Variant*> all;
+  for (const Variant* variant : strongest) {
+    if (variant != nullptr) all.push_back(variant);
+  }
+  if (trials.fitting() == 0 && all.size() > 2) trials.run(all, options.nodes);
+  if (options.devices == 0) {
+    for (int nodes = options.nodes * 2; nodes <= options.nodes * 16 && trials.fitting() == 0;
+         nodes *= 2) {
+      trials.run({}, nodes);
+      trials.run(all, nodes);
+    }
+  }
+  return trials.advice();
+}
+
+std::string formatFix(const Fix& fix) {
+  std::string flags;
+  for (const std::string& flag : fix.change.flags) flags += (flags.empty() ? "" : " ") + flag;
+  std::string yaml;
+  for (const auto& [key, value] : fix.change.yaml) {
+    yaml += fmt::format("{}{}: {}", yaml.empty() ? "" : ", ", key, value);
+  }
+  return fmt::format("{}: step {} for {} samples, peak {}{}", flags, formatSeconds(fix.stepSeconds),
+                     fix.samplesPerStep, formatBytes(fix.peakBytes),
+                     yaml.empty() ? "" : fmt::format(" (yaml: {})", yaml));
+}
+
+}  // namespace autopar::planner

@@ -1,0 +1,24 @@
+#pragma once
+/// \file
+/// The largest value autopar accepts for each number that sizes its work (docs/limits.md). Each
+/// is checked where the number enters (a flag, a yaml or JSON field), before anything is sized
+/// by it; past it, the error names the field, the value and the limit, exit status 2. The limits
+/// are generous for real training: far above the largest published runs.
+
+#include <cstdint>
+
+namespace autopar::limits {
+
+inline constexpr int64_t kMaxDevices = int64_t{1} << 20;       ///< devices in a cluster
+inline constexpr int64_t kMaxDevicesPerNode = 1024;            ///< devices in one node
+inline constexpr int64_t kMaxLayers = 100'000;                 ///< transformer layers
+inline constexpr int64_t kMaxHidden = int64_t{1} << 20;        ///< hidden and FFN sizes
+inline constexpr int64_t kMaxHeads = int64_t{1} << 16;         ///< attention heads
+inline constexpr int64_t kMaxVocab = int64_t{1} << 24;         ///< vocabulary
+inline constexpr int64_t kMaxSequence = int64_t{1} << 24;      ///< tokens in one sequence
+inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 16;    ///< samples in one micro-batch
+inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;  ///< micro-batches in one step
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;   ///< samples in one step
+inline constexpr int64_t kMaxThreads = 256;                    ///< solver threads
+
+}  // namespace autopar::limits

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "frontend/mindformers_keys.h"
 #include "frontend/mindformers_model.h"
 #include "frontend/yaml_fields.h"
 
@@ -225,6 +226,7 @@ Expected<MindFormersConfig> parseMindFormersYaml(const std::string& text,
                                                  const std::string& sourceName) {
   auto root = parseYamlText(text);
   if (!root) return root.error().in(sourceName);
+  if (auto known = checkKnownKeys(*root); !known) return known.error().in(sourceName);
   auto config = configFromYaml(*root, std::filesystem::path(sourceName).stem().string());
   if (!config) return config.error().in(sourceName);
   config->sourceName = sourceName;

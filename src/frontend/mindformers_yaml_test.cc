@@ -66,7 +66,7 @@ TEST(MindFormersYaml, NullValuesCountAsNotGiven) {
   EXPECT_DOUBLE_EQ(config.parallel.memCoeff, 0.1);
 }
 
-TEST(MindFormersYaml, ReadsEveryParallelKeyAndIgnoresUnknownOnes) {
+TEST(MindFormersYaml, ReadsEveryParallelKeyAndLeavesMindFormersOwnAlone) {
   const MindFormersConfig config = parsed(R"(
 optimizer: {type: AdamW, beta1: 0.9}
 callbacks: [{type: MFLossMonitor}]
@@ -101,6 +101,22 @@ batch_size: 6
   EXPECT_EQ(parallel.microBatchInterleaveNum, 2);
   EXPECT_EQ(parallel.gradientAccumulationSteps, 3);
   EXPECT_EQ(config.batchSize, 6);
+}
+
+/// A key no MindFormers yaml holds is a mistake: the error names it and the closest known key.
+TEST(MindFormersYaml, AMisspeltKeyIsNamedWithTheClosestKnownOne) {
+  EXPECT_EQ(errorOf("parallel_config:\n  pipline_stage: 2\n"),
+            "run.yaml: parallel_config.pipline_stage: unknown key; did you mean pipeline_stage? "
+            "(docs/mindformers-yaml.md)");
+  EXPECT_EQ(errorOf("paralel:\n  parallel_mode: 1\n"),
+            "run.yaml: paralel: unknown key; did you mean parallel? (docs/mindformers-yaml.md)");
+  EXPECT_EQ(errorOf("model:\n  model_config:\n    num_layer: 2\n"),
+            "run.yaml: model.model_config.num_layer: unknown key; did you mean num_layers? "
+            "(docs/mindformers-yaml.md)");
+  EXPECT_EQ(errorOf("recompute_config:\n  select_recompute: True\n  recompute_slice_activation: "
+                    "True\n"),
+            "<ok>")
+      << "MindFormers' own keys";
 }
 
 TEST(MindFormersYaml, AcceptsMindFormersOwnPlacesForAliasedKeys) {

@@ -1,0 +1,241 @@
+#include "frontend/mindformers_keys.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace autopar::frontend {
+
+namespace {
+
+struct Section {
+  std::string_view path;  ///< dotted; "" for the top level
+  std::vector<std::string_view> keys;
+};
+
+// The union of the keys of 20 MindFormers training yamls (mindspore-lab/mindformers: configs/llama2
+// pretrain, finetune and auto-parallel yamls; research/ qwen, qwen1.5, qwen2, baichuan2, llama3;
+// configs/ glm2, pangualpha, gpt2) with the keys autopar reads (framework is autopar's own).
+// model.model_config spans the model families' dimension names.
+const std::vector<Section>& sections() {
+  static const std::vector<Section> kSections = {
+      {"",
+       {"auto_trans_ckpt",
+        "batch_size",
+        "auto_tune",
+        "autotune_per_step",
+        "callbacks",
+        "context",
+        "do_eval",
+        "eval_callbacks",
+        "eval_dataset",
+        "eval_dataset_task",
+        "eval_epoch_interval",
+        "eval_step_interval",
+        "filepath_prefix",
+        "framework",
+        "init_start_profile",
+        "layer_decay",
+        "layer_scale",
+        "load_checkpoint",
+        "lr_scale",
+        "lr_scale_factor",
+        "lr_schedule",
+        "metric",
+        "micro_batch_interleave_num",
+        "model",
+        "moe_config",
+        "only_save_strategy",
+        "optimizer",
+        "output_dir",
+        "parallel",
+        "parallel_config",
+        "processor",
+        "profile",
+        "profile_communication",
+        "profile_memory",
+        "profile_start_step",
+        "profile_stop_step",
+        "recompute_config",
+        "remote_save_url",
+        "resume_training",
+        "run_mode",
+        "runner_config",
+        "runner_wrapper",
+        "seed",
+        "src_strategy_path_or_dir",
+        "train_dataset",
+        "train_dataset_task",
+        "trainer",
+        "use_parallel"}},
+      {"parallel",
+       {"auto_pipeline", "enable_alltoall", "enable_parallel_optimizer", "full_batch",
+        "gradients_mean", "loss_repeated_mean", "parallel_mode", "parallel_optimizer_config",
+        "search_mode", "strategy_ckpt_config", "strategy_ckpt_save_file"}},
+      {"parallel.parallel_optimizer_config",
+       {"gradient_accumulation_shard", "parallel_optimizer_threshold"}},
+      {"parallel_config",
+       {"context_parallel", "data_parallel", "expert_parallel", "gradient_accumulation_steps",
+        "gradient_aggregation_group", "mem_coeff", "micro_batch_interleave_num", "micro_batch_num",
+        "model_parallel", "optimizer_shard", "pipeline_stage", "use_seq_parallel", "vocab_emb_dp"}},
+      {"recompute_config",
+       {"mp_comm_recompute", "parallel_optimizer_comm_recompute", "recompute",
+        "recompute_slice_activation", "select_comm_recompute", "select_recompute"}},
+      {"runner_config",
+       {"batch_size", "epochs", "gradient_accumulation_steps", "sink_mode", "sink_size"}},
+      {"model", {"arch", "model_config"}},
+      {"model.model_config",
+       {"add_bias_linear",
+        "add_qkv_bias",
+        "apply_query_key_layer_scaling",
+        "apply_residual_connection_post_layernorm",
+        "assistant_token_id",
+        "attention_dropout",
+        "attention_dropout_rate",
+        "attention_softmax_in_fp32",
+        "batch_size",
+        "bias_dropout_fusion",
+        "block_size",
+        "bos_token_id",
+        "checkpoint_name_or_path",
+        "compute_dtype",
+        "compute_in_2d",
+        "do_sample",
+        "emb_dropout_prob",
+        "embedding_dropout_prob",
+        "embedding_init_type",
+        "eod_token_id",
+        "eos_token_id",
+        "expand_ratio",
+        "expert_num",
+        "extend_method",
+        "ffn_dim_multiplier",
+        "ffn_hidden_size",
+        "fine_grain_interleave",
+        "fp32_residual_connection",
+        "hidden_act",
+        "hidden_dropout",
+        "hidden_dropout_rate",
+        "hidden_size",
+        "ignore_token_id",
+        "initializer_range",
+        "intermediate_size",
+        "is_dynamic",
+        "kv_channels",
+        "layernorm_compute_type",
+        "layernorm_epsilon",
+        "max_decode_length",
+        "max_new_tokens",
+        "max_position_embedding",
+        "max_position_embeddings",
+        "model_preset",
+        "multi_query_attention",
+        "multi_query_group_num",
+        "multiple_of",
+        "n_kv_heads",
+        "num_attention_heads",
+        "num_blocks",
+        "num_heads",
+        "num_layers",
+        "offset",
+        "pad_token_id",
+        "padded_vocab_size",
+        "param_init_type",
+        "per_token_num_experts_chosen",
+        "post_layer_norm",
+        "post_layernorm_residual",
+        "pre_seq_len",
+        "prefix_projection",
+        "qkv_concat",
+        "qkv_has_bias",
+        "quantization_bit",
+        "repetition_penalty",
+        "rms_norm_eps",
+        "rmsnorm",
+        "rotary_dtype",
+        "rotary_emb_base",
+        "rotary_pct",
+        "scaling_factor",
+        "seq_length",
+        "softmax_compute_type",
+        "temperature",
+        "theta",
+        "top_k",
+        "top_p",
+        "type",
+        "use_attn_mask_compression",
+        "use_flash_attention",
+        "use_moe",
+        "use_past",
+        "use_past_shard",
+        "use_prompt_flash_attention",
+        "user_token_id",
+        "vocab_size"}},
+  };
+  return kSections;
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions); none of the libraries autopar
+/// builds with offers one, and the keys are short.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view closest(std::string_view key, const std::vector<std::string_view>& known) {
+  return *std::min_element(known.begin(), known.end(), [&](std::string_view x, std::string_view y) {
+    return editDistance(key, x) < editDistance(key, y);
+  });
+}
+
+/// The node at a dotted path, or an undefined one. (yaml-cpp's Node::operator= writes into the
+/// node it holds, so the walk rebinds with reset and reads through const nodes.)
+YAML::Node find(const YAML::Node& root, std::string_view path) {
+  YAML::Node node;
+  node.reset(root);
+  size_t start = 0;
+  while (start < path.size() && node.IsMap()) {
+    const size_t end = std::min(path.find('.', start), path.size());
+    const YAML::Node child = std::as_const(node)[std::string(path.substr(start, end - start))];
+    if (!child.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
+    node.reset(child);
+    start = end + 1;
+  }
+  return node;
+}
+
+}  // namespace
+
+Status checkKnownKeys(const YAML::Node& root) {
+  for (const Section& section : sections()) {
+    const YAML::Node node = section.path.empty() ? root : find(root, section.path);
+    if (!node.IsDefined() || !node.IsMap()) continue;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string key = entry.first.Scalar();
+      if (std::find(section.keys.begin(), section.keys.end(), key) != section.keys.end()) continue;
+      const std::string where =
+          section.path.empty() ? key : fmt::format("{}.{}", section.path, key);
+      return Error{fmt::format("{}: unknown key; did you mean {}? (docs/mindformers-yaml.md)",
+                               where, closest(key, section.keys))};
+    }
+  }
+  return {};
+}
+
+}  // namespace autopar::frontend

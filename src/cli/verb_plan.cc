@@ -62,7 +62,8 @@ int runPlan(planner::PlanOptions options) {
     }
   }
   const auto json = plan::planToJson(result).dump(2);
-  if (!options.out.empty()) {
+  // A plan that does not fit is not written: it would replace a good one the user has there.
+  if (!options.out.empty() && result.estimate.fits) {
     if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {
       return reportError(written.error().in("--out"));
     }
@@ -94,6 +95,7 @@ int runPlan(planner::PlanOptions options) {
     fmt::print(stderr, "{} {}\n", i == 0 ? "autopar: fits with" : "                or",
                planner::formatFix(advice->fixes[i]));
   }
+  if (!options.out.empty()) fmt::print(stderr, "autopar: {} not written\n", options.out);
   return kExitDoesNotFit;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cluster/cluster.h"
+#include "util/text_file.h"
 
 namespace autopar::cluster {
 
@@ -204,11 +205,9 @@ Expected<Cluster> parseClusterYaml(const std::string& yamlText, const std::strin
 }
 
 Expected<Cluster> loadClusterYaml(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return Error{fmt::format("{}: cannot open file", path)};
-  std::stringstream content;
-  content << file.rdbuf();
-  return parseClusterYaml(content.str(), path);
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parseClusterYaml(*text, path);
 }
 
 }  // namespace autopar::cluster

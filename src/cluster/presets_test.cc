@@ -86,7 +86,7 @@ TEST(ClusterYaml, ErrorsNameTheFileTheKeyAndTheExpectation) {
       {"name: [a\n", "c.yaml: line 2: end of sequence flow not found"},
       {"name: x\ndevices_per_node: 8\n" + device +
            "levels:\n  - {name: nv, domain_size: 8, gbytes_per_s: -5, latency_us: 2}\n",
-       "c.yaml: levels[0].gbytes_per_s: expected a positive number, got '-5'"},
+       "c.yaml: levels[0].gbytes_per_s: expected a positive number below 2^40, got '-5'"},
       {"name: x\ndevices_per_node: 8\n" + device, "c.yaml: levels: expected a non-empty list"},
       {"name: x\n" + device + "levels: [{name: a, gbytes_per_s: 1, latency_us: 1}]\n",
        "c.yaml: devices_per_node: missing; expected a positive number"},
@@ -109,7 +109,7 @@ TEST(ClusterYaml, ErrorsNameTheFileTheKeyAndTheExpectation) {
   }
   auto missing = loadClusterYaml("/nonexistent/c.yaml");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().message, "/nonexistent/c.yaml: cannot open file");
+  EXPECT_EQ(missing.error().message, "/nonexistent/c.yaml: cannot open file for reading");
 }
 
 }  // namespace

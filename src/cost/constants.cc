@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cost/cost_model_data.h"
+#include "util/text_file.h"
 
 namespace autopar::cost {
 
@@ -108,11 +109,9 @@ Expected<CostConstants> parseCostConstants(const std::string& text) {
 }
 
 Status useCostModelFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  auto constants = parseCostConstants(text.str());
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  auto constants = parseCostConstants(*text);
   if (!constants) return constants.error().in(path);
   active() = *constants;
   return {};

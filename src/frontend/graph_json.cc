@@ -12,6 +12,7 @@
 #include "frontend/op_attrs_json.h"
 #include "frontend/shard_json.h"
 #include "ir/op_semantics.h"
+#include "util/text_file.h"
 
 namespace autopar::frontend {
 
@@ -413,12 +414,9 @@ Expected<ir::Graph> parseGraphJson(const std::string& text, const std::string& s
 }
 
 Expected<ir::Graph> readGraphJson(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return Error{fmt::format("{}: read error", path)};
-  return parseGraphJson(text.str(), path);
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parseGraphJson(*text, path);
 }
 
 }  // namespace autopar::frontend

@@ -219,9 +219,36 @@ YAML::Node find(const YAML::Node& root, std::string_view path) {
   return node;
 }
 
+/// The first key given twice in one mapping, anywhere in the document. yaml-cpp keeps both and
+/// reads the first; PyYAML, which MindFormers reads the file with, keeps the last.
+Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto status = checkDuplicateKeys(node[i], fmt::format("{}[{}]", path, i)); !status) {
+        return status;
+      }
+    }
+  }
+  if (!node.IsMap()) return {};
+  std::vector<std::string> seen;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    const std::string where = path.empty() ? key : fmt::format("{}.{}", path, key);
+    if (!key.empty() && std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Error{fmt::format(
+          "{}: given twice (MindFormers would take the last, autopar the first); give it once",
+          where)};
+    }
+    seen.push_back(key);
+    if (auto status = checkDuplicateKeys(entry.second, where); !status) return status;
+  }
+  return {};
+}
+
 }  // namespace
 
 Status checkKnownKeys(const YAML::Node& root) {
+  if (auto status = checkDuplicateKeys(root, ""); !status) return status;
   for (const Section& section : sections()) {
     const YAML::Node node = section.path.empty() ? root : find(root, section.path);
     if (!node.IsDefined() || !node.IsMap()) continue;

@@ -14,8 +14,8 @@
 
 namespace autopar::frontend {
 
-/// Fails on the first key, in file order, that its section does not know, naming the closest
-/// known key.
+/// Fails on the first key given twice in one mapping, then on the first key, in file order, that
+/// its section does not know, naming the closest known key.
 Status checkKnownKeys(const YAML::Node& root);
 
 }  // namespace autopar::frontend

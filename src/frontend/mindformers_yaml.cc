@@ -13,6 +13,7 @@
 #include "frontend/mindformers_keys.h"
 #include "frontend/mindformers_model.h"
 #include "frontend/yaml_fields.h"
+#include "util/text_file.h"
 
 namespace autopar::frontend {
 
@@ -234,12 +235,9 @@ Expected<MindFormersConfig> parseMindFormersYaml(const std::string& text,
 }
 
 Expected<MindFormersConfig> loadMindFormersYaml(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return Error{fmt::format("{}: read error", path)};
-  return parseMindFormersYaml(text.str(), path);
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parseMindFormersYaml(*text, path);
 }
 
 int64_t globalBatchSize(const MindFormersConfig& config, int64_t deviceNum) {

@@ -117,6 +117,9 @@ TEST(MindFormersYaml, AMisspeltKeyIsNamedWithTheClosestKnownOne) {
                     "True\n"),
             "<ok>")
       << "MindFormers' own keys";
+  EXPECT_EQ(errorOf("parallel_config:\n  data_parallel: 2\n  data_parallel: 4\n"),
+            "run.yaml: parallel_config.data_parallel: given twice (MindFormers would take the "
+            "last, autopar the first); give it once");
 }
 
 TEST(MindFormersYaml, AcceptsMindFormersOwnPlacesForAliasedKeys) {

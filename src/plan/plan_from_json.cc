@@ -5,6 +5,7 @@
 
 #include "plan/plan_json.h"
 #include "util/json_fields.h"
+#include "util/text_file.h"
 
 namespace autopar::plan {
 
@@ -281,11 +282,9 @@ Expected<Plan> parsePlanJson(const std::string& text, const std::string& sourceN
 }
 
 Expected<Plan> readPlanFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return Error{fmt::format("{}: cannot open file", path)};
-  std::stringstream text;
-  text << file.rdbuf();
-  return parsePlanJson(text.str(), path);
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parsePlanJson(*text, path);
 }
 
 }  // namespace autopar::plan

@@ -97,5 +97,30 @@ TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
   EXPECT_FALSE(validatePlan(plan, empty, 16));
 }
 
+/// What `run` needs of the ranks and stages, validate checks first (issue 20: such plans passed
+/// validate and failed inside run).
+TEST(PlanValidateTest, RanksAreDistinctDevicesAndStagesStartAtZero) {
+  const ir::Graph empty;
+  Plan plan = annotatedPlan();
+  plan.ranks = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 99};
+  EXPECT_EQ(validatePlan(plan, empty, 16).error().message,
+            "ranks: 99 is not a device of the 16-device mesh");
+  plan.ranks.back() = -1;
+  EXPECT_EQ(validatePlan(plan, empty, 16).error().message,
+            "ranks: -1 is not a device of the 16-device mesh");
+  plan.ranks.back() = 0;
+  EXPECT_EQ(validatePlan(plan, empty, 16).error().message, "ranks: device 0 is listed twice");
+  plan.ranks.back() = 15;
+  EXPECT_TRUE(validatePlan(plan, empty, 16));
+
+  plan = annotatedPlan();
+  plan.ops.push_back(OpRecord{.name = "x", .stage = -1});
+  EXPECT_EQ(validatePlan(plan, empty, 16).error().message,
+            "ops 'x': stage -1 chunk 0; expected numbers from 0");
+  plan.ops.back().stage = 2;
+  EXPECT_EQ(validatePlan(plan, empty, 16).error().message,
+            "ops[].stage: an op on stage 2, but features.pipeline.stages is 2");
+}
+
 }  // namespace
 }  // namespace autopar::plan

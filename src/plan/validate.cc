@@ -90,7 +90,17 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
   }
   // A pipelined plan lists stage 0's ranks; every stage runs on as many.
   int64_t stages = 1;
-  for (const OpRecord& record : plan.ops) stages = std::max<int64_t>(stages, record.stage + 1);
+  for (const OpRecord& record : plan.ops) {
+    if (record.stage < 0 || record.chunk < 0) {
+      return Error{fmt::format("ops '{}': stage {} chunk {}; expected numbers from 0", record.name,
+                               record.stage, record.chunk)};
+    }
+    stages = std::max<int64_t>(stages, record.stage + 1);
+  }
+  if (plan.pipeline.stages >= 1 && stages > plan.pipeline.stages) {
+    return Error{fmt::format("ops[].stage: an op on stage {}, but features.pipeline.stages is {}",
+                             stages - 1, plan.pipeline.stages)};
+  }
   if (numDevices % stages != 0) {
     return Error{fmt::format("ops[].stage: {} pipeline stages do not divide {} devices", stages,
                              numDevices)};
@@ -99,6 +109,16 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
   if (!plan.ranks.empty() && static_cast<int64_t>(plan.ranks.size()) != stageDevices) {
     return Error{fmt::format("ranks: {} listed, expected {} ({} devices over {} stages)",
                              plan.ranks.size(), stageDevices, numDevices, stages)};
+  }
+  // The runtime maps each listed rank to a device: distinct devices of the mesh.
+  std::vector<int> sorted = plan.ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() && (sorted.front() < 0 || sorted.back() >= numDevices)) {
+    return Error{fmt::format("ranks: {} is not a device of the {}-device mesh",
+                             sorted.front() < 0 ? sorted.front() : sorted.back(), numDevices)};
+  }
+  if (auto repeated = std::adjacent_find(sorted.begin(), sorted.end()); repeated != sorted.end()) {
+    return Error{fmt::format("ranks: device {} is listed twice", *repeated)};
   }
   if (plan.parallel) {
     if (auto status = validateParallelConfig(plan, numDevices); !status) return status;

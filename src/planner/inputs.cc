@@ -12,6 +12,7 @@
 #include "frontend/model_presets.h"
 #include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
+#include "util/text_file.h"
 
 namespace autopar::planner {
 
@@ -29,14 +30,7 @@ Expected<LoadedModel> loadFfn(const ModelOptions& options) {
   return LoadedModel{std::move(*graph), "ffn", batch, 0, batch};
 }
 
-Expected<std::string> readText(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return Error{fmt::format("{}: read error", path)};
-  return text.str();
-}
+Expected<std::string> readText(const std::string& path) { return readTextFile(path); }
 
 }  // namespace
 

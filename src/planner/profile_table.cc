@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "frontend/json_fields.h"
+#include "util/text_file.h"
 
 namespace autopar::planner {
 
@@ -210,11 +211,9 @@ Expected<ProfileTable> parseProfileTable(const std::string& text, const std::str
 
 Expected<ProfileTable> readProfileTable(const std::string& path, const std::string& device,
                                         int nnodes, int nprocPerNode) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parseProfileTable(text.str(), path, device, nnodes, nprocPerNode);
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parseProfileTable(*text, path, device, nnodes, nprocPerNode);
 }
 
 namespace {

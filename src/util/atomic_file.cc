@@ -29,9 +29,29 @@ int writeAll(int fd, std::string_view text) {
   return ::fsync(fd) == 0 ? 0 : errno;
 }
 
+/// Writes `text` into an existing file that is not a regular one (a device such as /dev/stdout or
+/// /dev/full, a pipe): renaming a temporary over it would replace the device itself.
+Status writeInPlace(const std::string& path, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+  if (fd < 0) return writeError(path, errno);
+  int code = 0;
+  for (std::string_view rest = text; !rest.empty() && code == 0;) {
+    const ssize_t written = ::write(fd, rest.data(), rest.size());
+    if (written < 0 && errno != EINTR) code = errno;
+    if (written > 0) rest.remove_prefix(static_cast<size_t>(written));
+  }
+  if (::close(fd) != 0 && code == 0) code = errno;
+  return code == 0 ? Status{} : writeError(path, code);
+}
+
 }  // namespace
 
 Status writeFileAtomically(const std::string& path, std::string_view text) {
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0) {
+    if (S_ISDIR(existing.st_mode)) return writeError(path, EISDIR);
+    if (!S_ISREG(existing.st_mode)) return writeInPlace(path, text);
+  }
   std::string temporary = path + ".XXXXXX";
   const int fd = ::mkstemp(temporary.data());
   if (fd < 0) return writeError(path, errno);

@@ -70,5 +70,16 @@ TEST_F(AtomicFileTest, LeavesNothingBehindWhenTheTargetIsADirectory) {
   EXPECT_TRUE(fs::is_directory(dir_ / "taken"));
 }
 
+/// A device is written in place, never replaced by a renamed temporary (as root, /dev/full would
+/// become a regular file): /dev/full's write error is reported, /dev/null takes the text.
+TEST_F(AtomicFileTest, WritesDevicesInPlaceAndReportsTheirErrors) {
+  const Status full = writeFileAtomically("/dev/full", "{}");
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().message, "/dev/full: cannot write file (No space left on device)");
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  EXPECT_TRUE(writeFileAtomically("/dev/null", "{}"));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
 }  // namespace
 }  // namespace autopar

@@ -20,5 +20,7 @@ inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 16;    ///< samples in o
 inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;  ///< micro-batches in one step
 inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;   ///< samples in one step
 inline constexpr int64_t kMaxThreads = 256;                    ///< solver threads
+/// A text input (yaml, JSON) read whole: 1 GiB.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 
 }  // namespace autopar::limits

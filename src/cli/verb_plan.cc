@@ -2,6 +2,7 @@
 /// plan with its estimate.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -55,7 +56,15 @@ int runPlan(planner::PlanOptions options) {
   plan::Plan result = planner::planOf(*evaluated, options, *cluster);
   std::optional<planner::FitAdvice> advice;
   if (!result.estimate.fits) {
-    advice = planner::adviseFit(options, *cluster);
+    // Re-planning can take seconds on large models: a progress line when stderr is a terminal.
+    const bool terminal = isatty(STDERR_FILENO) != 0;
+    advice = planner::adviseFit(options, *cluster, [terminal](int planned) {
+      if (terminal) {
+        fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {}/{}", planned,
+                   planner::kMaxFitTrials);
+      }
+    });
+    if (terminal) fmt::print(stderr, "\r\033[K");
     for (const planner::Fix& fix : advice->fixes) {
       result.fixes.push_back(
           {fix.change.flags, fix.change.yaml, fix.stepSeconds, fix.samplesPerStep, fix.peakBytes});

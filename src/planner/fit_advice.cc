@@ -36,9 +36,6 @@ struct Trial {
   }
 };
 
-/// Trials planned per advice, all stages together: each plans the whole model once.
-constexpr int kMaxTrials = 48;
-
 Change merged(const Change& a, const Change& b) {
   Change out = a;
   for (size_t i = 0; i < b.flags.size(); ++i) {
@@ -189,13 +186,14 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
 /// The trials of one stage of the advice, planned in order until the budget runs out.
 class Trials {
  public:
-  Trials(const PlanOptions& options, const cluster::Cluster& cluster)
-      : options_(options), cluster_(cluster) {}
+  Trials(const PlanOptions& options, const cluster::Cluster& cluster, const FitProgress& progress)
+      : options_(options), cluster_(cluster), progress_(progress) {}
 
   /// Plans the variants together; nothing when the budget is spent or the plan fails.
   std::optional<Trial> run(const std::vector<const Variant*>& variants, int nodes) {
-    if (planned_ >= kMaxTrials) return std::nullopt;
+    if (planned_ >= kMaxFitTrials) return std::nullopt;
     ++planned_;
+    if (progress_) progress_(planned_);
     PlanOptions options = options_;
     Change change;
     for (const Variant* variant : variants) {
@@ -289,6 +287,7 @@ class Trials {
 
   const PlanOptions& options_;
   const cluster::Cluster& cluster_;
+  const FitProgress& progress_;
   int planned_ = 0;
   std::vector<Trial> fitting_;
   std::vector<Trial> failing_;
@@ -306,7 +305,8 @@ std::vector<std::vector<const Variant*>> byLever(const std::vector<Variant>& var
 
 }  // namespace
 
-FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster) {
+FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
+                    const FitProgress& progress) {
   std::vector<Variant> variants;
   addRecompute(options, variants);
   addOptimizerParallel(options, variants);
@@ -314,7 +314,7 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster)
   addTensorParallel(options, cluster.numDevices, variants);
   addMemCoeff(options, variants);
   const auto levers = byLever(variants);
-  Trials trials(options, cluster);
+  Trials trials(options, cluster, progress);
 
   // Each lever alone; per lever, the variant with the lowest peak is its strongest.
   std::vector<const Variant*> strongest(levers.size(), nullptr);

@@ -8,6 +8,7 @@
 ///                                                          "--micro-batches", "16"}
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,9 +40,15 @@ struct FitAdvice {
 };
 
 inline constexpr size_t kMaxFixes = 3;
+/// Re-plans per advice, all stages together: each plans the whole model once.
+inline constexpr int kMaxFitTrials = 48;
+
+/// Called after each re-plan with the count so far (at most kMaxFitTrials).
+using FitProgress = std::function<void(int planned)>;
 
 /// The plan `options` asks for does not fit `cluster`: what would.
-FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster);
+FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
+                    const FitProgress& progress = {});
 
 /// "--pipeline-stages 8 --micro-batches 16: step 10.2 s for 16 samples, peak 76.7 GiB (yaml:
 /// parallel_config.pipeline_stage: 8, parallel_config.micro_batch_num: 16)".

@@ -74,7 +74,7 @@ TEST(GraphJson, TheTupleNotationTakesWhatShardTakes) {
     EXPECT_EQ(graph->op(0).shard, (ir::StrategyCuts{{2, 4}, {4, 1}})) << text;
   }
   // An empty element, a bracket closing the other kind, a NUL byte: rejected, as --shard does.
-  for (const std::string text : {std::string("((,), (4, 1))"), std::string("((2, 4], (4, 1))"),
+  for (const std::string& text : {std::string("((,), (4, 1))"), std::string("((2, 4], (4, 1))"),
                                  std::string("((2, 4), (4, 1))\0x", 19)}) {
     json document = tinyDocument();
     document["ops"][0]["shard"] = text;

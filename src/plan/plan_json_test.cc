@@ -114,7 +114,10 @@ TEST(PlanValidateTest, RanksAreDistinctDevicesAndStagesStartAtZero) {
   EXPECT_TRUE(validatePlan(plan, empty, 16));
 
   plan = annotatedPlan();
-  plan.ops.push_back(OpRecord{.name = "x", .stage = -1});
+  OpRecord op;
+  op.name = "x";
+  op.stage = -1;
+  plan.ops.push_back(op);
   EXPECT_EQ(validatePlan(plan, empty, 16).error().message,
             "ops 'x': stage -1 chunk 0; expected numbers from 0");
   plan.ops.back().stage = 2;

@@ -31,6 +31,7 @@ struct SearchArgs {
   std::string out;  ///< empty: kOptimalConfigFile, or kGraphPlanFile for a graph
   ConfigurationFlags flags;
   bool json = false;
+  std::vector<std::string> schedules;  ///< --schedules
 };
 
 /// `autopar search` on a graph JSON or ONNX model (planner/graph_search.h): writes the winner's
@@ -63,6 +64,11 @@ int runGraphSearch(const SearchArgs& args) {
 int runSearch(SearchArgs args) {
   if (auto status = applyConfigurationFlags(args.flags, args.request.base); !status) {
     return reportError(status.error());
+  }
+  for (const std::string& name : args.schedules) {
+    auto schedule = ir::parseSchedule(name);
+    if (!schedule) return reportError(schedule.error().in("--schedules"));
+    args.request.schedules.push_back(*schedule);
   }
   if (planner::isGraphModel(args.request.base.model)) return runGraphSearch(args);
   if (args.out.empty()) args.out = kOptimalConfigFile;
@@ -105,6 +111,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
   verb->add_flag("--zero-bubble", request.zeroBubble,
                  "also consider the zero-bubble H1 schedule (needs Qi et al.'s patch to "
                  "Megatron-LM / Megatron-Core: sail-sg/zero-bubble-pipeline-parallelism)");
+  verb->add_option("--schedules", args->schedules,
+                   "pipeline schedules the search may pick, e.g. 1f1b,interleaved (default: the "
+                   "framework's: 1f1b and interleaved, zb-h1 with --zero-bubble)")
+      ->delimiter(',');
   verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
   verb->add_option("--out", args->out,
                    fmt::format("where to write the optimal configuration (default {}; for a "

@@ -62,6 +62,8 @@ class SearchRun {
   /// under the op search, keeps every one of them a candidate: the winner is never slower than
   /// the megatron mode's. Returns how many configurations it evaluated.
   Expected<int> rerankWithOpSearch(search::HybridResult& result);
+  /// Whether the search may pick `schedule` (SearchRequest::schedules).
+  [[nodiscard]] bool scheduleAllowed(ir::Schedule schedule) const;
   [[nodiscard]] search::HybridModel model() const;
   [[nodiscard]] bool vision() const { return transformer_.vision.layers > 0; }
   /// The closed form of a configuration (measured blocks where the table has them).
@@ -253,13 +255,29 @@ Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
   return static_cast<int>(result.ranked.size());
 }
 
+bool SearchRun::scheduleAllowed(ir::Schedule schedule) const {
+  const auto& given = request_.schedules;
+  if (!given.empty()) return std::find(given.begin(), given.end(), schedule) != given.end();
+  switch (schedule) {
+    case ir::Schedule::k1F1B:
+      return true;
+    case ir::Schedule::kInterleaved:
+      return frameworkProfile(request_.base.framework).can.interleaved;
+    case ir::Schedule::kZeroBubbleH1:
+      return request_.zeroBubble;
+    case ir::Schedule::kGPipe:
+      return false;
+  }
+  return false;
+}
+
 Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   search::HybridSpace space;
   space.world = cluster_.numDevices;
   space.devicesPerNode = cluster_.devicesPerNode;
   space.globalBatch = request_.base.gbs;
   space.admits = [this](const search::HybridCandidate& candidate) {
-    if (candidate.zeroBubble() && !request_.zeroBubble) return false;
+    if (candidate.pp > 1 && !scheduleAllowed(candidate.schedule)) return false;
     return checkRunnable(frameworkProfile(request_.base.framework), candidate,
                          request_.base.precision)
         .ok();

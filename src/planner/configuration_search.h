@@ -38,6 +38,9 @@ struct SearchRequest {
   /// Megatron-LM / Megatron-Core (planner/framework.h); off, the search picks what the stock
   /// framework runs.
   bool zeroBubble = false;
+  /// The pipeline schedules the search may pick (--schedules); empty: the ones the framework ships
+  /// (1F1B, and interleaved where it runs it), with zero-bubble H1 when `zeroBubble`.
+  std::vector<ir::Schedule> schedules;
   /// How many of the fastest screened configurations the full model evaluates again.
   int refinedCandidates = 16;
 };

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "cli/verbs.h"
@@ -10,7 +12,14 @@
 namespace autopar::cli {
 
 int reportError(const Error& error) {
-  fmt::print(stderr, "autopar: error: {}\n", error.message);
+  // An error may echo what was given (a 60 KB argument); one line stays readable.
+  constexpr size_t kMaxMessage = 400;
+  std::string message = error.message.substr(0, kMaxMessage);
+  if (error.message.size() > kMaxMessage) {
+    message += fmt::format("... ({} more characters)", error.message.size() - kMaxMessage);
+  }
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  fmt::print(stderr, "autopar: error: {}\n", message);
   return kExitBadInput;
 }
 
@@ -18,7 +27,7 @@ const CLI::Validator& positive() {
   static const CLI::Validator validator(
       [](const std::string& input) -> std::string {
         double value = 0;
-        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
+        if (!CLI::detail::lexical_cast(input, value) || !(value > 0) || !std::isfinite(value)) {
           return fmt::format("expected a positive number, got {}", input);
         }
         return {};

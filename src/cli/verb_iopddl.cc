@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+#include <cstdlib>
+
 #include "cli/verbs.h"
 #include "frontend/iopddl.h"
 #include "search/intra_op/intra_op_solver.h"
@@ -37,13 +40,15 @@ int runEvaluate(const IopddlOptions& options, const ir::IntraOpProblem& problem)
 
 int runSolve(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
   search::SolveOptions solve;
-  try {
-    solve.timeLimitSeconds = std::stod(options.second);
-  } catch (const std::exception&) {
+  // The whole argument is the number: "2abc" is not 2 seconds.
+  char* end = nullptr;
+  solve.timeLimitSeconds = std::strtod(options.second.c_str(), &end);
+  if (options.second.empty() || *end != '\0' || !std::isfinite(solve.timeLimitSeconds)) {
     return reportError(Error{fmt::format("TIMEOUT '{}': expected seconds", options.second)});
   }
-  if (!(solve.timeLimitSeconds > 0)) {
-    return reportError(Error{fmt::format("TIMEOUT '{}': expected seconds > 0", options.second)});
+  if (!(solve.timeLimitSeconds > 0) || solve.timeLimitSeconds > 1e6) {
+    return reportError(
+        Error{fmt::format("TIMEOUT '{}': expected seconds from 0 to 1e6", options.second)});
   }
   // Leave a margin for reading the file and printing the answer.
   solve.timeLimitSeconds = std::max(0.1, solve.timeLimitSeconds * 0.95 - 1.0);

@@ -75,7 +75,7 @@ TEST(GraphJson, TheTupleNotationTakesWhatShardTakes) {
   }
   // An empty element, a bracket closing the other kind, a NUL byte: rejected, as --shard does.
   for (const std::string& text : {std::string("((,), (4, 1))"), std::string("((2, 4], (4, 1))"),
-                                 std::string("((2, 4), (4, 1))\0x", 19)}) {
+                                  std::string("((2, 4), (4, 1))\0x", 19)}) {
     json document = tinyDocument();
     document["ops"][0]["shard"] = text;
     EXPECT_FALSE(parseGraphJson(document.dump(), "tiny.json")) << text;

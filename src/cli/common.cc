@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "cli/verbs.h"
 
@@ -23,30 +24,33 @@ int reportError(const Error& error) {
   return kExitBadInput;
 }
 
+namespace {
+
+/// The check of positive() and positiveAtMost(): empty when `input` is a finite number > 0 (no
+/// larger than `limit`, when given), else the message.
+std::string checkPositive(const std::string& input, std::optional<int64_t> limit) {
+  double value = 0;
+  if (!CLI::detail::lexical_cast(input, value) || !(value > 0) || !std::isfinite(value)) {
+    return fmt::format("expected a positive number, got {}", input);
+  }
+  if (limit && value > static_cast<double>(*limit)) {
+    return fmt::format("{} is above the limit {} (docs/limits.md)", input, *limit);
+  }
+  return {};
+}
+
+}  // namespace
+
 const CLI::Validator& positive() {
   static const CLI::Validator validator(
-      [](const std::string& input) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(input, value) || !(value > 0) || !std::isfinite(value)) {
-          return fmt::format("expected a positive number, got {}", input);
-        }
-        return {};
-      },
-      "POSITIVE");
+      [](const std::string& input) { return checkPositive(input, std::nullopt); }, "POSITIVE");
   return validator;
 }
 
 CLI::Validator positiveAtMost(int64_t limit) {
   return CLI::Validator(
-      [limit](const std::string& input) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(input, value) || !(value > 0)) {
-          return fmt::format("expected a positive number, got {}", input);
-        }
-        if (value > static_cast<double>(limit)) {
-          return fmt::format("{} is above the limit {} (docs/limits.md)", input, limit);
-        }
-        return {};
+      [limit](const std::string& input) {
+        return checkPositive(input, static_cast<double>(limit));
       },
       fmt::format("POSITIVE <= {}", limit));
 }

@@ -65,10 +65,7 @@ int runPlan(planner::PlanOptions options) {
       }
     });
     if (terminal) fmt::print(stderr, "\r\033[K");
-    for (const planner::Fix& fix : advice->fixes) {
-      result.fixes.push_back(
-          {fix.change.flags, fix.change.yaml, fix.stepSeconds, fix.samplesPerStep, fix.peakBytes});
-    }
+    result.fixes = advice->fixes;
   }
   const auto json = plan::planToJson(result).dump(2);
   // A plan that does not fit is not written: it would replace a good one the user has there.

@@ -3,18 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
+
+#include "frontend/json_fields.h"
+#include "frontend/yaml_fields.h"
 
 namespace autopar::frontend {
 
 namespace {
 
 struct Section {
-  std::string_view path;  ///< dotted; "" for the top level
+  std::vector<std::string_view> path;  ///< the keys leading to it; none for the top level
   std::vector<std::string_view> keys;
 };
 
@@ -24,7 +25,7 @@ struct Section {
 // model.model_config spans the model families' dimension names.
 const std::vector<Section>& sections() {
   static const std::vector<Section> kSections = {
-      {"",
+      {{},
        {"auto_trans_ckpt",
         "batch_size",
         "auto_tune",
@@ -73,23 +74,23 @@ const std::vector<Section>& sections() {
         "train_dataset_task",
         "trainer",
         "use_parallel"}},
-      {"parallel",
+      {{"parallel"},
        {"auto_pipeline", "enable_alltoall", "enable_parallel_optimizer", "full_batch",
         "gradients_mean", "loss_repeated_mean", "parallel_mode", "parallel_optimizer_config",
         "search_mode", "strategy_ckpt_config", "strategy_ckpt_save_file"}},
-      {"parallel.parallel_optimizer_config",
+      {{"parallel", "parallel_optimizer_config"},
        {"gradient_accumulation_shard", "parallel_optimizer_threshold"}},
-      {"parallel_config",
+      {{"parallel_config"},
        {"context_parallel", "data_parallel", "expert_parallel", "gradient_accumulation_steps",
         "gradient_aggregation_group", "mem_coeff", "micro_batch_interleave_num", "micro_batch_num",
         "model_parallel", "optimizer_shard", "pipeline_stage", "use_seq_parallel", "vocab_emb_dp"}},
-      {"recompute_config",
+      {{"recompute_config"},
        {"mp_comm_recompute", "parallel_optimizer_comm_recompute", "recompute",
         "recompute_slice_activation", "select_comm_recompute", "select_recompute"}},
-      {"runner_config",
+      {{"runner_config"},
        {"batch_size", "epochs", "gradient_accumulation_steps", "sink_mode", "sink_size"}},
-      {"model", {"arch", "model_config"}},
-      {"model.model_config",
+      {{"model"}, {"arch", "model_config"}},
+      {{"model", "model_config"},
        {"add_bias_linear",
         "add_qkv_bias",
         "apply_query_key_layer_scaling",
@@ -203,28 +204,12 @@ std::string_view closest(std::string_view key, const std::vector<std::string_vie
   });
 }
 
-/// The node at a dotted path, or an undefined one. (yaml-cpp's Node::operator= writes into the
-/// node it holds, so the walk rebinds with reset and reads through const nodes.)
-YAML::Node find(const YAML::Node& root, std::string_view path) {
-  YAML::Node node;
-  node.reset(root);
-  size_t start = 0;
-  while (start < path.size() && node.IsMap()) {
-    const size_t end = std::min(path.find('.', start), path.size());
-    const YAML::Node child = std::as_const(node)[std::string(path.substr(start, end - start))];
-    if (!child.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
-    node.reset(child);
-    start = end + 1;
-  }
-  return node;
-}
-
 /// The first key given twice in one mapping, anywhere in the document. yaml-cpp keeps both and
 /// reads the first; PyYAML, which MindFormers reads the file with, keeps the last.
 Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      if (auto status = checkDuplicateKeys(node[i], fmt::format("{}[{}]", path, i)); !status) {
+      if (auto status = checkDuplicateKeys(node[i], indexPath(path, i)); !status) {
         return status;
       }
     }
@@ -233,7 +218,7 @@ Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
   std::vector<std::string> seen;
   for (const auto& entry : node) {
     const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-    const std::string where = path.empty() ? key : fmt::format("{}.{}", path, key);
+    const std::string where = childPath(path, key);
     if (!key.empty() && std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return Error{fmt::format(
           "{}: given twice (MindFormers would take the last, autopar the first); give it once",
@@ -250,16 +235,16 @@ Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
 Status checkKnownKeys(const YAML::Node& root) {
   if (auto status = checkDuplicateKeys(root, ""); !status) return status;
   for (const Section& section : sections()) {
-    const YAML::Node node = section.path.empty() ? root : find(root, section.path);
-    if (!node.IsDefined() || !node.IsMap()) continue;
-    for (const auto& entry : node) {
+    // A section that is not a mapping is its reader's error to report, with its own words.
+    std::string path;
+    auto node = findYamlNode(root, section.path, path);
+    if (!node || !node->IsMap()) continue;
+    for (const auto& entry : *node) {
       if (!entry.first.IsScalar()) continue;
       const std::string key = entry.first.Scalar();
       if (std::find(section.keys.begin(), section.keys.end(), key) != section.keys.end()) continue;
-      const std::string where =
-          section.path.empty() ? key : fmt::format("{}.{}", section.path, key);
       return Error{fmt::format("{}: unknown key; did you mean {}? (docs/mindformers-yaml.md)",
-                               where, closest(key, section.keys))};
+                               childPath(path, key), closest(key, section.keys))};
     }
   }
   return {};

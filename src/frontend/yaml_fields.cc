@@ -57,6 +57,11 @@ bool isYamlUnset(const YAML::Node& node) { return !node.IsDefined() || node.IsNu
 
 Expected<YAML::Node> findYamlNode(const YAML::Node& root,
                                   std::initializer_list<std::string_view> keys, std::string& path) {
+  return findYamlNode(root, std::span<const std::string_view>(keys.begin(), keys.size()), path);
+}
+
+Expected<YAML::Node> findYamlNode(const YAML::Node& root, std::span<const std::string_view> keys,
+                                  std::string& path) {
   path.clear();
   YAML::Node current = root;
   for (std::string_view key : keys) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,8 @@ bool isYamlUnset(const YAML::Node& node);
 /// Follows `keys` from `root` ({"parallel_config", "mem_coeff"}). Returns an undefined node when
 /// a key on the way is absent or null, and fails when a node on the way is not a mapping:
 /// "parallel: expected a mapping, got 'yes'". `path` receives the dotted key path.
+Expected<YAML::Node> findYamlNode(const YAML::Node& root, std::span<const std::string_view> keys,
+                                  std::string& path);
 Expected<YAML::Node> findYamlNode(const YAML::Node& root,
                                   std::initializer_list<std::string_view> keys, std::string& path);
 

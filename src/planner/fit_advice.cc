@@ -1,18 +1,28 @@
 #include "planner/fit_advice.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "planner/inputs.h"
 
 namespace autopar::planner {
 
 namespace {
+
+/// A change to the planning request, spelt both ways a user gives one: command-line flags and
+/// run-yaml keys.
+struct Change {
+  std::vector<std::string> flags;                         ///< "--recompute", "full"
+  std::vector<std::pair<std::string, std::string>> yaml;  ///< "recompute_config.recompute", "True"
+};
 
 /// The levers, each a family of variants; two variants of one lever never combine.
 enum class Lever { kRecompute, kOptimizerParallel, kPipeline, kTensorParallel, kMemCoeff };
@@ -248,8 +258,8 @@ class Trials {
     });
     for (const Trial& trial : fitting_) {
       if (advice.fixes.size() == kMaxFixes) break;
-      advice.fixes.push_back(
-          {trial.change, trial.stepSeconds, trial.samplesPerStep, trial.peakBytes});
+      advice.fixes.push_back({trial.change.flags, trial.change.yaml, trial.stepSeconds,
+                              trial.samplesPerStep, trial.peakBytes});
     }
     if (!advice.fixes.empty()) return advice;
     advice.unmet = unmet();
@@ -268,8 +278,6 @@ class Trials {
     const Trial& lowest =
         *std::min_element(failing_.begin(), failing_.end(),
                           [](const Trial& a, const Trial& b) { return a.peakBytes < b.peakBytes; });
-    std::string flags;
-    for (const std::string& flag : lowest.change.flags) flags += (flags.empty() ? "" : " ") + flag;
     const std::string what =
         lowest.stateBytes > capacity
             ? fmt::format(
@@ -281,8 +289,8 @@ class Trials {
     return fmt::format(
         "device memory: nothing autopar tried fits; the lowest peak, {} with {}, exceeds the {} of "
         "one {} by {} ({})",
-        formatBytes(lowest.peakBytes), flags, formatBytes(capacity), cluster_.device.name,
-        formatBytes(lowest.peakBytes - capacity), what);
+        formatBytes(lowest.peakBytes), fmt::join(lowest.change.flags, " "), formatBytes(capacity),
+        cluster_.device.name, formatBytes(lowest.peakBytes - capacity), what);
   }
 
   const PlanOptions& options_;
@@ -353,15 +361,14 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   return trials.advice();
 }
 
-std::string formatFix(const Fix& fix) {
-  std::string flags;
-  for (const std::string& flag : fix.change.flags) flags += (flags.empty() ? "" : " ") + flag;
+std::string formatFix(const plan::FixRecord& fix) {
   std::string yaml;
-  for (const auto& [key, value] : fix.change.yaml) {
+  for (const auto& [key, value] : fix.yaml) {
     yaml += fmt::format("{}{}: {}", yaml.empty() ? "" : ", ", key, value);
   }
-  return fmt::format("{}: step {} for {} samples, peak {}{}", flags, formatSeconds(fix.stepSeconds),
-                     fix.samplesPerStep, formatBytes(fix.peakBytes),
+  return fmt::format("{}: step {} for {} samples, peak {}{}", fmt::join(fix.flags, " "),
+                     formatSeconds(fix.stepSeconds), fix.samplesPerStep,
+                     formatBytes(fix.peakMemoryBytes),
                      yaml.empty() ? "" : fmt::format(" (yaml: {})", yaml));
 }
 

@@ -4,37 +4,25 @@
 /// the plan's mode allows (recompute, optimizer parallel, gradient-accumulation sharding,
 /// pipeline stages, tensor parallelism, mem_coeff, and more nodes last) and with their
 /// combinations, and keeps the fastest changes that fit. Every fix is verified by planning it.
-///   adviseFit(options, cluster).fixes[0].change.flags == {"--pipeline-stages", "8",
-///                                                          "--micro-batches", "16"}
+///   adviseFit(options, cluster).fixes[0].flags == {"--pipeline-stages", "8",
+///                                                   "--micro-batches", "16"}
 
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "plan/plan.h"
 #include "planner/plan_evaluation.h"
 
 namespace autopar::planner {
 
-/// A change to the planning request, spelt both ways a user gives one: command-line flags (which
-/// replace the same flags in the command, and win over a run yaml) and run-yaml keys.
-struct Change {
-  std::vector<std::string> flags;                         ///< "--recompute", "full"
-  std::vector<std::pair<std::string, std::string>> yaml;  ///< "recompute_config.recompute", "True"
-};
-
-struct Fix {
-  Change change;
-  double stepSeconds = 0;
-  int64_t samplesPerStep = 0;
-  int64_t peakBytes = 0;
-};
-
 struct FitAdvice {
-  /// At most kMaxFixes changes that fit, the fastest per sample first.
-  std::vector<Fix> fixes;
+  /// At most kMaxFixes changes that fit, the fastest per sample first, as the plan JSON records
+  /// them: the flags (which replace the same flags of the command and win over a run yaml), the
+  /// same change as run-yaml keys, and the plan it makes.
+  std::vector<plan::FixRecord> fixes;
   /// Without fixes: the constraint no change met, and by how much.
   std::string unmet;
 };
@@ -52,6 +40,6 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
 
 /// "--pipeline-stages 8 --micro-batches 16: step 10.2 s for 16 samples, peak 76.7 GiB (yaml:
 /// parallel_config.pipeline_stage: 8, parallel_config.micro_batch_num: 16)".
-std::string formatFix(const Fix& fix);
+std::string formatFix(const plan::FixRecord& fix);
 
 }  // namespace autopar::planner

@@ -7,6 +7,22 @@
 namespace autopar::planner {
 namespace {
 
+/// LLaMA2-7B at TP 2 DP 4, global batch 32: the configuration the code-path tests price.
+MegatronConfig llama7bTp2Dp4() {
+  MegatronConfig config;
+  config.model = "llama2-7b";
+  config.tp = 2;
+  config.dp = 4;
+  config.gbs = 32;
+  return config;
+}
+
+double stepSecondsOf(const MegatronConfig& config) {
+  auto estimate = estimateConfig(config);
+  EXPECT_TRUE(estimate) << estimate.error().message;
+  return estimate ? estimate->stepSeconds : 0.0;
+}
+
 TEST(Framework, EveryProfileParsesByItsOwnName) {
   for (Framework framework :
        {Framework::kMegatronLm2021, Framework::kMegatronLm, Framework::kMegatronCore,
@@ -45,19 +61,12 @@ TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
 /// attention, a separate gradient-accumulation kernel, nothing overlapped) is the slowest, and
 /// each of Megatron-Core's overlaps, switched off alone, makes the step slower.
 TEST(Framework, CodePathsOrderTheStepTimes) {
-  MegatronConfig config;
-  config.model = "llama2-7b";
-  config.tp = 2;
-  config.dp = 4;
-  config.gbs = 32;
-  auto stepOf = [&](Framework framework, void (*change)(CodePath&)) {
-    MegatronConfig changed = config;
-    changed.framework = framework;
-    changed.codePath = frameworkProfile(framework).codePath;
-    if (change != nullptr) change(changed.codePath);
-    auto estimate = estimateConfig(changed);
-    EXPECT_TRUE(estimate) << estimate.error().message;
-    return estimate ? estimate->stepSeconds : 0.0;
+  auto stepOf = [](Framework framework, void (*change)(CodePath&)) {
+    MegatronConfig config = llama7bTp2Dp4();
+    config.framework = framework;
+    config.codePath = frameworkProfile(framework).codePath;
+    if (change != nullptr) change(config.codePath);
+    return stepSecondsOf(config);
   };
   const double core = stepOf(Framework::kMegatronCore, nullptr);
   EXPECT_GT(stepOf(Framework::kMegatronLm2021, nullptr), 1.2 * core);
@@ -78,17 +87,11 @@ TEST(Framework, TheAttentionKernelIsTheProfilesAndPricedPerArchitecture) {
   EXPECT_EQ(frameworkProfile(Framework::kTorchtitan).codePath.attention, AttentionKernel::kFlash);
   EXPECT_EQ(frameworkProfile(Framework::kMegatronLm).codePath.attention, AttentionKernel::kUnfused);
   auto stepOn = [](const char* cluster, AttentionKernel kernel) {
-    MegatronConfig config;
-    config.model = "llama2-7b";
+    MegatronConfig config = llama7bTp2Dp4();
     config.cluster = cluster;
-    config.tp = 2;
-    config.dp = 4;
-    config.gbs = 32;
     config.seq = 8192;
     config.codePath.attention = kernel;
-    auto estimate = estimateConfig(config);
-    EXPECT_TRUE(estimate) << estimate.error().message;
-    return estimate ? estimate->stepSeconds : 0.0;
+    return stepSecondsOf(config);
   };
   EXPECT_LT(stepOn("dgx-h100", AttentionKernel::kCudnn),
             stepOn("dgx-h100", AttentionKernel::kFlash));

@@ -30,8 +30,6 @@ Expected<LoadedModel> loadFfn(const ModelOptions& options) {
   return LoadedModel{std::move(*graph), "ffn", batch, 0, batch};
 }
 
-Expected<std::string> readText(const std::string& path) { return readTextFile(path); }
-
 }  // namespace
 
 int64_t dataParallelDegree(const ModelOptions& options, int64_t stageDevices) {
@@ -53,7 +51,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   if (endsWith(model, ".json") && !options.transformer) {
     // A model configuration (Hugging Face config.json or dimensions) builds a transformer;
     // anything else is a graph.
-    auto text = readText(model);
+    auto text = readTextFile(model);
     if (!text) return text.error();
     auto document = frontend::parseJsonText(*text);
     if (!document || !frontend::isModelConfig(*document)) {
@@ -99,7 +97,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
 bool isGraphModel(const std::string& model) {
   if (endsWith(model, ".onnx")) return true;
   if (!endsWith(model, ".json")) return false;
-  auto text = readText(model);
+  auto text = readTextFile(model);
   if (!text) return false;
   auto document = frontend::parseJsonText(*text);
   return document && !frontend::isModelConfig(*document);
@@ -107,7 +105,7 @@ bool isGraphModel(const std::string& model) {
 
 Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model) {
   if (endsWith(model, ".json")) {
-    auto text = readText(model);
+    auto text = readTextFile(model);
     if (!text) return text.error();
     auto document = frontend::parseJsonText(*text);
     if (!document) return document.error().in(model);

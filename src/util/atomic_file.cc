@@ -16,7 +16,7 @@ Error writeError(const std::string& path, int code) {
   return Error{path + ": cannot write file (" + std::strerror(code) + ")"};
 }
 
-/// Writes all of `text` to `fd` (write(2) may write less than asked) and flushes it to disk.
+/// Writes all of `text` to `fd` (write(2) may write less than asked); 0 or the errno.
 int writeAll(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t written = ::write(fd, text.data(), text.size());
@@ -26,20 +26,16 @@ int writeAll(int fd, std::string_view text) {
     }
     text.remove_prefix(static_cast<size_t>(written));
   }
-  return ::fsync(fd) == 0 ? 0 : errno;
+  return 0;
 }
 
 /// Writes `text` into an existing file that is not a regular one (a device such as /dev/stdout or
-/// /dev/full, a pipe): renaming a temporary over it would replace the device itself.
+/// /dev/full, a pipe): renaming a temporary over it would replace the device itself. Such a file
+/// has nothing to flush to disk.
 Status writeInPlace(const std::string& path, std::string_view text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
   if (fd < 0) return writeError(path, errno);
-  int code = 0;
-  for (std::string_view rest = text; !rest.empty() && code == 0;) {
-    const ssize_t written = ::write(fd, rest.data(), rest.size());
-    if (written < 0 && errno != EINTR) code = errno;
-    if (written > 0) rest.remove_prefix(static_cast<size_t>(written));
-  }
+  int code = writeAll(fd, text);
   if (::close(fd) != 0 && code == 0) code = errno;
   return code == 0 ? Status{} : writeError(path, code);
 }
@@ -60,6 +56,8 @@ Status writeFileAtomically(const std::string& path, std::string_view text) {
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
   int code = writeAll(fd, text);
+  // Flushed to disk before the rename, so a crash leaves the old file or the whole new one.
+  if (code == 0 && ::fsync(fd) != 0) code = errno;
   if (::close(fd) != 0 && code == 0) code = errno;
   if (code == 0 && std::rename(temporary.c_str(), path.c_str()) != 0) code = errno;
   if (code == 0) return {};

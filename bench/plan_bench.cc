@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <numeric>
 
 #include "cluster/cluster.h"
@@ -272,6 +273,38 @@ BENCHMARK(BM_PlaceLayersExactVision)
     ->Arg(8)
     ->Arg(16)
     ->ArgNames({"stages"})
+    ->Unit(benchmark::kMillisecond);
+
+/// The exact placement's growth in layers (issue 20: linear): the LLaMA-like problem with its 80
+/// layers' time and memory spread over `layers` layers, on 16 stages, 64 micro-batches, under
+/// each schedule (schedule 0: 1F1B, 1: zero-bubble H1, 2: interleaved, VPP 2).
+void BM_PlaceLayersExactLayers(benchmark::State& state) {
+  search::PlacementProblem problem = llamaLikePlacement(16);
+  const int64_t layers = state.range(0);
+  search::LayerCost& layer = problem.stacks.front().layer;
+  const double scale = 80.0 / static_cast<double>(layers);
+  for (double* seconds : {&layer.forwardSeconds, &layer.backwardSeconds, &layer.recomputeSeconds,
+                          &layer.weightGradientSeconds}) {
+    *seconds *= scale;
+  }
+  for (int64_t* bytes :
+       {&layer.staticBytes, &layer.activationBytes, &layer.recomputedActivationBytes}) {
+    *bytes = static_cast<int64_t>(static_cast<double>(*bytes) * scale);
+  }
+  problem.stacks.front().layers = layers;
+  problem.schedule = std::array{ir::Schedule::k1F1B, ir::Schedule::kZeroBubbleH1,
+                                ir::Schedule::kInterleaved}[static_cast<size_t>(state.range(1))];
+  problem.virtualStages = problem.schedule == ir::Schedule::kInterleaved ? 2 : 1;
+  for (auto _ : state) {
+    auto placed = search::placeLayers(problem);
+    if (!placed) state.SkipWithError(placed.error().message.c_str());
+    benchmark::DoNotOptimize(placed);
+  }
+}
+
+BENCHMARK(BM_PlaceLayersExactLayers)
+    ->ArgsProduct({{100, 1000, 10000}, {0, 1, 2}})
+    ->ArgNames({"layers", "schedule"})
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_PlacementModelEvaluate)->Arg(4)->Arg(8)->Arg(16)->ArgNames({"stages"});

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "search/layer_level/placement_model.h"
 #include "search/layer_level/stage_options.h"
@@ -13,6 +14,8 @@ namespace autopar::search {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// At most 2^24 stage options (24 bytes each, and a 16-byte reach entry): 640 MiB.
+constexpr int64_t kMaxStageOptions = int64_t{1} << 24;
 
 /// Stage `stage`'s counts in a placement (entry k V + c from virtual stage c P + s).
 StageLoad stageLoad(const PlacementModel& model, const StackCounts& layers,
@@ -36,41 +39,87 @@ struct Packing {
   std::vector<int64_t> counts;
 };
 
-Packing pack(const PlacementProblem& p, const StageOptions& options, double bottleneck,
-             bool designate) {
+/// The layers placed before each stage (boundary s = 0 .. P) that a packing at B can reach: at
+/// most what the stages before can hold, at least what the stages after cannot, each stage
+/// holding its fewest at least. Empty when some boundary has none. Near the best bottleneck the
+/// windows are a few layers wide, so the program is linear in layers.
+struct Windows {
+  std::vector<int64_t> low, high, most;
+};
+
+std::optional<Windows> windowsAt(const PlacementProblem& p, const StageOptions& options,
+                                 double bottleneck) {
   const int64_t total = p.layers();
   const int64_t least = options.minLayers();
+  const auto stages = static_cast<size_t>(p.stages);
+  Windows w{std::vector<int64_t>(stages + 1), std::vector<int64_t>(stages + 1),
+            std::vector<int64_t>(stages)};
+  for (size_t s = 0; s < stages; ++s) {
+    w.most[s] = options.mostLayers(static_cast<int64_t>(s), bottleneck);
+    if (w.most[s] < least) return std::nullopt;
+  }
+  int64_t after = 0;  // the most the stages from s on hold together
+  for (size_t s = stages + 1; s-- > 0;) {
+    if (s < stages) after = std::min(total, after + w.most[s]);
+    w.low[s] = std::max(static_cast<int64_t>(s) * least, total - after);
+  }
+  w.high[0] = 0;
+  for (size_t s = 0; s < stages; ++s) {
+    w.high[s + 1] =
+        std::min(w.high[s] + w.most[s], total - static_cast<int64_t>(stages - s - 1) * least);
+  }
+  for (size_t s = 0; s <= stages; ++s) {
+    if (w.low[s] > w.high[s]) return std::nullopt;
+  }
+  return w;
+}
+
+Packing pack(const PlacementProblem& p, const StageOptions& options, double bottleneck,
+             bool designate) {
+  const std::optional<Windows> windows = windowsAt(p, options, bottleneck);
+  if (!windows) return {};
+  const Windows& w = *windows;
+  const int64_t least = options.minLayers();
   const size_t flags = designate ? 2 : 1;
-  const auto width = static_cast<size_t>(total + 1);
+  // cost[slot(s, u, f)]: the least cost of stages < s holding the first u layers (u in boundary
+  // s's window), f whether the stage left out is among them; pick: the last stage's count and
+  // its flag before.
+  std::vector<size_t> offset(w.low.size() + 1, 0);
+  for (size_t s = 0; s < w.low.size(); ++s) {
+    offset[s + 1] = offset[s] + static_cast<size_t>(w.high[s] - w.low[s] + 1) * flags;
+  }
   const auto slot = [&](int64_t s, int64_t used, size_t flag) {
-    return (static_cast<size_t>(s) * width + static_cast<size_t>(used)) * flags + flag;
+    const auto b = static_cast<size_t>(s);
+    return offset[b] + static_cast<size_t>(used - w.low[b]) * flags + flag;
   };
-  // cost[s, u, f]: the least cost of stages < s holding the first u layers, f whether the stage
-  // left out is among them; pick: the last stage's count and its flag before.
-  std::vector<double> cost(static_cast<size_t>(p.stages + 1) * width * flags, kInfinity);
+  std::vector<double> cost(offset.back(), kInfinity);
   std::vector<std::pair<int64_t, size_t>> pick(cost.size(), {0, 0});
   cost[slot(0, 0, 0)] = 0;
   for (int64_t s = 0; s < p.stages; ++s) {
-    for (int64_t from = s * least; from + (p.stages - s) * least <= total; ++from) {
+    const auto b = static_cast<size_t>(s);
+    for (int64_t from = w.low[b]; from <= w.high[b]; ++from) {
+      const int64_t fewest = std::max(least, w.low[b + 1] - from);
+      const int64_t most = std::min(w.most[b], w.high[b + 1] - from);
       for (size_t flag = 0; flag < flags; ++flag) {
         const double sofar = cost[slot(s, from, flag)];
         if (sofar == kInfinity) continue;
-        for (int64_t count = least; from + count + (p.stages - 1 - s) * least <= total; ++count) {
+        for (int64_t count = fewest; count <= most; ++count) {
           const StageOption& option = options.at(s, from, count);
           if (!option.fits || option.seconds > bottleneck) continue;
           // With `designate`, this stage may be the one left out (it adds nothing).
           for (size_t next = flag; next < (designate ? 2 : flag + 1); ++next) {
             const double added = next != flag ? 0.0 : option.fill;
-            double& to = cost[slot(s + 1, from + count, next)];
-            if (sofar + added < to) {
-              to = sofar + added;
-              pick[slot(s + 1, from + count, next)] = {count, flag};
+            const size_t to = slot(s + 1, from + count, next);
+            if (sofar + added < cost[to]) {
+              cost[to] = sofar + added;
+              pick[to] = {count, flag};
             }
           }
         }
       }
     }
   }
+  const int64_t total = p.layers();
   Packing packing;
   size_t flag = flags - 1;
   packing.cost = cost[slot(p.stages, total, flag)];
@@ -129,12 +178,7 @@ Error noPlacement(const PlacementModel& model, const StageOptions& options) {
   const int64_t least = options.minLayers();
   int64_t capacity = 0;
   for (int64_t s = 0; s < p.stages; ++s) {
-    int64_t most = 0;
-    for (int64_t from = s * least; from + (p.stages - s) * least <= total; ++from) {
-      for (int64_t count = least; from + count + (p.stages - 1 - s) * least <= total; ++count) {
-        if (options.at(s, from, count).fits) most = std::max(most, count);
-      }
-    }
+    const int64_t most = options.mostLayers(s, kInfinity);
     if (most == 0) {
       return Error{fmt::format(
           "no placement of {} layers on {} stages fits in {} bytes: stage {} needs {} bytes for {}",
@@ -165,6 +209,17 @@ Status checkProblem(const PlacementProblem& problem) {
     return Error{
         fmt::format("{} layers cannot fill {} stages of {} chunk(s) (one layer each at least)",
                     problem.layers(), problem.stages, problem.chunks())};
+  }
+  // Stage options per stage and run (stage_options.h): bounded before they are allocated.
+  const int64_t first = problem.stacks.front().layers;
+  const int64_t second = problem.stacks.size() > 1 ? problem.stacks[1].layers : 0;
+  if (first + 1 > kMaxStageOptions / (second + 1) / problem.stages) {
+    return Error{fmt::format(
+        "placing {} on {} stages takes {} x {} stage options, more than the {} the placement "
+        "holds; use fewer pipeline stages",
+        problem.stacks.size() > 1 ? fmt::format("{} + {} layers", first, second)
+                                  : fmt::format("{} layers", first),
+        problem.stages, problem.stages, (first + 1) * (second + 1), kMaxStageOptions)};
   }
   return {};
 }
@@ -205,16 +260,30 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
   const PlacementModel model(problem);
   const StageOptions options(model);
   const std::vector<double> bottlenecks = options.bottlenecks();
-  // The least bottleneck that fits: a larger one only allows more placements.
-  auto fits = [&](size_t i) {
-    return !pack(problem, options, bottlenecks[i], false).counts.empty();
+  // The least bottleneck that fits: a larger one only allows more placements. First the least
+  // at which the stages can hold every layer (the program's windows are not empty), which with
+  // one stack is the answer: a stage holds any count up to its most. With two stacks a stage's
+  // most may need the cheap stack's layers that another stage runs, so the program itself
+  // narrows it down from there.
+  const auto leastWhere = [&](size_t lo, auto fits) {
+    size_t hi = bottlenecks.size() - 1;
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      fits(mid) ? hi = mid : lo = mid + 1;
+    }
+    return lo;
   };
-  if (bottlenecks.empty() || !fits(bottlenecks.size() - 1)) return noPlacement(model, options);
-  size_t lo = 0;
-  size_t hi = bottlenecks.size() - 1;
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    fits(mid) ? hi = mid : lo = mid + 1;
+  const auto holds = [&](size_t i) {
+    return windowsAt(problem, options, bottlenecks[i]).has_value();
+  };
+  if (bottlenecks.empty() || !holds(bottlenecks.size() - 1)) return noPlacement(model, options);
+  size_t lo = leastWhere(0, holds);
+  if (problem.stacks.size() > 1) {
+    const auto packs = [&](size_t i) {
+      return !pack(problem, options, bottlenecks[i], false).counts.empty();
+    };
+    if (!packs(bottlenecks.size() - 1)) return noPlacement(model, options);
+    lo = leastWhere(lo, packs);
   }
   // The step at bottleneck B is m B + sum_s fill_s - max_s fill_s + sends. Under 1F1B and
   // interleaved the largest fill is the slowest stage's, fill(B); under ZB-H1 it depends on the
@@ -256,6 +325,7 @@ Expected<Placement> placeLayers(const PlacementProblem& problem) {
       best = packing.counts;
     }
   }
+  if (best.empty()) return noPlacement(model, options);
   return placementOf(model, options, best);
 }
 

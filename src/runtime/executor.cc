@@ -10,9 +10,9 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "runtime/kernels.h"
+#include "runtime/launcher.h"
 #include "runtime/process_groups.h"
 #include "runtime/redistribute.h"
 #include "runtime/stage_transfers.h"
@@ -551,16 +551,6 @@ std::vector<ParameterBlock> Rank::parameters() const {
                       {data.data_ptr<float>(), data.data_ptr<float>() + data.numel()}});
   }
   return blocks;
-}
-
-c10::intrusive_ptr<c10d::Store> connectStore(const Connection& connection) {
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<uint16_t>(connection.port);
-  options.isServer = connection.hostsStore;
-  options.numWorkers = connection.world;
-  options.waitWorkers = false;
-  options.timeout = connection.timeout;
-  return c10::make_intrusive<c10d::TCPStore>(connection.address, options);
 }
 
 }  // namespace

@@ -61,7 +61,10 @@ struct Connection {
   std::string address = "127.0.0.1";  ///< the store's host; Gloo binds to it too
   int port = 0;
   bool hostsStore = false;  ///< rank 0 of a job launched from outside autopar
-  std::chrono::milliseconds timeout{30000};
+  /// The launcher's file store (runtime/launcher.h); empty: the TCP store at address:port.
+  std::string storeFile;
+  /// How long the store and every collective wait for a peer (`--timeout`).
+  std::chrono::milliseconds timeout{60000};
 };
 
 /// Where an op sits for block profiles: before the first stack layer (the embedding), in a

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// The ranks of one run and their Gloo process groups (internal to the runtime; includes LibTorch).
-/// Rendezvous is c10d's TCPStore; every group of ranks a collective runs over gets its own
-/// ProcessGroupGloo, made on first use under a store prefix named after its members. All ranks run
-/// the same program, so the members of a group reach its first collective together.
+/// Rendezvous is a c10d store (the launcher's FileStore, or a job's TCPStore: runtime/launcher.h);
+/// every group of ranks a collective runs over gets its own ProcessGroupGloo, made on first use
+/// under a store prefix named after its members. All ranks run the same program, so the members of
+/// a group reach its first collective together.
 
 #include <chrono>
 #include <map>

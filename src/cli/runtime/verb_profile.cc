@@ -3,11 +3,9 @@
 /// and with 4 layers, run Megatron-style at each TP degree and micro-batch size, and differenced.
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +18,7 @@
 #include "runtime/result_file.h"
 #include "runtime/step_figures.h"
 #include "util/atomic_file.h"
+#include "util/temporary_directory.h"
 
 namespace autopar::cli {
 
@@ -99,9 +98,11 @@ int runProfile(const ProfileOptions& options) {
   int64_t widest = 1;
   for (int64_t tp : options.tensorParallel) widest = std::max(widest, tp);
   table.nprocPerNode = static_cast<int>(widest);
-  char pattern[] = "/tmp/autopar-profile-XXXXXX";
-  const char* scratch = mkdtemp(pattern);
-  if (scratch == nullptr) return reportError(Error{"profile: cannot create a temporary directory"});
+  const util::TemporaryDirectory scratchDirectory("autopar-profile");
+  if (scratchDirectory.empty()) {
+    return reportError(Error{"profile: cannot create a temporary directory"});
+  }
+  const char* scratch = scratchDirectory.path().c_str();
   for (int64_t tp : options.tensorParallel) {
     for (int64_t mbs : options.microBatches) {
       const planner::BlockSetting setting{
@@ -109,7 +110,6 @@ int runProfile(const ProfileOptions& options) {
       auto two = measure(options, *config, setting, 2, scratch);
       auto four = two ? measure(options, *config, setting, 4, scratch) : two;
       if (!two || !four) {
-        std::filesystem::remove_all(scratch);
         fmt::print(stderr, "autopar: error: profile tp {} mbs {}: {}\n", tp, mbs,
                    (!two ? two : four).error().message);
         return kExitFailed;
@@ -125,7 +125,6 @@ int runProfile(const ProfileOptions& options) {
       table.entries[setting] = blocks;
     }
   }
-  std::filesystem::remove_all(scratch);
   if (auto written =
           writeFileAtomically(options.out, planner::profileTableToJson(table, options.model));
       !written) {

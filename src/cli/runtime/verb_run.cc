@@ -31,12 +31,29 @@ struct RunOptions {
   /// internal (`autopar profile`): run a graph file's annotated sharding instead of a plan.
   std::string graphPath;
   std::string cluster = "cpu-host";
+  /// How long a rank waits for a peer, and the launcher for a stopped rank.
+  double timeoutSeconds = 60;
 };
+
+std::chrono::milliseconds timeoutOf(const RunOptions& options) {
+  return std::chrono::milliseconds(static_cast<int64_t>(options.timeoutSeconds * 1e3));
+}
+
+runtime::LaunchOptions launchOptions(const RunOptions& options,
+                                     std::vector<std::string> arguments) {
+  runtime::LaunchOptions launch;
+  launch.ranks = options.ranks;
+  launch.address = options.address;
+  launch.arguments = std::move(arguments);
+  launch.timeout = timeoutOf(options);
+  return launch;
+}
 
 /// A rank of a job: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT say where it stands.
 int runRank(const RunOptions& options) {
   auto connection = runtime::connectionFromEnvironment(options.address);
   if (!connection) return reportError(connection.error());
+  connection->timeout = timeoutOf(options);
   const int rank = connection->rank;
   const int world = connection->world;
   auto loaded = options.graphPath.empty()
@@ -91,7 +108,9 @@ std::vector<std::string> rankArguments(const RunOptions& options) {
                                 "--adam-eps",
                                 fmt::format("{}", options.config.adamEpsilon),
                                 "--address",
-                                options.address};
+                                options.address,
+                                "--timeout",
+                                fmt::format("{}", options.timeoutSeconds)};
   if (options.config.sgd) args.push_back("--sgd");
   return args;
 }
@@ -110,8 +129,10 @@ int launchRanks(const RunOptions& options) {
   if (auto status = checkRanks(loaded->plan, options.ranks, options.planPath); !status) {
     return reportError(status.error());
   }
-  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options), {}};
-  if (auto status = runtime::launch(launch); !status) {
+  if (auto status = runtime::checkAddress(options.address); !status) {
+    return reportError(status.error());
+  }
+  if (auto status = runtime::launch(launchOptions(options, rankArguments(options))); !status) {
     fmt::print(stderr, "autopar: error: {}\n", status.error().message);
     return kExitFailed;
   }
@@ -123,6 +144,9 @@ int runCheck(const RunOptions& options) {
   auto loaded = planner::loadRunnablePlan(options.planPath);
   if (!loaded) return reportError(loaded.error());
   if (auto status = checkRanks(loaded->plan, options.ranks, options.planPath); !status) {
+    return reportError(status.error());
+  }
+  if (auto status = runtime::checkAddress(options.address); !status) {
     return reportError(status.error());
   }
   auto unsharded = runtime::unshardedSharding(loaded->graph);
@@ -140,8 +164,8 @@ int runCheck(const RunOptions& options) {
   });
   if (!reference) return reportError(reference.error());
 
-  runtime::LaunchOptions launch{options.ranks, options.address, rankArguments(options), {}};
-  auto results = runtime::launchAndCollect(launch, options.ranks);
+  auto results =
+      runtime::launchAndCollect(launchOptions(options, rankArguments(options)), options.ranks);
   if (!results) {
     fmt::print(stderr, "autopar: error: {}\n", results.error().message);
     return kExitFailed;
@@ -166,7 +190,11 @@ void addCommonOptions(CLI::App* verb, RunOptions& options) {
   verb->add_flag("--sgd", options.config.sgd, "plain SGD instead of Adam");
   verb->add_option("--adam-eps", options.config.adamEpsilon, "Adam's epsilon")->check(positive());
   verb->add_option("--address", options.address,
-                   "address the store and Gloo bind to (default loopback)");
+                   "address the ranks' Gloo connections bind to (default loopback)");
+  verb->add_option("--timeout", options.timeoutSeconds,
+                   "seconds a rank waits for a peer, and the launcher for a stopped rank, before "
+                   "the run fails naming it")
+      ->check(positiveAtMost(86400));
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ inline std::string textOf(const uint8_t* data, size_t size) {
 /// Aborts with `what` (and `detail`, e.g. the second parse's error) unless `condition` holds.
 inline void check(bool condition, std::string_view what, std::string_view detail = {}) {
   if (condition) return;
-  std::fprintf(stderr, "fuzz check failed: %.*s%s%.*s\n", static_cast<int>(what.size()),
-               what.data(), detail.empty() ? "" : ": ", static_cast<int>(detail.size()),
-               detail.data());
+  std::string message = "fuzz check failed: " + std::string(what);
+  if (!detail.empty()) message += ": " + std::string(detail);
+  std::fprintf(stderr, "%s\n", message.c_str());
   std::abort();
 }
 

@@ -4,10 +4,12 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "frontend/json_fields.h"
+#include "util/limits.h"
 
 namespace autopar::frontend {
 
@@ -23,6 +25,11 @@ Expected<std::string> readMaybeGzip(const std::string& path) {
   char buffer[1 << 16];
   int read = 0;
   while ((read = gzread(file, buffer, sizeof(buffer))) > 0) {
+    if (text.size() + static_cast<size_t>(read) > limits::kMaxDecompressedBytes) {
+      gzclose(file);
+      return Error{fmt::format("{}: expands to more than {} MiB, the limit (docs/limits.md)", path,
+                               limits::kMaxDecompressedBytes >> 20)};
+    }
     text.append(buffer, static_cast<size_t>(read));
   }
   const bool failed = read < 0;
@@ -42,6 +49,12 @@ Expected<std::vector<int64_t>> intList(const json& value, const std::string& pat
     const json& item = value[i];
     if (!item.is_number_integer()) {
       return Error{fmt::format("{}[{}]: expected an integer, got {}", path, i, jsonTypeName(item))};
+    }
+    // JSON reads 2^63 .. 2^64 - 1 as unsigned; as int64 they would wrap negative.
+    if (item.is_number_unsigned() &&
+        item.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Error{fmt::format("{}[{}]: expected an integer below 2^63, got {}", path, i,
+                               item.get<uint64_t>())};
     }
     list.push_back(item.get<int64_t>());
   }

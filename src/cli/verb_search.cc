@@ -9,6 +9,7 @@
 
 #include "cli/configuration_options.h"
 #include "cli/verbs.h"
+#include "export/launch_script.h"
 #include "export/mindspeed_json.h"
 #include "export/search_report.h"
 #include "plan/plan_json.h"
@@ -32,7 +33,23 @@ struct SearchArgs {
   ConfigurationFlags flags;
   bool json = false;
   std::vector<std::string> schedules;  ///< --schedules
+  std::string launchScript;            ///< --launch-script
 };
+
+/// Writes the winner's launch script (export/launch_script.h) to `path`.
+Status writeLaunchScript(const std::string& path, const planner::MegatronConfig& best,
+                         const planner::ConfigEstimate& estimate) {
+  auto model = planner::transformerOf(best);
+  if (!model) return model.error();
+  const int64_t perNode = std::min<int64_t>(estimate.cluster.devicesPerNode, estimate.worldSize);
+  auto script = exporters::launchScript(best, *model, planner::layersPerVirtualStage(estimate),
+                                        estimate.worldSize / perNode, perNode);
+  if (!script) return script.error();
+  if (auto written = writeFileAtomically(path, *script); !written) {
+    return written.error().in("--launch-script");
+  }
+  return {};
+}
 
 /// `autopar search` on a graph JSON or ONNX model (planner/graph_search.h): writes the winner's
 /// plan JSON and prints the ranking and its plan report.
@@ -88,6 +105,12 @@ int runSearch(SearchArgs args) {
   if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
     return reportError(written.error().in("--out"));
   }
+  if (!args.launchScript.empty()) {
+    if (auto written = writeLaunchScript(args.launchScript, *found->best, *found->estimate);
+        !written) {
+      return reportError(written.error());
+    }
+  }
   if (args.json) {
     fmt::print("{}\n", optimal.dump(4));
     return kExitOk;
@@ -95,6 +118,7 @@ int runSearch(SearchArgs args) {
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
   fmt::print("{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
+  if (!args.launchScript.empty()) fmt::print("wrote {}\n", args.launchScript);
   return kExitOk;
 }
 
@@ -120,6 +144,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    fmt::format("where to write the optimal configuration (default {}; for a "
                                "graph, its plan JSON, default {})",
                                kOptimalConfigFile, kGraphPlanFile));
+  verb->add_option("--launch-script", args->launchScript,
+                   "also write a bash script that launches the best configuration with torchrun "
+                   "on every node (Megatron-LM's pretrain_gpt.py, or torchtitan's trainer, by "
+                   "--framework)");
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
   verb->add_option("--profile", request.profilePath,

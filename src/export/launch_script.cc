@@ -1,0 +1,152 @@
+#include "export/launch_script.h"
+
+#include <fmt/format.h>
+
+#include "export/megatron_args.h"
+#include "export/torchtitan_toml.h"
+
+namespace autopar::exporters {
+
+namespace {
+
+/// Megatron-LM's model arguments for `model` (megatron/training/arguments.py).
+std::string modelArguments(const frontend::TransformerConfig& model, int64_t seq) {
+  using frontend::TransformerConfig;
+  std::string args = fmt::format(
+      "--num-layers {} --hidden-size {} --ffn-hidden-size {} --num-attention-heads {} "
+      "--seq-length {} --max-position-embeddings {}",
+      model.layers, model.hidden, model.ffn, model.heads, seq, seq);
+  if (model.kvHeads != model.heads) {
+    args += fmt::format(" --group-query-attention --num-query-groups {}", model.kvHeads);
+  }
+  if (model.mlp == TransformerConfig::Mlp::kSwiGLU) args += " --swiglu";
+  if (model.norm == TransformerConfig::Norm::kRMSNorm) args += " --normalization RMSNorm";
+  args += fmt::format(" --norm-epsilon {}", model.normEpsilon);
+  if (model.position == TransformerConfig::Position::kRotary) {
+    args += " --position-embedding-type rope";
+  }
+  if (!model.tiedEmbeddings) args += " --untie-embeddings-and-output-weights";
+  if (!model.linearBias) args += " --disable-bias-linear";
+  if (model.qkvBias && !model.linearBias) args += " --add-qkv-bias";
+  args += fmt::format(" --hidden-dropout {} --attention-dropout 0", model.hiddenDropout);
+  return args;
+}
+
+std::string precisionArguments(const std::string& precision) {
+  if (precision == "fp16") return "--fp16";
+  if (precision == "fp8") {
+    return "--bf16 --transformer-impl transformer_engine --fp8-format hybrid "
+           "--fp8-amax-history-len 1024 --fp8-amax-compute-algo max";
+  }
+  return "--bf16";
+}
+
+std::string torchrunLine(int64_t nodes, int64_t devicesPerNode) {
+  return fmt::format(
+      "torchrun --nnodes {} --nproc-per-node {} --node-rank \"$NODE_RANK\" --master-addr "
+      "\"$MASTER_ADDR\" --master-port \"$MASTER_PORT\"",
+      nodes, devicesPerNode);
+}
+
+std::string header(const planner::MegatronConfig& config, int64_t nodes) {
+  return fmt::format(
+      "#!/usr/bin/env bash\n"
+      "# Written by autopar for {} on {} x {} (TP {} CP {} PP {} DP {}, micro-batch {}, global "
+      "batch {}).\n"
+      "# Run it on each of the {} nodes: NODE_RANK=0..{} MASTER_ADDR=<node 0's address> bash "
+      "THIS_FILE\n"
+      "set -euo pipefail\n"
+      "NODE_RANK=${{NODE_RANK:-0}}\n"
+      "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\n"
+      "MASTER_PORT=${{MASTER_PORT:-6000}}\n"
+      "TRAIN_ITERS=${{TRAIN_ITERS:-20}}\n",
+      config.model, nodes, config.cluster, config.tp, config.cp, config.pp, config.dp, config.mbs,
+      config.gbs, nodes, nodes - 1);
+}
+
+/// A bash array of whitespace-separated arguments (the Megatron line keeps its own quotes).
+std::string array(const std::string& name, const std::string& arguments) {
+  return fmt::format("{}=({})\n", name, arguments);
+}
+
+std::string megatronScript(const planner::MegatronConfig& config,
+                           const frontend::TransformerConfig& model,
+                           const std::vector<int64_t>& virtualStageLayers, int64_t nodes,
+                           int64_t devicesPerNode) {
+  const int64_t seq = config.seq > 0 ? config.seq : model.seq;
+  std::string script = header(config, nodes);
+  script +=
+      ": \"${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout (MindSpeed: with "
+      "mindspeed installed)}\"\n"
+      "# Megatron needs one CUDA stream per device for its communication to overlap in order.\n"
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  for (const std::string& note : megatronNotes(config)) script += fmt::format("# Note: {}\n", note);
+  script += array("MODEL_ARGS", modelArguments(model, seq));
+  script += array("PARALLEL_ARGS", megatronArguments(config, virtualStageLayers));
+  script += array("PRECISION_ARGS", precisionArguments(config.precision));
+  // Mock data with the model's vocabulary: the script measures the plan, not a dataset.
+  script += array("DATA_ARGS", fmt::format("--mock-data --tokenizer-type NullTokenizer "
+                                           "--vocab-size {} --split 100,0,0",
+                                           model.vocab - 1));
+  script += array("TRAIN_ARGS",
+                  "--train-iters \"$TRAIN_ITERS\" --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style "
+                  "cosine --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0");
+  std::string extra;
+  if (config.framework == planner::Framework::kMegatronDeepSpeed) {
+    script += fmt::format(
+        "DS_CONFIG=$(mktemp)\n"
+        "cat > \"$DS_CONFIG\" <<'JSON'\n"
+        "{{\"train_batch_size\": {}, \"train_micro_batch_size_per_gpu\": {}, "
+        "\"zero_optimization\": {{\"stage\": {}}}, \"{}\": {{\"enabled\": true}}}}\n"
+        "JSON\n",
+        config.gbs, config.mbs, config.zero, config.precision == "fp16" ? "fp16" : "bf16");
+    extra = " --deepspeed_config \"$DS_CONFIG\"";
+  }
+  script += fmt::format(
+      "{} \"$MEGATRON_LM/pretrain_gpt.py\" \"${{MODEL_ARGS[@]}}\" \"${{PARALLEL_ARGS[@]}}\" "
+      "\"${{PRECISION_ARGS[@]}}\" \"${{DATA_ARGS[@]}}\" \"${{TRAIN_ARGS[@]}}\"{}\n",
+      torchrunLine(nodes, devicesPerNode), extra);
+  return script;
+}
+
+std::string torchtitanScript(const planner::MegatronConfig& config, int64_t nodes,
+                             int64_t devicesPerNode) {
+  std::string script = header(config, nodes);
+  script +=
+      "# torchtitan's trainer (pip install torchtitan); set the [model] name and flavor that "
+      "match this model.\n"
+      "CONFIG=$(mktemp --suffix .toml)\n"
+      "cat > \"$CONFIG\" <<'TOML'\n";
+  script += torchtitanConfig(config);
+  script += "TOML\n";
+  script += fmt::format(
+      "{} -m torchtitan.train --job.config_file \"$CONFIG\" --training.steps \"$TRAIN_ITERS\"\n",
+      torchrunLine(nodes, devicesPerNode));
+  return script;
+}
+
+}  // namespace
+
+Expected<std::string> launchScript(const planner::MegatronConfig& config,
+                                   const frontend::TransformerConfig& model,
+                                   const std::vector<int64_t>& virtualStageLayers, int64_t nodes,
+                                   int64_t devicesPerNode) {
+  if (model.vision.layers > 0) {
+    return Error{
+        "--launch-script: a multimodal model starts from MindSpeed-MM's own scripts "
+        "(examples/ in MindSpeed-MM); use the printed MindSpeed-MM settings"};
+  }
+  switch (config.framework) {
+    case planner::Framework::kPytorchFsdp:
+    case planner::Framework::kTorchtitan:
+      return torchtitanScript(config, nodes, devicesPerNode);
+    case planner::Framework::kMindSpore:
+      return Error{
+          "--launch-script: MindSpore's MindFormers starts from its run yaml (msrun ... "
+          "run_mindformer.py --config FILE); use the printed MindFormers parallel_config"};
+    default:
+      return megatronScript(config, model, virtualStageLayers, nodes, devicesPerNode);
+  }
+}
+
+}  // namespace autopar::exporters

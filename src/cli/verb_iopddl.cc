@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
+#include "cli/progress_line.h"
 #include "cli/verbs.h"
 #include "frontend/iopddl.h"
 #include "search/intra_op/intra_op_solver.h"
@@ -54,9 +56,12 @@ int runSolve(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
   solve.timeLimitSeconds = std::max(0.1, solve.timeLimitSeconds * 0.95 - 1.0);
   solve.seed = options.seed;
   solve.threads = options.threads;
+  std::optional<ProgressLine> progress;
+  progress.emplace(fmt::format("solving {}", options.file), solve.timeLimitSeconds);
   auto result = options.solver == "ilp"     ? search::solveIlp(problem, solve)
                 : options.solver == "local" ? search::solveLocalSearch(problem, solve)
                                             : search::solvePortfolio(problem, solve);
+  progress.reset();
   if (!result) return reportError(result.error().in(options.file));
   if (result->solution.empty()) {
     fmt::print(stderr, "{}: {}\n", options.file, result->status);

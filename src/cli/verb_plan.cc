@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "cli/progress_line.h"
 #include "cli/training_flags.h"
 #include "cli/verbs.h"
 #include "export/plan_report.h"
@@ -51,7 +52,13 @@ int runPlan(planner::PlanOptions options) {
   }
   if (options.model.empty())
     return reportError(Error{"--model: required (or --config with a model)"});
+  std::optional<ProgressLine> progress;
+  if (options.search == "ilp") progress.emplace("solving the ILP", options.ilpTimeLimit);
+  if (options.search != "ilp" && options.search != "semi_auto") {
+    progress.emplace(fmt::format("searching ({})", options.search), 0);
+  }
   auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);
+  progress.reset();
   if (!evaluated) return reportError(evaluated.error());
   plan::Plan result = planner::planOf(*evaluated, options, *cluster);
   std::optional<planner::FitAdvice> advice;

@@ -167,25 +167,34 @@ Status Graph::setBlockSettings(const std::string& scope, const BlockSettings& se
 
 BlockSettings Graph::settingsOf(const Op& op) const {
   BlockSettings result;
-  size_t stageScope = 0;
-  size_t segmentScope = 0;
-  size_t fusionScope = 0;
-  // Scopes are few (one per block a user names); the innermost (longest) setting wins.
-  for (const auto& [scope, settings] : blockSettings_) {
-    if (!blockInScope(op.block, scope)) continue;
-    if (settings.pipelineStage && scope.size() + 1 > stageScope) {
-      result.pipelineStage = settings.pipelineStage;
-      stageScope = scope.size() + 1;
+  if (blockSettings_.empty()) return result;
+  // The scopes holding op.block are the block and its prefixes ending before a '.'; looked up from
+  // the innermost out, so the innermost setting of each field wins. (A placement names a scope
+  // per layer: scanning them all for every op made the full model quadratic in layers.)
+  const std::string_view block = op.block;
+  bool stage = false;
+  bool segment = false;
+  bool fusion = false;
+  for (size_t end = block.size();;) {
+    if (const auto it = blockSettings_.find(block.substr(0, end)); it != blockSettings_.end()) {
+      const BlockSettings& settings = it->second;
+      if (settings.pipelineStage && !stage) {
+        result.pipelineStage = settings.pipelineStage;
+        stage = true;
+      }
+      if (settings.pipelineSegment && !segment) {
+        result.pipelineSegment = settings.pipelineSegment;
+        segment = true;
+      }
+      if (settings.commFusion && !fusion) {
+        result.commFusion = settings.commFusion;
+        fusion = true;
+      }
+      result.recompute = result.recompute || settings.recompute;
     }
-    if (settings.pipelineSegment && scope.size() + 1 > segmentScope) {
-      result.pipelineSegment = settings.pipelineSegment;
-      segmentScope = scope.size() + 1;
-    }
-    if (settings.commFusion && scope.size() + 1 > fusionScope) {
-      result.commFusion = settings.commFusion;
-      fusionScope = scope.size() + 1;
-    }
-    result.recompute = result.recompute || settings.recompute;
+    const size_t dot = end == 0 ? std::string_view::npos : block.rfind('.', end - 1);
+    if (dot == std::string_view::npos) break;
+    end = dot;
   }
   return result;
 }

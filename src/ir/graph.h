@@ -10,6 +10,7 @@
 ///   auto y = g.addOp("dense1", OpKind::kMatMul, {}, {*x, *w}, {"h1"});  // h1: [32,512]
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -91,7 +92,7 @@ class Graph {
   /// when no op's block is in `scope`.
   Status setBlockSettings(const std::string& scope, const BlockSettings& settings);
   /// Settings per scope, as given.
-  [[nodiscard]] const std::map<std::string, BlockSettings>& blockSettings() const {
+  [[nodiscard]] const std::map<std::string, BlockSettings, std::less<>>& blockSettings() const {
     return blockSettings_;
   }
   /// The settings that apply to `op`: per field, the innermost scope that sets it.
@@ -103,7 +104,7 @@ class Graph {
   std::vector<Op> ops_;
   std::unordered_map<std::string, TensorId> tensorByName_;
   std::unordered_map<std::string, OpId> opByName_;
-  std::map<std::string, BlockSettings> blockSettings_;
+  std::map<std::string, BlockSettings, std::less<>> blockSettings_;
 };
 
 }  // namespace autopar::ir

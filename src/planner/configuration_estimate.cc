@@ -129,7 +129,14 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
         config.tp, config.pp, config.dp, config.cp, config.worldSize(), idle, cluster->numDevices,
         nodes, fill, config.worldSize())};
   }
-  return cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
+  auto taken = cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
+  // Nodes given and devices left idle on purpose (--allow-idle): the reports say so.
+  if (taken && config.nodes > 0) {
+    taken->name = fmt::format("{}, {} of its {} devices ({} idle: --allow-idle)", cluster->name,
+                              config.worldSize(), cluster->numDevices,
+                              cluster->numDevices - config.worldSize());
+  }
+  return taken;
 }
 
 int64_t gradientBucketBytes(const MegatronConfig& config) {

@@ -4,7 +4,6 @@
 #include <zlib.h>
 
 #include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -38,29 +37,6 @@ Expected<std::string> readMaybeGzip(const std::string& path) {
   return text;
 }
 
-Expected<std::vector<int64_t>> intList(const json& value, const std::string& path) {
-  if (!value.is_array()) {
-    return Error{
-        fmt::format("{}: expected an array of integers, got {}", path, jsonTypeName(value))};
-  }
-  std::vector<int64_t> list;
-  list.reserve(value.size());
-  for (size_t i = 0; i < value.size(); ++i) {
-    const json& item = value[i];
-    if (!item.is_number_integer()) {
-      return Error{fmt::format("{}[{}]: expected an integer, got {}", path, i, jsonTypeName(item))};
-    }
-    // JSON reads 2^63 .. 2^64 - 1 as unsigned; as int64 they would wrap negative.
-    if (item.is_number_unsigned() &&
-        item.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Error{fmt::format("{}[{}]: expected an integer below 2^63, got {}", path, i,
-                               item.get<uint64_t>())};
-    }
-    list.push_back(item.get<int64_t>());
-  }
-  return list;
-}
-
 /// An array of integer arrays, each of `width` entries when width > 0.
 Expected<std::vector<std::vector<int64_t>>> intLists(const json& object, const std::string& key,
                                                      const std::string& path, size_t width) {
@@ -73,7 +49,7 @@ Expected<std::vector<std::vector<int64_t>>> intLists(const json& object, const s
   std::vector<std::vector<int64_t>> lists;
   lists.reserve((*field)->size());
   for (size_t i = 0; i < (*field)->size(); ++i) {
-    auto list = intList((**field)[i], indexPath(fieldPath, i));
+    auto list = readIntList((**field)[i], indexPath(fieldPath, i));
     if (!list) return list.error();
     if (width > 0 && list->size() != width) {
       return Error{fmt::format("{}: expected {} entries, got {}", indexPath(fieldPath, i), width,
@@ -187,7 +163,7 @@ Expected<std::vector<int>> parseIopddlSolution(const std::string& text,
   }
   auto document = parseJsonText(last);
   if (!document) return document.error().in(sourceName);
-  auto list = intList(*document, "solution");
+  auto list = readIntList(*document, "solution");
   if (!list) return list.error().in(sourceName);
   return std::vector<int>(list->begin(), list->end());
 }

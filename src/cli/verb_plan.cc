@@ -53,8 +53,9 @@ int runPlan(planner::PlanOptions options) {
   if (options.model.empty())
     return reportError(Error{"--model: required (or --config with a model)"});
   std::optional<ProgressLine> progress;
-  if (options.search == "ilp") progress.emplace("solving the ILP", options.ilpTimeLimit);
-  if (options.search != "ilp" && options.search != "semi_auto") {
+  if (options.search == "ilp") {
+    progress.emplace("solving the ILP", options.ilpTimeLimit);
+  } else if (options.search != "semi_auto") {
     progress.emplace(fmt::format("searching ({})", options.search), 0);
   }
   auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);

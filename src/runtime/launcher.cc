@@ -89,52 +89,54 @@ Expected<int64_t> environmentInt(const char* name, int64_t low, int64_t high,
   return static_cast<int64_t>(parsed);
 }
 
-/// The children of one launch, by rank; -1 once reaped.
+/// The children of one launch, by rank.
 class Ranks {
  public:
-  void add(pid_t pid) {
-    pids_.push_back(pid);
-    stoppedSince_.emplace_back();
-    stoppedBy_.push_back(0);
-  }
+  void add(pid_t pid) { children_.push_back({pid, std::nullopt, 0}); }
   [[nodiscard]] int rankOf(pid_t pid) const {
-    const auto at = std::find(pids_.begin(), pids_.end(), pid);
-    return at == pids_.end() ? -1 : static_cast<int>(at - pids_.begin());
+    const auto at = std::find_if(children_.begin(), children_.end(),
+                                 [pid](const Child& child) { return child.pid == pid; });
+    return at == children_.end() ? -1 : static_cast<int>(at - children_.begin());
   }
-  void reaped(int rank) { pids_[static_cast<size_t>(rank)] = -1; }
+  void reaped(int rank) { at(rank).pid = -1; }
   void stopped(int rank, int signal) {
-    stoppedSince_[static_cast<size_t>(rank)] = Clock::now();
-    stoppedBy_[static_cast<size_t>(rank)] = signal;
+    at(rank).stoppedSince = Clock::now();
+    at(rank).stoppedBy = signal;
   }
-  void continued(int rank) { stoppedSince_[static_cast<size_t>(rank)].reset(); }
+  void continued(int rank) { at(rank).stoppedSince.reset(); }
   /// Sends `signal` to every rank still running, and SIGCONT so a stopped one acts on it.
   void signalAll(int signal) const {
-    for (pid_t pid : pids_) {
-      if (pid <= 0) continue;
-      kill(pid, signal);
-      kill(pid, SIGCONT);
+    for (const Child& child : children_) {
+      if (child.pid <= 0) continue;
+      kill(child.pid, signal);
+      kill(child.pid, SIGCONT);
     }
   }
   /// The rank stopped longest, with how long, if any is stopped.
   [[nodiscard]] std::optional<std::pair<int, Clock::duration>> longestStopped() const {
     std::optional<std::pair<int, Clock::duration>> longest;
-    for (size_t r = 0; r < pids_.size(); ++r) {
-      if (pids_[r] <= 0 || !stoppedSince_[r]) continue;
-      const Clock::duration stopped = Clock::now() - *stoppedSince_[r];
+    for (size_t r = 0; r < children_.size(); ++r) {
+      const Child& child = children_[r];
+      if (child.pid <= 0 || !child.stoppedSince) continue;
+      const Clock::duration stopped = Clock::now() - *child.stoppedSince;
       if (!longest || stopped > longest->second) longest = {{static_cast<int>(r), stopped}};
     }
     return longest;
   }
   [[nodiscard]] std::string stoppedText(int rank, Clock::duration stopped) const {
     return fmt::format("rank {} was stopped by {} and made no progress for {:.0f} s", rank,
-                       signalText(stoppedBy_[static_cast<size_t>(rank)]),
+                       signalText(children_[static_cast<size_t>(rank)].stoppedBy),
                        std::chrono::duration<double>(stopped).count());
   }
 
  private:
-  std::vector<pid_t> pids_;
-  std::vector<std::optional<Clock::time_point>> stoppedSince_;
-  std::vector<int> stoppedBy_;
+  struct Child {
+    pid_t pid;  ///< -1 once reaped
+    std::optional<Clock::time_point> stoppedSince;
+    int stoppedBy;  ///< the signal that stopped it
+  };
+  Child& at(int rank) { return children_[static_cast<size_t>(rank)]; }
+  std::vector<Child> children_;
 };
 
 std::vector<std::string> rankEnvironment(const LaunchOptions& options, int rank,

@@ -337,7 +337,7 @@ bool StageOptions::realizable(int64_t stage, int64_t n0, int64_t n1) const {
   const int64_t earliest = stage;
   const int64_t end = total_ - (model_.problem().stages - 1 - stage);
   if (n0 > 0 && n1 > 0) return firstStack_ - n0 >= earliest && firstStack_ + n1 <= end;
-  if (n1 == 0) return std::max(earliest, int64_t{0}) + n0 <= std::min(firstStack_, end);
+  if (n1 == 0) return earliest + n0 <= std::min(firstStack_, end);
   return std::max(earliest, firstStack_) + n1 <= end;
 }
 

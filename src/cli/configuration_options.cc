@@ -57,6 +57,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
          "overlap tensor-parallel communication with the GEMMs (Transformer Engine)");
   toggle("async-tensor-model-parallel-allreduce", flags.asyncTpAllreduce,
          "overlap the backward's tensor-parallel communication with the backward GEMMs");
+  toggle("overlap-moe-expert-parallel-comm", flags.overlapExpertComm,
+         "overlap the mixture-of-experts token all-to-all with another micro-batch's compute "
+         "(Megatron-Core 0.14)");
   toggle("list-collectives", flags.listCollectives,
          "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)");
   toggle("gradient-accumulation-fusion", flags.gradientAccumulationFusion,
@@ -94,6 +97,7 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.overlapParamGather, &code.overlapParamGather},
         {flags.tpCommOverlap, &code.tpCommOverlap},
         {flags.asyncTpAllreduce, &code.asyncTpAllreduce},
+        {flags.overlapExpertComm, &code.overlapExpertComm},
         {flags.listCollectives, &code.listCollectives},
         {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion},
         {flags.fusedElementwise, &code.fusedElementwise},

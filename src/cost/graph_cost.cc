@@ -133,6 +133,17 @@ void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId con
   ctx.parameterCollectives.push_back(std::move(collective));
 }
 
+/// A mixture-of-experts token exchange: the dispatched slots on their way to the experts, or the
+/// experts' outputs on their way back to be combined (and, in backward, their gradients).
+bool isExpertExchange(const ir::Graph& graph, const ir::Tensor& tensor) {
+  if (tensor.producer != ir::kNoOp && graph.op(tensor.producer).kind == ir::OpKind::kMoEDispatch) {
+    return true;
+  }
+  return std::any_of(tensor.consumers.begin(), tensor.consumers.end(), [&](ir::OpId consumer) {
+    return graph.op(consumer).kind == ir::OpKind::kMoECombine;
+  });
+}
+
 /// Consumers that need the same layout on the same stage share one redistribution.
 Status costForwardEdges(Context& ctx) {
   ctx.forwardSeconds.resize(ctx.graph.tensors().size());
@@ -153,7 +164,11 @@ Status costForwardEdges(Context& ctx) {
           if (tensor.isParameter()) {
             addParameterCollective(ctx, tensor, consumer, false, *redistribution);
           } else {
-            ctx.stage(consumer).forwardCommSeconds += redistribution->seconds;
+            StageCost& stage = ctx.stage(consumer);
+            stage.forwardCommSeconds += redistribution->seconds;
+            if (isExpertExchange(ctx.graph, tensor)) {
+              stage.forwardExchangeSeconds += redistribution->seconds;
+            }
           }
           ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
@@ -195,7 +210,11 @@ Status costBackwardEdges(Context& ctx) {
           if (tensor.isParameter()) {
             addParameterCollective(ctx, tensor, consumer, true, *redistribution);
           } else {
-            ctx.stage(consumer).backwardCommSeconds += redistribution->seconds;
+            StageCost& stage = ctx.stage(consumer);
+            stage.backwardCommSeconds += redistribution->seconds;
+            if (isExpertExchange(ctx.graph, tensor)) {
+              stage.backwardExchangeSeconds += redistribution->seconds;
+            }
           }
           ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
@@ -512,13 +531,22 @@ void fuseParameterCollectives(Context& ctx) {
 /// Tensor-parallel communication overlap: a pass's activation communication (before the
 /// parameter collectives are added) runs under that pass's compute; what outlasts it stays
 /// exposed.
-void hideActivationComm(StageCost& stage, bool forward) {
-  if (forward) {
-    stage.forwardCommSeconds =
-        std::max(0.0, stage.forwardCommSeconds - stage.forwardComputeSeconds);
-  }
-  stage.backwardCommSeconds =
-      std::max(0.0, stage.backwardCommSeconds - stage.backwardComputeSeconds);
+/// What of a pass's activation communication its compute leaves exposed: the overlapped part
+/// beyond the compute, plus the part nothing overlaps.
+double exposedComm(double comm, double exchange, double compute, bool overlapComm,
+                   bool overlapExchange) {
+  const double hideable = (overlapComm ? comm - exchange : 0) + (overlapExchange ? exchange : 0);
+  return comm - hideable + std::max(0.0, hideable - compute);
+}
+
+void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
+  stage.forwardCommSeconds = exposedComm(stage.forwardCommSeconds, stage.forwardExchangeSeconds,
+                                         stage.forwardComputeSeconds, options.overlapActivationComm,
+                                         options.overlapExpertExchange);
+  stage.backwardCommSeconds = exposedComm(
+      stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardComputeSeconds,
+      options.overlapActivationComm || options.overlapBackwardActivationComm,
+      options.overlapExpertExchange);
 }
 
 void summarise(Context& ctx) {
@@ -575,11 +603,7 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
   costStageSends(ctx);
   costActivations(ctx);
   costCommunicationBuffers(ctx);
-  if (options.overlapActivationComm || options.overlapBackwardActivationComm) {
-    for (StageCost& stage : ctx.report.stages) {
-      hideActivationComm(stage, options.overlapActivationComm);
-    }
-  }
+  for (StageCost& stage : ctx.report.stages) hideActivationComm(stage, options);
   fuseParameterCollectives(ctx);
   summarise(ctx);
   const auto numDevices = sharded.front().matrix.numDevices();

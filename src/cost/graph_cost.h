@@ -62,6 +62,12 @@ struct EvaluateOptions {
   /// input-gradient matmuls compute; only the backward communication that outlasts the
   /// backward compute is exposed. The forward pass is unchanged.
   bool overlapBackwardActivationComm = false;
+  /// Megatron-Core 0.14's --overlap-moe-expert-parallel-comm: the mixture-of-experts token
+  /// exchange (the all-to-all to the experts' ranks and back, with the expert tensor-parallel
+  /// gather and scatter that go with it) runs under another micro-batch's compute. False: the
+  /// exchange is exposed even where overlapActivationComm hides the rest, as in Megatron-Core
+  /// before 0.14, whose dispatcher waits on it (megatron/core/transformer/moe/README.md).
+  bool overlapExpertExchange = false;
   /// Chains of elementwise ops run as one kernel, as Megatron-LM's fused bias-GeLU and
   /// bias-dropout-add kernels (and XLA's or TorchInductor's elementwise fusion) run them: an
   /// intermediate made by an elementwise op and read only by the next one on the same stage, in
@@ -113,6 +119,10 @@ struct StageCost {
   double recomputeComputeSeconds = 0;  ///< the compute part of recomputeSeconds
   double forwardCommSeconds = 0;
   double backwardCommSeconds = 0;
+  /// The part of forwardCommSeconds and backwardCommSeconds that carries mixture-of-experts
+  /// tokens to their experts and back (EvaluateOptions::overlapExpertExchange).
+  double forwardExchangeSeconds = 0;
+  double backwardExchangeSeconds = 0;
   double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd
   /// One micro-batch's activations sent to the next stage, and the time on the link between.
   int64_t sendBytes = 0;

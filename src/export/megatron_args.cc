@@ -55,6 +55,9 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.overlapGradReduce && config.dp * config.cp > 1) args += " --overlap-grad-reduce";
   if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
   if (code.tpCommOverlap && config.tp > 1 && config.sequenceParallel) args += " --tp-comm-overlap";
+  if (code.overlapExpertComm && config.ep > 1) {
+    args += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
+  }
   const bool core = config.framework == planner::Framework::kMegatronCore ||
                     config.framework == planner::Framework::kMindSpeed;
   const bool unfused = code.attention == frontend::AttentionKernel::kUnfused;

@@ -44,6 +44,10 @@ struct CodePath {
   /// Tensor-parallel communication overlapped with the GEMMs forward and backward
   /// (Transformer Engine's userbuffers, --tp-comm-overlap).
   bool tpCommOverlap = false;
+  /// The mixture-of-experts token exchange (expert-parallel all-to-all) overlapped with another
+  /// micro-batch's compute (Megatron-Core 0.14's --overlap-moe-expert-parallel-comm); false:
+  /// the dispatcher waits on it.
+  bool overlapExpertComm = false;
   /// Data-parallel gradients reduced in buckets while the backward runs.
   bool overlapGradReduce = false;
   /// Sharded parameters gathered while the forward runs (distributed optimizer, FSDP prefetch).

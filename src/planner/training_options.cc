@@ -175,6 +175,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.overlapParameterGather = flags.overlapParameterGather;
   options.overlapActivationComm = flags.overlapActivationComm;
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
+  options.overlapExpertExchange = flags.overlapExpertExchange;
   options.fuseElementwise = flags.fuseElementwise;
   options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
   options.inPlaceLossGradient = flags.inPlaceLossGradient;
@@ -193,6 +194,7 @@ void applyCodePath(const CodePath& code, TrainingFlags& flags) {
   flags.overlapParameterGather = code.overlapParamGather;
   flags.overlapActivationComm = code.tpCommOverlap;
   flags.overlapBackwardActivationComm = code.asyncTpAllreduce;
+  flags.overlapExpertExchange = code.overlapExpertComm;
   flags.fuseElementwise = code.fusedElementwise;
   flags.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
   flags.listCollectives = code.listCollectives;

@@ -45,6 +45,7 @@ struct TrainingFlags {
   bool overlapParameterGather = false;         ///< cost::EvaluateOptions
   bool overlapActivationComm = false;          ///< cost::EvaluateOptions
   bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
+  bool overlapExpertExchange = false;          ///< cost::EvaluateOptions
   bool fuseElementwise = false;                ///< cost::EvaluateOptions
   bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
   bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions

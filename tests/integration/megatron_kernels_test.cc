@@ -2,7 +2,8 @@
 // tensor parallelism 4: the fused bias-GeLU and bias-dropout-add kernels (intermediates between
 // elementwise ops stay on chip), and the overlap of tensor-parallel communication with the
 // matmuls (--tp-comm-overlap both passes, --async-tensor-model-parallel-allreduce backward only),
-// and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion).
+// and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion); and
+// the mixture-of-experts token exchange, which only its own switch overlaps.
 
 #include <gtest/gtest.h>
 
@@ -51,6 +52,33 @@ Layer gptLayer() {
   std::vector<int> ranks(kTensorParallel);
   std::iota(ranks.begin(), ranks.end(), 0);
   auto sharding = rules::shardGraph(*graph, ranks);
+  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
+  return Layer{std::move(*graph), std::move(*sharding), std::move(*four)};
+}
+
+/// One Mixtral-style layer, 8 experts with 2 per token, on TP 2 x EP 2 (4 devices of a node),
+/// sequence parallel: the dispatched tokens travel to the experts' ranks and back.
+Layer moeLayer() {
+  frontend::TransformerConfig config;
+  config.name = "moe-layer";
+  config.layers = 1;
+  config.hidden = 1024;
+  config.heads = 16;
+  config.kvHeads = 4;
+  config.ffn = 2048;
+  config.vocab = 1024;
+  config.seq = 512;
+  config.microBatch = 2;  // the whole model's micro-batch, split by dp
+  config.experts = 8;
+  config.topK = 2;
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2, .ep = 2, .sequenceParallel = true};
+  auto graph = frontend::buildTransformer(config);
+  EXPECT_TRUE(graph.ok()) << graph.error().message;
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  EXPECT_TRUE(cluster.ok());
+  auto four = cluster::takeDevices(*cluster, 4);
+  EXPECT_TRUE(four.ok());
+  auto sharding = rules::shardGraph(*graph, {0, 1, 2, 3});
   EXPECT_TRUE(sharding.ok()) << sharding.error().message;
   return Layer{std::move(*graph), std::move(*sharding), std::move(*four)};
 }
@@ -114,6 +142,26 @@ TEST(MegatronKernels, CommunicationOverlapHidesTensorParallelTraffic) {
   const cost::CostReport both = evaluate(layer, options);
   EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
   EXPECT_LT(both.stages[0].forwardSeconds, plain.stages[0].forwardSeconds);
+}
+
+// Megatron-Core before 0.14 waits on the token all-to-all: --tp-comm-overlap hides the tensor-
+// parallel traffic but not the exchange; --overlap-moe-expert-parallel-comm hides that too.
+TEST(MegatronKernels, ExpertExchangeStaysExposedUnderTensorParallelOverlap) {
+  const Layer layer = moeLayer();
+  cost::EvaluateOptions options;
+  const cost::CostReport plain = evaluate(layer, options);
+  const cost::StageCost& stage = plain.stages[0];
+  ASSERT_GT(stage.forwardExchangeSeconds, 0.0);
+  ASSERT_GT(stage.backwardExchangeSeconds, 0.0);
+  ASSERT_GT(stage.forwardCommSeconds, stage.forwardExchangeSeconds);
+  options.overlapActivationComm = true;
+  const cost::CostReport tpOverlap = evaluate(layer, options);
+  EXPECT_DOUBLE_EQ(tpOverlap.stages[0].forwardCommSeconds, stage.forwardExchangeSeconds);
+  EXPECT_DOUBLE_EQ(tpOverlap.stages[0].backwardCommSeconds, stage.backwardExchangeSeconds);
+  options.overlapExpertExchange = true;
+  const cost::CostReport both = evaluate(layer, options);
+  EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
+  EXPECT_EQ(both.stages[0].backwardCommSeconds, 0.0);
 }
 
 TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatch) {

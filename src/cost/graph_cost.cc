@@ -11,6 +11,7 @@
 #include "cost/compute.h"
 #include "cost/op_cost.h"
 #include "cost/optimizer_step.h"
+#include "layout/redistribution_cache.h"
 
 namespace autopar::cost {
 
@@ -38,6 +39,7 @@ struct Context {
   std::vector<double> backwardDoneSeconds;
   std::vector<double> stageBackwardSeconds;
   CostReport report;
+  layout::RedistributionCache redistributions;
 
   StageCost& stage(ir::OpId op) {
     return report.stages[static_cast<size_t>(stageOf[static_cast<size_t>(op)])];
@@ -86,11 +88,10 @@ int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
   return elementBytes(ctx.graph, tensor);
 }
 
-Expected<layout::Redistribution> plan(const Context& ctx, ir::TensorId tensor,
+Expected<layout::Redistribution> plan(Context& ctx, ir::TensorId tensor,
                                       const layout::TensorLayout& from,
                                       const layout::TensorLayout& to, int64_t bytesPerElement) {
-  auto result =
-      layout::redistribute(from, to, ctx.cluster, bytesPerElement, ctx.options.redistribution);
+  auto result = ctx.redistributions.plan(from, to, bytesPerElement);
   if (!result) {
     return result.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(tensor).name));
   }
@@ -585,7 +586,19 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
                              graph.ops().size())};
   }
   if (graph.ops().empty()) return Error{fmt::format("graph '{}': has no ops", graph.name())};
-  Context ctx{graph, sharded, cluster, options, {}, {}, {}, {}, {}, {}, {}, {}};
+  Context ctx{graph,
+              sharded,
+              cluster,
+              options,
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              {},
+              layout::RedistributionCache{cluster, options.redistribution}};
   ctx.stageOf = options.stageOfOp;
   if (ctx.stageOf.empty()) ctx.stageOf.assign(graph.ops().size(), 0);
   if (ctx.stageOf.size() != graph.ops().size()) {

@@ -104,6 +104,8 @@ FIT_KEYS = {
     "fp8_matmul_efficiency": ((0.3, 0.85), lambda config: config["settings"]["precision"] == "fp8"),
     # The shortest a kernel takes, launch to completion: 2-20 us (data/cost_model.json's source).
     "kernel_launch_seconds": ((2e-6, 2e-5), None),
+    # A small kernel queued behind others: launch latency and a tail, 2-20 us (cost_model.json).
+    "queued_kernel_seconds": ((2e-6, 2e-5), lambda config: "--ep" in config["flags"]),
 }
 
 # Per-device overrides fitted on that device's rows (bench/calibration.py's): the H100 rows come

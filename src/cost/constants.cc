@@ -73,6 +73,7 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
       {"tile_dim", 1e6, &constants.tileDim},
       {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds},
       {"kernel_launch_seconds", 1e-3, &constants.kernelLaunchSeconds},
+      {"queued_kernel_seconds", 1e-3, &constants.queuedKernelSeconds},
       {"cuda_context_bytes", 1e11, &constants.cudaContextBytes},
       {"nccl_group_bytes", 1e11, &constants.ncclGroupBytes},
       {"allocator_reserve", 1, &constants.allocatorReserve}};

@@ -28,6 +28,10 @@ struct CostConstants {
   /// The shortest a kernel takes from launch to completion on the device: an op runs at least
   /// this long forward, and this long per gradient kernel backward (cost/op_cost.cc).
   double kernelLaunchSeconds = 0;
+  /// Device time of a small kernel queued behind others, its launch already paid while the
+  /// device ran earlier work: the mixture-of-experts router's and dispatcher's small kernels
+  /// (cost/op_cost.cc).
+  double queuedKernelSeconds = 0;
   /// A training process's memory beyond its tensors (planner::runtimeReserveBytes): the CUDA
   /// context with its libraries, NCCL's buffers per process group, and the caching allocator's
   /// reserve as a share of the tensors' peak.

@@ -23,7 +23,7 @@ TEST(CostConstants, BadFieldsAreNamed) {
       parseCostConstants(
           R"({"matmul_efficiency": 1.5, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.6,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
-      "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05})")
+      "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05})")
           .error()
           .message,
       "matmul_efficiency: expected a number in (0, 1], got 1.5");
@@ -32,7 +32,7 @@ TEST(CostConstants, BadFieldsAreNamed) {
 TEST(CostConstants, AnArchitecturesOverridesHoldForItsEverySku) {
   const std::string base = R"("matmul_efficiency": 0.7, "fp8_matmul_efficiency": 0.6,
       "attention_efficiency": 0.4, "vector_efficiency": 0.2, "memory_efficiency": 0.8,
-      "tile_dim": 128, "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6,
+      "tile_dim": 128, "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6,
       "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05)";
   auto constants = parseCostConstants(
       "{" + base + R"(, "devices": {"H100": {"tile_dim": 256}, "H100-NVL": {"tile_dim": 200}}})");
@@ -49,7 +49,7 @@ TEST(CostConstants, DevicesOverrideSomeConstants) {
   const std::string base =
       R"("matmul_efficiency": 0.7, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.4,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
-      "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05)";
+      "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05)";
   auto constants = parseCostConstants(
       "{" + base + R"(, "devices": {"H100-SXM5-80GB": {"attention_efficiency": 0.65}}})");
   ASSERT_TRUE(constants.ok()) << constants.error().message;

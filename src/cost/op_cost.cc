@@ -31,6 +31,39 @@ double internalCommSeconds(const cluster::Cluster& cluster, const rules::Sharded
   return seconds;
 }
 
+/// The small kernels a mixture-of-experts op runs besides its main one, and the backward traffic
+/// they add, as Megatron-Core's alltoall token dispatcher (core_r0.9, NeMo 24.09) runs them with
+/// its default SequentialMLP experts (megatron/core/transformer/moe/router.py, moe_utils.py,
+/// token_dispatcher.py, experts.py):
+/// - Dispatch is the router's top-k and softmax in fp32, the capacity top-k and its masks, the
+///   load-balancing loss (a second softmax, sums, a scale, an all-reduce of the token counts),
+///   the tokens-per-expert count and the permutation's index_select: about 28 kernels forward
+///   and 24 backward.
+/// - Combine is the unpermutation (probabilities times the expert outputs, a zeroed buffer, a
+///   scatter_add) and, per local expert, SequentialMLP's slice of the token buffer and the copy of
+///   its output back: 4 + 2 L kernels forward, 6 + 6 L backward for L local experts. Each
+///   expert's slice-assignment clones, and each slice zero-fills, the whole buffer in backward:
+///   3 L passes over the experts' token buffer.
+/// Each is a few hundred kilobytes: it costs a queued kernel's device time (the host issued it
+/// while the experts' GEMMs ran).
+struct ExtraKernels {
+  double forward = 0;
+  double backward = 0;
+  double backwardBytes = 0;
+};
+
+ExtraKernels extraKernels(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard) {
+  if (op.kind == ir::OpKind::kMoEDispatch) return {27, 23, 0};
+  if (op.kind != ir::OpKind::kMoECombine) return {};
+  // The slots [b, E, c, h] arrive with the experts split over the expert-parallel ranks.
+  const layout::TensorLayout& slots = shard.inputs[0];
+  const auto localExperts = static_cast<double>(slots.sliceShape()[1]);
+  const auto bufferBytes =
+      static_cast<double>(slots.sliceElements()) *
+      static_cast<double>(ir::dtypeBytes(graph.tensor(op.inputs[0]).type.dtype));
+  return {3 + 2 * localExperts, 5 + 6 * localExperts, 3 * localExperts * bufferBytes};
+}
+
 /// Share of the op's input and output bytes one device holds.
 double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard) {
   double fullBytes = 0;
@@ -77,6 +110,10 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
   const auto gradientKernels = static_cast<double>(std::clamp<size_t>(op.inputs.size(), 1, 3));
   cost.forwardSeconds = std::max(cost.forwardSeconds, launch);
   cost.backwardSeconds = std::max(cost.backwardSeconds, launch * gradientKernels);
+  const ExtraKernels extra = extraKernels(graph, op, shard);
+  cost.forwardSeconds += extra.forward * constants.queuedKernelSeconds;
+  cost.backwardSeconds += extra.backward * constants.queuedKernelSeconds +
+                          memorySeconds(cluster.device, extra.backwardBytes);
   if (op.attrs.fp8) {
     // Transformer Engine casts each GEMM operand to fp8 with a kernel of its own (cast and
     // transpose, the amax fused in): the input activation forward, the output gradient backward,

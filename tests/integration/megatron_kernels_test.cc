@@ -164,6 +164,25 @@ TEST(MegatronKernels, ExpertExchangeStaysExposedUnderTensorParallelOverlap) {
   EXPECT_EQ(both.stages[0].backwardCommSeconds, 0.0);
 }
 
+// Megatron-Core's router and token dispatcher run dozens of small kernels per layer, and
+// SequentialMLP a few more per local expert: EP 2 leaves 4 of the 8 experts on each rank.
+TEST(MegatronKernels, RouterDispatcherAndSequentialExpertsPayTheirSmallKernels) {
+  const Layer layer = moeLayer();
+  const cost::CostReport report = evaluate(layer, cost::EvaluateOptions{});
+  const double queued = cost::costConstants().queuedKernelSeconds;
+  ASSERT_GT(queued, 0.0);
+  const auto dispatch = layer.graph.findOp("layer0.moe.dispatch");
+  const auto combine = layer.graph.findOp("layer0.moe.combine");
+  ASSERT_TRUE(dispatch && combine);
+  const cost::OpCost& routed = report.ops[static_cast<size_t>(*dispatch)];
+  const cost::OpCost& combined = report.ops[static_cast<size_t>(*combine)];
+  EXPECT_GE(routed.forwardSeconds, 27 * queued);
+  EXPECT_GE(routed.backwardSeconds, 23 * queued);
+  constexpr double kLocalExperts = 4;
+  EXPECT_GE(combined.forwardSeconds, (3 + 2 * kLocalExperts) * queued);
+  EXPECT_GE(combined.backwardSeconds, (5 + 6 * kLocalExperts) * queued);
+}
+
 TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatch) {
   const Layer layer = gptLayer();
   cost::EvaluateOptions options;

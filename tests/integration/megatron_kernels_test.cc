@@ -25,6 +25,21 @@ struct Layer {
   cluster::Cluster cluster;
 };
 
+/// `config` built and sharded by its annotations on the first `devices` devices of a DGX A100.
+Layer onFirstDevices(const frontend::TransformerConfig& config, int devices) {
+  auto graph = frontend::buildTransformer(config);
+  EXPECT_TRUE(graph.ok()) << graph.error().message;
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  EXPECT_TRUE(cluster.ok());
+  auto taken = cluster::takeDevices(*cluster, devices);
+  EXPECT_TRUE(taken.ok());
+  std::vector<int> ranks(static_cast<size_t>(devices));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  auto sharding = rules::shardGraph(*graph, ranks);
+  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
+  return Layer{std::move(*graph), std::move(*sharding), std::move(*taken)};
+}
+
 /// One GPT-style layer (biases, LayerNorm, GeLU, hidden dropout 0.1) at TP 4.
 Layer gptLayer() {
   frontend::TransformerConfig config;
@@ -43,17 +58,7 @@ Layer gptLayer() {
   config.linearBias = true;
   config.hiddenDropout = 0.1;
   config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
-  auto graph = frontend::buildTransformer(config);
-  EXPECT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
-  EXPECT_TRUE(cluster.ok());
-  auto four = cluster::takeDevices(*cluster, kTensorParallel);
-  EXPECT_TRUE(four.ok());
-  std::vector<int> ranks(kTensorParallel);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  auto sharding = rules::shardGraph(*graph, ranks);
-  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-  return Layer{std::move(*graph), std::move(*sharding), std::move(*four)};
+  return onFirstDevices(config, kTensorParallel);
 }
 
 /// One Mixtral-style layer, 8 experts with 2 per token, on TP 2 x EP 2 (4 devices of a node),
@@ -72,15 +77,7 @@ Layer moeLayer() {
   config.experts = 8;
   config.topK = 2;
   config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2, .ep = 2, .sequenceParallel = true};
-  auto graph = frontend::buildTransformer(config);
-  EXPECT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
-  EXPECT_TRUE(cluster.ok());
-  auto four = cluster::takeDevices(*cluster, 4);
-  EXPECT_TRUE(four.ok());
-  auto sharding = rules::shardGraph(*graph, {0, 1, 2, 3});
-  EXPECT_TRUE(sharding.ok()) << sharding.error().message;
-  return Layer{std::move(*graph), std::move(*sharding), std::move(*four)};
+  return onFirstDevices(config, 4);
 }
 
 cost::CostReport evaluate(const Layer& layer, const cost::EvaluateOptions& options) {

@@ -145,6 +145,17 @@ bool isExpertExchange(const ir::Graph& graph, const ir::Tensor& tensor) {
   });
 }
 
+/// An activation redistribution's seconds on its consumer's stage, in one pass; a token exchange
+/// is also counted apart (StageCost::forwardExchangeSeconds).
+void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, double seconds,
+                       bool forward) {
+  StageCost& stage = ctx.stage(consumer);
+  (forward ? stage.forwardCommSeconds : stage.backwardCommSeconds) += seconds;
+  if (isExpertExchange(ctx.graph, tensor)) {
+    (forward ? stage.forwardExchangeSeconds : stage.backwardExchangeSeconds) += seconds;
+  }
+}
+
 /// Consumers that need the same layout on the same stage share one redistribution.
 Status costForwardEdges(Context& ctx) {
   ctx.forwardSeconds.resize(ctx.graph.tensors().size());
@@ -165,11 +176,7 @@ Status costForwardEdges(Context& ctx) {
           if (tensor.isParameter()) {
             addParameterCollective(ctx, tensor, consumer, false, *redistribution);
           } else {
-            StageCost& stage = ctx.stage(consumer);
-            stage.forwardCommSeconds += redistribution->seconds;
-            if (isExpertExchange(ctx.graph, tensor)) {
-              stage.forwardExchangeSeconds += redistribution->seconds;
-            }
+            addActivationComm(ctx, tensor, consumer, redistribution->seconds, true);
           }
           ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
@@ -211,11 +218,7 @@ Status costBackwardEdges(Context& ctx) {
           if (tensor.isParameter()) {
             addParameterCollective(ctx, tensor, consumer, true, *redistribution);
           } else {
-            StageCost& stage = ctx.stage(consumer);
-            stage.backwardCommSeconds += redistribution->seconds;
-            if (isExpertExchange(ctx.graph, tensor)) {
-              stage.backwardExchangeSeconds += redistribution->seconds;
-            }
+            addActivationComm(ctx, tensor, consumer, redistribution->seconds, false);
           }
           ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
@@ -529,9 +532,6 @@ void fuseParameterCollectives(Context& ctx) {
   ctx.report.fusionGroups = std::move(fused.groups);
 }
 
-/// Tensor-parallel communication overlap: a pass's activation communication (before the
-/// parameter collectives are added) runs under that pass's compute; what outlasts it stays
-/// exposed.
 /// What of a pass's activation communication its compute leaves exposed: the overlapped part
 /// beyond the compute, plus the part nothing overlaps.
 double exposedComm(double comm, double exchange, double compute, bool overlapComm,
@@ -540,6 +540,9 @@ double exposedComm(double comm, double exchange, double compute, bool overlapCom
   return comm - hideable + std::max(0.0, hideable - compute);
 }
 
+/// Communication overlap: a pass's activation communication (before the parameter collectives
+/// are added) runs under that pass's compute, as far as the code path overlaps it; what outlasts
+/// the compute stays exposed.
 void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   stage.forwardCommSeconds = exposedComm(stage.forwardCommSeconds, stage.forwardExchangeSeconds,
                                          stage.forwardComputeSeconds, options.overlapActivationComm,

@@ -225,9 +225,27 @@ def stated_flags(row):
     return list(dict.fromkeys(flags))
 
 
+# Switches a dgxc recipe's yaml sets that the row's fields do not carry, by the recipe file the row
+# names (NVIDIA/dgxc-benchmarking@35a9aecc, v24.11.1; nemotron at 8f5cbb37). optim.grad_sync_dtype:
+# bf16 in grok1/grok1_314b.yaml, nemo_megatron/gpt3_175b_hydra.yaml and
+# nemotron/nemotron4-340b-synth.yaml; the Llama 3.1 recipes (NeMo-Framework-Launcher's
+# llama3_1_*.yaml) and nemotron4-15b-synth.yaml leave it at fp32.
+RECIPE_FLAGS = {
+    "grok1/grok1_314b.yaml": ["--grad-reduce-in-bf16"],
+    "nemo_megatron/gpt3_175b_hydra.yaml": ["--grad-reduce-in-bf16"],
+    "nemotron/nemotron4-340b-synth.yaml": ["--grad-reduce-in-bf16"],
+}
+
+
+def recipe_flags(row):
+    """The switches of the recipe file the row's notes name (RECIPE_FLAGS)."""
+    notes = row.get("notes") or ""
+    return [flag for recipe, flags in RECIPE_FLAGS.items() if recipe in notes for flag in flags]
+
+
 def framework_flags(row):
     """--framework NAME (the row's framework as autopar's profile) plus the flags it states."""
-    return ["--framework", framework_of(row)] + stated_flags(row)
+    return ["--framework", framework_of(row)] + stated_flags(row) + recipe_flags(row)
 
 
 def skip_reason(row):

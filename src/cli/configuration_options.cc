@@ -60,6 +60,8 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   toggle("overlap-moe-expert-parallel-comm", flags.overlapExpertComm,
          "overlap the mixture-of-experts token all-to-all with another micro-batch's compute "
          "(Megatron-Core 0.14)");
+  toggle("grad-reduce-in-bf16", flags.gradReduceInBf16,
+         "accumulate and reduce gradients in bf16, not fp32 (bf16 and fp8 precision)");
   toggle("list-collectives", flags.listCollectives,
          "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)");
   toggle("gradient-accumulation-fusion", flags.gradientAccumulationFusion,
@@ -98,6 +100,7 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.tpCommOverlap, &code.tpCommOverlap},
         {flags.asyncTpAllreduce, &code.asyncTpAllreduce},
         {flags.overlapExpertComm, &code.overlapExpertComm},
+        {flags.gradReduceInBf16, &code.gradReduceInBf16},
         {flags.listCollectives, &code.listCollectives},
         {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion},
         {flags.fusedElementwise, &code.fusedElementwise},

@@ -55,6 +55,7 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.overlapGradReduce && config.dp * config.cp > 1) args += " --overlap-grad-reduce";
   if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
   if (code.tpCommOverlap && config.tp > 1 && config.sequenceParallel) args += " --tp-comm-overlap";
+  if (code.gradReduceInBf16) args += " --grad-reduce-in-bf16";
   if (code.overlapExpertComm && config.ep > 1) {
     args += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
   }

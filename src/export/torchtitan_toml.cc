@@ -29,6 +29,7 @@ std::string torchtitanConfig(const planner::MegatronConfig& config) {
   text += fmt::format("\n[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\n", local,
                       config.gbs);
   if (config.seq > 0) text += fmt::format("seq_len = {}\n", config.seq);
+  if (config.codePath.gradReduceInBf16) text += "mixed_precision_reduce = \"bfloat16\"\n";
   text += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n",
                       ir::recomputeName(config.recompute));
   if (config.recompute == ir::Recompute::kSelective) text += "selective_ac_option = \"op\"\n";

@@ -56,6 +56,9 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.sequenceParallel && config.tp == 1) {
     return Error{"--sequence-parallel: needs --tp greater than 1"};
   }
+  if (config.codePath.gradReduceInBf16 && config.precision == "fp16") {
+    return Error{"--grad-reduce-in-bf16: needs --precision bf16 or fp8 (fp16 gradients are fp16)"};
+  }
   return {};
 }
 
@@ -142,8 +145,10 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
 int64_t gradientBucketBytes(const MegatronConfig& config) {
   if (!config.codePath.overlapGradReduce) return 0;
   const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
-  // Gradients are fp32 but under fp16 (as planOptions sets fp32Gradients).
-  return static_cast<int64_t>(elements * (config.precision == "fp16" ? 2 : 4));
+  // Gradients are fp32 but under fp16 or --grad-reduce-in-bf16 (as planOptions sets
+  // fp32Gradients).
+  const bool halfGradients = config.precision == "fp16" || config.codePath.gradReduceInBf16;
+  return static_cast<int64_t>(elements * (halfGradients ? 2 : 4));
 }
 
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes) {
@@ -186,8 +191,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.recomputeBlocks = config.recomputeBlocks;
   options.modelOptions.transformer = config.transformer;
   // Megatron-LM accumulates and reduces gradients in fp32 under bf16 (it forces
-  // --accumulate-allreduce-grads-in-fp32) and in fp16 under fp16 (the flag's default).
-  training.fp32Gradients = dtype != ir::DType::kF16;
+  // --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and in fp16 under fp16
+  // (the flag's default).
+  training.fp32Gradients = dtype != ir::DType::kF16 && !config.codePath.gradReduceInBf16;
   applyCodePath(config.codePath, training);
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);

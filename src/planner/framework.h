@@ -71,6 +71,11 @@ struct CodePath {
   /// (torch.distributed.pipelining's stage turns resharding and gradient sync off until then):
   /// ZeRO 2 and 3 run with ZeRO 1's memory and traffic.
   bool fsdpUnshardedUnderPipeline = false;
+  /// Under bf16 and fp8 the gradients accumulate and are reduced in bf16, 2 bytes each, not in
+  /// fp32 (Megatron-LM's --grad-reduce-in-bf16, NeMo's optim.grad_sync_dtype: bf16, FSDP's
+  /// MixedPrecisionPolicy reduce_dtype bf16): half the gradient buffer and half the data-parallel
+  /// traffic. Off in every profile, as in each framework's defaults.
+  bool gradReduceInBf16 = false;
   auto operator<=>(const CodePath&) const = default;
 };
 

@@ -14,6 +14,8 @@ packages=(
   # 2-layer LLaMA (sequence 128, 4 ranks) took 4.3 s there and 0.56-0.60 s with OpenBLAS.
   libopenblas0-pthread
   zlib1g-dev
+  # The autopar executable's allocator (CMakeLists.txt: a third of a long search was glibc's malloc).
+  libmimalloc-dev
   # tests/cli/data/apply_fixes.py rewrites run yamls.
   python3-yaml
   # The parsers' libFuzzer targets (scripts/fuzz.sh): clang and its sanitizer runtimes.

@@ -71,6 +71,13 @@ Expected<OpId> Graph::addOp(const std::string& name, OpKind kind, const OpAttrs&
   }
 
   const auto opId = static_cast<OpId>(ops_.size());
+  // A layer's ops come one after another: its scopes are recorded once, at its first op.
+  if (ops_.empty() || ops_.back().block != block) {
+    for (size_t end = block.size(); end > 0 && end != std::string::npos;
+         end = block.rfind('.', end - 1)) {
+      if (!scopes_.emplace(block.substr(0, end)).second) break;  // its prefixes are in too
+    }
+  }
   Op op{opId, name, kind, attrs, inputs, {}, block, {}};
   for (TensorId input : inputs) tensors_[input].consumers.push_back(opId);
   for (size_t i = 0; i < outputNames.size(); ++i) {
@@ -152,9 +159,7 @@ bool blockInScope(std::string_view block, std::string_view scope) {
 }
 
 Status Graph::setBlockSettings(const std::string& scope, const BlockSettings& settings) {
-  const bool found = std::any_of(ops_.begin(), ops_.end(),
-                                 [&](const Op& op) { return blockInScope(op.block, scope); });
-  if (!found) {
+  if (!scopes_.contains(scope)) {
     return Error{fmt::format("block '{}': no op of graph '{}' is in this block", scope, name_)};
   }
   BlockSettings& current = blockSettings_[scope];

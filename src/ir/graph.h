@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -105,6 +106,9 @@ class Graph {
   std::unordered_map<std::string, TensorId> tensorByName_;
   std::unordered_map<std::string, OpId> opByName_;
   std::map<std::string, BlockSettings, std::less<>> blockSettings_;
+  /// Every op's block and the block's prefixes ending before a '.': the scopes setBlockSettings
+  /// accepts, without scanning the ops for each (a placement sets one scope per layer).
+  std::set<std::string, std::less<>> scopes_;
 };
 
 }  // namespace autopar::ir

@@ -2,44 +2,33 @@
 
 #include <functional>
 
+#include "util/hash.h"
+
 namespace autopar::layout {
 
-namespace {
-
-/// boost::hash_combine's mixing step (the 64-bit golden-ratio constant); written here to avoid a
-/// Boost dependency for one line.
-void combine(size_t& seed, size_t value) {
-  seed ^= value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
-}
-
-template <class T>
-void combineAll(size_t& seed, const std::vector<T>& values) {
-  combine(seed, values.size());
-  for (const T& value : values) combine(seed, std::hash<T>{}(value));
-}
-
-}  // namespace
+using util::hashCombine;
+using util::hashCombineAll;
 
 size_t hashLayout(const TensorLayout& layout) {
   size_t seed = 0;
-  combineAll(seed, layout.shape);
-  combine(seed, layout.dimAxes.size());
-  for (const auto& axes : layout.dimAxes) combineAll(seed, axes);
-  combineAll(seed, layout.partialAxes);
-  combineAll(seed, layout.deviceMatrix.shape());
+  hashCombineAll(seed, layout.shape);
+  hashCombine(seed, layout.dimAxes.size());
+  for (const auto& axes : layout.dimAxes) hashCombineAll(seed, axes);
+  hashCombineAll(seed, layout.partialAxes);
+  hashCombineAll(seed, layout.deviceMatrix.shape());
   const std::vector<int>& ranks = layout.deviceMatrix.ranks();
-  combine(seed, ranks.size());
+  hashCombine(seed, ranks.size());
   if (!ranks.empty()) {
-    combine(seed, static_cast<size_t>(ranks.front()));
-    combine(seed, static_cast<size_t>(ranks.back()));
+    hashCombine(seed, static_cast<size_t>(ranks.front()));
+    hashCombine(seed, static_cast<size_t>(ranks.back()));
   }
   return seed;
 }
 
 size_t RedistributionCache::KeyHash::operator()(const Key& key) const {
   size_t seed = hashLayout(*key.from);
-  combine(seed, hashLayout(*key.to));
-  combine(seed, static_cast<size_t>(key.elementBytes));
+  hashCombine(seed, hashLayout(*key.to));
+  hashCombine(seed, static_cast<size_t>(key.elementBytes));
   return seed;
 }
 

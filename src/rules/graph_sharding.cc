@@ -2,9 +2,98 @@
 
 #include <fmt/format.h>
 
+#include <deque>
+#include <unordered_map>
+
+#include "util/hash.h"
+
 namespace autopar::rules {
 
 namespace {
+
+/// Remembers each distinct op's sharding rule and, per factor cuts, what they shard it into: the
+/// rule depends only on the op's kind, attributes and operand types (shardingRuleFor), so a
+/// model's repeated layers are ruled and sharded once, and the other layers copy the result.
+class ShardingMemo {
+ public:
+  explicit ShardingMemo(const ir::Graph& graph) : graph_(graph) {}
+
+  /// The op's rule, made on its first op of that kind, attributes and operand types.
+  Expected<const ShardingRule*> rule(const ir::Op& op) {
+    auto found = entry(op);
+    if (!found) return found.error();
+    return &(*found)->rule;
+  }
+
+  /// The op sharded by `cuts` over `ranks` (the same ranks on every call), and its strategy.
+  /// Fails as applyFactorCuts does, unprefixed; a failing rule is prefixed with the op's name.
+  Expected<const std::pair<ShardedOp, layout::Strategy>*> shard(const ir::Op& op,
+                                                                const FactorCuts& cuts,
+                                                                const std::vector<int>& ranks) {
+    auto found = entry(op);
+    if (!found) return found.error().in(fmt::format("op '{}'", op.name));
+    Entry& e = **found;
+    for (const auto& [memoCuts, result] : e.sharded) {
+      if (memoCuts == cuts) return &result;
+    }
+    auto applied = applyFactorCuts(e.rule, cuts, ranks);
+    if (!applied) {
+      return applied.error().in(
+          fmt::format("op '{}' strategy {}", op.name,
+                      layout::strategyToString(strategyFromFactorCuts(e.rule, cuts))));
+    }
+    e.sharded.emplace_back(cuts,
+                           std::pair{std::move(*applied), strategyFromFactorCuts(e.rule, cuts)});
+    return &e.sharded.back().second;
+  }
+
+ private:
+  struct Signature {
+    ir::OpKind kind;
+    const ir::OpAttrs* attrs;
+    std::vector<ir::TensorType> inputs;
+    std::vector<ir::TensorType> outputs;
+    bool operator==(const Signature& other) const {
+      return kind == other.kind && *attrs == *other.attrs && inputs == other.inputs &&
+             outputs == other.outputs;
+    }
+  };
+  struct Entry {
+    Signature signature;
+    ShardingRule rule;
+    /// Deque: the pointers shard() hands out stay valid as forms are added.
+    std::deque<std::pair<FactorCuts, std::pair<ShardedOp, layout::Strategy>>> sharded;
+  };
+
+  static size_t hashOf(const Signature& signature) {
+    size_t seed = static_cast<size_t>(signature.kind);
+    for (const auto* types : {&signature.inputs, &signature.outputs}) {
+      util::hashCombine(seed, types->size());
+      for (const ir::TensorType& type : *types) {
+        util::hashCombineAll(seed, type.shape);
+        util::hashCombine(seed, static_cast<size_t>(type.dtype));
+      }
+    }
+    return seed;
+  }
+
+  Expected<Entry*> entry(const ir::Op& op) {
+    Signature signature{op.kind, &op.attrs, graph_.inputTypes(op), graph_.outputTypes(op)};
+    auto& bucket = byHash_[hashOf(signature)];
+    for (size_t index : bucket) {
+      if (entries_[index].signature == signature) return &entries_[index];
+    }
+    auto rule = shardingRuleFor(graph_, op);
+    if (!rule) return rule.error();
+    bucket.push_back(entries_.size());
+    entries_.push_back({std::move(signature), std::move(*rule), {}});
+    return &entries_.back();
+  }
+
+  const ir::Graph& graph_;
+  std::deque<Entry> entries_;  ///< stable addresses for the rules handed out
+  std::unordered_map<size_t, std::vector<size_t>> byHash_;  ///< hash -> entries
+};
 
 Status checkOverrideNames(const ir::Graph& graph,
                           const std::map<std::string, layout::Strategy>& overrides) {
@@ -44,6 +133,23 @@ Expected<FactorCuts> cutsOf(const ShardingRule& rule, const ir::Op& op,
   return cuts;
 }
 
+Expected<GraphSharding> shardWithMemo(ShardingMemo& memo, const ir::Graph& graph,
+                                      const std::vector<int>& ranks,
+                                      const std::vector<FactorCuts>& cuts,
+                                      const std::vector<StrategySource>& sources) {
+  GraphSharding result;
+  result.ops.reserve(graph.ops().size());
+  result.strategies.reserve(graph.ops().size());
+  for (const ir::Op& op : graph.ops()) {
+    auto sharded = memo.shard(op, cuts.at(op.id), ranks);
+    if (!sharded) return sharded.error();
+    result.ops.push_back((*sharded)->first);
+    result.strategies.push_back((*sharded)->second);
+    result.sources.push_back(sources.at(op.id));
+  }
+  return result;
+}
+
 }  // namespace
 
 Expected<GraphSharding> shardGraph(const ir::Graph& graph, const std::vector<int>& ranks,
@@ -51,21 +157,22 @@ Expected<GraphSharding> shardGraph(const ir::Graph& graph, const std::vector<int
   if (auto status = checkOverrideNames(graph, overrides); !status) return status.error();
   std::vector<FactorCuts> cuts;
   std::vector<StrategySource> sources;
+  ShardingMemo memo(graph);
   for (const ir::Op& op : graph.ops()) {
-    auto rule = shardingRuleFor(graph, op);
+    auto rule = memo.rule(op);
     if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
     StrategySource source = StrategySource::kDefault;
     const layout::Strategy* strategy = userStrategy(op, overrides, source);
     if (strategy == nullptr) {
-      cuts.push_back(defaultFactorCuts(*rule, static_cast<int64_t>(ranks.size())));
+      cuts.push_back(defaultFactorCuts(**rule, static_cast<int64_t>(ranks.size())));
     } else {
-      auto opCuts = cutsOf(*rule, op, *strategy);
+      auto opCuts = cutsOf(**rule, op, *strategy);
       if (!opCuts) return opCuts.error();
       cuts.push_back(std::move(*opCuts));
     }
     sources.push_back(source);
   }
-  return shardGraphWithCuts(graph, ranks, cuts, sources);
+  return shardWithMemo(memo, graph, ranks, cuts, sources);
 }
 
 Expected<std::map<ir::OpId, FactorCuts>> annotatedCuts(
@@ -88,21 +195,8 @@ Expected<std::map<ir::OpId, FactorCuts>> annotatedCuts(
 Expected<GraphSharding> shardGraphWithCuts(const ir::Graph& graph, const std::vector<int>& ranks,
                                            const std::vector<FactorCuts>& cuts,
                                            const std::vector<StrategySource>& sources) {
-  GraphSharding result;
-  for (const ir::Op& op : graph.ops()) {
-    auto rule = shardingRuleFor(graph, op);
-    if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
-    auto sharded = applyFactorCuts(*rule, cuts.at(op.id), ranks);
-    if (!sharded) {
-      return sharded.error().in(
-          fmt::format("op '{}' strategy {}", op.name,
-                      layout::strategyToString(strategyFromFactorCuts(*rule, cuts.at(op.id)))));
-    }
-    result.strategies.push_back(strategyFromFactorCuts(*rule, cuts.at(op.id)));
-    result.ops.push_back(std::move(*sharded));
-    result.sources.push_back(sources.at(op.id));
-  }
-  return result;
+  ShardingMemo memo(graph);
+  return shardWithMemo(memo, graph, ranks, cuts, sources);
 }
 
 }  // namespace autopar::rules

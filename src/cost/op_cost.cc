@@ -7,25 +7,19 @@
 #include "cluster/collective.h"
 #include "cost/compute.h"
 #include "cost/constants.h"
-#include "rules/sharding_rule.h"
+#include "rules/sharded_op.h"
 
 namespace autopar::cost {
 
 namespace {
 
-double internalCommSeconds(const cluster::Cluster& cluster, const rules::ShardedOp& shard,
-                           const rules::ShardingRule& rule) {
+double internalCommSeconds(const cluster::Cluster& cluster, const rules::ShardedOp& shard) {
   double seconds = 0;
-  for (const auto& internal : rule.internal) {
-    const int axis = shard.factorAxis[internal.factor];
-    if (axis < 0) continue;
-    int64_t divisor = 1;
-    for (int factor : internal.shardedBy) divisor *= shard.cuts[factor];
-    const int64_t elements = (internal.forwardElements + internal.backwardElements) / divisor;
-    const std::vector<int> axes{axis};
+  for (const rules::ShardedOp::InternalReduce& reduce : shard.internalReduces) {
+    const std::vector<int> axes{reduce.axis};
     // Statistics travel in fp32.
     seconds += cluster::collectiveCost(cluster, cluster::Collective::kAllReduce,
-                                       shard.matrix.group(0, axes), elements * 4)
+                                       shard.matrix.group(0, axes), reduce.elements * 4)
                    .seconds;
   }
   return seconds;
@@ -82,8 +76,6 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 
 Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                           const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
-  auto rule = rules::shardingRuleFor(graph, op);
-  if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
   const double share = localIoShare(graph, op, shard);
   const double unfusedBytes = static_cast<double>(graph.forwardBytes(op)) * share;
   const double forwardBytes = std::max(unfusedBytes - fusedBytes, 0.0);
@@ -92,7 +84,7 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
   OpCost cost;
   cost.forwardFlops = graph.forwardFlops(op) * shard.computeFraction;
   cost.backwardFlops = backward.flops * shard.computeFraction;
-  const std::optional<rules::LocalGemm> gemm = rules::localGemm(*rule, shard.cuts);
+  const std::optional<rules::LocalGemm>& gemm = shard.gemm;
   cost.forwardSeconds =
       rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes, gemm, cluster.device);
   // Backward reads the saved tensors and the output gradient and writes the input gradients: the
@@ -128,7 +120,7 @@ Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules:
     cost.forwardSeconds += castSeconds(shard.inputs[0]);
     cost.backwardSeconds += castSeconds(shard.outputs[0]);
   }
-  cost.internalCommSeconds = internalCommSeconds(cluster, shard, *rule);
+  cost.internalCommSeconds = internalCommSeconds(cluster, shard);
   return cost;
 }
 

@@ -319,6 +319,15 @@ Expected<ShardedOp> applyFactorCuts(const ShardingRule& rule, const FactorCuts& 
                                               reductionAxes, rule.resultShapes[index]});
   }
   op.computeFraction = 1.0 / static_cast<double>(usedDevices);
+  op.gemm = localGemm(rule, cuts);
+  for (const auto& internal : rule.internal) {
+    const int axis = op.factorAxis[internal.factor];
+    if (axis < 0) continue;
+    int64_t divisor = 1;
+    for (int factor : internal.shardedBy) divisor *= cuts[factor];
+    op.internalReduces.push_back(
+        {axis, (internal.forwardElements + internal.backwardElements) / divisor});
+  }
   return op;
 }
 

@@ -90,6 +90,15 @@ struct ShardedOp {
   std::vector<std::vector<int>> inputGradPartialAxes;
   /// Fraction of the op's full FLOPs one device computes: 1 / product of cuts.
   double computeFraction = 1.0;
+  /// The GEMM one device runs (localGemm of the rule and cuts); nullopt for other ops.
+  std::optional<LocalGemm> gemm;
+  /// Per cut internal factor (ShardingRule::internal): the device-matrix axis its statistics are
+  /// all-reduced over, and their elements on one device, forward and backward together.
+  struct InternalReduce {
+    int axis = -1;
+    int64_t elements = 0;
+  };
+  std::vector<InternalReduce> internalReduces;
 };
 
 /// Applies factor cuts to a rule over the devices `ranks` (their count must be divisible by the

@@ -307,8 +307,12 @@ Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfi
     return std::optional<search::Placement>{};
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
-  auto problem = search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(),
-                                            profiler.deviceBytes());
+  // The placement fills the tensors' budget: the full model adds the runtime's reserve to
+  // every stage's peak and keeps --memory-margin free.
+  const int64_t budget = tensorBudgetBytes(
+      config, std::max<int64_t>(profiler.deviceBytes() - config.memoryMarginBytes, 0));
+  auto problem =
+      search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(), budget);
   if (!problem) return problem.error();
   auto placement = search::placeLayers(*problem);
   if (!placement) return placement.error();

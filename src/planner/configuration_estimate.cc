@@ -161,6 +161,17 @@ int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorByte
                               constants.allocatorReserve * static_cast<double>(tensorBytes));
 }
 
+int64_t tensorBudgetBytes(const ir::ParallelConfig& config, int64_t usableBytes) {
+  const cost::CostConstants& constants = cost::costConstants();
+  const int64_t fixed = runtimeReserveBytes(config, 0);
+  if (usableBytes <= fixed) return 0;
+  auto budget = static_cast<int64_t>(static_cast<double>(usableBytes - fixed) /
+                                     (1.0 + constants.allocatorReserve));
+  // Rounding of the reserve's fraction: step down until budget and reserve fit.
+  while (budget > 0 && budget + runtimeReserveBytes(config, budget) > usableBytes) --budget;
+  return budget;
+}
+
 namespace {
 
 /// The ZeRO stage the framework runs the configuration with (CodePath::fsdpUnshardedUnderPipeline).

@@ -136,6 +136,11 @@ int64_t gradientBucketBytes(const MegatronConfig& config);
 ///   TP 8 PP 4 DP 2, 60 GiB of tensors: 1 GiB + 3 x 128 MiB + 5% of 60 GiB = 4.38 GiB
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes);
 
+/// The most tensor bytes a stage may hold so that they and their runtimeReserveBytes stay within
+/// `usableBytes`: the budget the exact layer placement fills (0 when the reserve alone is over).
+///   TP 8 PP 4 DP 2 on 80 GiB: (80 GiB - 1 GiB - 3 x 128 MiB) / 1.05 = 74.88 GiB
+int64_t tensorBudgetBytes(const ir::ParallelConfig& config, int64_t usableBytes);
+
 /// What a stage's peak may reach: the device's memory less --memory-margin. Both step models
 /// judge fitting by it.
 int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes);

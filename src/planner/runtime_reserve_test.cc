@@ -45,5 +45,17 @@ TEST(RuntimeReserve, MemoryMarginKeepsDeviceMemoryFree) {
   EXPECT_FALSE(estimateConfig(config)->fits());
 }
 
+/// The tensors' budget is the inverse of the reserve: the budget and its reserve fill the usable
+/// memory to the byte, one byte more does not fit, and a reserve over the memory leaves nothing.
+TEST(RuntimeReserve, TensorBudgetLeavesRoomForTheReserve) {
+  const MegatronConfig config = llama7b();
+  const int64_t usable = int64_t{80} << 30;
+  const int64_t budget = tensorBudgetBytes(config, usable);
+  EXPECT_LE(budget + runtimeReserveBytes(config, budget), usable);
+  EXPECT_GT(budget + 1 + runtimeReserveBytes(config, budget + 1), usable);
+  EXPECT_LT(budget, usable - (int64_t{1} << 30));
+  EXPECT_EQ(tensorBudgetBytes(config, runtimeReserveBytes(config, 0)), 0);
+}
+
 }  // namespace
 }  // namespace autopar::planner

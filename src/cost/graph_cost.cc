@@ -291,19 +291,18 @@ Fusion fusion(const Context& ctx) {
   return result;
 }
 
-Status costOps(Context& ctx) {
+void costOps(Context& ctx) {
   const Fusion fused = fusion(ctx);
   for (const ir::Op& op : ctx.graph.ops()) {
     const auto index = static_cast<size_t>(op.id);
-    auto cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused.savedBytes[index],
-                         !fused.continuesKernel[index]);
-    if (!cost) return cost.error();
+    OpCost cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused.savedBytes[index],
+                           !fused.continuesKernel[index]);
     StageCost& stage = ctx.stage(op.id);
-    if (op.placement == ir::Placement::kHost) *cost = hostOpCost(ctx, op, *cost, stage);
-    stage.forwardComputeSeconds += cost->forwardSeconds;
-    stage.backwardComputeSeconds += cost->backwardSeconds;
-    stage.forwardCommSeconds += cost->internalCommSeconds;
-    ctx.report.ops.push_back(*cost);
+    if (op.placement == ir::Placement::kHost) cost = hostOpCost(ctx, op, cost, stage);
+    stage.forwardComputeSeconds += cost.forwardSeconds;
+    stage.backwardComputeSeconds += cost.backwardSeconds;
+    stage.forwardCommSeconds += cost.internalCommSeconds;
+    ctx.report.ops.push_back(cost);
   }
   ctx.backwardDoneSeconds.assign(ctx.graph.ops().size(), 0.0);
   ctx.stageBackwardSeconds.assign(static_cast<size_t>(ctx.options.stages), 0.0);
@@ -312,7 +311,6 @@ Status costOps(Context& ctx) {
     total += ctx.report.ops[i].backwardSeconds;
     ctx.backwardDoneSeconds[i] = total;
   }
-  return {};
 }
 
 /// The stages whose ops read `tensor`.
@@ -612,7 +610,7 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
   ctx.report.stages.resize(static_cast<size_t>(std::max(options.stages, 1)));
   ctx.report.parameters = placeParameters(graph, sharded, options.optimizerParallel);
   placeSources(ctx);
-  if (auto status = costOps(ctx); !status) return status.error();
+  costOps(ctx);
   if (auto status = costForwardEdges(ctx); !status) return status.error();
   if (auto status = costBackwardEdges(ctx); !status) return status.error();
   if (auto status = costParameters(ctx); !status) return status.error();

@@ -74,8 +74,8 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 
 }  // namespace
 
-Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                          const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
+OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
+                const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
   const double share = localIoShare(graph, op, shard);
   const double unfusedBytes = static_cast<double>(graph.forwardBytes(op)) * share;
   const double forwardBytes = std::max(unfusedBytes - fusedBytes, 0.0);

@@ -23,13 +23,12 @@ struct OpCost {
   }
 };
 
-/// Costs `op` of `graph` sharded as `shard` on `cluster`. Fails only when the op has no rule.
-/// `fusedBytes` is the per-device traffic the op saves by running fused with its neighbours
-/// (intermediates it no longer writes or reads, cost/graph_cost.h); its backward saves the same
-/// share of its traffic. `ownKernel` false: the op runs inside the kernel of the fused op before
-/// it, so it pays no kernel launch of its own.
-Expected<OpCost> costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                          const cluster::Cluster& cluster, double fusedBytes = 0,
-                          bool ownKernel = true);
+/// Costs `op` of `graph` sharded as `shard` on `cluster` (the shard carries what its rule gives:
+/// the local GEMM and the internal all-reduces). `fusedBytes` is the per-device traffic the op
+/// saves by running fused with its neighbours (intermediates it no longer writes or reads,
+/// cost/graph_cost.h); its backward saves the same share of its traffic. `ownKernel` false: the op
+/// runs inside the kernel of the fused op before it, so it pays no kernel launch of its own.
+OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
+                const cluster::Cluster& cluster, double fusedBytes = 0, bool ownKernel = true);
 
 }  // namespace autopar::cost

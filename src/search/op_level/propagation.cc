@@ -209,9 +209,7 @@ class Propagator {
       if (!shard) continue;
       auto edge = edgeSeconds(op, *shard);
       if (!edge) return edge.error().in(fmt::format("op '{}'", graph_.op(op).name));
-      auto compute = cost::costOfOp(graph_, graph_.op(op), *shard, cluster_);
-      if (!compute) return compute.error();
-      Key key{*edge, compute->totalSeconds(), cuts};
+      Key key{*edge, cost::costOfOp(graph_, graph_.op(op), *shard, cluster_).totalSeconds(), cuts};
       if (!best || key < *best) {
         best = std::move(key);
         bestShard = std::move(*shard);

@@ -142,13 +142,21 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   return taken;
 }
 
+namespace {
+
+/// Megatron-LM accumulates and reduces gradients in fp32 under bf16 and fp8 (it forces
+/// --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and in fp16 under fp16 (the
+/// flag's default). Both step models read it: the full model's optimizer spec and the buckets.
+bool fp32Gradients(const MegatronConfig& config) {
+  return config.precision != "fp16" && !config.codePath.gradReduceInBf16;
+}
+
+}  // namespace
+
 int64_t gradientBucketBytes(const MegatronConfig& config) {
   if (!config.codePath.overlapGradReduce) return 0;
   const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
-  // Gradients are fp32 but under fp16 or --grad-reduce-in-bf16 (as planOptions sets
-  // fp32Gradients).
-  const bool halfGradients = config.precision == "fp16" || config.codePath.gradReduceInBf16;
-  return static_cast<int64_t>(elements * (halfGradients ? 2 : 4));
+  return static_cast<int64_t>(elements * (fp32Gradients(config) ? 4 : 2));
 }
 
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes) {
@@ -201,10 +209,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.chunks = config.chunks;
   training.recomputeBlocks = config.recomputeBlocks;
   options.modelOptions.transformer = config.transformer;
-  // Megatron-LM accumulates and reduces gradients in fp32 under bf16 (it forces
-  // --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and in fp16 under fp16
-  // (the flag's default).
-  training.fp32Gradients = dtype != ir::DType::kF16 && !config.codePath.gradReduceInBf16;
+  training.fp32Gradients = fp32Gradients(config);
   applyCodePath(config.codePath, training);
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);

@@ -25,26 +25,30 @@ class ShardingMemo {
     return &(*found)->rule;
   }
 
-  /// The op sharded by `cuts` over `ranks` (the same ranks on every call), and its strategy.
-  /// Fails as applyFactorCuts does, unprefixed; a failing rule is prefixed with the op's name.
-  Expected<const std::pair<ShardedOp, layout::Strategy>*> shard(const ir::Op& op,
-                                                                const FactorCuts& cuts,
-                                                                const std::vector<int>& ranks) {
+  /// An op sharded by some cuts, and the strategy those cuts write.
+  struct Form {
+    FactorCuts cuts;
+    ShardedOp op;
+    layout::Strategy strategy;
+  };
+
+  /// The op sharded by `cuts` over `ranks` (the same ranks on every call). Fails, naming the op,
+  /// as its rule or applyFactorCuts does.
+  Expected<const Form*> shard(const ir::Op& op, const FactorCuts& cuts,
+                              const std::vector<int>& ranks) {
     auto found = entry(op);
     if (!found) return found.error().in(fmt::format("op '{}'", op.name));
     Entry& e = **found;
-    for (const auto& [memoCuts, result] : e.sharded) {
-      if (memoCuts == cuts) return &result;
+    for (const Form& form : e.forms) {
+      if (form.cuts == cuts) return &form;
     }
+    layout::Strategy strategy = strategyFromFactorCuts(e.rule, cuts);
     auto applied = applyFactorCuts(e.rule, cuts, ranks);
     if (!applied) {
       return applied.error().in(
-          fmt::format("op '{}' strategy {}", op.name,
-                      layout::strategyToString(strategyFromFactorCuts(e.rule, cuts))));
+          fmt::format("op '{}' strategy {}", op.name, layout::strategyToString(strategy)));
     }
-    e.sharded.emplace_back(cuts,
-                           std::pair{std::move(*applied), strategyFromFactorCuts(e.rule, cuts)});
-    return &e.sharded.back().second;
+    return &e.forms.emplace_back(Form{cuts, std::move(*applied), std::move(strategy)});
   }
 
  private:
@@ -62,7 +66,7 @@ class ShardingMemo {
     Signature signature;
     ShardingRule rule;
     /// Deque: the pointers shard() hands out stay valid as forms are added.
-    std::deque<std::pair<FactorCuts, std::pair<ShardedOp, layout::Strategy>>> sharded;
+    std::deque<Form> forms;
   };
 
   static size_t hashOf(const Signature& signature) {
@@ -143,8 +147,8 @@ Expected<GraphSharding> shardWithMemo(ShardingMemo& memo, const ir::Graph& graph
   for (const ir::Op& op : graph.ops()) {
     auto sharded = memo.shard(op, cuts.at(op.id), ranks);
     if (!sharded) return sharded.error();
-    result.ops.push_back((*sharded)->first);
-    result.strategies.push_back((*sharded)->second);
+    result.ops.push_back((*sharded)->op);
+    result.strategies.push_back((*sharded)->strategy);
     result.sources.push_back(sources.at(op.id));
   }
   return result;

@@ -143,23 +143,35 @@ double durationSeconds(const StageCosts& costs, const Action& action, bool zeroB
          (zeroBubble ? weightSeconds(costs, action.chunk) : 0.0);
 }
 
-/// One stage's progress: its next action, and under zero-bubble its pending Ws (chunks, oldest
-/// first) and the micro-batches it holds (forward started, W not yet run).
+/// One stage's progress: its next action, and under zero-bubble its pending Ws (the Bs whose W
+/// has not run, oldest first) and the micro-batches it holds (forward started, W not yet run).
 struct StageState {
   size_t next = 0;
-  std::vector<int> pendingWeights;
+  std::vector<Action> pendingWeights;
   size_t firstPending = 0;
   int held = 0;
   int peakHeld = 0;
   [[nodiscard]] bool hasPending() const { return firstPending < pendingWeights.size(); }
 };
 
+/// Appends a span to the stage's timeline when the input asks for one.
+void recordSpan(bool record, StageResult& result, Span::Kind kind, const Action& action,
+                double startSeconds) {
+  if (!record) return;
+  result.spans.push_back(
+      Span{kind, action.microBatch, action.chunk, startSeconds, result.finishSeconds});
+}
+
 /// Runs the oldest pending W at the stage's current finish.
-void runWeight(const StageCosts& costs, StageState& state, StageResult& result) {
-  const double seconds = weightSeconds(costs, state.pendingWeights[state.firstPending++]);
+void runWeight(const SimulationInput& input, const StageCosts& costs, StageState& state,
+               StageResult& result) {
+  const Action& backward = state.pendingWeights[state.firstPending++];
+  const double start = result.finishSeconds;
+  const double seconds = weightSeconds(costs, backward.chunk);
   result.finishSeconds += seconds;
   result.busySeconds += seconds;
   --state.held;
+  recordSpan(input.recordSpans, result, Span::kWeight, backward, start);
 }
 
 /// Runs every action; fills busySeconds and finishSeconds, or names a stage left waiting.
@@ -183,31 +195,34 @@ Status runActions(const SimulationInput& input, const Schedule& schedule,
       const Action& action = actions[state.next];
       if (zeroBubble && action.kind == Action::kForward && state.held >= limit &&
           state.hasPending()) {
-        runWeight(costs, state, result);
+        runWeight(input, costs, state, result);
       }
       const std::optional<double> arrival = timeline.inputsArrive(stage, action);
       if (!arrival) break;
       // Idle until the input arrives: fill it with the Ws that end in time.
       while (zeroBubble && state.hasPending() &&
              result.finishSeconds +
-                     weightSeconds(costs, state.pendingWeights[state.firstPending]) <=
+                     weightSeconds(costs, state.pendingWeights[state.firstPending].chunk) <=
                  *arrival) {
-        runWeight(costs, state, result);
+        runWeight(input, costs, state, result);
       }
       const double duration = durationSeconds(costs, action, zeroBubble);
-      result.finishSeconds = std::max(result.finishSeconds, *arrival) + duration;
+      const double start = std::max(result.finishSeconds, *arrival);
+      result.finishSeconds = start + duration;
       result.busySeconds += duration;
+      recordSpan(input.recordSpans, result,
+                 action.kind == Action::kForward ? Span::kForward : Span::kBackward, action, start);
       if (zeroBubble) {
         if (action.kind == Action::kForward) {
           state.peakHeld = std::max(state.peakHeld, ++state.held);
         }
-        if (action.kind == Action::kBackward) state.pendingWeights.push_back(action.chunk);
+        if (action.kind == Action::kBackward) state.pendingWeights.push_back(action);
       }
       const std::optional<int> waiting = timeline.record(stage, action, result.finishSeconds);
       if (waiting && *waiting != stage) worklist.push_back(*waiting);
     }
     if (state.next == actions.size()) {
-      while (state.hasPending()) runWeight(costs, state, result);
+      while (state.hasPending()) runWeight(input, costs, state, result);
     }
   }
   for (int stage = 0; stage < stages; ++stage) {

@@ -47,6 +47,19 @@ struct SimulationInput {
   /// activation from stage s to the next virtual stage, and its gradient back. The last entry is
   /// the wrap from stage p-1 to stage 0 that the interleaved schedule uses.
   std::vector<double> p2pSeconds;
+  /// Record each stage's actions with their times (StageResult::spans), for a timeline.
+  bool recordSpans = false;
+};
+
+/// One action as a stage ran it: a forward, a backward (B alone under zero-bubble), or a
+/// zero-bubble weight-gradient pass W.
+struct Span {
+  enum Kind { kForward, kBackward, kWeight };
+  Kind kind = kForward;
+  int microBatch = 0;
+  int chunk = 0;
+  double startSeconds = 0;
+  double endSeconds = 0;
 };
 
 struct StageResult {
@@ -55,6 +68,7 @@ struct StageResult {
   /// Most (micro-batch, chunk) pairs whose forward has started and whose backward has not ended.
   int peakInFlight = 0;
   int64_t peakActivationBytes = 0;  ///< the same peak, weighted by each chunk's activationBytes
+  std::vector<Span> spans;          ///< with recordSpans: its actions in the order it ran them
 };
 
 struct SimulationResult {

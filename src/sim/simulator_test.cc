@@ -57,6 +57,35 @@ TEST(Simulator, OneForwardOneBackwardKeepsStagesMinusSMicroBatchesInFlight) {
   EXPECT_DOUBLE_EQ(few.makespanSeconds, (2 + 4 - 1) * 3.0);
 }
 
+TEST(Simulator, SpansRecordEveryActionAtTheTimesThatGiveTheMakespan) {
+  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kZeroBubbleH1}) {
+    const bool zeroBubble = kind == ScheduleKind::kZeroBubbleH1;
+    SimulationInput input = uniformInput({.stages = 4, .microBatches = 8, .kind = kind}, 1, 2,
+                                         /*activationBytes=*/0, /*p2pSeconds=*/0.25);
+    if (zeroBubble) {
+      for (StageCosts& stage : input.stages) stage.weightSeconds = {1.0};
+    }
+    EXPECT_TRUE(simulateOk(input).stages[0].spans.empty());  // recorded only when asked
+    input.recordSpans = true;
+    const SimulationResult result = simulateOk(input);
+    for (int stage = 0; stage < 4; ++stage) {
+      const std::vector<Span>& spans = result.stages[stage].spans;
+      ASSERT_EQ(spans.size(), zeroBubble ? 24U : 16U) << stage;  // F and B (and W) of 8
+      double busy = 0;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        busy += spans[i].endSeconds - spans[i].startSeconds;
+        if (i > 0) {
+          EXPECT_GE(spans[i].startSeconds, spans[i - 1].endSeconds);
+        }
+      }
+      EXPECT_DOUBLE_EQ(busy, result.stages[stage].busySeconds);
+      EXPECT_DOUBLE_EQ(spans.back().endSeconds, result.stages[stage].finishSeconds);
+    }
+    // The last stage's first forward waits for three forwards and three links.
+    EXPECT_DOUBLE_EQ(result.stages[3].spans.front().startSeconds, 3 * 1.0 + 3 * 0.25);
+  }
+}
+
 TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
   // Forward 1 s, backward 2 s of which 1 s is weight gradients (Qi et al.'s F = B = W).
   for (auto [stages, microBatches] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{4, 4}}) {

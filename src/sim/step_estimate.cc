@@ -52,7 +52,61 @@ void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
   stage.memory.workspaceBytes = std::max(stage.memory.workspaceBytes, cost.memory.workspaceBytes);
 }
 
+TimelineBlock::Kind blockKindOf(Span::Kind kind) {
+  switch (kind) {
+    case Span::kForward:
+      return TimelineBlock::kForward;
+    case Span::kBackward:
+      return TimelineBlock::kBackward;
+    case Span::kWeight:
+      return TimelineBlock::kWeight;
+  }
+  return TimelineBlock::kForward;
+}
+
 }  // namespace
+
+Expected<std::vector<std::vector<TimelineBlock>>> stepTimeline(const cost::CostReport& report,
+                                                               const PipelineConfig& config) {
+  const auto stages = static_cast<size_t>(config.stages);
+  if (report.stages.size() != stages * config.virtualStages) {
+    return Error{fmt::format("stepTimeline: {} stage costs for {} stages x {} chunks",
+                             report.stages.size(), config.stages, config.virtualStages)};
+  }
+  SimulationInput input = simulationInput(report, config);
+  input.recordSpans = true;
+  auto simulated = simulate(input);
+  if (!simulated) return simulated.error();
+  std::vector<std::vector<TimelineBlock>> timeline(stages);
+  for (size_t s = 0; s < stages; ++s) {
+    StageEstimate tail;
+    for (const Span& span : simulated->stages[s].spans) {
+      const cost::StageCost& cost = report.stages[span.chunk * stages + s];
+      const double seconds = span.endSeconds - span.startSeconds;
+      const double compute = span.kind == Span::kForward
+                                 ? cost.forwardComputeSeconds
+                                 : cost.backwardComputeSeconds + cost.recomputeComputeSeconds;
+      // A W is the weight-gradient matmuls alone; a zero-bubble B is the rest of the backward,
+      // its communication included.
+      const double communication =
+          span.kind == Span::kWeight ? 0 : std::clamp(seconds - compute, 0.0, seconds);
+      timeline[s].push_back(TimelineBlock{blockKindOf(span.kind), span.microBatch, span.chunk,
+                                          span.startSeconds, span.endSeconds, communication});
+    }
+    for (size_t k = s; k < report.stages.size(); k += stages) addStatic(tail, report.stages[k]);
+    double at = simulated->stages[s].finishSeconds;
+    for (const auto& [kind, seconds] :
+         {std::pair{TimelineBlock::kGradientSync, tail.exposedGradientSyncSeconds},
+          std::pair{TimelineBlock::kOptimizer, tail.optimizerSeconds},
+          std::pair{TimelineBlock::kParameterGather, tail.exposedParameterGatherSeconds}}) {
+      if (seconds <= 0) continue;
+      const double communication = kind == TimelineBlock::kOptimizer ? 0 : seconds;
+      timeline[s].push_back(TimelineBlock{kind, 0, 0, at, at + seconds, communication});
+      at += seconds;
+    }
+  }
+  return timeline;
+}
 
 Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config) {
   const size_t expected = static_cast<size_t>(config.stages) * config.virtualStages;

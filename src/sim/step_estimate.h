@@ -55,4 +55,25 @@ struct StepEstimate {
 /// `report` holds stages * virtualStages stage costs, virtual stage k on stage k % stages.
 Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config);
 
+/// One block of a stage's timeline: a pipeline action, or a part of the step's tail.
+struct TimelineBlock {
+  enum Kind { kForward, kBackward, kWeight, kGradientSync, kOptimizer, kParameterGather };
+  Kind kind = kForward;
+  int microBatch = 0;  ///< pipeline actions only
+  int chunk = 0;
+  double startSeconds = 0;
+  double endSeconds = 0;
+  /// The part of a forward or backward that is exposed communication (tensor- or context-
+  /// parallel collectives, redistributions), the rest being compute; all of a tail's
+  /// communication blocks.
+  double communicationSeconds = 0;
+};
+
+/// Each stage's blocks in time order: its forwards, backwards (and zero-bubble Ws) as the pipeline
+/// simulation runs them, then its exposed gradient synchronisation, optimizer step and exposed
+/// parameter all-gather. The gaps are its bubbles. The same simulation as estimateStep, so the
+/// slowest tail ends at StepEstimate::stepSeconds.
+Expected<std::vector<std::vector<TimelineBlock>>> stepTimeline(const cost::CostReport& report,
+                                                               const PipelineConfig& config);
+
 }  // namespace autopar::sim

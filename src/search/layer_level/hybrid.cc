@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <tuple>
 
 namespace autopar::search {
 
@@ -155,6 +157,35 @@ void rank(std::vector<Scored>& scored) {
   });
 }
 
+/// The degrees that make a parallel shape (TP, CP, PP, DP, EP), whatever its micro-batching and
+/// memory savers.
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+ShapeKey shapeKey(const HybridCandidate& c) { return {c.tp, c.cp, c.pp, c.dp, c.ep}; }
+
+/// Keeps, per shape, the fastest candidate that fits, or the leanest while none of it fits.
+void keepShapeLeader(std::map<ShapeKey, Scored>& leaders, const Scored& scored) {
+  auto [at, inserted] = leaders.try_emplace(shapeKey(scored.first), scored);
+  if (inserted) return;
+  const HybridScore& kept = at->second.second;
+  const HybridScore& score = scored.second;
+  const bool better = score.fits ? !kept.fits || score.stepSeconds < kept.stepSeconds
+                                 : !kept.fits && score.peakBytes < kept.peakBytes;
+  if (better) at->second = scored;
+}
+
+/// The leaders that fit, fastest first, then those that do not, leanest first.
+std::vector<Scored> orderLeaders(const std::map<ShapeKey, Scored>& leaders) {
+  std::vector<Scored> fitting;
+  std::vector<Scored> over;
+  for (const auto& [key, scored] : leaders) (scored.second.fits ? fitting : over).push_back(scored);
+  rank(fitting);
+  std::stable_sort(over.begin(), over.end(), [](const Scored& a, const Scored& b) {
+    return a.second.peakBytes < b.second.peakBytes;
+  });
+  fitting.insert(fitting.end(), over.begin(), over.end());
+  return fitting;
+}
+
 }  // namespace
 
 Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace& space,
@@ -183,6 +214,7 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
         space.world, space.devicesPerNode, space.globalBatch, extentsText(model), change)};
   }
   std::vector<Scored> fitting;
+  std::map<ShapeKey, Scored> leaders;
   std::optional<Error> firstError;
   bool scored = false;
   for (const HybridCandidate& candidate : candidates) {
@@ -197,10 +229,13 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
       scored = true;
     }
     if (score->fits) fitting.emplace_back(candidate, *score);
+    keepShapeLeader(leaders, {candidate, *score});
   }
   if (!scored && firstError) return firstError->in("every candidate failed; the first");
   result.screenFits = static_cast<int>(fitting.size());
   rank(fitting);
+  result.shapeLeaders = orderLeaders(leaders);
+  if (!fitting.empty()) result.screenBestSeconds = fitting.front().second.stepSeconds;
   // The screen can be optimistic about memory: go on down the list until `refine` candidates fit
   // on the full evaluator, within three times as many evaluations.
   const int budget = std::min(3 * refine, static_cast<int>(fitting.size()));
@@ -210,6 +245,7 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
     ++result.refined;
     if (progress) progress(result.refined, budget);
     if (score && score->fits) result.ranked.emplace_back(candidate, *score);
+    if (score && !score->fits) result.overOnFull.emplace_back(candidate, *score);
   }
   rank(result.ranked);
   return result;

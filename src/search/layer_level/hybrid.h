@@ -88,6 +88,14 @@ struct HybridResult {
   int refined = 0;     ///< full evaluations
   /// With nothing fitting: the screened candidate with the least peak memory.
   std::pair<HybridCandidate, HybridScore> leanest;
+  /// Why the other shapes lost: for each parallel shape (TP, CP, PP, DP, EP) its best screened
+  /// candidate, the fastest that fits or else the leanest; those that fit first (fastest first),
+  /// then the rest (least memory first). Screen scores.
+  std::vector<std::pair<HybridCandidate, HybridScore>> shapeLeaders;
+  /// The fastest screened step that fits (0: none), the yardstick of shapeLeaders' steps.
+  double screenBestSeconds = 0;
+  /// Candidates the screen fitted and the full evaluator found over memory, with its score.
+  std::vector<std::pair<HybridCandidate, HybridScore>> overOnFull;
 };
 
 /// The shapes (recompute none, ZeRO 0) the space allows, in a fixed order.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 namespace autopar::search {
 namespace {
@@ -183,6 +184,47 @@ TEST(HybridSearch, ScreensEverythingAndTheFullEvaluatorRanksTheLeaders) {
     EXPECT_EQ(again->ranked[i].first.mbs, result->ranked[i].first.mbs);
     EXPECT_EQ(again->ranked[i].first.recompute, result->ranked[i].first.recompute);
     EXPECT_EQ(again->ranked[i].first.sequenceParallel, result->ranked[i].first.sequenceParallel);
+  }
+}
+
+TEST(HybridSearch, EveryShapeKeepsItsBestCandidateToSayWhyItLost) {
+  auto screen = [](const HybridCandidate& c) -> Expected<HybridScore> { return toyScore(c); };
+  auto full = [](const HybridCandidate& c) -> Expected<HybridScore> {
+    HybridScore score = toyScore(c);
+    if (c.vpp == 2) score.fits = false;
+    return score;
+  };
+  auto result = searchHybrid(smallModel(), smallSpace(), screen, full, 5);
+  ASSERT_TRUE(result.ok());
+  std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  for (const auto& shape : hybridShapes(smallModel(), smallSpace())) {
+    shapes.insert({shape.tp, shape.pp, shape.dp});
+  }
+  ASSERT_EQ(result->shapeLeaders.size(), shapes.size()) << "one leader per TP x PP x DP";
+  const std::vector<HybridCandidate> all = hybridCandidates(smallModel(), smallSpace());
+  bool seenOver = false;
+  for (const auto& [leader, score] : result->shapeLeaders) {
+    EXPECT_EQ(score.stepSeconds, toyScore(leader).stepSeconds);
+    EXPECT_FALSE(seenOver && score.fits) << "those that fit come first";
+    seenOver |= !score.fits;
+    // No candidate of the same shape beats it: faster and fitting, or leaner when none fits.
+    for (const HybridCandidate& other : all) {
+      if (other.tp != leader.tp || other.pp != leader.pp || other.dp != leader.dp) continue;
+      const HybridScore o = toyScore(other);
+      if (score.fits) {
+        EXPECT_FALSE(o.fits && o.stepSeconds < score.stepSeconds);
+      } else {
+        EXPECT_FALSE(o.fits);
+        EXPECT_GE(o.peakBytes, score.peakBytes);
+      }
+    }
+  }
+  EXPECT_TRUE(seenOver) << "TP 1 PP 1 never fits";
+  EXPECT_DOUBLE_EQ(result->screenBestSeconds, result->shapeLeaders.front().second.stepSeconds);
+  ASSERT_FALSE(result->overOnFull.empty()) << "the interleaved leaders are over on the full model";
+  for (const auto& [candidate, score] : result->overOnFull) {
+    EXPECT_EQ(candidate.vpp, 2);
+    EXPECT_FALSE(score.fits);
   }
 }
 

@@ -18,6 +18,8 @@ packages=(
   libmimalloc-dev
   # tests/cli/data/apply_fixes.py rewrites run yamls.
   python3-yaml
+  # scripts/html_report_check.py renders the --report pages in headless Chromium.
+  chromium fonts-dejavu-core
   # The parsers' libFuzzer targets (scripts/fuzz.sh): clang and its sanitizer runtimes.
   clang libclang-rt-14-dev
 )

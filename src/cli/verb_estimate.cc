@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include "cli/configuration_options.h"
+#include "cli/html_report_file.h"
 #include "cli/verbs.h"
 #include "export/estimate_json.h"
 #include "export/estimate_report.h"
+#include "export/html_report_content.h"
 #include "planner/configuration_estimate.h"
 #include "planner/estimate_request.h"
 
@@ -24,6 +26,7 @@ struct EstimateArgs {
   std::string recompute = "none";  ///< --recompute
   planner::GivenPlacement given;   ///< --llm-layers, --vit-layers, --llm-recompute, --vit-recompute
   std::string profile;             ///< a measured block table for --closed-form and --place
+  std::string reportPath;          ///< --report
 };
 
 /// Prints the estimate (JSON or the report) with the placement and the closed form when given;
@@ -34,6 +37,13 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
            const std::optional<search::AnalyticEstimate>& screen) {
   const search::Placement* placed = placement ? &*placement : nullptr;
   const search::AnalyticEstimate* closed = screen ? &*screen : nullptr;
+  if (!args.reportPath.empty()) {
+    if (auto written =
+            writeHtmlReport(args.reportPath, exporters::estimateHtmlReport(config, estimate));
+        !written) {
+      return reportError(written.error());
+    }
+  }
   if (args.json) {
     fmt::print("{}\n", exporters::estimateJson(config, estimate, placed, closed).dump(2));
   } else {
@@ -103,6 +113,7 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--zero", config->zero, "0 | 1 | 2 | 3 (distributed optimizer)")
       ->capture_default_str();
   verb->add_flag("--json", args->json, "print JSON");
+  addReportOption(*verb, args->reportPath);
   verb->add_flag("--allow-idle", config->allowIdle,
                  "plan on the devices the configuration uses when --nodes holds more");
   verb->add_flag("--closed-form", args->closedForm,

@@ -6,9 +6,11 @@
 
 #include <fstream>
 
+#include "cli/html_report_file.h"
 #include "cli/progress_line.h"
 #include "cli/training_flags.h"
 #include "cli/verbs.h"
+#include "export/html_report_content.h"
 #include "export/plan_report.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
@@ -42,7 +44,7 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
   return {};
 }
 
-int runPlan(planner::PlanOptions options) {
+int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   auto cluster = planner::loadCluster(options.cluster, options.nodes, options.devices);
   if (!cluster) return reportError(cluster.error());
   if (!options.config.empty()) {
@@ -82,6 +84,15 @@ int runPlan(planner::PlanOptions options) {
       return reportError(written.error().in("--out"));
     }
   }
+  const exporters::ReportHeader header{options.model, cluster->name, cluster->device.name,
+                                       evaluated->model.graph.parameterCount()};
+  if (!reportPath.empty()) {
+    if (auto written =
+            writeHtmlReport(reportPath, exporters::planHtmlReport(result, *evaluated, header));
+        !written) {
+      return reportError(written.error());
+    }
+  }
   if (options.json) {
     fmt::print("{}\n", json);
   } else {
@@ -90,8 +101,6 @@ int runPlan(planner::PlanOptions options) {
       fmt::print("\n");
     }
     if (!options.configNote.empty()) fmt::print("{}\n\n", options.configNote);
-    exporters::ReportHeader header{options.model, cluster->name, cluster->device.name,
-                                   evaluated->model.graph.parameterCount()};
     fmt::print("{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
@@ -168,13 +177,15 @@ void addPlanVerb(CLI::App& app, Action& action) {
                        planner::frameworkNames() + "; default: the plan's features only");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
-  verb->callback([&action, options, frameworkName, degrees, verb] {
+  auto reportPath = std::make_shared<std::string>();
+  addReportOption(*verb, *reportPath);
+  verb->callback([&action, options, frameworkName, degrees, reportPath, verb] {
     for (const CLI::Option* option : verb->get_options()) {
       if (option->count() > 0 && !option->get_lnames().empty()) {
         options->givenFlags.insert("--" + option->get_lnames().front());
       }
     }
-    action = [options, frameworkName, degrees] {
+    action = [options, frameworkName, degrees, reportPath] {
       if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
         return reportError(status.error());
       }
@@ -183,7 +194,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
         if (!framework) return reportError(framework.error());
         options->framework = *framework;
       }
-      return runPlan(*options);
+      return runPlan(*options, *reportPath);
     };
   });
 }

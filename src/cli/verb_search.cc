@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/configuration_options.h"
+#include "cli/html_report_file.h"
 #include "cli/verbs.h"
+#include "export/html_report_content.h"
 #include "export/launch_script.h"
 #include "export/mindspeed_json.h"
 #include "export/search_report.h"
@@ -34,6 +36,7 @@ struct SearchArgs {
   bool json = false;
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
+  std::string reportPath;              ///< --report
 };
 
 /// Writes the winner's launch script (export/launch_script.h) to `path`.
@@ -73,8 +76,16 @@ int runGraphSearch(const SearchArgs& args) {
     return reportError(written.error().in("--out"));
   }
   exporters::SearchReportContext context{base.model, base.gbs, "", args.top};
+  if (!args.reportPath.empty()) {
+    if (auto written = writeHtmlReport(args.reportPath,
+                                       exporters::graphSearchHtmlReport(*found, plan, context));
+        !written) {
+      return reportError(written.error());
+    }
+  }
   fmt::print("{}", exporters::formatGraphSearchReport(*found, plan, context));
   fmt::print("\nwrote {}\n", out);
+  if (!args.reportPath.empty()) fmt::print("wrote {}\n", args.reportPath);
   return kExitOk;
 }
 
@@ -111,14 +122,22 @@ int runSearch(SearchArgs args) {
       return reportError(written.error());
     }
   }
+  const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
+                                               args.request.profilePath, args.top};
+  if (!args.reportPath.empty()) {
+    if (auto written =
+            writeHtmlReport(args.reportPath, exporters::searchHtmlReport(*found, context));
+        !written) {
+      return reportError(written.error());
+    }
+  }
   if (args.json) {
     fmt::print("{}\n", optimal.dump(4));
     return kExitOk;
   }
-  const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
-                                               args.request.profilePath, args.top};
   fmt::print("{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
   if (!args.launchScript.empty()) fmt::print("wrote {}\n", args.launchScript);
+  if (!args.reportPath.empty()) fmt::print("wrote {}\n", args.reportPath);
   return kExitOk;
 }
 
@@ -150,6 +169,7 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "--framework)");
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
+  addReportOption(*verb, args->reportPath);
   verb->add_option("--profile", request.profilePath,
                    "measured block table (docs/profile-table.md): its block times and "
                    "activations replace the analytic ones");

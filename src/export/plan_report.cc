@@ -11,14 +11,6 @@ namespace autopar::exporters {
 
 namespace {
 
-/// A run of ops sharing a block tag, in graph order.
-struct BlockRun {
-  std::string firstBlock;
-  std::string lastBlock;
-  int repeats = 1;
-  std::vector<const plan::OpRecord*> ops;
-};
-
 bool sameStrategies(const BlockRun& a, const BlockRun& b) {
   if (a.ops.size() != b.ops.size()) return false;
   for (size_t i = 0; i < a.ops.size(); ++i) {
@@ -31,27 +23,6 @@ bool sameStrategies(const BlockRun& a, const BlockRun& b) {
 std::string blockFamily(const std::string& block) {
   const auto dot = block.find_last_of('.');
   return dot == std::string::npos ? block : block.substr(0, dot + 1);
-}
-
-std::vector<BlockRun> foldBlocks(const plan::Plan& plan) {
-  std::vector<BlockRun> runs;
-  for (const auto& op : plan.ops) {
-    if (runs.empty() || runs.back().lastBlock != op.block) {
-      runs.push_back(BlockRun{op.block, op.block, 1, {}});
-    }
-    runs.back().ops.push_back(&op);
-  }
-  std::vector<BlockRun> folded;
-  for (auto& run : runs) {
-    if (!folded.empty() && blockFamily(folded.back().firstBlock) == blockFamily(run.firstBlock) &&
-        !run.firstBlock.empty() && sameStrategies(folded.back(), run)) {
-      folded.back().lastBlock = run.lastBlock;
-      ++folded.back().repeats;
-      continue;
-    }
-    folded.push_back(std::move(run));
-  }
-  return folded;
 }
 
 std::string shapeList(const std::vector<int64_t>& values) {
@@ -226,6 +197,27 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
 }
 
 }  // namespace
+
+std::vector<BlockRun> foldBlocks(const plan::Plan& plan) {
+  std::vector<BlockRun> runs;
+  for (const auto& op : plan.ops) {
+    if (runs.empty() || runs.back().lastBlock != op.block) {
+      runs.push_back(BlockRun{op.block, op.block, 1, {}});
+    }
+    runs.back().ops.push_back(&op);
+  }
+  std::vector<BlockRun> folded;
+  for (auto& run : runs) {
+    if (!folded.empty() && blockFamily(folded.back().firstBlock) == blockFamily(run.firstBlock) &&
+        !run.firstBlock.empty() && sameStrategies(folded.back(), run)) {
+      folded.back().lastBlock = run.lastBlock;
+      ++folded.back().repeats;
+      continue;
+    }
+    folded.push_back(std::move(run));
+  }
+  return folded;
+}
 
 std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header) {
   std::string out = fmt::format("autopar plan: {} on {} ({} x {}), search {}\n", header.model,

@@ -1,0 +1,271 @@
+#include "export/html_report_content.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "export/megatron_args.h"
+#include "export/mindformers_yaml.h"
+#include "layout/strategy.h"
+#include "planner/inputs.h"
+
+namespace autopar::exporters {
+
+namespace {
+
+/// Rows a plan's tables list at most; the rest are counted under the table.
+constexpr size_t kMaxTableRows = 400;
+/// Other shapes the candidate table lists after the leaders.
+constexpr size_t kMaxShapeLeaders = 30;
+
+/// "TP 4 CP 2 PP 4 DP 2 VPP 2 MBS 1 SP interleaved, recompute none, ZeRO 1"
+std::string describe(const ir::ParallelConfig& c) {
+  std::string text = fmt::format("TP {}", c.tp);
+  if (c.cp > 1) text += fmt::format(" CP {}", c.cp);
+  text += fmt::format(" PP {} DP {}", c.pp, c.dp);
+  if (c.ep > 1) text += fmt::format(" EP {}", c.ep);
+  if (c.vpp > 1) text += fmt::format(" VPP {}", c.vpp);
+  text += fmt::format(" MBS {}", c.mbs);
+  if (c.sequenceParallel) text += " SP";
+  if (c.pp > 1) text += fmt::format(" {}", ir::scheduleName(c.schedule));
+  return text + fmt::format(", recompute {}, ZeRO {}", ir::recomputeName(c.recompute), c.zero);
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+
+std::vector<cost::MemoryBreakdown> stageMemory(const sim::StepEstimate& step) {
+  std::vector<cost::MemoryBreakdown> memory;
+  for (const auto& stage : step.stages) memory.push_back(stage.memory);
+  return memory;
+}
+
+/// The timeline, the step's split and the memory of one evaluation.
+Status fillStep(const planner::Evaluated& evaluated, HtmlReport& report) {
+  auto timeline = sim::stepTimeline(evaluated.report, evaluated.pipeline);
+  if (!timeline) return timeline.error();
+  report.timeline = std::move(*timeline);
+  const sim::StepEstimate& step = evaluated.estimate;
+  report.stepSeconds = step.stepSeconds;
+  report.stageMemory = stageMemory(step);
+  report.summary.insert(
+      report.summary.end(),
+      {{"step time", planner::formatSeconds(step.stepSeconds)},
+       {"compute", planner::formatSeconds(step.computeSeconds)},
+       {"exposed communication", planner::formatSeconds(step.exposedCommunicationSeconds)},
+       {"pipeline bubble",
+        fmt::format("{} ({} of the busiest stage's work)",
+                    planner::formatSeconds(step.bubbleSeconds), percent(step.bubbleFraction))},
+       {"optimizer step", planner::formatSeconds(step.optimizerSeconds)}});
+  return {};
+}
+
+void addMemorySummary(HtmlReport& report, bool fits) {
+  int64_t peak = 0;
+  for (const auto& memory : report.stageMemory) peak = std::max(peak, memory.total());
+  report.summary.emplace_back(
+      "peak memory", fmt::format("{} of {}{}: {}", planner::formatBytes(peak),
+                                 planner::formatBytes(report.deviceMemoryBytes),
+                                 report.memoryMarginBytes > 0
+                                     ? fmt::format(" ({} kept free)",
+                                                   planner::formatBytes(report.memoryMarginBytes))
+                                     : "",
+                                 fits ? "fits" : "DOES NOT FIT"));
+}
+
+/// The candidate table of a search: the ranked leaders (full model), the candidates the full
+/// model found over memory, then the best screened candidate of every other parallel shape.
+std::vector<ReportCandidate> searchCandidates(const planner::ConfigurationSearch& found,
+                                              const SearchReportContext& context) {
+  const search::HybridResult& result = found.hybrid;
+  std::vector<ReportCandidate> rows;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::set<Key> listed;
+  const double best = result.ranked.empty() ? 0 : result.ranked.front().second.stepSeconds;
+  for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < context.top; ++i) {
+    const auto& [c, score] = result.ranked[i];
+    listed.insert({c.tp, c.cp, c.pp, c.dp, c.ep});
+    rows.push_back(
+        {describe(c), score.stepSeconds, score.peakBytes,
+         i == 0 ? "chosen (full model)"
+                : fmt::format("{} slower (full model)", percent(score.stepSeconds / best - 1))});
+  }
+  const int64_t usable = planner::usableMemoryBytes(found.cluster, found.best->memoryMarginBytes);
+  for (const auto& [c, score] : result.overOnFull) {
+    rows.push_back({describe(c), score.stepSeconds, score.peakBytes,
+                    fmt::format("over memory by {} on the full model (the screen had it fit)",
+                                planner::formatBytes(score.peakBytes - usable))});
+  }
+  size_t leaders = 0;
+  for (const auto& [c, score] : result.shapeLeaders) {
+    if (leaders == kMaxShapeLeaders) break;
+    if (!listed.insert({c.tp, c.cp, c.pp, c.dp, c.ep}).second) continue;
+    ++leaders;
+    const std::string verdict =
+        score.fits ? fmt::format("its shape's fastest, {} slower than the fastest (closed form)",
+                                 percent(score.stepSeconds / result.screenBestSeconds - 1))
+                   : fmt::format("its shape's leanest, over memory by {} (closed form)",
+                                 planner::formatBytes(score.peakBytes - usable));
+    rows.push_back({describe(c), score.stepSeconds, score.peakBytes, verdict});
+  }
+  return rows;
+}
+
+/// The plan's op strategies, consecutive identical blocks folded.
+ReportTable strategyTable(const plan::Plan& plan) {
+  ReportTable table{"Op strategies (consecutive identical blocks folded)",
+                    {"blocks", "op", "kind", "strategy", "device matrix", "source", "stage"},
+                    {},
+                    0};
+  for (const BlockRun& run : foldBlocks(plan)) {
+    const std::string blocks =
+        run.firstBlock.empty() ? "(untagged)"
+        : run.repeats == 1
+            ? run.firstBlock
+            : fmt::format("{} .. {} ({} blocks)", run.firstBlock, run.lastBlock, run.repeats);
+    for (const plan::OpRecord* op : run.ops) {
+      if (table.rows.size() == kMaxTableRows) {
+        ++table.omittedRows;
+        continue;
+      }
+      table.rows.push_back({blocks, op->name, op->kind, layout::strategyToString(op->strategy),
+                            fmt::format("[{}]", fmt::join(op->deviceMatrix, ",")),
+                            op->strategySource, std::to_string(op->stage)});
+    }
+  }
+  return table;
+}
+
+/// The plan's redistributions, the costliest first.
+ReportTable redistributionTable(const plan::Plan& plan) {
+  ReportTable table{"Redistributions (the costliest first)",
+                    {"tensor", "from", "to", "direction", "steps", "bytes per device", "time"},
+                    {},
+                    0};
+  std::vector<const plan::RedistributionRecord*> records;
+  for (const auto& record : plan.redistributions) records.push_back(&record);
+  std::stable_sort(records.begin(), records.end(),
+                   [](const auto* a, const auto* b) { return a->seconds > b->seconds; });
+  for (const plan::RedistributionRecord* record : records) {
+    if (table.rows.size() == kMaxTableRows) {
+      ++table.omittedRows;
+      continue;
+    }
+    std::vector<std::string> steps;
+    for (const auto& step : record->steps) steps.push_back(step.primitive);
+    table.rows.push_back(
+        {record->tensor, record->fromOp.empty() ? "(parameter or input)" : record->fromOp,
+         record->toOp,
+         record->gradientSync ? record->direction + ", gradient sync" : record->direction,
+         fmt::format("{}", fmt::join(steps, ", ")), planner::formatBytes(record->bytesPerDevice),
+         planner::formatSeconds(record->seconds)});
+  }
+  return table;
+}
+
+}  // namespace
+
+Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
+                                        const planner::ConfigEstimate& estimate) {
+  HtmlReport report;
+  report.title =
+      fmt::format("autopar estimate: {} on {} ({} x {})", config.model, estimate.cluster.name,
+                  estimate.worldSize, estimate.cluster.device.name);
+  report.summary = {
+      {"configuration", describe(config)},
+      {"batch",
+       fmt::format("global batch {} = DP {} x micro-batch {} x {} micro-batches, "
+                   "sequence {}",
+                   config.gbs, config.dp, config.mbs, estimate.microBatches, estimate.sequence)},
+      {"precision", config.precision}};
+  if (Status filled = fillStep(estimate.evaluated, report); !filled) return filled.error();
+  report.summary.insert(
+      report.summary.end(),
+      {{"throughput", fmt::format("{:.0f} tokens/s", estimate.tokensPerSecond)},
+       {"model TFLOP/s per GPU",
+        fmt::format("{:.4g} (MFU {})", estimate.tflopsPerGpu, percent(estimate.mfu))}});
+  report.deviceMemoryBytes = estimate.cluster.device.memoryBytes;
+  report.memoryMarginBytes = estimate.memoryMarginBytes;
+  addMemorySummary(report, estimate.fits());
+  std::string megatron = megatronArguments(config, planner::layersPerVirtualStage(estimate));
+  for (const std::string& note : megatronNotes(config)) megatron += "\nnote: " + note;
+  report.listings = {
+      {"Megatron-LM arguments", megatron},
+      {"MindSpore (MindFormers yaml)", mindformersParallelConfig(config, estimate.microBatches)}};
+  return report;
+}
+
+Expected<HtmlReport> searchHtmlReport(const planner::ConfigurationSearch& found,
+                                      const SearchReportContext& context) {
+  auto report = estimateHtmlReport(*found.best, *found.estimate);
+  if (!report) return report.error();
+  const search::HybridResult& result = found.hybrid;
+  report->title = fmt::format("autopar search: {} on {} ({} x {}), global batch {}", context.model,
+                              found.cluster.name, found.cluster.numDevices,
+                              found.cluster.device.name, context.globalBatch);
+  report->summary.insert(
+      report->summary.begin(),
+      {"searched", fmt::format("{} shapes, {} configurations screened in closed form ({} fit), "
+                               "{} evaluated on the full model ({} fit)",
+                               result.shapes, result.screened, result.screenFits, result.refined,
+                               result.ranked.size())});
+  report->candidates = searchCandidates(found, context);
+  report->candidatesCaption =
+      "Candidates: the leaders on the full model, then each other parallel shape's best and why "
+      "it lost";
+  return report;
+}
+
+Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
+                                    const ReportHeader& header) {
+  HtmlReport report;
+  report.title = fmt::format("autopar plan: {} on {} ({} x {}), search {}", header.model,
+                             header.cluster, plan.devices, header.deviceName, plan.search);
+  report.summary.emplace_back(
+      "pipeline", fmt::format("{} stages x {} chunks, {} micro-batches, {}", plan.pipeline.stages,
+                              plan.pipeline.virtualStages, plan.pipeline.microBatches,
+                              ir::scheduleName(plan.pipeline.schedule)));
+  if (plan.estimate.samplesPerStep > 0) {
+    report.summary.emplace_back("samples per step", std::to_string(plan.estimate.samplesPerStep));
+  }
+  if (Status filled = fillStep(evaluated, report); !filled) return filled.error();
+  if (plan.estimate.tokensPerSecond > 0) {
+    report.summary.emplace_back("throughput",
+                                fmt::format("{:.0f} tokens/s", plan.estimate.tokensPerSecond));
+  }
+  report.summary.emplace_back(
+      "model TFLOP/s per device",
+      fmt::format("{:.4g} (MFU {})", plan.estimate.tflopsPerDevice, percent(plan.estimate.mfu)));
+  report.deviceMemoryBytes = plan.estimate.deviceMemoryBytes;
+  addMemorySummary(report, plan.estimate.fits);
+  report.tables = {strategyTable(plan), redistributionTable(plan)};
+  return report;
+}
+
+Expected<HtmlReport> graphSearchHtmlReport(const planner::GraphSearch& found,
+                                           const plan::Plan& plan,
+                                           const SearchReportContext& context) {
+  const ReportHeader header{context.model, found.cluster.name, found.cluster.device.name,
+                            found.best->model.graph.parameterCount()};
+  auto report = planHtmlReport(plan, *found.best, header);
+  if (!report) return report.error();
+  report->title = fmt::format("autopar search: {} on {} ({} x {}), global batch {}", context.model,
+                              found.cluster.name, found.cluster.numDevices,
+                              found.cluster.device.name, context.globalBatch);
+  report->candidatesCaption = "Candidates: the configurations that fit, fastest first";
+  const double best = found.ranked.empty() ? 0 : found.ranked.front().stepSeconds;
+  for (size_t i = 0; i < found.ranked.size() && static_cast<int>(i) < context.top; ++i) {
+    const planner::RankedGraphCandidate& ranked = found.ranked[i];
+    const planner::GraphCandidate& c = ranked.candidate;
+    report->candidates.push_back(
+        {fmt::format("{} stages, {}, recompute {}", c.stages, ir::scheduleName(c.schedule),
+                     ir::recomputeName(c.recompute)),
+         ranked.stepSeconds, ranked.peakBytes,
+         i == 0 ? "chosen" : fmt::format("{} slower", percent(ranked.stepSeconds / best - 1))});
+  }
+  return report;
+}
+
+}  // namespace autopar::exporters

@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// What the HTML report (export/html_report.h) shows for each verb: `estimate` one
+/// configuration's timeline and memory; `search` the winner's, with the candidate table (the
+/// leaders, then each other parallel shape's best and why it lost); `plan` the plan's timeline
+/// and memory with its op strategies and redistributions.
+
+#include "export/html_report.h"
+#include "export/plan_report.h"
+#include "export/search_report.h"
+#include "plan/plan.h"
+#include "planner/configuration_estimate.h"
+#include "planner/configuration_search.h"
+#include "planner/graph_search.h"
+#include "planner/plan_evaluation.h"
+#include "util/expected.h"
+
+namespace autopar::exporters {
+
+Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
+                                        const planner::ConfigEstimate& estimate);
+
+/// `found` has a winner (`found.best`).
+Expected<HtmlReport> searchHtmlReport(const planner::ConfigurationSearch& found,
+                                      const SearchReportContext& context);
+
+/// A graph search's winner `plan` (`found.best`), with the configurations that fit ranked.
+Expected<HtmlReport> graphSearchHtmlReport(const planner::GraphSearch& found,
+                                           const plan::Plan& plan,
+                                           const SearchReportContext& context);
+
+Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
+                                    const ReportHeader& header);
+
+}  // namespace autopar::exporters

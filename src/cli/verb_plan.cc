@@ -11,6 +11,7 @@
 #include "cli/training_flags.h"
 #include "cli/verbs.h"
 #include "export/html_report_content.h"
+#include "export/mindspore_strategy.h"
 #include "export/plan_report.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
@@ -82,6 +83,12 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   if (!options.out.empty() && result.estimate.fits) {
     if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {
       return reportError(written.error().in("--out"));
+    }
+  }
+  if (!options.mindsporeStrategyOut.empty() && result.estimate.fits) {
+    const std::string strategies = exporters::mindsporeOpStrategy(result).dump() + "\n";
+    if (auto written = writeFileAtomically(options.mindsporeStrategyOut, strategies); !written) {
+      return reportError(written.error().in("--mindspore-strategy"));
     }
   }
   const exporters::ReportHeader header{options.model, cluster->name, cluster->device.name,
@@ -176,6 +183,12 @@ void addPlanVerb(CLI::App& app, Action& action) {
                    "price the plan with this framework's code path (docs/frameworks.md): " +
                        planner::frameworkNames() + "; default: the plan's features only");
   verb->add_option("--out", options->out, "write the plan JSON here");
+  verb->add_option("--mindspore-strategy", options->mindsporeStrategyOut,
+                   "also write the op strategies as the JSON MindSpore loads with "
+                   "set_op_strategy_config(mode=\"LOAD\", path=...) (when the plan fits)");
+  verb->add_option("--strategy-file", options->strategyFile,
+                   "read op strategies from such a MindSpore JSON as annotations (--shard of the "
+                   "same op wins)");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   auto reportPath = std::make_shared<std::string>();
   addReportOption(*verb, *reportPath);

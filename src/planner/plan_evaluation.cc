@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "frontend/mindspore_strategy.h"
 #include "rules/graph_sharding.h"
 
 namespace autopar::planner {
@@ -25,6 +26,30 @@ Expected<std::map<std::string, layout::Strategy>> parseShards(
     overrides[text.substr(0, eq)] = std::move(*strategy);
   }
   return overrides;
+}
+
+/// Adds the input strategies of MindSpore's operator-strategy file (frontend/mindspore_strategy.h)
+/// to `overrides`, where --shard has not set the op. Every op must be in the graph, on the stage
+/// the file says (the plan's pipeline options place the blocks; the file cannot move them).
+Status addStrategyFile(const std::string& path, const ir::Graph& graph,
+                       const search::StageAssignment& stages,
+                       std::map<std::string, layout::Strategy>& overrides) {
+  auto entries = frontend::readOpStrategyFile(path);
+  if (!entries) return entries.error().in("--strategy-file");
+  for (frontend::OpStrategyEntry& entry : *entries) {
+    const std::string field =
+        fmt::format("--strategy-file: {}: parallel_strategy_item.{}", path, entry.op);
+    const std::optional<ir::OpId> op = graph.findOp(entry.op);
+    if (!op) return Error{fmt::format("{}: no op of that name in graph '{}'", field, graph.name())};
+    if (stages.stageOf(*op) != entry.stage) {
+      return Error{
+          fmt::format("{}.stage: {}, but the plan's pipeline options put the op on stage "
+                      "{}",
+                      field, entry.stage, stages.stageOf(*op))};
+    }
+    overrides.try_emplace(entry.op, std::move(entry.strategy));
+  }
+  return {};
 }
 
 /// Every op sharded with its block's cuts (planner/op_search.h) over the stage's ranks.
@@ -105,6 +130,10 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
   request.mode = *mode;
   auto overrides = parseShards(options.shards);
   if (!overrides) return overrides.error();
+  if (!options.strategyFile.empty()) {
+    auto added = addStrategyFile(options.strategyFile, loaded.graph, *stages, *overrides);
+    if (!added) return added.error();
+  }
   request.overrides = std::move(*overrides);
   request.explain = options.explain;
   request.memCoeff = options.memCoeff;

@@ -31,7 +31,11 @@ struct PlanOptions {
   int devices = 0;
   ModelOptions modelOptions;
   std::vector<std::string> shards;
+  /// MindSpore's operator-strategy JSON (frontend/mindspore_strategy.h) read as annotations, as
+  /// --shard gives them; a --shard of the same op wins.
+  std::string strategyFile;
   std::string out;
+  std::string mindsporeStrategyOut;  ///< --mindspore-strategy: MindSpore's op-strategy JSON
   bool json = false;
   bool enableAllToAll = false;
   std::string search = "semi_auto";

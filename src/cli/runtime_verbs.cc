@@ -3,6 +3,8 @@
 /// lists them in its help and replaces itself with autopar-runtime when one is asked for.
 
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/verbs.h"
 
@@ -42,6 +46,32 @@ int execRuntime(char** argv) {
       fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
                   "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
                   argv[1], runtime.string(), std::strerror(code))});
+}
+
+int runRuntime(const std::vector<std::string>& arguments) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path runtime = self.parent_path() / "autopar-runtime";
+  std::vector<char*> argv{const_cast<char*>(runtime.c_str())};
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  const int spawned =
+      error ? error.value()
+            : posix_spawn(&child, runtime.c_str(), nullptr, nullptr, argv.data(), environ);
+  if (spawned != 0) {
+    return reportError(Error{
+        fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
+                    "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
+                    arguments.front(), runtime.string(), std::strerror(spawned))});
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  fmt::print(stderr, "autopar: error: autopar-runtime {} was killed by signal {}\n",
+             arguments.front(), WTERMSIG(status));
+  return 1;
 }
 
 void addRuntimeVerbs(CLI::App& app, Action& action, char** argv) {

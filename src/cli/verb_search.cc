@@ -3,8 +3,11 @@
 /// and MindSpore settings, and writes seed 003's auto_parallel_search_optimal_config.json.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <array>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/configuration_options.h"
@@ -27,6 +30,8 @@ namespace {
 
 constexpr const char* kOptimalConfigFile = "auto_parallel_search_optimal_config.json";
 constexpr const char* kGraphPlanFile = "autopar_plan.json";
+/// Where --auto-parallel-mm keeps the blocks it measured (beside --out).
+constexpr const char* kSampledTableFile = "autopar_sampled_blocks.json";
 
 struct SearchArgs {
   planner::SearchRequest request;
@@ -37,7 +42,62 @@ struct SearchArgs {
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
   std::string reportPath;              ///< --report
+  /// Seed 003's --auto-parallel-mm: measure the blocks on the sampling cluster first (every node
+  /// runs the command; node 0 searches).
+  bool autoParallelMm = false;
+  int nodeRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 0;
 };
+
+/// The micro-batch sizes the search tries (search::HybridSpace's) that the global batch allows.
+constexpr std::array<int64_t, 4> kSampledMicroBatches{1, 2, 4, 8};
+
+/// `autopar profile`'s arguments for --auto-parallel-mm: every TP degree a sampling node holds
+/// that divides the heads, every micro-batch size, with and without sequence parallelism.
+Expected<std::vector<std::string>> profileArguments(const SearchArgs& args,
+                                                    const std::string& table) {
+  const planner::SearchRequest& request = args.request;
+  auto model = planner::transformerConfigOf(request.base.model);
+  if (!model) return model.error();
+  std::vector<std::string> tp;
+  for (int64_t degree = 1; degree <= request.samplingDevicesPerNode; degree *= 2) {
+    if (model->heads % degree == 0 && model->kvHeads % degree == 0) {
+      tp.push_back(std::to_string(degree));
+    }
+  }
+  std::vector<std::string> mbs;
+  for (int64_t size : kSampledMicroBatches) {
+    if (size <= request.base.gbs) mbs.push_back(std::to_string(size));
+  }
+  std::vector<std::string> arguments{"profile",
+                                     "--model",
+                                     request.base.model,
+                                     "--cluster",
+                                     request.base.cluster,
+                                     "--tp",
+                                     fmt::format("{}", fmt::join(tp, ",")),
+                                     "--mbs",
+                                     fmt::format("{}", fmt::join(mbs, ",")),
+                                     "--sequence-parallel=both",
+                                     "--nnodes",
+                                     std::to_string(std::max(request.samplingNodes, 1)),
+                                     "--node-rank",
+                                     std::to_string(args.nodeRank),
+                                     "--nproc-per-node",
+                                     std::to_string(request.samplingDevicesPerNode),
+                                     "--master-addr",
+                                     args.masterAddr,
+                                     "--out",
+                                     table};
+  if (args.masterPort > 0) {
+    arguments.insert(arguments.end(), {"--master-port", std::to_string(args.masterPort)});
+  }
+  if (request.base.seq > 0) {
+    arguments.insert(arguments.end(), {"--seq", std::to_string(request.base.seq)});
+  }
+  return arguments;
+}
 
 /// Writes the winner's launch script (export/launch_script.h) to `path`.
 Status writeLaunchScript(const std::string& path, const planner::MegatronConfig& best,
@@ -98,8 +158,38 @@ int runSearch(SearchArgs args) {
     if (!schedule) return reportError(schedule.error().in("--schedules"));
     args.request.schedules.push_back(*schedule);
   }
-  if (planner::isGraphModel(args.request.base.model)) return runGraphSearch(args);
+  if (planner::isGraphModel(args.request.base.model)) {
+    if (args.autoParallelMm) {
+      return reportError(
+          Error{"--auto-parallel-mm: measures a transformer's blocks (a preset, "
+                "config.json or dimensions JSON); a graph is searched analytically"});
+    }
+    return runGraphSearch(args);
+  }
+
   if (args.out.empty()) args.out = kOptimalConfigFile;
+  // --auto-parallel-mm: the sampling cluster measures the blocks (autopar-runtime profile, one
+  // share per node); node 0 then searches the simulated cluster on the measured table.
+  if (args.autoParallelMm) {
+    if (!args.request.profilePath.empty()) {
+      return reportError(Error{"--profile: --auto-parallel-mm measures the blocks itself"});
+    }
+    if (args.request.samplingDevicesPerNode == 0) {
+      return reportError(
+          Error{"--auto-parallel-mm: needs --nproc-per-node (the sampling node's devices)"});
+    }
+    // Kept beside the optimal configuration, so that a later search can reuse it (--profile).
+    const std::string table =
+        (std::filesystem::path(args.out).parent_path() / kSampledTableFile).string();
+    auto arguments = profileArguments(args, table);
+    if (!arguments) return reportError(arguments.error());
+    if (const int profiled = runRuntime(*arguments); profiled != kExitOk) return profiled;
+    if (args.nodeRank != 0) {
+      fmt::print("node {}: sampling done; node 0 runs the search\n", args.nodeRank);
+      return kExitOk;
+    }
+    args.request.profilePath = table;
+  }
   const bool terminal = isatty(STDERR_FILENO) != 0;
   auto progress = [&](int done, int total) {
     if (terminal) fmt::print(stderr, "\rrefining on the full model: {}/{}", done, total);
@@ -179,6 +269,20 @@ void addSearchVerb(CLI::App& app, Action& action) {
   verb->add_option("--nproc-per-node", request.samplingDevicesPerNode,
                    "devices per node of the cluster the --profile table was measured on")
       ->check(positiveAtMost(limits::kMaxDevicesPerNode));
+  verb->add_flag("--auto-parallel-mm", args->autoParallelMm,
+                 "seed 003: measure the blocks on the sampling cluster (--nnodes x "
+                 "--nproc-per-node; every node runs this command) and search the simulated one "
+                 "(--simulated-nnodes x --simulated-nproc-per-node) on the measurements");
+  verb->add_option("--node-rank", args->nodeRank,
+                   "with --auto-parallel-mm: this node's rank in the sampling cluster (0 searches)")
+      ->check(CLI::NonNegativeNumber);
+  verb->add_option("--master-addr", args->masterAddr,
+                   "with --auto-parallel-mm: node 0's address (it hosts the store the nodes "
+                   "exchange measurements through)")
+      ->capture_default_str();
+  verb->add_option("--master-port", args->masterPort,
+                   "with --auto-parallel-mm: node 0's store port, the same on every node")
+      ->check(CLI::Range(1, 65535));
   verb->callback([&action, args] { action = [args] { return runSearch(*args); }; });
 }
 

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "util/expected.h"
 #include "util/limits.h"
@@ -48,6 +50,9 @@ bool isRuntimeVerb(const char* verb);
 /// Replaces this process with autopar-runtime (beside this executable) run with `argv`; returns
 /// only when that fails, with the error reported.
 int execRuntime(char** argv);
+/// Runs autopar-runtime (beside this executable) with `arguments` as a child sharing this
+/// process's output, and returns its exit status (1 when a signal ended it).
+int runRuntime(const std::vector<std::string>& arguments);
 
 /// autopar-runtime's verbs (src/cli/runtime/), which link LibTorch:
 /// `run` and `check` (verb_run.cc): execute plans on ranks.

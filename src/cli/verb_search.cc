@@ -15,6 +15,7 @@
 #include "cli/verbs.h"
 #include "export/html_report_content.h"
 #include "export/launch_script.h"
+#include "export/mindformers_yaml.h"
 #include "export/mindspeed_json.h"
 #include "export/search_report.h"
 #include "plan/plan_json.h"
@@ -41,6 +42,7 @@ struct SearchArgs {
   bool json = false;
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
+  std::string mindformersYaml;         ///< --mindformers-yaml
   std::string reportPath;              ///< --report
   /// Seed 003's --auto-parallel-mm: measure the blocks on the sampling cluster first (every node
   /// runs the command; node 0 searches).
@@ -110,6 +112,19 @@ Status writeLaunchScript(const std::string& path, const planner::MegatronConfig&
   if (!script) return script.error();
   if (auto written = writeFileAtomically(path, *script); !written) {
     return written.error().in("--launch-script");
+  }
+  return {};
+}
+
+/// Writes the winner's complete MindFormers run yaml (export/mindformers_yaml.h) to `path`.
+Status writeMindFormersYaml(const std::string& path, const planner::MegatronConfig& best,
+                            const planner::ConfigEstimate& estimate) {
+  auto model = planner::transformerOf(best);
+  if (!model) return model.error();
+  const std::string yaml =
+      exporters::mindformersRunYaml(best, *model, estimate.microBatches, estimate.sequence);
+  if (auto written = writeFileAtomically(path, yaml); !written) {
+    return written.error().in("--mindformers-yaml");
   }
   return {};
 }
@@ -212,6 +227,12 @@ int runSearch(SearchArgs args) {
       return reportError(written.error());
     }
   }
+  if (!args.mindformersYaml.empty()) {
+    if (auto written = writeMindFormersYaml(args.mindformersYaml, *found->best, *found->estimate);
+        !written) {
+      return reportError(written.error());
+    }
+  }
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
   if (!args.reportPath.empty()) {
@@ -227,6 +248,7 @@ int runSearch(SearchArgs args) {
   }
   fmt::print("{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
   if (!args.launchScript.empty()) fmt::print("wrote {}\n", args.launchScript);
+  if (!args.mindformersYaml.empty()) fmt::print("wrote {}\n", args.mindformersYaml);
   if (!args.reportPath.empty()) fmt::print("wrote {}\n", args.reportPath);
   return kExitOk;
 }
@@ -260,6 +282,10 @@ void addSearchVerb(CLI::App& app, Action& action) {
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
   addReportOption(*verb, args->reportPath);
+  verb->add_option("--mindformers-yaml", args->mindformersYaml,
+                   "also write the best configuration as a complete MindFormers run yaml "
+                   "(parallel, parallel_config, recompute_config, runner_config, model), which "
+                   "`autopar plan --config` reads back");
   verb->add_option("--profile", request.profilePath,
                    "measured block table (docs/profile-table.md): its block times and "
                    "activations replace the analytic ones");

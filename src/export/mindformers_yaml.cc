@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "frontend/model_presets.h"
+
 namespace autopar::exporters {
 
 std::string mindformersParallelConfig(const planner::MegatronConfig& config, int64_t microBatches) {
@@ -13,6 +17,54 @@ std::string mindformersParallelConfig(const planner::MegatronConfig& config, int
       config.sequenceParallel ? "True" : "False", config.zero > 0 ? "True" : "False",
       config.recompute == ir::Recompute::kFull ? "True" : "False",
       config.recompute == ir::Recompute::kSelective ? "True" : "False");
+}
+
+namespace {
+
+const char* yamlBool(bool value) { return value ? "True" : "False"; }
+
+/// MindFormers' compute_dtype for autopar's precision (fp8 is not a MindFormers compute type:
+/// its GEMMs run in bfloat16 there).
+const char* computeDtype(const std::string& precision) {
+  if (precision == "fp16") return "float16";
+  if (precision == "fp32") return "float32";
+  return "bfloat16";
+}
+
+}  // namespace
+
+std::string mindformersRunYaml(const planner::MegatronConfig& config,
+                               const frontend::TransformerConfig& model, int64_t microBatches,
+                               int64_t sequence) {
+  std::string yaml = fmt::format(
+      "# {} on {}: written by autopar (docs/mindformers-yaml.md).\n"
+      "# Global batch (full_batch): batch_size x data_parallel x micro_batch_interleave_num x "
+      "micro_batch_num = {} x {} x 1 x {} = {}\n\n",
+      config.model, config.cluster, config.mbs, config.dp, microBatches,
+      config.mbs * config.dp * microBatches);
+  const bool interleaved = config.vpp > 1;
+  yaml += fmt::format(
+      "use_parallel: True\nparallel:\n  parallel_mode: 1\n  full_batch: True\n"
+      "  enable_parallel_optimizer: {}\n",
+      yamlBool(config.zero > 0));
+  if (interleaved) {
+    yaml += "  pipeline_config:\n    pipeline_interleave: True\n    pipeline_scheduler: '1f1b'\n";
+  }
+  yaml += mindformersParallelConfig(config, microBatches);
+  yaml += fmt::format("runner_config:\n  batch_size: {}\nmicro_batch_interleave_num: 1\n\n",
+                      config.mbs);
+  const std::vector<std::string>& presets = frontend::modelPresetNames();
+  const bool preset = std::find(presets.begin(), presets.end(), config.model) != presets.end();
+  yaml += "model:\n  model_config:\n    type: LlamaConfig\n";
+  if (preset) yaml += fmt::format("    model_preset: {}  # autopar's key\n", config.model);
+  yaml += fmt::format(
+      "    num_layers: {}\n    hidden_size: {}\n    num_heads: {}\n    n_kv_heads: {}\n"
+      "    intermediate_size: {}\n    vocab_size: {}\n    seq_length: {}\n"
+      "    compute_dtype: \"{}\"\n",
+      model.layers, model.hidden, model.heads, model.kvHeads, model.ffn, model.vocab, sequence,
+      computeDtype(config.precision));
+  if (interleaved) yaml += fmt::format("    pp_interleave_num: {}\n", config.vpp);
+  return yaml;
 }
 
 }  // namespace autopar::exporters

@@ -1,7 +1,9 @@
 #pragma once
 /// \file
-/// The parallel part of a MindFormers run yaml (docs/mindformers-yaml.md): parallel_config and
-/// recompute_config, as `autopar plan --config` reads them back.
+/// MindFormers run yamls (docs/mindformers-yaml.md): the parallel part (parallel_config and
+/// recompute_config) the search report prints, and a complete run yaml (parallel, parallel_config,
+/// recompute_config, runner_config, model) that MindFormers trains with and `autopar plan
+/// --config` reads back.
 
 #include <cstdint>
 #include <string>
@@ -11,5 +13,13 @@
 namespace autopar::exporters {
 
 std::string mindformersParallelConfig(const planner::MegatronConfig& config, int64_t microBatches);
+
+/// The complete run yaml of `config` with `model` (its sequence `sequence`), semi-auto parallel
+/// with full batches, so that batch_size x data_parallel x micro_batch_num is the global batch.
+/// Context and expert parallelism (MindFormers' context_parallel and expert_parallel) are written
+/// as MindFormers takes them; `autopar plan --config` refuses them (it does not model them).
+std::string mindformersRunYaml(const planner::MegatronConfig& config,
+                               const frontend::TransformerConfig& model, int64_t microBatches,
+                               int64_t sequence);
 
 }  // namespace autopar::exporters

@@ -153,6 +153,53 @@ Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
                           settings.gradientAccumulationSteps);
 }
 
+/// MindFormers' interleaved pipeline (parallel.pipeline_config and model_config.pp_interleave_num)
+/// and the parallel degrees plan --config does not model, which are refused rather than dropped.
+Status readPipelineConfig(const YAML::Node& root, ParallelSettings& settings) {
+  bool interleave = false;
+  std::optional<std::string> scheduler;
+  if (auto s = readInto(root, {"parallel", "pipeline_config", "pipeline_interleave"}, readYamlBool,
+                        interleave);
+      !s) {
+    return s;
+  }
+  if (auto s = readYamlKey(root, {"parallel", "pipeline_config", "pipeline_scheduler"},
+                           readYamlString, scheduler);
+      !s) {
+    return s;
+  }
+  if (scheduler && *scheduler != "1f1b") {
+    return Error{fmt::format(
+        "parallel.pipeline_config.pipeline_scheduler: '{}' is not modelled; expected '1f1b' (the "
+        "interleaved 1F1B schedule)",
+        *scheduler)};
+  }
+  if (auto s = readInto(root, {"model", "model_config", "pp_interleave_num"}, readYamlPositiveInt,
+                        settings.ppInterleaveNum);
+      !s) {
+    return s;
+  }
+  if (settings.ppInterleaveNum > 1 && !interleave) {
+    return Error{
+        fmt::format("model.model_config.pp_interleave_num: {} needs parallel.pipeline_config."
+                    "pipeline_interleave: True (MindFormers interleaves only then)",
+                    settings.ppInterleaveNum)};
+  }
+  for (const char* key : {"context_parallel", "expert_parallel"}) {
+    int64_t degree = 1;
+    if (auto s = readInto(root, {"parallel_config", key}, readYamlPositiveInt, degree); !s) {
+      return s;
+    }
+    if (degree > 1) {
+      return Error{fmt::format(
+          "parallel_config.{}: {} is not modelled by plan --config; autopar estimate and search "
+          "take --{} {}",
+          key, degree, key == std::string_view("context_parallel") ? "cp" : "ep", degree)};
+    }
+  }
+  return {};
+}
+
 /// MindSpore's PipelineCell needs at least one micro-batch per stage. With auto_pipeline the
 /// stage count is chosen later, within micro_batch_num.
 Status checkPipeline(const ParallelSettings& settings) {
@@ -172,6 +219,7 @@ Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::st
   if (auto status = readParallelFlags(root, config.parallel); !status) return status.error();
   if (auto status = readParallelConfig(root, config.parallel); !status) return status.error();
   if (auto status = readRecomputeConfig(root, config.parallel); !status) return status.error();
+  if (auto status = readPipelineConfig(root, config.parallel); !status) return status.error();
   if (auto status = checkPipeline(config.parallel); !status) return status.error();
   if (auto status =
           readAliasedCount(root, {"runner_config", "batch_size"}, {"batch_size"}, config.batchSize);

@@ -83,6 +83,9 @@ struct ParallelSettings {
   bool selectRecompute = false;                 ///< recompute_config.select_recompute
   bool mpCommRecompute = true;                  ///< recompute_config.mp_comm_recompute
   bool parallelOptimizerCommRecompute = false;  ///< .parallel_optimizer_comm_recompute
+  /// MindFormers' interleaved pipeline: parallel.pipeline_config.pipeline_interleave with
+  /// model.model_config.pp_interleave_num chunks per stage (1: not interleaved).
+  int64_t ppInterleaveNum = 1;
 };
 
 struct MindFormersConfig {

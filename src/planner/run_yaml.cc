@@ -36,6 +36,11 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
   fromYaml(options, "--parallel-optimizer-comm-recompute", training.parallelOptimizerCommRecompute,
            parallel.parallelOptimizerCommRecompute);
   fromYaml(options, "--alltoall", options.enableAllToAll, parallel.enableAllToAll);
+  if (parallel.ppInterleaveNum > 1) {
+    fromYaml(options, "--schedule", training.schedule, std::string("interleaved"));
+    fromYaml(options, "--virtual-stages", training.virtualStages,
+             static_cast<int>(parallel.ppInterleaveNum));
+  }
   if (options.modelOptions.parallel) {
     fromYaml(options, "--sequence-parallel", options.modelOptions.parallel->sequenceParallel,
              parallel.useSeqParallel);

@@ -15,6 +15,7 @@
 #include "export/plan_report.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
+#include "planner/mem_coeff_auto.h"
 #include "planner/plan_assembly.h"
 #include "planner/plan_evaluation.h"
 #include "planner/run_yaml.h"
@@ -45,6 +46,33 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
   return {};
 }
 
+/// Plans `options`, with a progress line for a search; under --mem-coeff auto, the rung chosen
+/// (planner/mem_coeff_auto.h), whose options replace `options` and whose line goes to `note`.
+Expected<planner::Evaluated> evaluatePlan(planner::PlanOptions& options,
+                                          const cluster::Cluster& cluster, std::string& note) {
+  if (options.memCoeffAuto) {
+    if (options.search != "recursive_programming") {
+      return Error{
+          fmt::format("--mem-coeff auto: only --search recursive_programming has a "
+                      "mem_coeff (the search is {})",
+                      options.search)};
+    }
+    const ProgressLine progress("choosing mem_coeff (planning each rung)", 0);
+    auto choice = planner::chooseMemCoeff(options, cluster);
+    if (!choice) return choice.error();
+    options = std::move(choice->options);
+    note = std::move(choice->summary);
+    return std::move(choice->evaluated);
+  }
+  std::optional<ProgressLine> progress;
+  if (options.search == "ilp") {
+    progress.emplace("solving the ILP", options.ilpTimeLimit);
+  } else if (options.search != "semi_auto") {
+    progress.emplace(fmt::format("searching ({})", options.search), 0);
+  }
+  return planner::evaluate(options, cluster, options.modelOptions);
+}
+
 int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   auto cluster = planner::loadCluster(options.cluster, options.nodes, options.devices);
   if (!cluster) return reportError(cluster.error());
@@ -55,14 +83,8 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   }
   if (options.model.empty())
     return reportError(Error{"--model: required (or --config with a model)"});
-  std::optional<ProgressLine> progress;
-  if (options.search == "ilp") {
-    progress.emplace("solving the ILP", options.ilpTimeLimit);
-  } else if (options.search != "semi_auto") {
-    progress.emplace(fmt::format("searching ({})", options.search), 0);
-  }
-  auto evaluated = planner::evaluate(options, *cluster, options.modelOptions);
-  progress.reset();
+  std::string memCoeffNote;
+  auto evaluated = evaluatePlan(options, *cluster, memCoeffNote);
   if (!evaluated) return reportError(evaluated.error());
   plan::Plan result = planner::planOf(*evaluated, options, *cluster);
   std::optional<planner::FitAdvice> advice;
@@ -108,6 +130,7 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
       fmt::print("\n");
     }
     if (!options.configNote.empty()) fmt::print("{}\n\n", options.configNote);
+    if (!memCoeffNote.empty()) fmt::print("{}\n\n", memCoeffNote);
     fmt::print("{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
@@ -170,11 +193,21 @@ void addPlanVerb(CLI::App& app, Action& action) {
                    "--search ilp: seconds CBC may take; past them the plan is the best found")
       ->check(positive())
       ->capture_default_str();
-  verb->add_option("--mem-coeff", options->memCoeff,
-                   "recursive_programming: price of replicated weights against data parallelism "
-                   "(seed 000; higher leads to model parallelism and less memory)")
-      ->check(positive())
-      ->capture_default_str();
+  verb->add_option_function<std::string>(
+          "--mem-coeff",
+          [options](const std::string& value) {
+            options->memCoeffAuto = value == "auto";
+            if (!options->memCoeffAuto) options->memCoeff = std::stod(value);
+          },
+          "recursive_programming: price of replicated weights against data parallelism "
+          "(seed 000; higher leads to model parallelism and less memory), or auto: the smallest "
+          "that fits (docs/recursive-programming.md)")
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            return value == "auto" ? std::string() : positive()(const_cast<std::string&>(value));
+          },
+          "POSITIVE or auto"))
+      ->default_str("0.1");
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   addTrainingFlags(*verb, options->training);
   verb->add_flag("--sequence-parallel", degrees->sequenceParallel,

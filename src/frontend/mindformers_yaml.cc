@@ -128,11 +128,22 @@ Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
                   settings.useSeqParallel);
 }
 
+/// parallel_config.mem_coeff: a positive number, or `auto` (the smallest that fits).
+Expected<std::optional<double>> readMemCoeff(const YAML::Node& node, const std::string& path) {
+  if (node.IsScalar() && node.Scalar() == "auto") return std::optional<double>{};
+  auto value = readYamlPositiveNumber(node, path);
+  if (!value) return value.error();
+  return std::optional<double>{*value};
+}
+
 Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
-  if (auto s = readInto(root, {"parallel_config", "mem_coeff"}, readYamlPositiveNumber,
-                        settings.memCoeff);
-      !s) {
+  std::optional<std::optional<double>> memCoeff;
+  if (auto s = readYamlKey(root, {"parallel_config", "mem_coeff"}, readMemCoeff, memCoeff); !s) {
     return s;
+  }
+  if (memCoeff) {
+    settings.memCoeffAuto = !memCoeff->has_value();
+    if (memCoeff->has_value()) settings.memCoeff = **memCoeff;
   }
   const std::pair<const char*, int64_t*> counts[] = {
       {"data_parallel", &settings.dataParallel},

@@ -65,6 +65,7 @@ struct ParallelSettings {
   bool fullBatch = false;                                     ///< parallel.full_batch
   std::optional<bool> enableParallelOptimizer;  ///< parallel.enable_parallel_optimizer
   double memCoeff = 0.1;                        ///< parallel_config.mem_coeff
+  bool memCoeffAuto = false;                    ///< parallel_config.mem_coeff: auto
   int64_t dataParallel = 1;                     ///< parallel_config.data_parallel
   int64_t modelParallel = 1;                    ///< parallel_config.model_parallel
   int64_t pipelineStage = 1;                    ///< parallel_config.pipeline_stage

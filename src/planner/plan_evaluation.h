@@ -41,6 +41,8 @@ struct PlanOptions {
   std::string search = "semi_auto";
   bool explain = false;
   double memCoeff = 0.1;
+  /// --mem-coeff auto: the smallest mem_coeff whose plan fits (planner/mem_coeff_auto.h).
+  bool memCoeffAuto = false;
   std::string config;      ///< a MindFormers-style run yaml
   std::string configNote;  ///< what the yaml set, printed with the report
   TrainingFlags training;

@@ -75,7 +75,8 @@ std::string configSummary(const PlanOptions& options, const frontend::MindFormer
   const frontend::ParallelSettings& parallel = config.parallel;
   return fmt::format("{}: {}, search {}, mem_coeff {}{}; {}", options.config,
                      frontend::parallelModeName(parallel.parallelMode), options.search,
-                     options.memCoeff, options.given("--mem-coeff") ? " (--mem-coeff)" : "",
+                     options.memCoeffAuto ? "auto" : fmt::format("{:g}", options.memCoeff),
+                     options.given("--mem-coeff") ? " (--mem-coeff)" : "",
                      frontend::globalBatchSizeReport(config, numDevices));
 }
 
@@ -172,6 +173,7 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
       break;
   }
   fromYaml(options, "--mem-coeff", options.memCoeff, parallel.memCoeff);
+  fromYaml(options, "--mem-coeff", options.memCoeffAuto, parallel.memCoeffAuto);
   applyYamlFeatures(parallel, options);
   if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
     // --tp without --dp: the devices of a stage that tp leaves.

@@ -1,0 +1,41 @@
+#pragma once
+/// \file
+/// `--mem-coeff auto` (a run yaml's `mem_coeff: auto`): the double-recursive search's smallest
+/// mem_coeff whose plan fits. Seed 000 suggests changing mem_coeff by factors of 4, so the ladder
+/// is 0.1 x 4^k (0.1, 0.4, 1.6, ... 6553.6). When no rung fits alone, the ladder is climbed again
+/// with optimizer parallel on, then with full recompute too: the memory levers MindFormers' own
+/// run yamls turn on (`enable_parallel_optimizer: True`, `recompute: True`); a lever the plan
+/// already has stays as it is.
+///   chooseMemCoeff(llama2-70b on 128 nodes) -> mem_coeff 1.6 with optimizer parallel and full
+///   recompute, when 0.1 .. 0.4 and the plain ladder do not fit
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "planner/plan_evaluation.h"
+#include "util/expected.h"
+
+namespace autopar::planner {
+
+struct MemCoeffChoice {
+  PlanOptions options;  ///< with the chosen mem_coeff and levers
+  Evaluated evaluated;  ///< its plan
+  bool fits = false;    ///< false: nothing fitted; `evaluated` is the leanest plan
+  /// The flags the choice adds to the command ("--mem-coeff", "1.6", "--optimizer-parallel").
+  std::vector<std::string> flags;
+  /// One line for the report: "mem_coeff auto: 1.6 with --optimizer-parallel (11 plans): step
+  /// 24.945 s, peak 49.82 GiB of 80.00 GiB; the smallest without a lever needs 183.95 GiB".
+  std::string summary;
+};
+
+/// The ladder's rungs, smallest first.
+std::vector<double> memCoeffLadder();
+
+/// Plans `options` (search recursive_programming) at each rung until one fits. `progress` is
+/// called after each plan with the count so far. Errors are the first plan's (bad input).
+Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
+                                        const std::function<void(int)>& progress = {});
+
+}  // namespace autopar::planner

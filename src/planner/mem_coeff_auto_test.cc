@@ -1,0 +1,48 @@
+#include "planner/mem_coeff_auto.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/inputs.h"
+
+namespace autopar::planner {
+namespace {
+
+TEST(MemCoeffAuto, LadderIsSeedZerosFactorsOfFour) {
+  const std::vector<double> ladder = memCoeffLadder();
+  ASSERT_EQ(ladder.size(), 9U);
+  EXPECT_DOUBLE_EQ(ladder.front(), 0.1);
+  for (size_t i = 1; i < ladder.size(); ++i) EXPECT_DOUBLE_EQ(ladder[i], 4 * ladder[i - 1]);
+}
+
+TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
+  auto cluster = loadCluster("dgx-a100-80g", 1, 0);
+  ASSERT_TRUE(cluster.ok());
+  PlanOptions options;
+  options.model = "llama2-7b";
+  options.search = "recursive_programming";
+  options.memCoeffAuto = true;
+  int planned = 0;
+  auto choice = chooseMemCoeff(options, *cluster, [&](int count) { planned = count; });
+  ASSERT_TRUE(choice.ok()) << choice.error().message;
+  EXPECT_TRUE(choice->fits);
+  EXPECT_LE(choice->evaluated.peakBytes(), cluster->device.memoryBytes);
+  EXPECT_EQ(choice->flags.at(0), "--mem-coeff");
+  EXPECT_EQ(choice->flags.size(), 2U) << "LLaMA2-7B on 8 A100s fits without a lever";
+  // Every rung below the chosen one was planned and did not fit.
+  const std::vector<double> ladder = memCoeffLadder();
+  int below = 0;
+  for (double rung : ladder) {
+    if (rung >= choice->options.memCoeff) break;
+    ++below;
+    PlanOptions smaller = options;
+    smaller.memCoeff = rung;
+    auto evaluated = evaluate(smaller, *cluster, smaller.modelOptions);
+    ASSERT_TRUE(evaluated.ok());
+    EXPECT_GT(evaluated->peakBytes(), cluster->device.memoryBytes) << "mem_coeff " << rung;
+  }
+  EXPECT_GT(below, 0) << "the default 0.1 does not fit";
+  EXPECT_EQ(planned, below + 1);
+}
+
+}  // namespace
+}  // namespace autopar::planner

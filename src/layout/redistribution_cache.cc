@@ -25,7 +25,7 @@ size_t hashLayout(const TensorLayout& layout) {
   return seed;
 }
 
-size_t RedistributionCache::KeyHash::operator()(const Key& key) const {
+size_t LayoutPairKeyHash::operator()(const LayoutPairKey& key) const {
   size_t seed = hashLayout(*key.from);
   hashCombine(seed, hashLayout(*key.to));
   hashCombine(seed, static_cast<size_t>(key.elementBytes));
@@ -34,13 +34,10 @@ size_t RedistributionCache::KeyHash::operator()(const Key& key) const {
 
 Expected<Redistribution> RedistributionCache::plan(const TensorLayout& from, const TensorLayout& to,
                                                    int64_t elementBytes) {
-  if (auto found = plans_.find(Key{&from, &to, elementBytes}); found != plans_.end()) {
-    return found->second;
-  }
+  if (const Redistribution* found = plans_.find(from, to, elementBytes)) return *found;
   auto result = redistribute(from, to, cluster_, elementBytes, options_);
   if (!result) return result;
-  const Entry& stored = entries_.emplace_back(Entry{from, to});
-  plans_.emplace(Key{&stored.from, &stored.to, elementBytes}, *result);
+  plans_.insert(from, to, elementBytes, *result);
   return result;
 }
 

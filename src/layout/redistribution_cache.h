@@ -10,10 +10,44 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 
 #include "layout/redistribution.h"
 
 namespace autopar::layout {
+
+/// The key of a memo on (source layout, target layout, element size): it points at the caller's
+/// layouts for a lookup and at the memo's own copies (LayoutPairStore) once stored, so a lookup
+/// neither copies nor formats a layout.
+struct LayoutPairKey {
+  const TensorLayout* from;
+  const TensorLayout* to;
+  int64_t elementBytes;
+  bool operator==(const LayoutPairKey& other) const {
+    return elementBytes == other.elementBytes && *from == *other.from && *to == *other.to;
+  }
+};
+struct LayoutPairKeyHash {
+  size_t operator()(const LayoutPairKey& key) const;
+};
+
+/// A memo from layout pairs to `Value`, for one cluster and one set of options.
+template <class Value>
+class LayoutPairMemo {
+ public:
+  const Value* find(const TensorLayout& from, const TensorLayout& to, int64_t elementBytes) const {
+    auto found = values_.find(LayoutPairKey{&from, &to, elementBytes});
+    return found == values_.end() ? nullptr : &found->second;
+  }
+  void insert(const TensorLayout& from, const TensorLayout& to, int64_t elementBytes, Value value) {
+    const auto& stored = layouts_.emplace_back(from, to);
+    values_.emplace(LayoutPairKey{&stored.first, &stored.second, elementBytes}, std::move(value));
+  }
+
+ private:
+  std::deque<std::pair<TensorLayout, TensorLayout>> layouts_;  ///< stable addresses for the keys
+  std::unordered_map<LayoutPairKey, Value, LayoutPairKeyHash> values_;
+};
 
 class RedistributionCache {
  public:
@@ -26,27 +60,9 @@ class RedistributionCache {
                                 int64_t elementBytes);
 
  private:
-  /// Points at the caller's layouts for a lookup and at `entries_` once stored.
-  struct Key {
-    const TensorLayout* from;
-    const TensorLayout* to;
-    int64_t elementBytes;
-    bool operator==(const Key& other) const {
-      return elementBytes == other.elementBytes && *from == *other.from && *to == *other.to;
-    }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& key) const;
-  };
-  struct Entry {
-    TensorLayout from;
-    TensorLayout to;
-  };
-
   const cluster::Cluster& cluster_;
   RedistributionOptions options_;
-  std::deque<Entry> entries_;  ///< stable addresses for the keys
-  std::unordered_map<Key, Redistribution, KeyHash> plans_;
+  LayoutPairMemo<Redistribution> plans_;
 };
 
 /// A hash of everything TensorLayout::operator== compares; the mesh's ranks by their count and

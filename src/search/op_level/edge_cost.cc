@@ -8,16 +8,11 @@ Expected<EdgeCostCache::Cost> EdgeCostCache::lookup(const layout::TensorLayout& 
                                                     const layout::TensorLayout& to,
                                                     int64_t elementBytes) {
   if (from == to) return Cost{};
-  std::string key = from.toString();
-  key += '|';
-  key += to.toString();
-  key += '|';
-  key += std::to_string(elementBytes);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (const Cost* found = cache_.find(from, to, elementBytes)) return *found;
   auto plan = layout::redistribute(from, to, cluster_, elementBytes, options_);
   if (!plan) return plan.error();
   const Cost cost{plan->seconds, plan->bytesPerDevice};
-  cache_.emplace(std::move(key), cost);
+  cache_.insert(from, to, elementBytes, cost);
   return cost;
 }
 

@@ -3,11 +3,11 @@
 /// Redistribution cost between the layouts two neighbouring ops want for one tensor, in both
 /// directions, memoised: transformer layers repeat, so the same layout pairs recur many times.
 
-#include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "layout/redistribution.h"
+#include "layout/redistribution_cache.h"
 #include "util/expected.h"
 
 namespace autopar::search {
@@ -42,7 +42,7 @@ class EdgeCostCache {
   Expected<Cost> lookup(const layout::TensorLayout& from, const layout::TensorLayout& to,
                         int64_t elementBytes);
 
-  std::unordered_map<std::string, Cost> cache_;
+  layout::LayoutPairMemo<Cost> cache_;
 };
 
 }  // namespace autopar::search

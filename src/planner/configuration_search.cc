@@ -99,6 +99,9 @@ class SearchRun {
   /// or does not fit on the full model: refine then evaluates both as before.
   Expected<std::optional<search::HybridScore>> placedFirst(
       const search::HybridCandidate& candidate);
+  /// The candidate as the exact placement starts from: without full recompute, since the
+  /// placement chooses how many layers each stage recomputes.
+  [[nodiscard]] MegatronConfig toPlaceOf(const search::HybridCandidate& candidate) const;
   /// The report's line for a candidate's placement.
   static std::string placementLine(const MegatronConfig& config, const search::Placement& placement,
                                    double placedSeconds, const search::HybridCandidate& candidate,
@@ -162,13 +165,18 @@ Expected<double> SearchRun::stepOf(const MegatronConfig& config, const ConfigEst
   return measured->stepSeconds;
 }
 
+MegatronConfig SearchRun::toPlaceOf(const search::HybridCandidate& candidate) const {
+  MegatronConfig toPlace = configOf(base_, candidate);
+  if (toPlace.recompute == ir::Recompute::kFull) toPlace.recompute = ir::Recompute::kNone;
+  return toPlace;
+}
+
 Expected<std::optional<search::HybridScore>> SearchRun::placedFirst(
     const search::HybridCandidate& candidate) {
   using NoScore = std::optional<search::HybridScore>;
   // With a measured table the closed form ranks, and a vision tower is split by time first.
   if (candidate.pp == 1 || profiler_.hasTable() || vision()) return NoScore{};
-  MegatronConfig toPlace = configOf(base_, candidate);
-  if (toPlace.recompute == ir::Recompute::kFull) toPlace.recompute = ir::Recompute::kNone;
+  const MegatronConfig toPlace = toPlaceOf(candidate);
   auto placement = placeOnClosedForm(toPlace, profiler_);
   if (!placement || !*placement) return NoScore{};  // refine's tryPlacement reports it
   auto even = closedForm(configOf(base_, candidate));
@@ -211,10 +219,7 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
 
 Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
                                RefinedConfiguration& refined, search::HybridScore& score) {
-  // From no recompute when the candidate recomputes every layer: the placement chooses how many
-  // layers each stage recomputes.
-  MegatronConfig toPlace = configOf(base_, candidate);
-  if (toPlace.recompute == ir::Recompute::kFull) toPlace.recompute = ir::Recompute::kNone;
+  const MegatronConfig toPlace = toPlaceOf(candidate);
   auto placement = placeOnClosedForm(toPlace, profiler_);
   if (!placement) {
     refined.placementLine =

@@ -29,6 +29,19 @@ constexpr std::array<const char*, 3> kRuntimeVerbHelp{
     "Measure a transformer's blocks on local ranks for search --profile "
     "(docs/profile-table.md)"};
 
+/// autopar-runtime beside this executable; `error` is set when this executable's path is unknown.
+std::filesystem::path runtimePath(std::error_code& error) {
+  return std::filesystem::read_symlink("/proc/self/exe", error).parent_path() / "autopar-runtime";
+}
+
+/// The one line when autopar-runtime cannot be started for `verb` (errno-style `code`).
+int runtimeMissing(std::string_view verb, const std::filesystem::path& runtime, int code) {
+  return reportError(Error{
+      fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
+                  "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
+                  verb, runtime.string(), std::strerror(code))});
+}
+
 }  // namespace
 
 bool isRuntimeVerb(const char* verb) {
@@ -38,20 +51,14 @@ bool isRuntimeVerb(const char* verb) {
 
 int execRuntime(char** argv) {
   std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::filesystem::path runtime = self.parent_path() / "autopar-runtime";
+  const std::filesystem::path runtime = runtimePath(error);
   if (!error) execv(runtime.c_str(), argv);
-  const int code = error ? error.value() : errno;
-  return reportError(Error{
-      fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
-                  "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
-                  argv[1], runtime.string(), std::strerror(code))});
+  return runtimeMissing(argv[1], runtime, error ? error.value() : errno);
 }
 
 int runRuntime(const std::vector<std::string>& arguments) {
   std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::filesystem::path runtime = self.parent_path() / "autopar-runtime";
+  const std::filesystem::path runtime = runtimePath(error);
   std::vector<char*> argv{const_cast<char*>(runtime.c_str())};
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
@@ -59,12 +66,7 @@ int runRuntime(const std::vector<std::string>& arguments) {
   const int spawned =
       error ? error.value()
             : posix_spawn(&child, runtime.c_str(), nullptr, nullptr, argv.data(), environ);
-  if (spawned != 0) {
-    return reportError(Error{
-        fmt::format("{}: needs autopar-runtime beside autopar ({}: {}); it is built where LibTorch "
-                    "(libtorch-dev) is found: run scripts/setup.sh, then scripts/build.sh",
-                    arguments.front(), runtime.string(), std::strerror(spawned))});
-  }
+  if (spawned != 0) return runtimeMissing(arguments.front(), runtime, spawned);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

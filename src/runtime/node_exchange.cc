@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <thread>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "runtime/launcher.h"
 
 namespace autopar::runtime {
 
@@ -44,14 +45,15 @@ Expected<std::vector<std::string>> gatherToNodeZero(const NodeGroup& group,
                                                     const std::string& blob) {
   if (group.nodes == 1) return std::vector<std::string>{blob};
   try {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<uint16_t>(group.port);
-    options.isServer = group.nodeRank == 0;
-    options.numWorkers = group.nodes;
-    options.waitWorkers = false;
-    options.timeout = group.timeout;
-    c10d::TCPStore store(group.address, options);
-    return gather(store, group, blob);
+    // The nodes meet at a TCP store as a job's ranks do, node 0 hosting it.
+    Connection nodes;
+    nodes.rank = group.nodeRank;
+    nodes.world = group.nodes;
+    nodes.address = group.address;
+    nodes.port = group.port;
+    nodes.hostsStore = group.nodeRank == 0;
+    nodes.timeout = group.timeout;
+    return gather(*connectStore(nodes), group, blob);
   } catch (const std::exception& error) {
     // c10d's messages run to several lines with a C++ trace: the first line says what failed.
     std::string message = error.what();

@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
-#include <array>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -52,35 +51,23 @@ struct SearchArgs {
   int masterPort = 0;
 };
 
-/// The micro-batch sizes the search tries (search::HybridSpace's) that the global batch allows.
-constexpr std::array<int64_t, 4> kSampledMicroBatches{1, 2, 4, 8};
-
-/// `autopar profile`'s arguments for --auto-parallel-mm: every TP degree a sampling node holds
-/// that divides the heads, every micro-batch size, with and without sequence parallelism.
+/// `autopar profile`'s arguments for --auto-parallel-mm: the settings planner::sampledDegrees
+/// names, each with and without sequence parallelism.
 Expected<std::vector<std::string>> profileArguments(const SearchArgs& args,
                                                     const std::string& table) {
   const planner::SearchRequest& request = args.request;
-  auto model = planner::transformerConfigOf(request.base.model);
-  if (!model) return model.error();
-  std::vector<std::string> tp;
-  for (int64_t degree = 1; degree <= request.samplingDevicesPerNode; degree *= 2) {
-    if (model->heads % degree == 0 && model->kvHeads % degree == 0) {
-      tp.push_back(std::to_string(degree));
-    }
-  }
-  std::vector<std::string> mbs;
-  for (int64_t size : kSampledMicroBatches) {
-    if (size <= request.base.gbs) mbs.push_back(std::to_string(size));
-  }
+  auto degrees =
+      planner::sampledDegrees(request.base.model, request.samplingDevicesPerNode, request.base.gbs);
+  if (!degrees) return degrees.error();
   std::vector<std::string> arguments{"profile",
                                      "--model",
                                      request.base.model,
                                      "--cluster",
                                      request.base.cluster,
                                      "--tp",
-                                     fmt::format("{}", fmt::join(tp, ",")),
+                                     fmt::format("{}", fmt::join(degrees->tensorParallel, ",")),
                                      "--mbs",
-                                     fmt::format("{}", fmt::join(mbs, ",")),
+                                     fmt::format("{}", fmt::join(degrees->microBatches, ",")),
                                      "--sequence-parallel=both",
                                      "--nnodes",
                                      std::to_string(std::max(request.samplingNodes, 1)),

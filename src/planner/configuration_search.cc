@@ -368,6 +368,19 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
 
 }  // namespace
 
+Expected<SampledDegrees> sampledDegrees(const std::string& model, int64_t devicesPerNode,
+                                        int64_t globalBatch) {
+  auto transformer = transformerConfigOf(model);
+  if (!transformer) return transformer.error();
+  search::HybridModel shape;
+  shape.tensorParallelExtents = frontend::tensorParallelExtents(*transformer);
+  SampledDegrees degrees{search::tensorParallelDegrees(shape, devicesPerNode), {}};
+  for (int64_t size : search::HybridSpace{}.microBatchSizes) {
+    if (size <= globalBatch) degrees.microBatches.push_back(size);
+  }
+  return degrees;
+}
+
 Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
                                                    const SearchProgress& progress) {
   if (request.base.gbs <= 0) return Error{"--gbs: required, a positive integer"};

@@ -91,6 +91,16 @@ using SearchProgress = std::function<void(int, int)>;
 
 /// Runs the search. Errors are bad input (model, cluster, precision, table), one line each.
 /// When nothing fits, `best` is empty and nothingFitsAdvice() says what would.
+/// What seed 003's --auto-parallel-mm samples on a node of `devicesPerNode` for `model`: the
+/// tensor-parallel degrees the search tries that fit the node, and the search's micro-batch sizes
+/// up to `globalBatch`.
+struct SampledDegrees {
+  std::vector<int64_t> tensorParallel;
+  std::vector<int64_t> microBatches;
+};
+Expected<SampledDegrees> sampledDegrees(const std::string& model, int64_t devicesPerNode,
+                                        int64_t globalBatch);
+
 Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
                                                    const SearchProgress& progress = {});
 

@@ -59,3 +59,22 @@ TEST(SearchConfigurations, NothingFitsSaysHowManyNodesWould) {
 
 }  // namespace
 }  // namespace autopar::planner
+
+namespace autopar::planner {
+namespace {
+
+TEST(SampledDegrees, AreTheSearchsTensorParallelDegreesOnANodeAndItsMicroBatchSizes) {
+  // Qwen-14B's 40 heads stop TP at 8 on a node of 16.
+  auto qwen = sampledDegrees("qwen-14b", 16, 2);
+  ASSERT_TRUE(qwen.ok()) << qwen.error().message;
+  EXPECT_EQ(qwen->tensorParallel, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(qwen->microBatches, (std::vector<int64_t>{1, 2}));
+  auto llama = sampledDegrees("llama2-70b", 8, 128);
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(llama->tensorParallel, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(llama->microBatches, (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_FALSE(sampledDegrees("no-such-model", 8, 8).ok());
+}
+
+}  // namespace
+}  // namespace autopar::planner

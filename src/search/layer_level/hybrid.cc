@@ -28,13 +28,19 @@ std::string extentsText(const HybridModel& model) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-bool tensorParallelFits(const HybridModel& model, const HybridSpace& space, int64_t tp) {
-  return divides(tp, space.devicesPerNode) &&
-         std::all_of(model.tensorParallelExtents.begin(), model.tensorParallelExtents.end(),
-                     [tp](const auto& extent) { return divides(tp, extent.second); });
-}
-
 }  // namespace
+
+std::vector<int64_t> tensorParallelDegrees(const HybridModel& model, int64_t devicesPerNode) {
+  std::vector<int64_t> degrees;
+  for (int64_t tp = 1; tp <= devicesPerNode; tp *= 2) {
+    if (divides(tp, devicesPerNode) &&
+        std::all_of(model.tensorParallelExtents.begin(), model.tensorParallelExtents.end(),
+                    [tp](const auto& extent) { return divides(tp, extent.second); })) {
+      degrees.push_back(tp);
+    }
+  }
+  return degrees;
+}
 
 namespace {
 
@@ -95,8 +101,8 @@ void appendVariants(const HybridModel& model, const HybridSpace& space, HybridCa
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space) {
   std::vector<HybridCandidate> shapes;
   const std::vector<int64_t> contexts = contextDegrees(model, space);
-  for (int64_t tp = 1; tp <= space.world; tp *= 2) {
-    if (!divides(tp, space.world) || !tensorParallelFits(model, space, tp)) continue;
+  for (int64_t tp : tensorParallelDegrees(model, space.devicesPerNode)) {
+    if (!divides(tp, space.world)) continue;
     for (int64_t cp : contexts) {
       for (int64_t pp = 1; pp * tp * cp <= space.world; ++pp) {
         if (!divides(pp * tp * cp, space.world) || pp > model.layers) continue;

@@ -98,6 +98,10 @@ struct HybridResult {
   std::vector<std::pair<HybridCandidate, HybridScore>> overOnFull;
 };
 
+/// The tensor-parallel degrees the search tries on nodes of `devicesPerNode`: powers of two
+/// dividing the node and every extent tensor parallelism cuts, smallest first.
+std::vector<int64_t> tensorParallelDegrees(const HybridModel& model, int64_t devicesPerNode);
+
 /// The shapes (recompute none, ZeRO 0) the space allows, in a fixed order.
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space);
 

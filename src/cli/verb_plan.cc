@@ -51,12 +51,6 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
 Expected<planner::Evaluated> evaluatePlan(planner::PlanOptions& options,
                                           const cluster::Cluster& cluster, std::string& note) {
   if (options.memCoeffAuto) {
-    if (options.search != "recursive_programming") {
-      return Error{
-          fmt::format("--mem-coeff auto: only --search recursive_programming has a "
-                      "mem_coeff (the search is {})",
-                      options.search)};
-    }
     const ProgressLine progress("choosing mem_coeff (planning each rung)", 0);
     auto choice = planner::chooseMemCoeff(options, cluster);
     if (!choice) return choice.error();

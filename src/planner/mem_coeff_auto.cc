@@ -16,33 +16,30 @@ constexpr double kFirstRung = 0.1;
 constexpr double kRungFactor = 4;
 constexpr int kRungs = 9;  // 0.1 .. 6553.6
 
-/// One set of levers the ladder is climbed with, and the flags that turn them on.
+/// The levers one climb of the ladder adds to the plan's own.
 struct Levers {
-  std::vector<std::string> flags;
-  std::function<void(PlanOptions&)> apply;
+  bool optimizerParallel = false;
+  bool fullRecompute = false;
+  /// The flags that turn them on, as the report prints them.
+  [[nodiscard]] std::vector<std::string> flags() const {
+    std::vector<std::string> flags;
+    if (optimizerParallel) flags.push_back("--optimizer-parallel");
+    if (fullRecompute) flags.insert(flags.end(), {"--recompute", "full"});
+    return flags;
+  }
+  void apply(PlanOptions& options) const {
+    if (optimizerParallel) options.training.optimizerParallel = true;
+    if (fullRecompute) options.training.recompute = "full";
+  }
 };
 
 /// No lever; then optimizer parallel; then also full recompute, each only where the plan does
 /// not already have it.
 std::vector<Levers> leverSets(const PlanOptions& options) {
-  std::vector<Levers> sets{{{}, [](PlanOptions&) {}}};
-  const TrainingFlags& training = options.training;
-  std::vector<std::string> flags;
-  std::vector<std::function<void(PlanOptions&)>> applied;
-  if (!training.optimizerParallel) {
-    flags.push_back("--optimizer-parallel");
-    applied.emplace_back([](PlanOptions& o) { o.training.optimizerParallel = true; });
-    sets.push_back({flags, [applied](PlanOptions& o) {
-                      for (const auto& apply : applied) apply(o);
-                    }});
-  }
-  if (training.recompute == "none") {
-    flags.insert(flags.end(), {"--recompute", "full"});
-    applied.emplace_back([](PlanOptions& o) { o.training.recompute = "full"; });
-    sets.push_back({flags, [applied](PlanOptions& o) {
-                      for (const auto& apply : applied) apply(o);
-                    }});
-  }
+  const bool optimizerParallel = !options.training.optimizerParallel;
+  std::vector<Levers> sets{{}};
+  if (optimizerParallel) sets.push_back({true, false});
+  if (options.training.recompute == "none") sets.push_back({optimizerParallel, true});
   return sets;
 }
 
@@ -59,11 +56,17 @@ std::vector<double> memCoeffLadder() {
 
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
                                         const std::function<void(int)>& progress) {
+  if (options.search != "recursive_programming") {
+    return Error{fmt::format(
+        "--mem-coeff auto: only --search recursive_programming has a mem_coeff (the search is {})",
+        options.search)};
+  }
   std::optional<MemCoeffChoice> leanest;
   int64_t plainLeanest = 0;  // the least peak without a lever
   int planned = 0;
   const std::vector<Levers> sets = leverSets(options);
   for (size_t set = 0; set < sets.size(); ++set) {
+    const std::vector<std::string> leverFlags = sets[set].flags();
     for (double memCoeff : memCoeffLadder()) {
       PlanOptions candidate = options;
       candidate.memCoeff = memCoeff;
@@ -77,9 +80,9 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
       if (set == 0 && (plainLeanest == 0 || peak < plainLeanest)) plainLeanest = peak;
       if (!fits && leanest && leanest->evaluated.peakBytes() <= peak) continue;
       std::vector<std::string> flags{"--mem-coeff", rungText(memCoeff)};
-      flags.insert(flags.end(), sets[set].flags.begin(), sets[set].flags.end());
+      flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
       const std::string levers =
-          sets[set].flags.empty() ? "" : fmt::format(" with {}", fmt::join(sets[set].flags, " "));
+          leverFlags.empty() ? "" : fmt::format(" with {}", fmt::join(leverFlags, " "));
       std::string summary =
           fmt::format("mem_coeff auto: {}{} ({} plans): step {}, peak {} of {}", rungText(memCoeff),
                       levers, planned, formatSeconds(evaluated->estimate.stepSeconds),
@@ -97,7 +100,7 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
       "mem_coeff auto: no rung from {} to {} fits, with or without {}; "
       "the leanest is {}",
       rungText(memCoeffLadder().front()), rungText(memCoeffLadder().back()),
-      sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags, " "))
+      sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags(), " "))
                       : std::string("a lever"),
       leanest->summary.substr(leanest->summary.find(':') + 2));
   return std::move(*leanest);

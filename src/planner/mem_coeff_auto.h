@@ -33,8 +33,9 @@ struct MemCoeffChoice {
 /// The ladder's rungs, smallest first.
 std::vector<double> memCoeffLadder();
 
-/// Plans `options` (search recursive_programming) at each rung until one fits. `progress` is
-/// called after each plan with the count so far. Errors are the first plan's (bad input).
+/// Plans `options` at each rung until one fits. `progress` is called after each plan with the
+/// count so far. Errors: a search other than recursive_programming (which has no mem_coeff), or
+/// the first plan's (bad input).
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
                                         const std::function<void(int)>& progress = {});
 

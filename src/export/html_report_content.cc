@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <set>
-#include <tuple>
 
 #include "export/megatron_args.h"
 #include "export/mindformers_yaml.h"
@@ -21,16 +20,12 @@ constexpr size_t kMaxTableRows = 400;
 /// Other shapes the candidate table lists after the leaders.
 constexpr size_t kMaxShapeLeaders = 30;
 
-/// "TP 4 CP 2 PP 4 DP 2 VPP 2 MBS 1 SP interleaved, recompute none, ZeRO 1"
+/// ir::shapeName with the rest of the configuration: "TP 4 CP 2 PP 4 DP 2 MBS 1 SP VPP 2
+/// interleaved, recompute none, ZeRO 1" (shapeName already names zero-bubble H1).
 std::string describe(const ir::ParallelConfig& c) {
-  std::string text = fmt::format("TP {}", c.tp);
-  if (c.cp > 1) text += fmt::format(" CP {}", c.cp);
-  text += fmt::format(" PP {} DP {}", c.pp, c.dp);
-  if (c.ep > 1) text += fmt::format(" EP {}", c.ep);
+  std::string text = ir::shapeName(c);
   if (c.vpp > 1) text += fmt::format(" VPP {}", c.vpp);
-  text += fmt::format(" MBS {}", c.mbs);
-  if (c.sequenceParallel) text += " SP";
-  if (c.pp > 1) text += fmt::format(" {}", ir::scheduleName(c.schedule));
+  if (c.pp > 1 && !c.zeroBubble()) text += fmt::format(" {}", ir::scheduleName(c.schedule));
   return text + fmt::format(", recompute {}, ZeRO {}", ir::recomputeName(c.recompute), c.zero);
 }
 
@@ -81,12 +76,11 @@ std::vector<ReportCandidate> searchCandidates(const planner::ConfigurationSearch
                                               const SearchReportContext& context) {
   const search::HybridResult& result = found.hybrid;
   std::vector<ReportCandidate> rows;
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-  std::set<Key> listed;
+  std::set<search::ShapeKey> listed;
   const double best = result.ranked.empty() ? 0 : result.ranked.front().second.stepSeconds;
   for (size_t i = 0; i < result.ranked.size() && static_cast<int>(i) < context.top; ++i) {
     const auto& [c, score] = result.ranked[i];
-    listed.insert({c.tp, c.cp, c.pp, c.dp, c.ep});
+    listed.insert(search::shapeKey(c));
     rows.push_back(
         {describe(c), score.stepSeconds, score.peakBytes,
          i == 0 ? "chosen (full model)"
@@ -101,7 +95,7 @@ std::vector<ReportCandidate> searchCandidates(const planner::ConfigurationSearch
   size_t leaders = 0;
   for (const auto& [c, score] : result.shapeLeaders) {
     if (leaders == kMaxShapeLeaders) break;
-    if (!listed.insert({c.tp, c.cp, c.pp, c.dp, c.ep}).second) continue;
+    if (!listed.insert(search::shapeKey(c)).second) continue;
     ++leaders;
     const std::string verdict =
         score.fits ? fmt::format("its shape's fastest, {} slower than the fastest (closed form)",

@@ -98,6 +98,8 @@ void appendVariants(const HybridModel& model, const HybridSpace& space, HybridCa
 
 }  // namespace
 
+ShapeKey shapeKey(const HybridCandidate& c) { return {c.tp, c.cp, c.pp, c.dp, c.ep}; }
+
 std::vector<HybridCandidate> hybridShapes(const HybridModel& model, const HybridSpace& space) {
   std::vector<HybridCandidate> shapes;
   const std::vector<int64_t> contexts = contextDegrees(model, space);
@@ -162,11 +164,6 @@ void rank(std::vector<Scored>& scored) {
     return a.first.tp * a.first.cp * a.first.pp < b.first.tp * b.first.cp * b.first.pp;
   });
 }
-
-/// The degrees that make a parallel shape (TP, CP, PP, DP, EP), whatever its micro-batching and
-/// memory savers.
-using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-ShapeKey shapeKey(const HybridCandidate& c) { return {c.tp, c.cp, c.pp, c.dp, c.ep}; }
 
 /// Keeps, per shape, the fastest candidate that fits, or the leanest while none of it fits.
 void keepShapeLeader(std::map<ShapeKey, Scored>& leaders, const Scored& scored) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,11 @@ struct HybridSpace {
   /// ZeRO stages); unset: every candidate.
   std::function<bool(const HybridCandidate&)> admits;
 };
+
+/// The degrees that make a parallel shape (TP, CP, PP, DP, EP), whatever its micro-batching and
+/// memory savers: HybridResult::shapeLeaders holds one candidate per key.
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+ShapeKey shapeKey(const HybridCandidate& candidate);
 
 struct HybridScore {
   double stepSeconds = 0;

@@ -251,6 +251,10 @@ int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes) 
   return cluster.device.memoryBytes - marginBytes;
 }
 
+int64_t ConfigEstimate::peakBytes() const {
+  return *std::max_element(peakMemoryBytes.begin(), peakMemoryBytes.end());
+}
+
 bool ConfigEstimate::fits() const {
   const int64_t usable = usableMemoryBytes(cluster, memoryMarginBytes);
   return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),

@@ -120,6 +120,8 @@ struct ConfigEstimate {
   double megatronStepSeconds = 0;
   double opSearchStepSeconds = 0;
   [[nodiscard]] bool fits() const;
+  /// The fullest stage's peak.
+  [[nodiscard]] int64_t peakBytes() const;
 };
 
 /// The gradient bucketing both step models take (the full model's buckets and the closed form's

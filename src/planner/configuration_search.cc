@@ -191,10 +191,7 @@ Expected<std::optional<search::HybridScore>> SearchRun::placedFirst(
   refined.placementLine = placementLine(toPlace, layout, seconds, candidate, even->stepSeconds,
                                         " in closed form, not evaluated");
   refined_.insert_or_assign(candidate, std::move(refined));
-  return NoScore{search::HybridScore{seconds,
-                                     *std::max_element(placed->estimate.peakMemoryBytes.begin(),
-                                                       placed->estimate.peakMemoryBytes.end()),
-                                     true}};
+  return NoScore{search::HybridScore{seconds, placed->estimate.peakBytes(), true}};
 }
 
 Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
@@ -208,10 +205,7 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
   auto seconds = stepOf(*config, *estimate, nullptr);
   if (!seconds) return seconds.error();
   RefinedConfiguration refined{*config, *seconds, false, "", false};
-  search::HybridScore score{
-      *seconds,
-      *std::max_element(estimate->peakMemoryBytes.begin(), estimate->peakMemoryBytes.end()),
-      estimate->fits()};
+  search::HybridScore score{*seconds, estimate->peakBytes(), estimate->fits()};
   if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
   refined_.insert_or_assign(candidate, std::move(refined));
   return score;
@@ -249,10 +243,7 @@ Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
   refined.config = placed->config;
   refined.seconds = *seconds;
   refined.placed = true;
-  score = {*seconds,
-           *std::max_element(placed->estimate.peakMemoryBytes.begin(),
-                             placed->estimate.peakMemoryBytes.end()),
-           true};
+  score = {*seconds, placed->estimate.peakBytes(), true};
   return {};
 }
 
@@ -293,8 +284,7 @@ Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
     refined.seconds = (*estimate)->stepSeconds;
     refined.opSearchTaken = true;
     score.stepSeconds = (*estimate)->stepSeconds;
-    score.peakBytes =
-        *std::max_element((*estimate)->peakMemoryBytes.begin(), (*estimate)->peakMemoryBytes.end());
+    score.peakBytes = (*estimate)->peakBytes();
   }
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
     return a.second.stepSeconds < b.second.stepSeconds;

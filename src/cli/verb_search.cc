@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/configuration_options.h"
 #include "cli/html_report_file.h"
@@ -116,6 +117,32 @@ Status writeMindFormersYaml(const std::string& path, const planner::MegatronConf
   return {};
 }
 
+/// --auto-parallel-mm: the sampling cluster measures the blocks (autopar-runtime profile, one
+/// share per node), and node 0 goes on to search the simulated cluster on the table, which it
+/// keeps beside --out (a later search can reuse it with --profile) and names in
+/// args.request.profilePath. Returns the exit status where the command ends here: an error, or a
+/// node other than 0.
+std::optional<int> sampleBlocks(SearchArgs& args) {
+  if (!args.request.profilePath.empty()) {
+    return reportError(Error{"--profile: --auto-parallel-mm measures the blocks itself"});
+  }
+  if (args.request.samplingDevicesPerNode == 0) {
+    return reportError(
+        Error{"--auto-parallel-mm: needs --nproc-per-node (the sampling node's devices)"});
+  }
+  const std::string table =
+      (std::filesystem::path(args.out).parent_path() / kSampledTableFile).string();
+  auto arguments = profileArguments(args, table);
+  if (!arguments) return reportError(arguments.error());
+  if (const int profiled = runRuntime(*arguments); profiled != kExitOk) return profiled;
+  if (args.nodeRank != 0) {
+    fmt::print("node {}: sampling done; node 0 runs the search\n", args.nodeRank);
+    return kExitOk;
+  }
+  args.request.profilePath = table;
+  return std::nullopt;
+}
+
 /// `autopar search` on a graph JSON or ONNX model (planner/graph_search.h): writes the winner's
 /// plan JSON and prints the ranking and its plan report.
 int runGraphSearch(const SearchArgs& args) {
@@ -170,27 +197,8 @@ int runSearch(SearchArgs args) {
   }
 
   if (args.out.empty()) args.out = kOptimalConfigFile;
-  // --auto-parallel-mm: the sampling cluster measures the blocks (autopar-runtime profile, one
-  // share per node); node 0 then searches the simulated cluster on the measured table.
   if (args.autoParallelMm) {
-    if (!args.request.profilePath.empty()) {
-      return reportError(Error{"--profile: --auto-parallel-mm measures the blocks itself"});
-    }
-    if (args.request.samplingDevicesPerNode == 0) {
-      return reportError(
-          Error{"--auto-parallel-mm: needs --nproc-per-node (the sampling node's devices)"});
-    }
-    // Kept beside the optimal configuration, so that a later search can reuse it (--profile).
-    const std::string table =
-        (std::filesystem::path(args.out).parent_path() / kSampledTableFile).string();
-    auto arguments = profileArguments(args, table);
-    if (!arguments) return reportError(arguments.error());
-    if (const int profiled = runRuntime(*arguments); profiled != kExitOk) return profiled;
-    if (args.nodeRank != 0) {
-      fmt::print("node {}: sampling done; node 0 runs the search\n", args.nodeRank);
-      return kExitOk;
-    }
-    args.request.profilePath = table;
+    if (std::optional<int> ended = sampleBlocks(args)) return *ended;
   }
   const bool terminal = isatty(STDERR_FILENO) != 0;
   auto progress = [&](int done, int total) {

@@ -92,13 +92,20 @@ class SearchRun {
   /// is faster (or only it fits).
   Status tryPlacement(const search::HybridCandidate& candidate, RefinedConfiguration& refined,
                       search::HybridScore& score);
+  /// What placedFirst found: the placed plan's score when it stands for the candidate, or
+  /// whether the full model found the placed plan over memory (so tryPlacement need not
+  /// evaluate it again).
+  struct PlacedFirst {
+    std::optional<search::HybridScore> score;
+    bool overMemory = false;
+  };
   /// The placed plan alone, when the closed form puts the exact placement clearly ahead of the
   /// even split (kClearPlacementGain): its full-model evaluation stands for the candidate and the
   /// even split is not evaluated (at 800 layers every leader places 8-15% faster, and evaluating
-  /// both doubled the search). Nothing when the placement is not clearly faster, is unchanged,
-  /// or does not fit on the full model: refine then evaluates both as before.
-  Expected<std::optional<search::HybridScore>> placedFirst(
-      const search::HybridCandidate& candidate);
+  /// both doubled the search). No score when the placement is not clearly faster, is unchanged,
+  /// or does not fit on the full model: refine then evaluates the even split, and the placement
+  /// too unless it was found over memory here.
+  Expected<PlacedFirst> placedFirst(const search::HybridCandidate& candidate);
   /// The candidate as the exact placement starts from: without full recompute, since the
   /// placement chooses how many layers each stage recomputes.
   [[nodiscard]] MegatronConfig toPlaceOf(const search::HybridCandidate& candidate) const;
@@ -171,33 +178,31 @@ MegatronConfig SearchRun::toPlaceOf(const search::HybridCandidate& candidate) co
   return toPlace;
 }
 
-Expected<std::optional<search::HybridScore>> SearchRun::placedFirst(
-    const search::HybridCandidate& candidate) {
-  using NoScore = std::optional<search::HybridScore>;
+Expected<SearchRun::PlacedFirst> SearchRun::placedFirst(const search::HybridCandidate& candidate) {
   // With a measured table the closed form ranks, and a vision tower is split by time first.
-  if (candidate.pp == 1 || profiler_.hasTable() || vision()) return NoScore{};
+  if (candidate.pp == 1 || profiler_.hasTable() || vision()) return PlacedFirst{};
   const MegatronConfig toPlace = toPlaceOf(candidate);
   auto placement = placeOnClosedForm(toPlace, profiler_);
-  if (!placement || !*placement) return NoScore{};  // refine's tryPlacement reports it
+  if (!placement || !*placement) return PlacedFirst{};  // refine's tryPlacement reports it
   auto even = closedForm(configOf(base_, candidate));
   if (!even) return even.error();
   const search::Placement& layout = **placement;
-  if (layout.stepSeconds > even->stepSeconds * (1 - kClearPlacementGain)) return NoScore{};
+  if (layout.stepSeconds > even->stepSeconds * (1 - kClearPlacementGain)) return PlacedFirst{};
   auto placed = evaluatePlaced(toPlace, layout);
   if (!placed) return placed.error();
-  if (!placed->estimate.fits()) return NoScore{};
+  if (!placed->estimate.fits()) return PlacedFirst{{}, true};
   const double seconds = placed->estimate.stepSeconds;
   RefinedConfiguration refined{placed->config, seconds, true, "", false};
   refined.placementLine = placementLine(toPlace, layout, seconds, candidate, even->stepSeconds,
                                         " in closed form, not evaluated");
   refined_.insert_or_assign(candidate, std::move(refined));
-  return NoScore{search::HybridScore{seconds, placed->estimate.peakBytes(), true}};
+  return PlacedFirst{search::HybridScore{seconds, placed->estimate.peakBytes(), true}};
 }
 
 Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
   auto first = placedFirst(candidate);
   if (!first) return first.error();
-  if (*first) return **first;
+  if (first->score) return *first->score;
   auto config = withLayers(candidate);
   if (!config) return config.error();
   auto estimate = estimateConfig(*config);
@@ -206,7 +211,9 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
   if (!seconds) return seconds.error();
   RefinedConfiguration refined{*config, *seconds, false, "", false};
   search::HybridScore score{*seconds, estimate->peakBytes(), estimate->fits()};
-  if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
+  if (!first->overMemory) {
+    if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
+  }
   refined_.insert_or_assign(candidate, std::move(refined));
   return score;
 }

@@ -71,6 +71,15 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   toggle("in-place-loss-gradient", flags.inPlaceLossGradient,
          "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); "
          "without it, two fp32 logits-sized buffers (PyTorch's log_softmax)");
+  toggle("stash-gathered-inputs", flags.stashGatheredInputs,
+         "a GEMM that reads a gathered activation keeps its sharded source and gathers it again "
+         "in the backward (Megatron-LM); without it, the gathered input is kept (PyTorch DTensor)");
+  toggle("pipeline-keeps-outputs", flags.pipelineKeepsOutputs,
+         "under pipeline parallelism every micro-batch's stage output is kept until the step "
+         "ends, the last stage's fp32 logits (torch.distributed.pipelining)");
+  toggle("fsdp-root-stays-gathered", flags.fsdpRootStaysGathered,
+         "under --zero 3 the parameters outside the layers and the last layer's stay gathered "
+         "from forward to backward (FSDP2's root, torchtitan's last block)");
   toggle("selective-op-policy", flags.selectiveOpPolicy,
          "--recompute selective keeps the attention and every other matmul's output and "
          "recomputes the rest of each layer (torchtitan); without it, the attention core alone "
@@ -105,6 +114,9 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.gradientAccumulationFusion, &code.gradientAccumulationFusion},
         {flags.fusedElementwise, &code.fusedElementwise},
         {flags.inPlaceLossGradient, &code.inPlaceLossGradient},
+        {flags.stashGatheredInputs, &code.stashGatheredInputs},
+        {flags.pipelineKeepsOutputs, &code.pipelineKeepsOutputs},
+        {flags.fsdpRootStaysGathered, &code.fsdpRootStaysGathered},
         {flags.selectiveOpPolicy, &code.selectiveOpPolicy}}) {
     if (given != 0) *field = given > 0;
   }

@@ -113,6 +113,25 @@ struct Accumulator {
     }
   }
 
+  /// RecomputeOptions::rootStaysGathered: the gathered copies of the parameters outside the
+  /// stack's layers and of its last layer, each once, before any consumer asks to gather them
+  /// again.
+  void keepRootParameters() {
+    if (!in.options.parallelOptimizerRegather || !in.options.rootStaysGathered) return;
+    std::string lastLayer;
+    for (const ir::Op& op : in.graph.ops()) {
+      if (ir::isStackLayer(op.block)) lastLayer = op.block;
+    }
+    for (const ir::Op& op : in.graph.ops()) {
+      if (ir::isStackLayer(op.block) && op.block != lastLayer) continue;
+      const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (!in.graph.tensor(op.inputs[i]).isParameter()) continue;
+        keepParameter(op.inputs[i], shard.inputs[i], in.stageOf[static_cast<size_t>(op.id)], 0);
+      }
+    }
+  }
+
   /// A tensor made and used inside a recomputed region is made again; so is any communication
   /// between the two (replayed under mp_comm_recompute, else its output is kept).
   void insideRegion(ir::TensorId tensor, const layout::TensorLayout& use, int stage) {
@@ -174,7 +193,7 @@ struct Accumulator {
           in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
         continue;
       }
-      keep(t, shard.inputs[saved.index], stage, true, saved.keptAs);
+      keep(t, shard.inputs[saved.index], stage, in.stashGatheredInputs, saved.keptAs);
     }
   }
 };
@@ -187,6 +206,7 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
   acc.cost.bytes.assign(stages, 0);
   acc.cost.gatheredParameters.assign(stages, 0);
   acc.cost.replaySeconds.assign(stages, 0.0);
+  acc.keepRootParameters();
   for (const ir::Op& op : inputs.graph.ops()) {
     const int stage = inputs.stageOf[static_cast<size_t>(op.id)];
     const int region = inputs.regions.regionOf[static_cast<size_t>(op.id)];
@@ -213,10 +233,16 @@ std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPl
     const rules::ShardedOp& shard = inputs.sharded[id];
     int64_t& slot = workspace[static_cast<size_t>(inputs.stageOf[id])];
     if (op.kind == ir::OpKind::kCrossEntropy) {
-      const ir::DType logits = graph.tensor(op.inputs.front()).type.dtype;
-      constexpr int64_t kTwoFp32Buffers = 2 * 4;
-      const int64_t perElement = inPlaceLossGradient ? ir::dtypeBytes(logits) : kTwoFp32Buffers;
-      slot = std::max(slot, shard.inputs.front().sliceElements() * perElement);
+      const ir::Tensor& logits = graph.tensor(op.inputs.front());
+      const layout::TensorLayout& slice = shard.inputs.front();
+      // PyTorch on logits whose vocabulary is sharded is DTensor's loss_parallel: its fused
+      // backward (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward)
+      // holds zeros_like(x), exp(x) and their sum at once, then the product: three fp32 buffers.
+      const bool vocabSharded = slice.sliceShape().back() < logits.type.shape.back();
+      const int64_t fp32Buffers = vocabSharded ? 3 : 2;
+      const int64_t perElement =
+          inPlaceLossGradient ? ir::dtypeBytes(logits.type.dtype) : fp32Buffers * 4;
+      slot = std::max(slot, slice.sliceElements() * perElement);
     }
     const int region = regions.regionOf[id];
     if (region < 0 || regions.keepsOutput[id]) continue;

@@ -13,7 +13,8 @@
 ///
 /// Stashing. An activation a consumer saves after a gathering redistribution (all-gather; e.g.
 /// the sequence-parallel input of a column-parallel MatMul) is kept as its smaller source slice
-/// and gathered again in backward, as Megatron-LM does under sequence parallelism. Inside a
+/// and gathered again in backward, as Megatron-LM does under sequence parallelism (PyTorch's
+/// DTensor keeps the gathered tensor: ActivationInputs::stashGatheredInputs). Inside a
 /// recomputed region, communication between its ops is replayed with the recompute; with
 /// mp_comm_recompute false its output is kept instead, and so is a gathered region input. An
 /// optimizer-parallel parameter's gathered copy is kept from forward to backward (a communication
@@ -52,6 +53,7 @@ struct ActivationInputs {
   int stages = 1;
   /// Seconds of the forward redistribution of a tensor into a consumer's layout.
   std::function<double(ir::TensorId, const layout::TensorLayout&)> forwardSeconds;
+  bool stashGatheredInputs = true;  ///< EvaluateOptions::stashGatheredInputs
 };
 
 struct ActivationCost {
@@ -63,8 +65,9 @@ struct ActivationCost {
 ActivationCost keptActivations(const ActivationInputs& inputs);
 
 /// The backward's working set beyond what is kept, per stage: the largest of the cross entropy's
-/// gradient buffers (`inPlaceLossGradient`: the gradient cast to the logits' dtype; otherwise two
-/// fp32 buffers the size of the logits) and each recomputed region's activations, made again by
+/// gradient buffers (`inPlaceLossGradient`: the gradient cast to the logits' dtype; otherwise
+/// PyTorch's, two fp32 buffers the size of the logits, three under loss_parallel when the
+/// vocabulary is sharded) and each recomputed region's activations, made again by
 /// the recompute and held until the region's backward has used them (PyTorch's checkpoint,
 /// Megatron's recompute). Ops whose output the per-op policy keeps are not made again.
 std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient);

@@ -429,6 +429,17 @@ void costStageSends(Context& ctx) {
       ctx.report.stages[static_cast<size_t>(s)].sendBytes += scatter ? bytes / pieces : bytes;
       gatherSeconds[static_cast<size_t>(s)] += gather;
     }
+    if (ctx.options.pipelineKeepsOutputs) {
+      ctx.report.stages[static_cast<size_t>(from)].keptOutputBytes += bytes;
+    }
+  }
+  if (ctx.options.pipelineKeepsOutputs && ctx.options.stages > 1) {
+    for (const ir::Op& op : ctx.graph.ops()) {
+      if (op.kind != ir::OpKind::kCrossEntropy) continue;
+      constexpr int64_t kFp32Bytes = 4;
+      ctx.report.stages[static_cast<size_t>(ctx.stageOf[op.id])].keptOutputBytes +=
+          ctx.sharded[static_cast<size_t>(op.id)].inputs.front().sliceElements() * kFp32Bytes;
+    }
   }
   for (int s = 0; s + 1 < ctx.options.stages; ++s) {
     StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
@@ -461,7 +472,8 @@ void costActivations(Context& ctx) {
                           ctx.options.stages,
                           [&](ir::TensorId t, const layout::TensorLayout& to) {
                             return forwardEdgeSeconds(ctx, t, to);
-                          }};
+                          },
+                          ctx.options.stashGatheredInputs};
   const ActivationCost kept = keptActivations(inputs);
   ctx.report.recomputeRegionOf = regions.regionOf;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {

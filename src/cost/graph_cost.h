@@ -84,6 +84,15 @@ struct EvaluateOptions {
   /// logits' dtype. False: PyTorch's log_softmax and nll_loss backward each allocate an fp32
   /// buffer the size of the logits (torchtitan, plain PyTorch training loops).
   bool inPlaceLossGradient = true;
+  /// A consumer that saves a gathered activation keeps its sharded source and gathers it again in
+  /// backward (Megatron-LM); false: it keeps the gathered tensor (PyTorch's DTensor). See
+  /// cost/activations.h, "Stashing".
+  bool stashGatheredInputs = true;
+  /// Under pipeline parallelism each stage keeps every micro-batch's output until the step ends,
+  /// the last stage its fp32 logits (torch.distributed.pipelining's PipelineStage appends each
+  /// forward's output to output_chunks, which the schedule merges after the last backward; the
+  /// model returns `self.output(h).float()` in torchtitan).
+  bool pipelineKeepsOutputs = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };
@@ -127,6 +136,9 @@ struct StageCost {
   /// One micro-batch's activations sent to the next stage, and the time on the link between.
   int64_t sendBytes = 0;
   double sendSeconds = 0;
+  /// One micro-batch's output of this virtual stage that the pipeline runtime keeps until the
+  /// step ends (EvaluateOptions::pipelineKeepsOutputs); 0 otherwise.
+  int64_t keptOutputBytes = 0;
   /// Once per step.
   double gradientSyncSeconds = 0;
   double exposedGradientSyncSeconds = 0;

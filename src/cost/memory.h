@@ -37,6 +37,9 @@ struct MemoryBreakdown {
   int64_t gradientBytes = 0;
   int64_t optimizerBytes = 0;
   int64_t activationBytes = 0;
+  /// Of activationBytes, the stage outputs the pipeline runtime keeps to the end of the step
+  /// (EvaluateOptions::pipelineKeepsOutputs), at the stage's peak.
+  int64_t keptOutputBytes = 0;
   int64_t communicationBytes = 0;  ///< largest transient buffer a collective needs
   /// The largest working set the backward pass adds to what is kept: the cross entropy's
   /// gradient buffers, or a recomputed region's activations made again (cost/graph_cost.h).

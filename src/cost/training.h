@@ -56,6 +56,12 @@ struct RecomputeOptions {
   /// module hooks). A recomputed op's parameter is then gathered three times per micro-batch:
   /// forward, recomputed forward and backward; others twice.
   bool parallelOptimizerRegather = false;
+  /// With parallelOptimizerRegather, the parameters outside the stack's layers and those of its
+  /// last layer stay gathered from their forward to the end of their backward: FSDP2 does not
+  /// reshard the root module after forward (torch/distributed/_composable/fsdp/_fsdp_state.py,
+  /// _lazy_init), and torchtitan does not reshard the last transformer block
+  /// (parallelize_llama.py, apply_fsdp: "FSDP would prefetch it immediately").
+  bool rootStaysGathered = false;
   /// kSelective as PyTorch's per-op selective checkpointing runs it in torchtitan
   /// (torchtitan/models/llama/parallelize_llama.py, `_save_list` and `_custom_policy`): every
   /// layer of a stack is recomputed, except that the outputs of its attention core and of every

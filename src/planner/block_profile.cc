@@ -160,7 +160,7 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
                                  memory.optimizerBytes};
     stages.push_back({stage.forwardSeconds, stage.backwardSeconds, stage.optimizerSeconds,
                       stage.sendSeconds, minus(all, experts[s]), experts[s],
-                      memory.activationBytes / inFlight,
+                      (memory.activationBytes - memory.keptOutputBytes) / inFlight,
                       memory.communicationBytes + memory.workspaceBytes});
   }
   return probes_.emplace(key, std::move(stages)).first->second;

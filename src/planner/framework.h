@@ -62,6 +62,18 @@ struct CodePath {
   /// vocab-parallel cross entropy); false: PyTorch's log_softmax and nll_loss backward allocate
   /// two fp32 buffers the size of the logits (cost::EvaluateOptions::inPlaceLossGradient).
   bool inPlaceLossGradient = true;
+  /// A linear that reads a gathered activation (the sequence-parallel input of a column-parallel
+  /// GEMM) keeps its sharded source for the backward and gathers it again there (Megatron-LM's
+  /// LinearWithGradAccumulationAndAsyncCommunication); false: the GEMM saves the gathered input
+  /// it was given (PyTorch's DTensor ColwiseParallel).
+  bool stashGatheredInputs = true;
+  /// Under pipeline parallelism every micro-batch's stage output is kept until the step ends
+  /// (cost::EvaluateOptions::pipelineKeepsOutputs: torch.distributed.pipelining).
+  bool pipelineKeepsOutputs = false;
+  /// ZeRO 3 keeps the root module's parameters (embedding, final norm, output projection) and
+  /// the last layer's gathered through the forward and backward (cost::RecomputeOptions::
+  /// rootStaysGathered: FSDP2 as torchtitan wraps it).
+  bool fsdpRootStaysGathered = false;
   /// Selective recompute is PyTorch's per-op policy (torchtitan's: keep the attention and every
   /// other matmul's output, recompute the rest of the layer); false: Megatron's, the attention
   /// core alone (cost::RecomputeOptions::selectiveOpPolicy).

@@ -133,11 +133,14 @@ namespace {
 /// LLaMA2-7B on 8 devices under `framework`, no recompute unless given: the estimate of its peak
 /// stage's memory.
 cost::MemoryBreakdown memoryUnder(Framework framework, ir::Recompute recompute, int64_t pp = 1,
-                                  int zero = 0, void (*change)(CodePath&) = nullptr) {
+                                  int zero = 0, void (*change)(CodePath&) = nullptr,
+                                  int64_t tp = 1) {
   MegatronConfig config;
   config.model = "llama2-7b";
+  config.tp = tp;
+  config.sequenceParallel = tp > 1;
   config.pp = pp;
-  config.dp = 8 / pp;
+  config.dp = 8 / pp / tp;
   config.gbs = 8;
   config.recompute = recompute;
   config.zero = zero;
@@ -160,6 +163,53 @@ TEST(Framework, LossGradientBuffersFollowTheFramework) {
                                    [](CodePath& code) { code.inPlaceLossGradient = false; });
   EXPECT_EQ(pytorch.workspaceBytes, 8 * kLogits);
   EXPECT_EQ(pytorch.activationBytes, megatron.activationBytes);
+}
+
+/// PyTorch's cross entropy on vocabulary-sharded logits is DTensor's loss_parallel, whose fused
+/// backward holds three fp32 buffers of the local logits at once.
+TEST(Framework, LossParallelHoldsThreeFp32Buffers) {
+  constexpr int64_t kLocalLogits = int64_t{4096} * 32000 / 2;
+  const auto pytorch = memoryUnder(
+      Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+      [](CodePath& code) { code.inPlaceLossGradient = false; }, 2);
+  EXPECT_EQ(pytorch.workspaceBytes, 3 * 4 * kLocalLogits);
+}
+
+/// Megatron keeps a sequence-parallel GEMM's sharded input and gathers it again in backward;
+/// PyTorch's DTensor keeps the gathered input.
+TEST(Framework, DtensorKeepsGatheredInputs) {
+  const auto megatron =
+      memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 0, nullptr, 2);
+  const auto dtensor = memoryUnder(
+      Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+      [](CodePath& code) { code.stashGatheredInputs = false; }, 2);
+  EXPECT_GT(dtensor.activationBytes, megatron.activationBytes);
+}
+
+/// torch.distributed.pipelining keeps every micro-batch's stage output to the end of the step:
+/// the last stage of 1F1B (two micro-batches) holds both micro-batches' fp32 logits when its
+/// last backward runs.
+TEST(Framework, PipeliningKeepsEveryMicroBatchsOutput) {
+  constexpr int64_t kLogits = int64_t{4096} * 32000;
+  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2);
+  const auto kept = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2, 0,
+                                [](CodePath& code) { code.pipelineKeepsOutputs = true; });
+  EXPECT_EQ(megatron.keptOutputBytes, 0);
+  EXPECT_EQ(kept.keptOutputBytes, 2 * 4 * kLogits);
+  EXPECT_EQ(kept.activationBytes - megatron.activationBytes, 2 * 4 * kLogits);
+}
+
+/// FSDP2 leaves its root unit (embedding, final norm, output projection) gathered after forward,
+/// and torchtitan its last block: under ZeRO 3 their bf16 parameters stay whole through the step.
+TEST(Framework, Fsdp2RootAndLastBlockStayGathered) {
+  constexpr int64_t kEmbeddingAndOutput = 2 * int64_t{32000} * 4096 * 2;
+  constexpr int64_t kOneLayer = (4 * int64_t{4096} * 4096 + 3 * int64_t{4096} * 11008) * 2;
+  const auto resharded = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3,
+                                     [](CodePath& code) { code.fsdpRootStaysGathered = false; });
+  const auto titan = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
+  const int64_t gathered = titan.communicationBytes - resharded.communicationBytes;
+  EXPECT_GE(gathered, kEmbeddingAndOutput + kOneLayer);
+  EXPECT_LT(gathered, kEmbeddingAndOutput + kOneLayer + (1 << 20)) << "norms only beyond those";
 }
 
 /// Full recompute makes each layer again in the backward: its activations are a workspace of

@@ -165,6 +165,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
   options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
+  options.recompute.rootStaysGathered = flags.rootStaysGathered;
   options.optimizerParallel.enabled = flags.optimizerParallel;
   options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
   options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
@@ -179,6 +180,8 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.fuseElementwise = flags.fuseElementwise;
   options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
   options.inPlaceLossGradient = flags.inPlaceLossGradient;
+  options.stashGatheredInputs = flags.stashGatheredInputs;
+  options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
   options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
   if (flags.listCollectives) {
     options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
@@ -199,6 +202,9 @@ void applyCodePath(const CodePath& code, TrainingFlags& flags) {
   flags.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
   flags.listCollectives = code.listCollectives;
   flags.inPlaceLossGradient = code.inPlaceLossGradient;
+  flags.stashGatheredInputs = code.stashGatheredInputs;
+  flags.pipelineKeepsOutputs = code.pipelineKeepsOutputs;
+  flags.rootStaysGathered = code.fsdpRootStaysGathered;
   flags.selectiveOpPolicy = code.selectiveOpPolicy;
 }
 

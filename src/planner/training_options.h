@@ -40,6 +40,7 @@ struct TrainingFlags {
   bool padToShard = false;
   /// Set by `autopar estimate` from its Megatron-style options, not flags of their own:
   bool parallelOptimizerRegather = false;      ///< ZeRO-3 (cost::RecomputeOptions)
+  bool rootStaysGathered = false;              ///< cost::RecomputeOptions
   bool distributedOptimizer = false;           ///< cost::OptimizerParallelOptions
   bool fp32Gradients = true;                   ///< cost::OptimizerSpec
   bool overlapParameterGather = false;         ///< cost::EvaluateOptions
@@ -49,6 +50,8 @@ struct TrainingFlags {
   bool fuseElementwise = false;                ///< cost::EvaluateOptions
   bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
   bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions
+  bool stashGatheredInputs = true;             ///< cost::EvaluateOptions
+  bool pipelineKeepsOutputs = false;           ///< cost::EvaluateOptions
   bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID

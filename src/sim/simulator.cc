@@ -70,6 +70,11 @@ Status checkInput(const SimulationInput& input) {
           fmt::format("{}.activation_bytes: expected {} entries (one per model chunk), got {}",
                       field, chunks, costs.activationBytes.size())};
     }
+    if (!costs.keptOutputBytes.empty() && costs.keptOutputBytes.size() != chunks) {
+      return Error{
+          fmt::format("{}.kept_output_bytes: expected {} entries (one per model chunk), got {}",
+                      field, chunks, costs.keptOutputBytes.size())};
+    }
   }
   if (input.p2pSeconds.empty()) return {};
   return checkSeconds(input.p2pSeconds, "p2p_seconds", shape.stages, "pipeline stage");
@@ -230,8 +235,13 @@ Status runActions(const SimulationInput& input, const Schedule& schedule,
     // interleaved).
     const int peak = states[static_cast<size_t>(stage)].peakHeld;
     if (zeroBubble) {
+      // Outputs kept to the end of the step: every micro-batch's, at the step's end.
+      const auto& kept = input.stages[stage].keptOutputBytes;
+      const int64_t keptBytes = kept.empty() ? 0 : kept.front() * input.shape.microBatches;
       results[stage].peakInFlight = peak;
-      results[stage].peakActivationBytes = peak * input.stages[stage].activationBytes.front();
+      results[stage].peakActivationBytes =
+          peak * input.stages[stage].activationBytes.front() + keptBytes;
+      results[stage].peakKeptOutputBytes = keptBytes;
     }
     const size_t next = states[static_cast<size_t>(stage)].next;
     if (next == schedule[stage].size()) continue;
@@ -246,12 +256,19 @@ Status runActions(const SimulationInput& input, const Schedule& schedule,
 void fillPeaks(const StageSchedule& actions, const StageCosts& costs, StageResult& result) {
   int inFlight = 0;
   int64_t activationBytes = 0;
+  int64_t keptBytes = 0;
   for (const Action& action : actions) {
     const int sign = action.kind == Action::kForward ? 1 : -1;
     inFlight += sign;
     activationBytes += sign * costs.activationBytes[action.chunk];
+    if (action.kind == Action::kForward && !costs.keptOutputBytes.empty()) {
+      keptBytes += costs.keptOutputBytes[action.chunk];
+    }
     result.peakInFlight = std::max(result.peakInFlight, inFlight);
-    result.peakActivationBytes = std::max(result.peakActivationBytes, activationBytes);
+    if (activationBytes + keptBytes > result.peakActivationBytes) {
+      result.peakActivationBytes = activationBytes + keptBytes;
+      result.peakKeptOutputBytes = keptBytes;
+    }
   }
 }
 

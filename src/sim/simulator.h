@@ -38,6 +38,9 @@ struct StageCosts {
   std::vector<int64_t> activationBytes;
   /// The weight-gradient part of backwardSeconds, which zero-bubble H1 runs as W (empty: none).
   std::vector<double> weightSeconds;
+  /// Bytes of one micro-batch's chunk output that the pipeline runtime keeps from its forward to
+  /// the end of the step (torch.distributed.pipelining's output_chunks; empty: none).
+  std::vector<int64_t> keptOutputBytes;
 };
 
 struct SimulationInput {
@@ -67,7 +70,10 @@ struct StageResult {
   double finishSeconds = 0;  ///< when its last action ends
   /// Most (micro-batch, chunk) pairs whose forward has started and whose backward has not ended.
   int peakInFlight = 0;
-  int64_t peakActivationBytes = 0;  ///< the same peak, weighted by each chunk's activationBytes
+  /// The largest activations held at once: the in-flight micro-batches weighted by each chunk's
+  /// activationBytes, plus the outputs kept so far (StageCosts::keptOutputBytes).
+  int64_t peakActivationBytes = 0;
+  int64_t peakKeptOutputBytes = 0;  ///< of peakActivationBytes, the kept outputs at that moment
   std::vector<Span> spans;          ///< with recordSpans: its actions in the order it ran them
 };
 

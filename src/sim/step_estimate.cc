@@ -22,6 +22,7 @@ SimulationInput simulationInput(const cost::CostReport& report, const PipelineCo
     stage.forwardSeconds.push_back(cost.forwardSeconds);
     stage.backwardSeconds.push_back(cost.backwardSeconds);
     stage.activationBytes.push_back(cost.memory.activationBytes);
+    stage.keptOutputBytes.push_back(cost.keptOutputBytes);
     // The weight-gradient matmuls (dW = X^T dY) do about the forward matmuls' work; the rest of
     // backward (input gradients, recompute, communication) is B.
     if (config.schedule == ScheduleKind::kZeroBubbleH1) {
@@ -136,6 +137,7 @@ Expected<StepEstimate> estimateStep(const cost::CostReport& report, const Pipeli
     stage.busySeconds = result.busySeconds;
     stage.peakInFlight = result.peakInFlight;
     stage.memory.activationBytes = result.peakActivationBytes;
+    stage.memory.keptOutputBytes = result.peakKeptOutputBytes;
     if (tailOf(s) > tailOf(slowestTail)) slowestTail = s;
     if (stage.busySeconds > estimate.stages[busiest].busySeconds) busiest = s;
     if (stage.memory.total() > estimate.peakMemory().total())

@@ -57,8 +57,8 @@ Assumptions where a row is silent (each is printed in the row's notes):
     from Llama 2's config; seq 8192 where the H100 tables omit it (torchtitan's Llama 3
     default); FSDP2 -> ZeRO 3; SP with TP > 1 (torchtitan's TP plan shards norms along the
     sequence); "float8 linears" -> fp8; precision bf16 where unstated; micro-batch = local batch,
-    with PP local batch / PP (torchtitan's default of PP micro-batches); interleaved 1F1B as
-    --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
+    with PP local batch / (PP x stages per rank) (torchtitan's default count of micro-batches,
+    the total number of stages); interleaved 1F1B as --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
     selective_ac_option 2), "selective op" = selective; torch.compile as --fused-elementwise
     where the binary has it (else not modelled). The
     H100 96 GB SKU is bench/clusters/h100-96g-500w.yaml.
@@ -308,22 +308,25 @@ def nemo_settings(row, notes):
 
 def torchtitan_settings(row, notes):
     """torchtitan: FSDP2 is ZeRO 3 over DP; the local batch is per DP rank, one micro-batch
-    without PP and split into PP micro-batches with it (torchtitan's default count)."""
+    without PP and split into one micro-batch per pipeline stage with it (torchtitan's default
+    count: PP x the stages each rank holds)."""
     tp, pp, dp, cp = row["tp"], row["pp"], row["dp"], row.get("cp") or 1
     local = row.get("micro_batch_size")
     other = row.get("other_metrics") or {}
     if local is None:
         local = other.get("local_batch_size_as_printed")
         notes.append(f"local batch {local} as printed")
-    mbs = local
-    if pp > 1:
-        mbs = max(1, local // pp)
-        notes.append(f"mbs = local batch / PP = {mbs} assumed")
-    gbs = row.get("global_batch_size") or local * dp
     vpp = 1
     if "Interleaved" in str(other.get("pp_schedule", "")):
         vpp = 2
         notes.append("interleaved 1F1B as --vpp 2 assumed")
+    mbs = local
+    if pp > 1:
+        # torchtitan's build_pipeline_schedule: pipeline_parallel_microbatches defaults to the
+        # total number of stages, PP x the stages each rank holds.
+        mbs = max(1, local // (pp * vpp))
+        notes.append(f"mbs = local batch / (PP x stages per rank) = {mbs} assumed")
+    gbs = row.get("global_batch_size") or local * dp
     if tp > 1:
         notes.append("SP with TP>1 (torchtitan TP plan)")
     # FSDP2 is ZeRO 3; under PP the torchtitan profile runs it as the pipelining stage does

@@ -198,6 +198,30 @@ struct Accumulator {
   }
 };
 
+/// Whether the backward of `region` needs `tensor`, made inside it: a backward there saves it
+/// (its producer's as an output, a consumer's as an input), or a consumer there is made again
+/// from it and that consumer's output is needed in turn (the rotary a saved query feeds). A
+/// reader outside the region keeps the tensor as its own input (Accumulator::keep).
+bool neededInRegion(const ActivationInputs& in, ir::TensorId tensor, int region) {
+  using Source = ir::SavedTensor::Source;
+  const ir::Tensor& t = in.graph.tensor(tensor);
+  const ir::Op& producer = in.graph.op(t.producer);
+  for (const ir::SavedTensor& saved : in.graph.backwardRule(producer).saved) {
+    if (saved.source == Source::kOutput && producer.outputs[saved.index] == tensor) return true;
+  }
+  for (ir::OpId consumer : t.consumers) {
+    if (in.regions.regionOf[consumer] != region) continue;
+    const ir::Op& reader = in.graph.op(consumer);
+    for (const ir::SavedTensor& saved : in.graph.backwardRule(reader).saved) {
+      if (saved.source == Source::kInput && reader.inputs[saved.index] == tensor) return true;
+    }
+    if (!in.regions.keepsOutput[consumer] && neededInRegion(in, reader.outputs.front(), region)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 ActivationCost keptActivations(const ActivationInputs& inputs) {
@@ -212,7 +236,9 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
     const int region = inputs.regions.regionOf[static_cast<size_t>(op.id)];
     if (region >= 0) {
       acc.recomputedOp(op, region, stage);
-      if (inputs.regions.keepsOutput[static_cast<size_t>(op.id)]) {
+      if (inputs.regions.keepsOutput[static_cast<size_t>(op.id)] &&
+          (!inputs.options.policyKeepsOnlyRead ||
+           neededInRegion(inputs, op.outputs.front(), region))) {
         const rules::ShardedOp& shard = inputs.sharded[static_cast<size_t>(op.id)];
         acc.keep(op.outputs.front(), shard.outputs.front().withoutPartial(), stage, false);
       }

@@ -68,6 +68,11 @@ struct RecomputeOptions {
   /// other matmul (the 1st, 3rd, ... of the layer) are kept and not computed again. False:
   /// Korthikanti et al.'s selective recompute of the attention core alone (Megatron).
   bool selectiveOpPolicy = false;
+  /// Under the per-op policy, an output the policy saves is kept only when the backward needs it
+  /// (torch.compile: the partitioner saves what the backward graph uses); false: every saved
+  /// op's output is kept (eager: checkpoint's caching dispatch mode caches every MUST_SAVE
+  /// output for the recompute, torch/utils/checkpoint.py, _CachingTorchDispatchMode).
+  bool policyKeepsOnlyRead = false;
 };
 
 enum class Bucketing {

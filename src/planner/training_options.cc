@@ -183,6 +183,9 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.stashGatheredInputs = flags.stashGatheredInputs;
   options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
   options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
+  // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
+  // partitioner also decides what the per-op policy saves.
+  options.recompute.policyKeepsOnlyRead = flags.fuseElementwise;
   if (flags.listCollectives) {
     options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
   }

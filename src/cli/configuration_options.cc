@@ -67,7 +67,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   toggle("gradient-accumulation-fusion", flags.gradientAccumulationFusion,
          "weight-gradient GEMMs accumulate into the gradient buffer in place");
   toggle("fused-elementwise", flags.fusedElementwise,
-         "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile)");
+         "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile); under "
+         "--selective-op-policy, torch.compile also keeps only the saved outputs the backward "
+         "needs");
   toggle("in-place-loss-gradient", flags.inPlaceLossGradient,
          "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); "
          "without it, two fp32 logits-sized buffers (PyTorch's log_softmax)");

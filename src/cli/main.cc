@@ -19,7 +19,7 @@ namespace {
 /// holds anyway, so the pages stay for 10 s; a long ILP or profile still gives them back.
 void keepFreedPagesCommitted() {
 #ifdef AUTOPAR_MIMALLOC
-  mi_option_set(mi_option_decommit_delay, 10'000);
+  mi_option_set_default(mi_option_decommit_delay, 10'000);  // MIMALLOC_DECOMMIT_DELAY still wins
 #endif
 }
 

@@ -114,20 +114,23 @@ struct Accumulator {
   }
 
   /// RecomputeOptions::rootStaysGathered: the gathered copies of the parameters outside the
-  /// stack's layers and of its last layer, each once, before any consumer asks to gather them
-  /// again.
+  /// stack's layers and of each stage's last layer, each once, before any consumer asks to
+  /// gather them again.
   void keepRootParameters() {
     if (!in.options.parallelOptimizerRegather || !in.options.rootStaysGathered) return;
-    std::string lastLayer;
+    std::vector<std::string> lastLayer(static_cast<size_t>(in.stages));
     for (const ir::Op& op : in.graph.ops()) {
-      if (ir::isStackLayer(op.block)) lastLayer = op.block;
+      if (ir::isStackLayer(op.block)) {
+        lastLayer[static_cast<size_t>(in.stageOf[static_cast<size_t>(op.id)])] = op.block;
+      }
     }
     for (const ir::Op& op : in.graph.ops()) {
-      if (ir::isStackLayer(op.block) && op.block != lastLayer) continue;
+      const auto stage = static_cast<size_t>(in.stageOf[static_cast<size_t>(op.id)]);
+      if (ir::isStackLayer(op.block) && op.block != lastLayer[stage]) continue;
       const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (!in.graph.tensor(op.inputs[i]).isParameter()) continue;
-        keepParameter(op.inputs[i], shard.inputs[i], in.stageOf[static_cast<size_t>(op.id)], 0);
+        keepParameter(op.inputs[i], shard.inputs[i], static_cast<int>(stage), 0);
       }
     }
   }
@@ -193,7 +196,9 @@ struct Accumulator {
           in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
         continue;
       }
-      keep(t, shard.inputs[saved.index], stage, in.stashGatheredInputs, saved.keptAs);
+      // DTensor's GEMMs keep the gathered input; every other consumer stashes as before.
+      const bool stash = in.stashGatheredInputs || ir::familyOf(op.kind) != ir::OpFamily::kMatMul;
+      keep(t, shard.inputs[saved.index], stage, stash, saved.keptAs);
     }
   }
 };
@@ -210,12 +215,13 @@ bool neededInRegion(const ActivationInputs& in, ir::TensorId tensor, int region)
     if (saved.source == Source::kOutput && producer.outputs[saved.index] == tensor) return true;
   }
   for (ir::OpId consumer : t.consumers) {
-    if (in.regions.regionOf[consumer] != region) continue;
+    if (in.regions.regionOf[static_cast<size_t>(consumer)] != region) continue;
     const ir::Op& reader = in.graph.op(consumer);
     for (const ir::SavedTensor& saved : in.graph.backwardRule(reader).saved) {
       if (saved.source == Source::kInput && reader.inputs[saved.index] == tensor) return true;
     }
-    if (!in.regions.keepsOutput[consumer] && neededInRegion(in, reader.outputs.front(), region)) {
+    if (!in.regions.keepsOutput[static_cast<size_t>(consumer)] &&
+        neededInRegion(in, reader.outputs.front(), region)) {
       return true;
     }
   }

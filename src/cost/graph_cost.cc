@@ -426,11 +426,11 @@ void costStageSends(Context& ctx) {
               .seconds;
     }
     for (int s = from; s < to; ++s) {
-      ctx.report.stages[static_cast<size_t>(s)].sendBytes += scatter ? bytes / pieces : bytes;
+      StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
+      stage.sendBytes += scatter ? bytes / pieces : bytes;
       gatherSeconds[static_cast<size_t>(s)] += gather;
-    }
-    if (ctx.options.pipelineKeepsOutputs) {
-      ctx.report.stages[static_cast<size_t>(from)].keptOutputBytes += bytes;
+      // Every stage it passes through outputs it (EvaluateOptions::pipelineKeepsOutputs).
+      if (ctx.options.pipelineKeepsOutputs) stage.keptOutputBytes += bytes;
     }
   }
   if (ctx.options.pipelineKeepsOutputs && ctx.options.stages > 1) {

@@ -183,7 +183,10 @@ TEST(Framework, DtensorKeepsGatheredInputs) {
   const auto dtensor = memoryUnder(
       Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
       [](CodePath& code) { code.stashGatheredInputs = false; }, 2);
-  EXPECT_GT(dtensor.activationBytes, megatron.activationBytes);
+  // The column-parallel GEMMs read two gathered tensors per layer (the attention's and the
+  // MLP's normalised inputs) and the head one: each kept whole instead of its half.
+  constexpr int64_t kHalfHidden = int64_t{4096} * 4096 * 2 / 2;
+  EXPECT_EQ(dtensor.activationBytes - megatron.activationBytes, (32 * 2 + 1) * kHalfHidden);
 }
 
 /// torch.distributed.pipelining keeps every micro-batch's stage output to the end of the step:

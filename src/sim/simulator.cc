@@ -156,6 +156,9 @@ struct StageState {
   size_t firstPending = 0;
   int held = 0;
   int peakHeld = 0;
+  int forwards = 0;  ///< forwards run so far, whose outputs StageCosts::keptOutputBytes keeps
+  int64_t peakHeldBytes = 0;  ///< held micro-batches' activations plus the kept outputs, at most
+  int64_t keptAtPeak = 0;     ///< of peakHeldBytes, the kept outputs
   [[nodiscard]] bool hasPending() const { return firstPending < pendingWeights.size(); }
 };
 
@@ -220,6 +223,15 @@ Status runActions(const SimulationInput& input, const Schedule& schedule,
       if (zeroBubble) {
         if (action.kind == Action::kForward) {
           state.peakHeld = std::max(state.peakHeld, ++state.held);
+          // One chunk: zero-bubble is not interleaved. Kept outputs only grow at forwards, so
+          // the joint peak is at one of them.
+          const int64_t kept =
+              costs.keptOutputBytes.empty() ? 0 : ++state.forwards * costs.keptOutputBytes.front();
+          const int64_t bytes = state.held * costs.activationBytes.front() + kept;
+          if (bytes > state.peakHeldBytes) {
+            state.peakHeldBytes = bytes;
+            state.keptAtPeak = kept;
+          }
         }
         if (action.kind == Action::kBackward) state.pendingWeights.push_back(action);
       }
@@ -233,17 +245,13 @@ Status runActions(const SimulationInput& input, const Schedule& schedule,
   for (int stage = 0; stage < stages; ++stage) {
     // Under zero-bubble a micro-batch is held until its W (one chunk: zero-bubble is not
     // interleaved).
-    const int peak = states[static_cast<size_t>(stage)].peakHeld;
+    const StageState& state = states[static_cast<size_t>(stage)];
     if (zeroBubble) {
-      // Outputs kept to the end of the step: every micro-batch's, at the step's end.
-      const auto& kept = input.stages[stage].keptOutputBytes;
-      const int64_t keptBytes = kept.empty() ? 0 : kept.front() * input.shape.microBatches;
-      results[stage].peakInFlight = peak;
-      results[stage].peakActivationBytes =
-          peak * input.stages[stage].activationBytes.front() + keptBytes;
-      results[stage].peakKeptOutputBytes = keptBytes;
+      results[stage].peakInFlight = state.peakHeld;
+      results[stage].peakActivationBytes = state.peakHeldBytes;
+      results[stage].peakKeptOutputBytes = state.keptAtPeak;
     }
-    const size_t next = states[static_cast<size_t>(stage)].next;
+    const size_t next = state.next;
     if (next == schedule[stage].size()) continue;
     return Error{fmt::format("schedule deadlocks: stage {} waits forever at action {} ({})", stage,
                              next, actionName(schedule[stage][next]))};

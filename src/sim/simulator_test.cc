@@ -117,6 +117,31 @@ TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
   EXPECT_EQ(errorOf(none), "stages[0].weight_seconds[0]: 3 exceeds the backward's 2");
 }
 
+/// Outputs kept to the step's end (torch.distributed.pipelining) add to the held activations at
+/// the moment they peak together: under 1F1B the last stage holds one micro-batch in flight and,
+/// at its last forward, every micro-batch's output; its first stage peaks when its last forward
+/// runs too (4 in flight, 8 outputs kept). Zero-bubble H1's joint peak is found the same way.
+TEST(Simulator, KeptOutputsPeakJointlyWithTheActivationsInFlight) {
+  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kZeroBubbleH1}) {
+    SimulationInput input =
+        uniformInput({.stages = 4, .microBatches = 8, .kind = kind}, 1, 2, /*activationBytes=*/100);
+    for (StageCosts& stage : input.stages) {
+      stage.keptOutputBytes = {10};
+      if (kind == ScheduleKind::kZeroBubbleH1) stage.weightSeconds = {1.0};
+    }
+    const SimulationResult result = simulateOk(input);
+    const StageResult& last = result.stages.back();
+    EXPECT_EQ(last.peakKeptOutputBytes, 80) << scheduleName(kind);
+    EXPECT_EQ(last.peakActivationBytes, 100 * last.peakInFlight + 80) << scheduleName(kind);
+    const StageResult& first = result.stages.front();
+    EXPECT_EQ(first.peakActivationBytes, 4 * 100 + 80) << scheduleName(kind);
+  }
+  SimulationInput wrong = uniformInput({.stages = 2, .microBatches = 2}, 1, 2);
+  wrong.stages[1].keptOutputBytes = {1, 2};
+  EXPECT_EQ(errorOf(wrong),
+            "stages[1].kept_output_bytes: expected 1 entries (one per model chunk), got 2");
+}
+
 TEST(Simulator, GPipeKeepsEveryMicroBatchInFlight) {
   const PipelineShape shape{.stages = 4, .microBatches = 8, .kind = ScheduleKind::kGPipe};
   const SimulationResult result = simulateOk(uniformInput(shape, 1, 2));

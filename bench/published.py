@@ -324,8 +324,13 @@ def torchtitan_settings(row, notes):
     if pp > 1:
         # torchtitan's build_pipeline_schedule: pipeline_parallel_microbatches defaults to the
         # total number of stages, PP x the stages each rank holds.
-        mbs = max(1, local // (pp * vpp))
+        count = pp * vpp
+        mbs = max(1, local // count)
         notes.append(f"mbs = local batch / (PP x stages per rank) = {mbs} assumed")
+        if local % count:
+            # torchtitan refuses a batch its micro-batch count does not divide.
+            notes.append(f"local batch {local} not divisible by {count} micro-batches: "
+                         "torchtitan would refuse it")
     gbs = row.get("global_batch_size") or local * dp
     if tp > 1:
         notes.append("SP with TP>1 (torchtitan TP plan)")

@@ -29,7 +29,8 @@ ProbeStage minus(const ProbeStage& a, const ProbeStage& b) {
           minus(a.state, b.state),
           minus(a.expertState, b.expertState),
           a.activationBytes - b.activationBytes,
-          std::max(a.bufferBytes, b.bufferBytes)};
+          std::max(a.bufferBytes, b.bufferBytes),
+          a.keptOutputBytes};
 }
 
 /// The weight-gradient matmuls do about the forward's work (as sim/step_estimate.cc takes it).
@@ -161,7 +162,8 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
     stages.push_back({stage.forwardSeconds, stage.backwardSeconds, stage.optimizerSeconds,
                       stage.sendSeconds, minus(all, experts[s]), experts[s],
                       (memory.activationBytes - memory.keptOutputBytes) / inFlight,
-                      memory.communicationBytes + memory.workspaceBytes});
+                      memory.communicationBytes + memory.workspaceBytes,
+                      estimate->evaluated.report.stages[s].keptOutputBytes});
   }
   return probes_.emplace(key, std::move(stages)).first->second;
 }
@@ -197,6 +199,8 @@ Expected<search::BlockProfile> BlockProfiler::profile(const BlockSetting& settin
   profile.first = partOf(vision ? minus(minus(small[0], llm), vit) : minus(small[0], llm));
   profile.last = partOf(minus(small[1], llm));
   profile.sendSeconds = small[0].sendSeconds;
+  profile.keptBoundaryBytes = small[0].keptOutputBytes;
+  profile.keptHeadBytes = small[1].keptOutputBytes;
   for (const auto& stages : probed) {
     for (const ProbeStage& stage : stages) {
       profile.bufferBytes = std::max(profile.bufferBytes, stage.bufferBytes);

@@ -43,6 +43,9 @@ struct ProbeStage {
   search::StateBytes expertState;  ///< split over expert parallelism
   int64_t activationBytes = 0;
   int64_t bufferBytes = 0;  ///< transient: communication buffers and the backward's workspace
+  /// One micro-batch's output the pipeline runtime keeps until the step ends (cost::StageCost::
+  /// keptOutputBytes): the boundary activation, or on the last stage the logits.
+  int64_t keptOutputBytes = 0;
 };
 
 class BlockProfiler {

@@ -251,7 +251,13 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
   };
   problem.first = end(profile.first);
   problem.last = end(profile.last);
-  problem.memoryLimitBytes = deviceBytes - profile.bufferBytes;
+  // The kept outputs do not depend on the layers a stage holds: the placement gets the limit
+  // less the most any stage keeps.
+  const int64_t kept = shape.stages < 2
+                           ? 0
+                           : shape.microBatches * chunksOf(shape.schedule, shape.virtualStages) *
+                                 std::max(profile.keptBoundaryBytes, profile.keptHeadBytes);
+  problem.memoryLimitBytes = deviceBytes - profile.bufferBytes - kept;
   problem.sendSeconds = profile.sendSeconds;
   return problem;
 }
@@ -275,6 +281,19 @@ double tailSeconds(const Stage& stage, const StageSync& sync, double backwardSec
     }
   }
   return exposed + stage.sum([&](const ProfiledPart& p) { return shardedOptimizerSeconds(p, c); });
+}
+
+/// What stage `s` keeps of its chunks' outputs by the step's last forward, when the steady state
+/// still holds its peak in flight (exact for 1F1B): every micro-batch's output of each chunk.
+int64_t keptOutputBytes(const BlockProfile& profile, const AnalyticCandidate& c, int64_t s) {
+  if (c.stages < 2) return 0;
+  const int64_t chunks = chunksOf(c.schedule, c.virtualStages);
+  int64_t bytes = 0;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const bool last = chunk * c.stages + s == chunks * c.stages - 1;
+    bytes += last ? profile.keptHeadBytes : profile.keptBoundaryBytes;
+  }
+  return bytes * c.microBatches;
 }
 
 }  // namespace
@@ -308,7 +327,8 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
     stage.chunkActivationBytes(chunkBytes);
     estimate.peakBytes[static_cast<size_t>(s)] =
         static_cast<int64_t>(state + peakActivationBytes(c.schedule, c.stages, c.virtualStages,
-                                                         c.microBatches, s, chunkBytes.data()));
+                                                         c.microBatches, s, chunkBytes.data())) +
+        keptOutputBytes(profile, c, s);
     tail = std::max(tail, tailSeconds(stage, sync, backward, c));
   }
   estimate.pipelineSeconds = clock.seconds();

@@ -76,6 +76,11 @@ struct BlockProfile {
   /// loss gradient, a recomputed layer made again), the largest stage's taken for all (ZeRO 3
   /// adds two layers' gathered weights: one in use, one prefetched).
   int64_t bufferBytes = 0;
+  /// Under a pipeline runtime that keeps every micro-batch's stage output until the step ends
+  /// (torch.distributed.pipelining): one micro-batch's boundary activation, and the last
+  /// stage's output (the logits); 0 otherwise.
+  int64_t keptBoundaryBytes = 0;
+  int64_t keptHeadBytes = 0;
 };
 
 struct AnalyticCandidate {

@@ -95,6 +95,26 @@ TEST(AnalyticStep, OneFOneBMatchesThePlacementModel) {
   }
 }
 
+/// A pipeline runtime that keeps every micro-batch's stage output (torch.distributed.pipelining)
+/// adds, per stage, the micro-batches times its chunks' outputs: the boundary activation, or on
+/// the last virtual stage the logits. Nothing without a pipeline.
+TEST(AnalyticStep, KeptOutputsAddEveryMicroBatchsOutputPerChunk) {
+  BlockProfile keeping = profile();
+  keeping.keptBoundaryBytes = 10;
+  keeping.keptHeadBytes = 100;
+  for (int64_t virtualStages : {1, 2}) {
+    const AnalyticCandidate c = candidate(2, virtualStages, 4, 12);
+    const AnalyticEstimate plain = estimateAnalytic(profile(), c, kNoSync);
+    const AnalyticEstimate kept = estimateAnalytic(keeping, c, kNoSync);
+    const int64_t chunks = virtualStages;
+    EXPECT_EQ(kept.peakBytes[0] - plain.peakBytes[0], 4 * chunks * 10);
+    EXPECT_EQ(kept.peakBytes[1] - plain.peakBytes[1], 4 * ((chunks - 1) * 10 + 100));
+  }
+  const AnalyticCandidate one = candidate(1, 1, 4, 12);
+  EXPECT_EQ(estimateAnalytic(keeping, one, kNoSync).peakBytes,
+            estimateAnalytic(profile(), one, kNoSync).peakBytes);
+}
+
 TEST(AnalyticStep, InterleavingShrinksTheBubbleAndHoldsMoreInFlight) {
   const AnalyticEstimate plain = estimateAnalytic(profile(), candidate(4, 1, 8, 16), kNoSync);
   const AnalyticEstimate interleaved = estimateAnalytic(profile(), candidate(4, 2, 8, 16), kNoSync);

@@ -254,7 +254,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.microBatches = config.microBatches();
   candidate.dp = config.dp * config.cp;  // the parameters' replicas
   candidate.expertDp = config.dp * config.cp / config.ep;
-  candidate.zero = config.zero;
+  candidate.zero = zeroStageAsRun(config);  // as the full model runs it
   candidate.gradientBucketBytes = gradientBucketBytes(config);
   candidate.schedule = config.schedule;
   return candidate;

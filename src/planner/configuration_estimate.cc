@@ -180,13 +180,12 @@ int64_t tensorBudgetBytes(const ir::ParallelConfig& config, int64_t usableBytes)
   return budget;
 }
 
-namespace {
-
-/// The ZeRO stage the framework runs the configuration with (CodePath::fsdpUnshardedUnderPipeline).
 int zeroStageAsRun(const MegatronConfig& config) {
   if (config.pp > 1 && config.zero >= 2 && config.codePath.fsdpUnshardedUnderPipeline) return 1;
   return config.zero;
 }
+
+namespace {
 
 PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   PlanOptions options;

@@ -128,5 +128,29 @@ TEST(ScreenSweep, ExpertParallelConfigurationsWithinTwoPercentOfTheFullModel) {
   expectScreenMatches(configs);
 }
 
+/// torchtitan pipelines FSDP as ZeRO 1 (CodePath::fsdpUnshardedUnderPipeline) and keeps every
+/// micro-batch's stage output: the screen runs the configuration as the full model does.
+TEST(ScreenSweep, TorchtitanPipelinedFsdpWithinTwoPercentOfTheFullModel) {
+  std::vector<MegatronConfig> configs;
+  for (const Shape& shape : {Shape{1, 2, 4, 1, 1}, Shape{2, 4, 1, 1, 1}}) {
+    for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
+      MegatronConfig config;
+      config.model = "llama2-7b";
+      config.seq = 4096;
+      config.tp = shape.tp;
+      config.pp = shape.pp;
+      config.dp = shape.dp;
+      config.gbs = shape.dp * 8;
+      config.recompute = recompute;
+      config.zero = shape.dp > 1 ? 3 : 0;
+      config.sequenceParallel = shape.tp > 1;
+      config.framework = Framework::kTorchtitan;
+      config.codePath = frameworkProfile(Framework::kTorchtitan).codePath;
+      configs.push_back(config);
+    }
+  }
+  expectScreenMatches(configs);
+}
+
 }  // namespace
 }  // namespace autopar::planner

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "planner/block_profile.h"
 #include "planner/configuration_estimate.h"
@@ -23,6 +24,25 @@ constexpr double kTolerance = 0.02;
 struct Shape {
   int64_t tp, pp, dp, cp, ep;
 };
+
+/// A sweep's configuration of `shape`: sequence 4096, 8 samples per replica, sequence parallel
+/// with TP.
+MegatronConfig sweepConfig(std::string model, const Shape& shape, ir::Recompute recompute,
+                           int zero) {
+  MegatronConfig config;
+  config.model = std::move(model);
+  config.seq = 4096;
+  config.tp = shape.tp;
+  config.pp = shape.pp;
+  config.dp = shape.dp;
+  config.cp = shape.cp;
+  config.ep = shape.ep;
+  config.gbs = shape.dp * 8;
+  config.recompute = recompute;
+  config.zero = zero;
+  config.sequenceParallel = shape.tp > 1;
+  return config;
+}
 
 std::vector<MegatronConfig> denseSweep() {
   std::vector<MegatronConfig> configs;
@@ -40,20 +60,11 @@ std::vector<MegatronConfig> denseSweep() {
           for (int64_t mbs : {1, 2}) {
             for (bool overlap : {false, true}) {
               if (overlap && zero >= 2) continue;
-              MegatronConfig config;
-              config.model = "llama2-7b";
-              config.seq = 4096;
-              config.tp = shape.tp;
-              config.pp = shape.pp;
-              config.dp = shape.dp;
-              config.cp = shape.cp;
+              MegatronConfig config = sweepConfig("llama2-7b", shape, recompute, zero);
               config.mbs = mbs;
               config.gbs = shape.dp * mbs * 8;
-              config.recompute = recompute;
-              config.zero = zero;
               config.vpp = schedule == ir::Schedule::kInterleaved ? 2 : 1;
               config.schedule = schedule;
-              config.sequenceParallel = shape.tp > 1;
               config.codePath.overlapGradReduce = overlap;
               configs.push_back(config);
             }
@@ -71,19 +82,10 @@ std::vector<MegatronConfig> expertSweep() {
   for (const Shape& shape : shapes) {
     for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
       for (int zero : {0, 1}) {
-        MegatronConfig config;
-        config.model =
-            std::string(AUTOPAR_SOURCE_DIR) + "/examples/models/mixtral-8x7b-config.json";
+        MegatronConfig config = sweepConfig(
+            std::string(AUTOPAR_SOURCE_DIR) + "/examples/models/mixtral-8x7b-config.json", shape,
+            recompute, zero);
         config.nodes = 1;
-        config.seq = 4096;
-        config.tp = shape.tp;
-        config.pp = shape.pp;
-        config.dp = shape.dp;
-        config.ep = shape.ep;
-        config.gbs = shape.dp * 8;
-        config.recompute = recompute;
-        config.zero = zero;
-        config.sequenceParallel = shape.tp > 1;
         configs.push_back(config);
       }
     }
@@ -134,16 +136,7 @@ TEST(ScreenSweep, TorchtitanPipelinedFsdpWithinTwoPercentOfTheFullModel) {
   std::vector<MegatronConfig> configs;
   for (const Shape& shape : {Shape{1, 2, 4, 1, 1}, Shape{2, 4, 1, 1, 1}}) {
     for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
-      MegatronConfig config;
-      config.model = "llama2-7b";
-      config.seq = 4096;
-      config.tp = shape.tp;
-      config.pp = shape.pp;
-      config.dp = shape.dp;
-      config.gbs = shape.dp * 8;
-      config.recompute = recompute;
-      config.zero = shape.dp > 1 ? 3 : 0;
-      config.sequenceParallel = shape.tp > 1;
+      MegatronConfig config = sweepConfig("llama2-7b", shape, recompute, shape.dp > 1 ? 3 : 0);
       config.framework = Framework::kTorchtitan;
       config.codePath = frameworkProfile(Framework::kTorchtitan).codePath;
       configs.push_back(config);

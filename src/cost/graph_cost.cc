@@ -88,6 +88,17 @@ int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
   return elementBytes(ctx.graph, tensor);
 }
 
+/// A mixture-of-experts token exchange: the dispatched slots on their way to the experts, or the
+/// experts' outputs on their way back to be combined (and, in backward, their gradients).
+bool isExpertExchange(const ir::Graph& graph, const ir::Tensor& tensor) {
+  if (tensor.producer != ir::kNoOp && graph.op(tensor.producer).kind == ir::OpKind::kMoEDispatch) {
+    return true;
+  }
+  return std::any_of(tensor.consumers.begin(), tensor.consumers.end(), [&](ir::OpId consumer) {
+    return graph.op(consumer).kind == ir::OpKind::kMoECombine;
+  });
+}
+
 Expected<layout::Redistribution> plan(Context& ctx, ir::TensorId tensor,
                                       const layout::TensorLayout& from,
                                       const layout::TensorLayout& to, int64_t bytesPerElement) {
@@ -96,6 +107,33 @@ Expected<layout::Redistribution> plan(Context& ctx, ir::TensorId tensor,
     return result.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(tensor).name));
   }
   return result;
+}
+
+/// Plans an activation's redistribution on its way into `gemm` (forward) or its gradient's on
+/// its way back from `gemm`, the op that made it (backward). An fp8 GEMM's input is cast before it
+/// is gathered, and so is the gradient of its output: a redistribution that only gathers moves one
+/// byte an element. Transformer Engine's LayerNormLinear and Linear gather the fp8-cast input and
+/// the fp8-cast output gradient under sequence parallelism; torchao's Float8ColwiseParallel,
+/// PrepareFloat8ModuleInput and Float8RowwiseParallel (torchtitan's float8 TP plan) do the same.
+/// Reductions, token exchanges and parameters (FSDP's float8 all-gather is an option of its own,
+/// off by default) keep the tensor's dtype.
+Expected<layout::Redistribution> planNextToGemm(Context& ctx, const ir::Tensor& tensor,
+                                                const ir::Op* gemm,
+                                                const layout::TensorLayout& from,
+                                                const layout::TensorLayout& to, int64_t bytes) {
+  auto redistribution = plan(ctx, tensor.id, from, to, bytes);
+  if (!redistribution || gemm == nullptr || !gemm->attrs.fp8 || tensor.isParameter() ||
+      redistribution->empty() || isExpertExchange(ctx.graph, tensor)) {
+    return redistribution;
+  }
+  const bool onlyGathers = std::all_of(
+      redistribution->steps.begin(), redistribution->steps.end(), [](const auto& step) {
+        return step.kind == layout::PrimitiveKind::kAllGather ||
+               step.kind == layout::PrimitiveKind::kSplit;
+      });
+  const int64_t fp8Bytes = ir::dtypeBytes(ir::DType::kFP8);
+  if (!onlyGathers || bytes <= fp8Bytes) return redistribution;
+  return plan(ctx, tensor.id, from, to, fp8Bytes);
 }
 
 /// Calls `visit(layout, consumer)` once per distinct (layout, stage) among the uses of `tensor`,
@@ -134,17 +172,6 @@ void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId con
   ctx.parameterCollectives.push_back(std::move(collective));
 }
 
-/// A mixture-of-experts token exchange: the dispatched slots on their way to the experts, or the
-/// experts' outputs on their way back to be combined (and, in backward, their gradients).
-bool isExpertExchange(const ir::Graph& graph, const ir::Tensor& tensor) {
-  if (tensor.producer != ir::kNoOp && graph.op(tensor.producer).kind == ir::OpKind::kMoEDispatch) {
-    return true;
-  }
-  return std::any_of(tensor.consumers.begin(), tensor.consumers.end(), [&](ir::OpId consumer) {
-    return graph.op(consumer).kind == ir::OpKind::kMoECombine;
-  });
-}
-
 /// An activation redistribution's seconds on its consumer's stage, in one pass; a token exchange
 /// is also counted apart (StageCost::forwardExchangeSeconds).
 void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, double seconds,
@@ -165,8 +192,8 @@ Status costForwardEdges(Context& ctx) {
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          auto redistribution =
-              plan(ctx, tensor.id, source, target, elementBytes(ctx.graph, tensor.id));
+          auto redistribution = planNextToGemm(ctx, tensor, &ctx.graph.op(consumer), source,
+                                               target, elementBytes(ctx.graph, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
                                                                           redistribution->seconds);
@@ -205,8 +232,10 @@ Status costBackwardEdges(Context& ctx) {
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          auto redistribution =
-              plan(ctx, tensor.id, grad, target, gradientElementBytes(ctx, tensor.id));
+          const ir::Op* producer =
+              tensor.producer == ir::kNoOp ? nullptr : &ctx.graph.op(tensor.producer);
+          auto redistribution = planNextToGemm(ctx, tensor, producer, grad, target,
+                                               gradientElementBytes(ctx, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           if (redistribution->empty()) return Status{};
           EdgeRedistribution edge{tensor.id,

@@ -171,5 +171,52 @@ TEST(SequenceParallel, ForwardMovesTheSameBytesAsTensorParallelAllReduces) {
               0.01 * static_cast<double>(backwardActivationBytes(plain.report)));
 }
 
+/// The all-gathered bytes of backward activation gradients whose tensor an op of `block` made.
+int64_t backwardGatheredBytes(const ir::Graph& graph, const cost::CostReport& report,
+                              const std::string& block) {
+  int64_t bytes = 0;
+  for (const auto& edge : report.redistributions) {
+    if (edge.direction != cost::EdgeDirection::kBackward || edge.isGradientSync) continue;
+    if (edge.producer == ir::kNoOp || graph.op(edge.producer).block != block) continue;
+    for (const auto& step : edge.redistribution.steps) {
+      if (step.kind == PrimitiveKind::kAllGather) bytes += step.bytesPerDevice;
+    }
+  }
+  return bytes;
+}
+
+// Under fp8 a linear layer's input is cast to fp8 before the sequence all-gather, and so is the
+// gradient of its output before the backward all-gather (Transformer Engine's LayerNormLinear and
+// Linear; torchao's Float8ColwiseParallel and Float8RowwiseParallel): those gathers move one byte
+// an element. The reduce-scatters sum partial results and stay bf16.
+TEST(SequenceParallel, Fp8GathersMoveOneByteAnElementAndReductionsStayBf16) {
+  auto config = smallGpt();
+  config.parallel->sequenceParallel = true;
+  config.dtype = ir::DType::kBF16;
+  const Evaluated bf16 = evaluate(config);
+  config.dtype = ir::DType::kFP8;
+  const Evaluated fp8 = evaluate(config);
+  if (HasFailure()) return;
+  const int64_t bshBytes = config.microBatch * config.seq * config.hidden * 2;
+  const int64_t gatherBytes = bshBytes * (kTensorParallel - 1) / kTensorParallel;
+  for (int64_t layer = 0; layer < config.layers; ++layer) {
+    const std::string block = layerBlock(layer);
+    const auto withBf16 = forwardCollectives(bf16.graph, bf16.report, block);
+    const auto withFp8 = forwardCollectives(fp8.graph, fp8.report, block);
+    ASSERT_EQ(withFp8.allGathers, 2) << block;
+    ASSERT_EQ(withFp8.reduceScatters, 2) << block;
+    EXPECT_EQ(withBf16.bytesPerDevice, 4 * gatherBytes) << block;
+    EXPECT_EQ(withFp8.bytesPerDevice, 2 * gatherBytes + 2 * gatherBytes / 2) << block;
+    // Backward: the gradients of o_proj's and fc2's outputs are gathered, in fp8.
+    EXPECT_EQ(backwardGatheredBytes(bf16.graph, bf16.report, block), 2 * gatherBytes) << block;
+    EXPECT_EQ(backwardGatheredBytes(fp8.graph, fp8.report, block), gatherBytes) << block;
+  }
+  // The LM head runs in bf16 (Transformer Engine's recipe leaves it out): its gather does not
+  // change, so the whole graph saves exactly the layers' share.
+  const auto allBf16 = forwardCollectives(bf16.graph, bf16.report, "");
+  const auto allFp8 = forwardCollectives(fp8.graph, fp8.report, "");
+  EXPECT_EQ(allBf16.bytesPerDevice - allFp8.bytesPerDevice, config.layers * gatherBytes);
+}
+
 }  // namespace
 }  // namespace autopar

@@ -79,6 +79,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   toggle("pipeline-keeps-outputs", flags.pipelineKeepsOutputs,
          "under pipeline parallelism every micro-batch's stage output is kept until the step "
          "ends, the last stage's fp32 logits (torch.distributed.pipelining)");
+  toggle("ring-merges-in-fp32", flags.ringMergesInFp32,
+         "under --cp each ring step's attention output is merged by separate fp32 kernels and the "
+         "query and key/value gradients accumulate in fp32 (PyTorch's context_parallel)");
   toggle("fsdp-root-stays-gathered", flags.fsdpRootStaysGathered,
          "under --zero 3 the parameters outside the layers and the last layer's stay gathered "
          "from forward to backward (FSDP2's root, torchtitan's last block)");
@@ -118,6 +121,7 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.inPlaceLossGradient, &code.inPlaceLossGradient},
         {flags.stashGatheredInputs, &code.stashGatheredInputs},
         {flags.pipelineKeepsOutputs, &code.pipelineKeepsOutputs},
+        {flags.ringMergesInFp32, &code.ringMergesInFp32},
         {flags.fsdpRootStaysGathered, &code.fsdpRootStaysGathered},
         {flags.selectiveOpPolicy, &code.selectiveOpPolicy}}) {
     if (given != 0) *field = given > 0;

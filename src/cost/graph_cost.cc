@@ -126,8 +126,8 @@ Expected<layout::Redistribution> planNextToGemm(Context& ctx, const ir::Tensor& 
       redistribution->empty() || isExpertExchange(ctx.graph, tensor)) {
     return redistribution;
   }
-  const bool onlyGathers = std::all_of(
-      redistribution->steps.begin(), redistribution->steps.end(), [](const auto& step) {
+  const bool onlyGathers =
+      std::all_of(redistribution->steps.begin(), redistribution->steps.end(), [](const auto& step) {
         return step.kind == layout::PrimitiveKind::kAllGather ||
                step.kind == layout::PrimitiveKind::kSplit;
       });
@@ -192,8 +192,8 @@ Status costForwardEdges(Context& ctx) {
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          auto redistribution = planNextToGemm(ctx, tensor, &ctx.graph.op(consumer), source,
-                                               target, elementBytes(ctx.graph, tensor.id));
+          auto redistribution = planNextToGemm(ctx, tensor, &ctx.graph.op(consumer), source, target,
+                                               elementBytes(ctx.graph, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
                                                                           redistribution->seconds);
@@ -328,6 +328,11 @@ void costOps(Context& ctx) {
                            !fused.continuesKernel[index]);
     StageCost& stage = ctx.stage(op.id);
     if (op.placement == ir::Placement::kHost) cost = hostOpCost(ctx, op, cost, stage);
+    if (ctx.options.ringMergesInFp32) {
+      const RingMergeBytes merges = ringMergeBytes(op, ctx.sharded[op.id]);
+      cost.forwardSeconds += memorySeconds(ctx.cluster.device, merges.forward);
+      cost.backwardSeconds += memorySeconds(ctx.cluster.device, merges.backward);
+    }
     stage.forwardComputeSeconds += cost.forwardSeconds;
     stage.backwardComputeSeconds += cost.backwardSeconds;
     stage.forwardCommSeconds += cost.internalCommSeconds;

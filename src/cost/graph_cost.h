@@ -93,6 +93,12 @@ struct EvaluateOptions {
   /// forward's output to output_chunks, which the schedule merges after the last backward; the
   /// model returns `self.output(h).float()` in torchtitan).
   bool pipelineKeepsOutputs = false;
+  /// Under context parallelism the attention runs one kernel per ring step and merges each
+  /// step's output into the running output with separate elementwise kernels in fp32, and its
+  /// backward accumulates the query and key/value gradients in fp32 (PyTorch's context_parallel;
+  /// see cost/op_cost.h, ringMergeBytes). False: the merges are part of the attention kernels'
+  /// fitted efficiency, as in Transformer Engine's ring attention.
+  bool ringMergesInFp32 = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };

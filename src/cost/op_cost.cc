@@ -74,6 +74,33 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 
 }  // namespace
 
+// Per element of the local attention output (E = local tokens x local heads x head dim), counted
+// from the code; torchtitan's Llama repeats the K/V heads to the query heads before the attention
+// (repeat_kv), so K and V hold E elements each too. Half the ring steps after the first are
+// "partial" on average over the ranks (load balancing: a rank's later steps use half its
+// queries), and update half the running tensors after cloning them whole.
+//   forward:  K and V made contiguous (2 + 2 bytes each) and concatenated for the exchange at
+//             every step but the last (2 + 2 each); each step's output converted to fp32 (2 + 4);
+//             from the second step, the merge out - sigmoid(lse_i - lse) * (out - out_i) in fp32
+//             (three passes: 12 + 8 + 8 bytes) on the whole output (34 with the conversion) or,
+//             partial, on half of it plus the clone and copy back (17 + 8 + 4 = 29); the result
+//             converted back to bf16 (4 + 2). 20 + 39.5 (cp - 1) bytes an element.
+//   backward: the fp32 gradient buffers zeroed (3 x 4) and K and V made contiguous (8); at each
+//             step the K and V gradients added into their fp32 accumulators (4 + 2 + 4 each),
+//             after cloning them whole on half the later steps (8 + 5 each), and concatenated in
+//             fp32 for the ring (2 x 8); the query gradient added likewise (10, or 8 + 5); K and
+//             V concatenated for the exchange at every step but the last (8); at the end the
+//             three gradients converted to bf16 (3 x 6). 84 + 58.5 (cp - 1) bytes an element.
+RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard) {
+  if (op.kind != ir::OpKind::kFlashAttention || shard.inputs.size() < 2) return {};
+  const ir::Shape queries = shard.inputs[0].sliceShape();
+  const ir::Shape keys = shard.inputs[1].sliceShape();
+  if (queries.size() < 2 || keys.size() < 2 || queries[1] <= 0 || keys[1] <= queries[1]) return {};
+  const double cp = static_cast<double>(keys[1]) / static_cast<double>(queries[1]);
+  const auto elements = static_cast<double>(shard.outputs.front().sliceElements());
+  return {elements * (20 + 39.5 * (cp - 1)), elements * (84 + 58.5 * (cp - 1))};
+}
+
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                 const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
   const double share = localIoShare(graph, op, shard);

@@ -31,4 +31,14 @@ struct OpCost {
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                 const cluster::Cluster& cluster, double fusedBytes = 0, bool ownKernel = true);
 
+/// Bytes of the elementwise kernels PyTorch's context parallelism runs around one attention op
+/// whose query sequence is split `cp` ways (torch/distributed/tensor/experimental/_attention.py
+/// at torch 2.6, the release torchtitan's Dec 2024 benchmarks ran): 0 unless `op` is an attention
+/// with its sequence split. EvaluateOptions::ringMergesInFp32 adds them at the HBM bandwidth.
+struct RingMergeBytes {
+  double forward = 0;
+  double backward = 0;
+};
+RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard);
+
 }  // namespace autopar::cost

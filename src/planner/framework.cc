@@ -65,6 +65,7 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
       .inPlaceLossGradient = false,
       .stashGatheredInputs = false,
       .pipelineKeepsOutputs = true,
+      .ringMergesInFp32 = true,
       .fsdpRootStaysGathered = true,
       .selectiveOpPolicy = true,
       .fsdpUnshardedUnderPipeline = true},

@@ -70,6 +70,10 @@ struct CodePath {
   /// Under pipeline parallelism every micro-batch's stage output is kept until the step ends
   /// (cost::EvaluateOptions::pipelineKeepsOutputs: torch.distributed.pipelining).
   bool pipelineKeepsOutputs = false;
+  /// Under context parallelism each ring step's attention output is merged into the running
+  /// output by separate fp32 kernels, and the query and key/value gradients accumulate in fp32
+  /// (cost::EvaluateOptions::ringMergesInFp32: PyTorch's context_parallel).
+  bool ringMergesInFp32 = false;
   /// ZeRO 3 keeps the root module's parameters (embedding, final norm, output projection) and
   /// the last layer's gathered through the forward and backward (cost::RecomputeOptions::
   /// rootStaysGathered: FSDP2 as torchtitan wraps it).

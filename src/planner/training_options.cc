@@ -182,6 +182,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.inPlaceLossGradient = flags.inPlaceLossGradient;
   options.stashGatheredInputs = flags.stashGatheredInputs;
   options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
+  options.ringMergesInFp32 = flags.ringMergesInFp32;
   options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
   // partitioner also decides what the per-op policy saves.
@@ -207,6 +208,7 @@ void applyCodePath(const CodePath& code, TrainingFlags& flags) {
   flags.inPlaceLossGradient = code.inPlaceLossGradient;
   flags.stashGatheredInputs = code.stashGatheredInputs;
   flags.pipelineKeepsOutputs = code.pipelineKeepsOutputs;
+  flags.ringMergesInFp32 = code.ringMergesInFp32;
   flags.rootStaysGathered = code.fsdpRootStaysGathered;
   flags.selectiveOpPolicy = code.selectiveOpPolicy;
 }

@@ -52,6 +52,7 @@ struct TrainingFlags {
   bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions
   bool stashGatheredInputs = true;             ///< cost::EvaluateOptions
   bool pipelineKeepsOutputs = false;           ///< cost::EvaluateOptions
+  bool ringMergesInFp32 = false;               ///< cost::EvaluateOptions
   bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID

@@ -1,0 +1,192 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "cost/graph_cost_context.h"
+
+namespace autopar::cost::detail {
+
+namespace {
+
+/// Bytes per element of `tensor`'s gradient as it is reduced: a parameter's gradient in the
+/// dtype it accumulates in (fp32 with OptimizerSpec::fp32Gradients, Megatron-LM's main_grad),
+/// any other gradient in the tensor's own dtype.
+int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
+  if (ctx.graph.tensor(tensor).isParameter() && ctx.options.optimizer.fp32Gradients) return 4;
+  return elementBytes(ctx.graph, tensor);
+}
+
+/// A mixture-of-experts token exchange: the dispatched slots on their way to the experts, or the
+/// experts' outputs on their way back to be combined (and, in backward, their gradients).
+bool isExpertExchange(const ir::Graph& graph, const ir::Tensor& tensor) {
+  if (tensor.producer != ir::kNoOp && graph.op(tensor.producer).kind == ir::OpKind::kMoEDispatch) {
+    return true;
+  }
+  return std::any_of(tensor.consumers.begin(), tensor.consumers.end(), [&](ir::OpId consumer) {
+    return graph.op(consumer).kind == ir::OpKind::kMoECombine;
+  });
+}
+
+Expected<layout::Redistribution> plan(Context& ctx, ir::TensorId tensor,
+                                      const layout::TensorLayout& from,
+                                      const layout::TensorLayout& to, int64_t bytesPerElement) {
+  auto result = ctx.redistributions.plan(from, to, bytesPerElement);
+  if (!result) {
+    return result.error().in(fmt::format("tensor '{}'", ctx.graph.tensor(tensor).name));
+  }
+  return result;
+}
+
+/// Plans an activation's redistribution on its way into `gemm` (forward) or its gradient's on
+/// its way back from `gemm`, the op that made it (backward). An fp8 GEMM's input is cast before it
+/// is gathered, and so is the gradient of its output: a redistribution that only gathers moves one
+/// byte an element. Transformer Engine's LayerNormLinear and Linear gather the fp8-cast input and
+/// the fp8-cast output gradient under sequence parallelism; torchao's Float8ColwiseParallel,
+/// PrepareFloat8ModuleInput and Float8RowwiseParallel (torchtitan's float8 TP plan) do the same.
+/// Reductions, token exchanges and parameters (FSDP's float8 all-gather is an option of its own,
+/// off by default) keep the tensor's dtype.
+Expected<layout::Redistribution> planNextToGemm(Context& ctx, const ir::Tensor& tensor,
+                                                const ir::Op* gemm,
+                                                const layout::TensorLayout& from,
+                                                const layout::TensorLayout& to, int64_t bytes) {
+  auto redistribution = plan(ctx, tensor.id, from, to, bytes);
+  if (!redistribution || gemm == nullptr || !gemm->attrs.fp8 || tensor.isParameter() ||
+      redistribution->empty() || isExpertExchange(ctx.graph, tensor)) {
+    return redistribution;
+  }
+  const bool onlyGathers =
+      std::all_of(redistribution->steps.begin(), redistribution->steps.end(), [](const auto& step) {
+        return step.kind == layout::PrimitiveKind::kAllGather ||
+               step.kind == layout::PrimitiveKind::kSplit;
+      });
+  const int64_t fp8Bytes = ir::dtypeBytes(ir::DType::kFP8);
+  if (!onlyGathers || bytes <= fp8Bytes) return redistribution;
+  return plan(ctx, tensor.id, from, to, fp8Bytes);
+}
+
+/// Calls `visit(layout, consumer)` once per distinct (layout, stage) among the uses of `tensor`,
+/// with `layoutOf(consumer, index)` giving each use's layout, in graph order.
+template <class LayoutOf, class Visit>
+Status forEachDistinctUse(const Context& ctx, const ir::Tensor& tensor, LayoutOf layoutOf,
+                          Visit visit) {
+  std::vector<std::pair<layout::TensorLayout, int>> seen;
+  for (ir::OpId consumerId : tensor.consumers) {
+    const ir::Op& consumer = ctx.graph.op(consumerId);
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      if (consumer.inputs[i] != tensor.id) continue;
+      auto use = std::make_pair(layoutOf(consumerId, i), ctx.stageOf[consumerId]);
+      if (std::find(seen.begin(), seen.end(), use) != seen.end()) continue;
+      seen.push_back(use);
+      if (auto status = visit(use.first, consumerId); !status) return status;
+    }
+  }
+  return {};
+}
+
+void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer,
+                            bool gradient, layout::Redistribution redistribution) {
+  const ir::Op& op = ctx.graph.op(consumer);
+  ParameterCollective collective;
+  collective.parameter = tensor.name;
+  collective.block = op.block;
+  collective.stage = ctx.stageOf[consumer];
+  collective.fusionId = ctx.graph.settingsOf(op).commFusion;
+  collective.gradient = gradient;
+  // A gradient is complete when the backward reaches the parameter's first consumer.
+  const ir::OpId first = tensor.consumers.front();
+  const double total = ctx.stageBackwardSeconds[static_cast<size_t>(collective.stage)];
+  collective.readyFraction = total > 0 ? ctx.backwardDoneSeconds[first] / total : 1.0;
+  collective.redistribution = std::move(redistribution);
+  ctx.parameterCollectives.push_back(std::move(collective));
+}
+
+/// An activation redistribution's seconds on its consumer's stage, in one pass; a token exchange
+/// is also counted apart (StageCost::forwardExchangeSeconds).
+void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, double seconds,
+                       bool forward) {
+  StageCost& stage = ctx.stage(consumer);
+  (forward ? stage.forwardCommSeconds : stage.backwardCommSeconds) += seconds;
+  if (isExpertExchange(ctx.graph, tensor)) {
+    (forward ? stage.forwardExchangeSeconds : stage.backwardExchangeSeconds) += seconds;
+  }
+}
+
+/// The gradient a consumer hands back for its input `index`: its input layout, partial over the
+/// axes of the cut factors the input does not carry.
+layout::TensorLayout gradientLayout(const rules::ShardedOp& op, size_t index) {
+  layout::TensorLayout grad = op.inputs[index].withoutPartial();
+  grad.partialAxes = op.inputGradPartialAxes[index];
+  std::sort(grad.partialAxes.begin(), grad.partialAxes.end());
+  return grad;
+}
+
+}  // namespace
+
+/// Consumers that need the same layout on the same stage share one redistribution.
+Status costForwardEdges(Context& ctx) {
+  ctx.forwardSeconds.resize(ctx.graph.tensors().size());
+  for (const ir::Tensor& tensor : ctx.graph.tensors()) {
+    if (tensor.consumers.empty()) continue;
+    const layout::TensorLayout& source = ctx.sources[static_cast<size_t>(tensor.id)];
+    auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
+    auto status = forEachDistinctUse(
+        ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
+          auto redistribution = planNextToGemm(ctx, tensor, &ctx.graph.op(consumer), source, target,
+                                               elementBytes(ctx.graph, tensor.id));
+          if (!redistribution) return Status{redistribution.error()};
+          ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
+                                                                          redistribution->seconds);
+          if (redistribution->empty()) return Status{};
+          EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kForward,
+                                  false,     *redistribution};
+          if (tensor.isParameter()) {
+            addParameterCollective(ctx, tensor, consumer, false, *redistribution);
+          } else {
+            addActivationComm(ctx, tensor, consumer, redistribution->seconds, true);
+          }
+          ctx.report.redistributions.push_back(std::move(edge));
+          return Status{};
+        });
+    if (!status) return status;
+  }
+  return {};
+}
+
+/// Consumers that hand back the same gradient layout sum locally before any communication.
+Status costBackwardEdges(Context& ctx) {
+  for (const ir::Tensor& tensor : ctx.graph.tensors()) {
+    if (tensor.role == ir::TensorRole::kInput || tensor.consumers.empty()) continue;
+    if (!ir::isFloating(tensor.type.dtype)) continue;
+    const auto& targets = tensor.isParameter() ? ctx.gradientTargets : ctx.sources;
+    const layout::TensorLayout target = targets[static_cast<size_t>(tensor.id)].withoutPartial();
+    auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
+    auto status = forEachDistinctUse(
+        ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
+          const ir::Op* producer =
+              tensor.producer == ir::kNoOp ? nullptr : &ctx.graph.op(tensor.producer);
+          auto redistribution = planNextToGemm(ctx, tensor, producer, grad, target,
+                                               gradientElementBytes(ctx, tensor.id));
+          if (!redistribution) return Status{redistribution.error()};
+          if (redistribution->empty()) return Status{};
+          EdgeRedistribution edge{tensor.id,
+                                  tensor.producer,
+                                  consumer,
+                                  EdgeDirection::kBackward,
+                                  tensor.isParameter(),
+                                  *redistribution};
+          if (tensor.isParameter()) {
+            addParameterCollective(ctx, tensor, consumer, true, *redistribution);
+          } else {
+            addActivationComm(ctx, tensor, consumer, redistribution->seconds, false);
+          }
+          ctx.report.redistributions.push_back(std::move(edge));
+          return Status{};
+        });
+    if (!status) return status;
+  }
+  return {};
+}
+
+}  // namespace autopar::cost::detail

@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "cost/op_cost.h"
+
 namespace autopar::cost {
 
 namespace {
@@ -255,7 +257,8 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
   return std::move(acc.cost);
 }
 
-std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient) {
+std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient,
+                                       bool ringMergesInFp32) {
   const ir::Graph& graph = inputs.graph;
   const RecomputeRegions& regions = inputs.regions;
   std::vector<int64_t> workspace(static_cast<size_t>(inputs.stages), 0);
@@ -276,14 +279,21 @@ std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPl
           inPlaceLossGradient ? ir::dtypeBytes(logits.type.dtype) : fp32Buffers * 4;
       slot = std::max(slot, slice.sliceElements() * perElement);
     }
+    // PyTorch's context parallelism holds its ring buffers inside the attention's backward,
+    // while what its recomputed region made up to the attention is still alive.
+    const auto ringBytes = static_cast<int64_t>(
+        ringMergesInFp32 ? ringMergeBytes(op, shard).backwardWorkspace : 0.0);
     const int region = regions.regionOf[id];
-    if (region < 0 || regions.keepsOutput[id]) continue;
+    if (region < 0 || regions.keepsOutput[id]) {
+      slot = std::max(slot, ringBytes);
+      continue;
+    }
     int64_t& made = regionBytes[static_cast<size_t>(region)];
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       made +=
           shard.outputs[i].sliceElements() * ir::dtypeBytes(graph.tensor(op.outputs[i]).type.dtype);
     }
-    slot = std::max(slot, made);
+    slot = std::max(slot, made + ringBytes);
   }
   return workspace;
 }

@@ -70,6 +70,7 @@ ActivationCost keptActivations(const ActivationInputs& inputs);
 /// vocabulary is sharded) and each recomputed region's activations, made again by
 /// the recompute and held until the region's backward has used them (PyTorch's checkpoint,
 /// Megatron's recompute). Ops whose output the per-op policy keeps are not made again.
-std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient);
+std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPlaceLossGradient,
+                                       bool ringMergesInFp32 = false);
 
 }  // namespace autopar::cost

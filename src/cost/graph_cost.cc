@@ -324,7 +324,8 @@ void costActivations(Context& ctx) {
     stage.recomputeComputeSeconds += cost.forwardSeconds;
     if (ctx.options.recompute.mpCommRecompute) stage.recomputeSeconds += cost.internalCommSeconds;
   }
-  const std::vector<int64_t> workspace = backwardWorkspace(inputs, ctx.options.inPlaceLossGradient);
+  const std::vector<int64_t> workspace =
+      backwardWorkspace(inputs, ctx.options.inPlaceLossGradient, ctx.options.ringMergesInFp32);
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
     ctx.report.stages[s].memory.workspaceBytes = workspace[s];
   }

@@ -91,6 +91,11 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 //             fp32 for the ring (2 x 8); the query gradient added likewise (10, or 8 + 5); K and
 //             V concatenated for the exchange at every step but the last (8); at the end the
 //             three gradients converted to bf16 (3 x 6). 84 + 58.5 (cp - 1) bytes an element.
+//   backward workspace, at a later ring step: every rank's K and V gathered (4 cp bytes an
+//             element of the local output), the fp32 query gradient (4), the received fp32 K/V
+//             gradients (8), a partial step's clone of one of them (4), the concatenation being
+//             sent and the one still in flight (2 x 8), the step's bf16 gradients (6) and
+//             FlashAttention-2's fp32 query-gradient accumulator (4): 4 cp + 42.
 RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard) {
   if (op.kind != ir::OpKind::kFlashAttention || shard.inputs.size() < 2) return {};
   const ir::Shape queries = shard.inputs[0].sliceShape();
@@ -98,7 +103,8 @@ RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard) {
   if (queries.size() < 2 || keys.size() < 2 || queries[1] <= 0 || keys[1] <= queries[1]) return {};
   const double cp = static_cast<double>(keys[1]) / static_cast<double>(queries[1]);
   const auto elements = static_cast<double>(shard.outputs.front().sliceElements());
-  return {elements * (20 + 39.5 * (cp - 1)), elements * (84 + 58.5 * (cp - 1))};
+  return {elements * (20 + 39.5 * (cp - 1)), elements * (84 + 58.5 * (cp - 1)),
+          elements * (4 * cp + 42)};
 }
 
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,

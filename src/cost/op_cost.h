@@ -38,6 +38,7 @@ OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp
 struct RingMergeBytes {
   double forward = 0;
   double backward = 0;
+  double backwardWorkspace = 0;  ///< buffers the attention's backward holds at its peak
 };
 RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard);
 

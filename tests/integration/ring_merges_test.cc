@@ -1,7 +1,8 @@
 // PyTorch's context parallelism runs one attention kernel per ring step and merges each step's
 // output into the running output with separate fp32 kernels; its backward accumulates the
 // gradients in fp32 (EvaluateOptions::ringMergesInFp32, cost::ringMergeBytes). The traffic grows
-// with the ring's length and is priced at the device's HBM bandwidth on the attention op.
+// with the ring's length and is priced at the device's HBM bandwidth on the attention op; the
+// gathered K/V and the fp32 gradient buffers are the backward's workspace.
 
 #include <gtest/gtest.h>
 
@@ -68,6 +69,8 @@ TEST(RingMerges, BytesFollowTheRingLengthPerLocalOutputElement) {
     const auto steps = static_cast<double>(cp - 1);
     EXPECT_DOUBLE_EQ(bytes.forward, elements * (20 + 39.5 * steps)) << "cp " << cp;
     EXPECT_DOUBLE_EQ(bytes.backward, elements * (84 + 58.5 * steps)) << "cp " << cp;
+    EXPECT_DOUBLE_EQ(bytes.backwardWorkspace, elements * (4 * static_cast<double>(cp) + 42))
+        << "cp " << cp;
   }
   // Without context parallelism the attention is one call: nothing to merge.
   const Sharded single = layerAtCp(1);
@@ -95,6 +98,11 @@ TEST(RingMerges, PricedOnTheAttentionAtTheHbmBandwidth) {
               cost::memorySeconds(layer.cluster.device, bytes.forward), 1e-12);
   EXPECT_NEAR(after.backwardSeconds - before.backwardSeconds,
               cost::memorySeconds(layer.cluster.device, bytes.backward), 1e-12);
+  // Without recompute the ring's buffers are the largest transient of the backward: more than the
+  // loss's, which is all there was before.
+  EXPECT_EQ(with->stages[0].memory.workspaceBytes,
+            static_cast<int64_t>(bytes.backwardWorkspace));
+  EXPECT_LT(without->stages[0].memory.workspaceBytes, with->stages[0].memory.workspaceBytes);
   // Every other op is priced as before.
   for (size_t op = 0; op < layer.graph.ops().size(); ++op) {
     if (static_cast<ir::OpId>(op) == attention) continue;

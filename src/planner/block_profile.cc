@@ -256,6 +256,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.expertDp = config.dp * config.cp / config.ep;
   candidate.zero = zeroStageAsRun(config);  // as the full model runs it
   candidate.gradientBucketBytes = gradientBucketBytes(config);
+  candidate.overlapParameterGather = config.codePath.overlapParamGather;
   candidate.schedule = config.schedule;
   return candidate;
 }

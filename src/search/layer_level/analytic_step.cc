@@ -114,6 +114,7 @@ std::array<GroupOf, 2> replicaGroups(const AnalyticCandidate& c) {
 struct StageSync {
   double allReduceSeconds = 0;
   double perMicroBatchSeconds = 0;
+  double weightGatherSeconds = 0;  ///< ZeRO 1: the updated weights' all-gather
   int64_t gradientBytes = 0;
 };
 
@@ -126,6 +127,10 @@ StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const Gradie
     if (g.replicas <= 1) continue;
     const double allReduce = sync(gradients, g.group);
     result.allReduceSeconds += allReduce;
+    if (c.zero == 1) {
+      result.weightGatherSeconds +=
+          sync(static_cast<int64_t>(stage.weightBytes(g.state)), g.group) / 2;
+    }
     if (c.zero >= 2) result.perMicroBatchSeconds += allReduce / 2;
     if (c.zero >= 3) {
       const auto weights = static_cast<int64_t>(stage.weightBytes(g.state));
@@ -264,20 +269,23 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
 
 namespace {
 
-/// The stage's tail: its gradient reduction (all of it without ZeRO 2; the weights' all-gather
-/// with it), exposed as one bucket after the backward, or in buckets that overlap the last
-/// micro-batch's backward but for the last one; then its optimizer step.
-double tailSeconds(const Stage& stage, const StageSync& sync, double backwardSeconds,
-                   const AnalyticCandidate& c) {
-  double exposed = 0;
+/// The stage's tail: its gradient reduction (an all-reduce without ZeRO; ZeRO 1's reduce-scatter;
+/// under ZeRO 2 and 3 half an all-reduce more), exposed as one bucket after the backward, or in
+/// buckets that overlap the last micro-batch's backward but for the last one; then its optimizer
+/// step and ZeRO 1's gather of the updated weights, which may run under a forward.
+double tailSeconds(const Stage& stage, const StageSync& sync, double forwardSeconds,
+                   double backwardSeconds, const AnalyticCandidate& c) {
+  double exposed = c.overlapParameterGather
+                       ? std::max(sync.weightGatherSeconds - forwardSeconds, 0.0)
+                       : sync.weightGatherSeconds;
   if (sync.allReduceSeconds > 0) {
-    const double whole = c.zero >= 2 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
+    const double whole = c.zero >= 1 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
     if (c.gradientBucketBytes <= 0 || c.gradientBucketBytes >= sync.gradientBytes) {
-      exposed = whole;
+      exposed += whole;
     } else {
       const double lastBucket = whole * static_cast<double>(c.gradientBucketBytes) /
                                 static_cast<double>(sync.gradientBytes);
-      exposed = std::max(whole - backwardSeconds, lastBucket);
+      exposed += std::max(whole - backwardSeconds, lastBucket);
     }
   }
   return exposed + stage.sum([&](const ProfiledPart& p) { return shardedOptimizerSeconds(p, c); });
@@ -317,8 +325,8 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
     const StageSync sync = stageSync(stage, c, gradientSync);
     const double backward = stage.sum([](const ProfiledPart& p) { return p.backwardSeconds; }) +
                             stage.recomputeSeconds();
-    const double seconds = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; }) +
-                           backward + sync.perMicroBatchSeconds;
+    const double forward = stage.sum([](const ProfiledPart& p) { return p.forwardSeconds; });
+    const double seconds = forward + backward + sync.perMicroBatchSeconds;
     clock.addStage(seconds,
                    stage.sum([](const ProfiledPart& p) { return p.weightGradientSeconds; }));
     // Memory: sharded state, buffers and the activations in flight.
@@ -329,7 +337,7 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
         static_cast<int64_t>(state + peakActivationBytes(c.schedule, c.stages, c.virtualStages,
                                                          c.microBatches, s, chunkBytes.data())) +
         keptOutputBytes(profile, c, s);
-    tail = std::max(tail, tailSeconds(stage, sync, backward, c));
+    tail = std::max(tail, tailSeconds(stage, sync, forward, backward, c));
   }
   estimate.pipelineSeconds = clock.seconds();
   estimate.tailSeconds = tail;

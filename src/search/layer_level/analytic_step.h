@@ -23,7 +23,10 @@
 /// ranks (dp, DP x CP), and those split over expert parallelism, replicated over dp / EP only
 /// (expertDp, Megatron-Core's expert-data-parallel group); each group's gradients are
 /// synchronised and ZeRO-sharded over its own replicas.
-/// ZeRO 1 shards the optimizer states over DP; 2 the gradients too, reduce-scattered every
+/// ZeRO 1 shards the optimizer states over DP: the gradients are reduce-scattered after the
+/// backward and the updated weights all-gathered in their own dtype (the distributed optimizer),
+/// the gather exposed beyond one micro-batch's forward when it overlaps; 2 the gradients too,
+/// reduce-scattered every
 /// micro-batch; 3 the weights too, the gathered copies of layers not recomputed kept until their
 /// backward and those of recomputed layers gathered again every micro-batch (as the cost model
 /// does).
@@ -93,6 +96,9 @@ struct AnalyticCandidate {
   ir::Schedule schedule = ir::Schedule::k1F1B;
   /// Bytes per gradient bucket; 0: one bucket of all the gradients after the backward.
   int64_t gradientBucketBytes = 0;
+  /// ZeRO 1's all-gather of the updated weights runs under the next step's first forward
+  /// (Megatron-Core's --overlap-param-gather); false: it is exposed after the optimizer step.
+  bool overlapParameterGather = false;
   /// Per stack, per stage; when interleaved per virtual stage: chunk c of stage s at c P + s.
   StackCounts layers;
   StackCounts recomputed;  ///< as `layers`: layers recomputed in full

@@ -208,9 +208,10 @@ TEST(AnalyticStep, ExpertStateShardsAndSyncsOverItsOwnReplicas) {
   c.zero = 1;
   const AnalyticEstimate sharded = estimateAnalytic(p, c, sync);
   // Once per step: the layers' and ends' 4 x 20 + 80 + 80 dense gradient bytes over DP, the 4 x
-  // 180 expert gradient bytes over the experts' replicas.
-  EXPECT_EQ(synced[ReplicaGroup::kData], 240);
-  EXPECT_EQ(synced[ReplicaGroup::kExpertData], 720);
+  // 180 expert gradient bytes over the experts' replicas; and ZeRO 1's gather of the updated
+  // weights, 4 x 10 dense and 4 x 90 expert bytes, each over its own replicas.
+  EXPECT_EQ(synced[ReplicaGroup::kData], 240 + 40);
+  EXPECT_EQ(synced[ReplicaGroup::kExpertData], 720 + 360);
   // ZeRO 1: the experts' optimizer states over 2, the others over 8 (shards rounded up).
   c.zero = 0;
   const AnalyticEstimate whole = estimateAnalytic(p, c, sync);

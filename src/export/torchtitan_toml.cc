@@ -23,6 +23,9 @@ std::string torchtitanConfig(const planner::MegatronConfig& config) {
     text += fmt::format("pipeline_parallel_microbatch_size = {}\n", config.mbs);
   }
   text += fmt::format("context_parallel_degree = {}\n", config.cp);
+  // The cost model prices PyTorch's all-gather ring (docs/frameworks.md, "CP steps merged in
+  // fp32"): say so rather than rely on the trainer's default.
+  if (config.cp > 1) text += "context_parallel_rotate_method = \"allgather\"\n";
   // Without pipelining the local batch is the micro-batch (one per step per replica, as
   // torchtitan runs it); with it, the micro-batches of a step.
   const int64_t local = config.pp > 1 ? config.mbs * config.microBatches() : config.mbs;

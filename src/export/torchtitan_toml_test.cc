@@ -1,0 +1,40 @@
+#include "export/torchtitan_toml.h"
+
+#include <gtest/gtest.h>
+
+namespace autopar::exporters {
+namespace {
+
+planner::MegatronConfig fsdpConfig() {
+  planner::MegatronConfig config;
+  config.model = "llama2-7b";
+  config.tp = 2;
+  config.dp = 4;
+  config.gbs = 32;
+  config.zero = 3;
+  config.framework = planner::Framework::kTorchtitan;
+  return config;
+}
+
+TEST(TorchtitanToml, ShardsOverDataParallelUnderZeroThreeAndNamesTheDegrees) {
+  const std::string text = torchtitanConfig(fsdpConfig());
+  EXPECT_NE(text.find("data_parallel_replicate_degree = 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("data_parallel_shard_degree = 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tensor_parallel_degree = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("context_parallel_degree = 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("context_parallel_rotate_method"), std::string::npos) << text;
+}
+
+// The cost model prices PyTorch's all-gather ring attention; the job config asks for it.
+TEST(TorchtitanToml, ContextParallelNamesTheRotateMethodTheCostModelPrices) {
+  planner::MegatronConfig config = fsdpConfig();
+  config.dp = 2;
+  config.cp = 2;
+  const std::string text = torchtitanConfig(config);
+  EXPECT_NE(text.find("context_parallel_degree = 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("context_parallel_rotate_method = \"allgather\"\n"), std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace autopar::exporters

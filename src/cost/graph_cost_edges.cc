@@ -39,21 +39,23 @@ Expected<layout::Redistribution> plan(Context& ctx, ir::TensorId tensor,
   return result;
 }
 
-/// Plans an activation's redistribution on its way into `gemm` (forward) or its gradient's on
-/// its way back from `gemm`, the op that made it (backward). An fp8 GEMM's input is cast before it
-/// is gathered, and so is the gradient of its output: a redistribution that only gathers moves one
-/// byte an element. Transformer Engine's LayerNormLinear and Linear gather the fp8-cast input and
-/// the fp8-cast output gradient under sequence parallelism; torchao's Float8ColwiseParallel,
-/// PrepareFloat8ModuleInput and Float8RowwiseParallel (torchtitan's float8 TP plan) do the same.
-/// Reductions, token exchanges and parameters (FSDP's float8 all-gather is an option of its own,
-/// off by default) keep the tensor's dtype.
-Expected<layout::Redistribution> planNextToGemm(Context& ctx, const ir::Tensor& tensor,
-                                                const ir::Op* gemm,
-                                                const layout::TensorLayout& from,
-                                                const layout::TensorLayout& to, int64_t bytes) {
+/// Plans an activation's redistribution, or its gradient's. `fp8Gemm`: the activation goes into
+/// fp8 GEMMs alone (forward), or an fp8 GEMM made it (backward). An fp8 GEMM's input is cast
+/// before it is gathered, and so is the gradient of its output: a redistribution that only
+/// gathers (under sequence parallelism, the sequence all-gather) moves one byte an element.
+/// Transformer Engine's LayerNormLinear and Linear gather the fp8-cast input and the fp8-cast
+/// output gradient; torchao's Float8ColwiseParallel, PrepareFloat8ModuleInput and
+/// Float8RowwiseParallel (torchtitan's float8 TP plan) do the same. Reductions, token exchanges
+/// and parameters (FSDP's float8 all-gather is an option of its own, off by default) keep the
+/// tensor's dtype.
+Expected<layout::Redistribution> planCastBeforeGather(Context& ctx, const ir::Tensor& tensor,
+                                                      bool fp8Gemm,
+                                                      const layout::TensorLayout& from,
+                                                      const layout::TensorLayout& to,
+                                                      int64_t bytes) {
   auto redistribution = plan(ctx, tensor.id, from, to, bytes);
-  if (!redistribution || gemm == nullptr || !gemm->attrs.fp8 || tensor.isParameter() ||
-      redistribution->empty() || isExpertExchange(ctx.graph, tensor)) {
+  if (!redistribution || !fp8Gemm || tensor.isParameter() || redistribution->empty() ||
+      isExpertExchange(ctx.graph, tensor)) {
     return redistribution;
   }
   const bool onlyGathers =
@@ -64,6 +66,23 @@ Expected<layout::Redistribution> planNextToGemm(Context& ctx, const ir::Tensor& 
   const int64_t fp8Bytes = ir::dtypeBytes(ir::DType::kFP8);
   if (!onlyGathers || bytes <= fp8Bytes) return redistribution;
   return plan(ctx, tensor.id, from, to, fp8Bytes);
+}
+
+/// Whether every use of `tensor` that shares the redistribution into `target` on `stage` is an
+/// fp8 GEMM: one gather serves them all, so it is cast only when all of them take fp8.
+bool onlyFp8GemmsRead(const Context& ctx, const ir::Tensor& tensor,
+                      const layout::TensorLayout& target, int stage) {
+  for (ir::OpId consumerId : tensor.consumers) {
+    const ir::Op& consumer = ctx.graph.op(consumerId);
+    if (ctx.stageOf[consumerId] != stage) continue;
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      if (consumer.inputs[i] == tensor.id && ctx.sharded[consumerId].inputs[i] == target &&
+          !consumer.attrs.fp8) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 /// Calls `visit(layout, consumer)` once per distinct (layout, stage) among the uses of `tensor`,
@@ -133,8 +152,9 @@ Status costForwardEdges(Context& ctx) {
     auto inputLayout = [&](ir::OpId op, size_t i) { return ctx.sharded[op].inputs[i]; };
     auto status = forEachDistinctUse(
         ctx, tensor, inputLayout, [&](const layout::TensorLayout& target, ir::OpId consumer) {
-          auto redistribution = planNextToGemm(ctx, tensor, &ctx.graph.op(consumer), source, target,
-                                               elementBytes(ctx.graph, tensor.id));
+          const bool fp8Gemm = onlyFp8GemmsRead(ctx, tensor, target, ctx.stageOf[consumer]);
+          auto redistribution = planCastBeforeGather(ctx, tensor, fp8Gemm, source, target,
+                                                     elementBytes(ctx.graph, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
                                                                           redistribution->seconds);
@@ -164,10 +184,10 @@ Status costBackwardEdges(Context& ctx) {
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          const ir::Op* producer =
-              tensor.producer == ir::kNoOp ? nullptr : &ctx.graph.op(tensor.producer);
-          auto redistribution = planNextToGemm(ctx, tensor, producer, grad, target,
-                                               gradientElementBytes(ctx, tensor.id));
+          const bool fp8Gemm =
+              tensor.producer != ir::kNoOp && ctx.graph.op(tensor.producer).attrs.fp8;
+          auto redistribution = planCastBeforeGather(ctx, tensor, fp8Gemm, grad, target,
+                                                     gradientElementBytes(ctx, tensor.id));
           if (!redistribution) return Status{redistribution.error()};
           if (redistribution->empty()) return Status{};
           EdgeRedistribution edge{tensor.id,

@@ -98,10 +98,14 @@ double localIoShare(const ir::Graph& graph, const ir::Op& op, const rules::Shard
 //             FlashAttention-2's fp32 query-gradient accumulator (4): 4 cp + 42.
 RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard) {
   if (op.kind != ir::OpKind::kFlashAttention || shard.inputs.size() < 2) return {};
-  const ir::Shape queries = shard.inputs[0].sliceShape();
-  const ir::Shape keys = shard.inputs[1].sliceShape();
-  if (queries.size() < 2 || keys.size() < 2 || queries[1] <= 0 || keys[1] <= queries[1]) return {};
-  const double cp = static_cast<double>(keys[1]) / static_cast<double>(queries[1]);
+  // The ring's length: how many ways the queries' sequence is cut while the keys are whole.
+  const layout::TensorLayout& queries = shard.inputs[0];
+  const layout::TensorLayout& keys = shard.inputs[1];
+  if (queries.shape.size() < 2 || keys.shape.size() < 2) return {};
+  const int64_t localQueries = queries.sliceShape()[1];
+  if (localQueries <= 0 || keys.sliceShape()[1] != keys.shape[1]) return {};
+  const double cp = static_cast<double>(queries.shape[1]) / static_cast<double>(localQueries);
+  if (cp <= 1) return {};
   const auto elements = static_cast<double>(shard.outputs.front().sliceElements());
   return {elements * (20 + 39.5 * (cp - 1)), elements * (84 + 58.5 * (cp - 1)),
           elements * (4 * cp + 42)};

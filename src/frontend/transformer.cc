@@ -92,7 +92,8 @@ class TransformerBuilder {
   void head(TensorId input, TensorId labels);
 
   /// The dtype tensors are stored and communicated in: fp8 training (Transformer Engine's
-  /// recipe) keeps them in bf16 and runs only the linear layers' GEMMs in fp8 (gemmAttrs).
+  /// recipe) keeps them in bf16 and runs only the linear layers' GEMMs in fp8 (gemmAttrs); the
+  /// gathers next to those GEMMs move their fp8 casts (cost/graph_cost_edges.cc).
   [[nodiscard]] ir::DType storage() const {
     return config_.dtype == ir::DType::kFP8 ? ir::DType::kBF16 : config_.dtype;
   }

@@ -142,7 +142,8 @@ struct TransformerConfig {
   /// The kernel that runs the attention core (a framework profile's, planner/framework.h).
   AttentionKernel attention = AttentionKernel::kFlash;
   /// The compute type; fp8 is Transformer Engine's recipe: the layers' linear GEMMs in fp8, every
-  /// tensor stored and communicated in bf16.
+  /// tensor stored in bf16 and communicated in bf16 except the gathers next to those GEMMs, which
+  /// move their fp8 casts (cost/graph_cost_edges.cc).
   ir::DType dtype = ir::DType::kBF16;
   /// A vision tower whose image tokens precede the text (multimodal models).
   struct Vision {

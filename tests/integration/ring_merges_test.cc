@@ -79,6 +79,7 @@ TEST(RingMerges, BytesFollowTheRingLengthPerLocalOutputElement) {
       cost::ringMergeBytes(single.graph.op(attention), single.sharding.ops[attention]);
   EXPECT_EQ(none.forward, 0.0);
   EXPECT_EQ(none.backward, 0.0);
+  EXPECT_EQ(none.backwardWorkspace, 0.0);
 }
 
 TEST(RingMerges, PricedOnTheAttentionAtTheHbmBandwidth) {
@@ -100,13 +101,13 @@ TEST(RingMerges, PricedOnTheAttentionAtTheHbmBandwidth) {
               cost::memorySeconds(layer.cluster.device, bytes.backward), 1e-12);
   // Without recompute the ring's buffers are the largest transient of the backward: more than the
   // loss's, which is all there was before.
-  EXPECT_EQ(with->stages[0].memory.workspaceBytes,
-            static_cast<int64_t>(bytes.backwardWorkspace));
+  EXPECT_EQ(with->stages[0].memory.workspaceBytes, static_cast<int64_t>(bytes.backwardWorkspace));
   EXPECT_LT(without->stages[0].memory.workspaceBytes, with->stages[0].memory.workspaceBytes);
   // Every other op is priced as before.
   for (size_t op = 0; op < layer.graph.ops().size(); ++op) {
     if (static_cast<ir::OpId>(op) == attention) continue;
     EXPECT_EQ(with->ops[op].forwardSeconds, without->ops[op].forwardSeconds) << op;
+    EXPECT_EQ(with->ops[op].backwardSeconds, without->ops[op].backwardSeconds) << op;
   }
 }
 

@@ -107,7 +107,8 @@ std::array<GroupOf, 2> replicaGroups(const AnalyticCandidate& c) {
 }
 
 /// One stage's gradient traffic, over both replica groups: one all-reduce of each group's
-/// gradients per step; ZeRO 2 reduce-scatters them every micro-batch (half an all-reduce); ZeRO 3
+/// gradients per step (ZeRO 1: a reduce-scatter, half of it, and the all-gather of the updated
+/// weights); ZeRO 2 reduce-scatters them every micro-batch (half an all-reduce); ZeRO 3
 /// also all-gathers every layer's weights for forward and again for backward, and those of the
 /// recomputed layers once more for the recomputation, every micro-batch (each gather half an
 /// all-reduce of their bytes), as the cost model does.
@@ -128,8 +129,10 @@ StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const Gradie
     const double allReduce = sync(gradients, g.group);
     result.allReduceSeconds += allReduce;
     if (c.zero == 1) {
-      result.weightGatherSeconds +=
-          sync(static_cast<int64_t>(stage.weightBytes(g.state)), g.group) / 2;
+      // Every parameter of the stage, the ends' (embedding, head) included.
+      const auto weights = static_cast<int64_t>(stage.sum(
+          [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).weights); }));
+      result.weightGatherSeconds += sync(weights, g.group) / 2;
     }
     if (c.zero >= 2) result.perMicroBatchSeconds += allReduce / 2;
     if (c.zero >= 3) {
@@ -269,8 +272,9 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
 
 namespace {
 
-/// The stage's tail: its gradient reduction (an all-reduce without ZeRO; ZeRO 1's reduce-scatter;
-/// under ZeRO 2 and 3 half an all-reduce more), exposed as one bucket after the backward, or in
+/// The stage's tail: its gradient reduction (an all-reduce without ZeRO; with ZeRO a
+/// reduce-scatter, half of it, on top of ZeRO 2's and 3's per-micro-batch ones), exposed as one
+/// bucket after the backward, or in
 /// buckets that overlap the last micro-batch's backward but for the last one; then its optimizer
 /// step and ZeRO 1's gather of the updated weights, which may run under a forward.
 double tailSeconds(const Stage& stage, const StageSync& sync, double forwardSeconds,

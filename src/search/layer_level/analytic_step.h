@@ -14,7 +14,8 @@
 ///               the fill and drain pass only the input-gradient part of each backward; bubble
 ///               (P - 1)(F + B - W) against 1F1B's (P - 1)(F + B + W));
 ///               search/layer_level/schedule_model.h
-///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s)
+///   step      = pipeline + max_s (exposed gradient sync_s + optimizer_s + exposed gather_s),
+///               the gather ZeRO 1's all-gather of the updated weights
 /// Gradient synchronisation follows the candidate's bucketing (gradientBucketBytes, the policy the
 /// full model is given too): one bucket of all the gradients, reduced after the backward and so
 /// fully exposed (Megatron-LM without --overlap-grad-reduce), or buckets that overlap the last
@@ -26,10 +27,9 @@
 /// ZeRO 1 shards the optimizer states over DP: the gradients are reduce-scattered after the
 /// backward and the updated weights all-gathered in their own dtype (the distributed optimizer),
 /// the gather exposed beyond one micro-batch's forward when it overlaps; 2 the gradients too,
-/// reduce-scattered every
-/// micro-batch; 3 the weights too, the gathered copies of layers not recomputed kept until their
-/// backward and those of recomputed layers gathered again every micro-batch (as the cost model
-/// does).
+/// reduce-scattered every micro-batch; 3 the weights too, the gathered copies of layers not
+/// recomputed kept until their backward and those of recomputed layers gathered again every
+/// micro-batch (as the cost model does).
 /// Memory: state + the activations in flight at the stage's peak: min(P - s, m) micro-batches
 /// under 1F1B, min(P, m) under ZB-H1 (deferred weight gradients hold their micro-batches); when
 /// interleaved, each chunk's activations (the embedding's on chunk 0 of stage 0, the head's on

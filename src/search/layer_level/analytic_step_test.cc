@@ -209,8 +209,9 @@ TEST(AnalyticStep, ExpertStateShardsAndSyncsOverItsOwnReplicas) {
   const AnalyticEstimate sharded = estimateAnalytic(p, c, sync);
   // Once per step: the layers' and ends' 4 x 20 + 80 + 80 dense gradient bytes over DP, the 4 x
   // 180 expert gradient bytes over the experts' replicas; and ZeRO 1's gather of the updated
-  // weights, 4 x 10 dense and 4 x 90 expert bytes, each over its own replicas.
-  EXPECT_EQ(synced[ReplicaGroup::kData], 240 + 40);
+  // weights, the layers' 4 x 10 and the ends' 40 + 40 dense bytes and 4 x 90 expert bytes, each
+  // over its own replicas.
+  EXPECT_EQ(synced[ReplicaGroup::kData], 240 + 40 + 40 + 40);
   EXPECT_EQ(synced[ReplicaGroup::kExpertData], 720 + 360);
   // ZeRO 1: the experts' optimizer states over 2, the others over 8 (shards rounded up).
   c.zero = 0;

@@ -132,6 +132,22 @@ void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer
   }
 }
 
+/// Records the non-empty redistribution of `tensor` (forward) or of its gradient (backward) at
+/// `consumer`: a parameter's as a parameter collective (a gradient sync in backward), an
+/// activation's as traffic on the consumer's stage; every one as an edge of the report.
+void recordEdge(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, EdgeDirection direction,
+                layout::Redistribution redistribution) {
+  const bool forward = direction == EdgeDirection::kForward;
+  if (tensor.isParameter()) {
+    addParameterCollective(ctx, tensor, consumer, !forward, redistribution);
+  } else {
+    addActivationComm(ctx, tensor, consumer, redistribution.seconds, forward);
+  }
+  ctx.report.redistributions.push_back(
+      EdgeRedistribution{tensor.id, tensor.producer, consumer, direction,
+                         !forward && tensor.isParameter(), std::move(redistribution)});
+}
+
 /// The gradient a consumer hands back for its input `index`: its input layout, partial over the
 /// axes of the cut factors the input does not carry.
 layout::TensorLayout gradientLayout(const rules::ShardedOp& op, size_t index) {
@@ -158,15 +174,9 @@ Status costForwardEdges(Context& ctx) {
           if (!redistribution) return Status{redistribution.error()};
           ctx.forwardSeconds[static_cast<size_t>(tensor.id)].emplace_back(target,
                                                                           redistribution->seconds);
-          if (redistribution->empty()) return Status{};
-          EdgeRedistribution edge{tensor.id, tensor.producer, consumer, EdgeDirection::kForward,
-                                  false,     *redistribution};
-          if (tensor.isParameter()) {
-            addParameterCollective(ctx, tensor, consumer, false, *redistribution);
-          } else {
-            addActivationComm(ctx, tensor, consumer, redistribution->seconds, true);
+          if (!redistribution->empty()) {
+            recordEdge(ctx, tensor, consumer, EdgeDirection::kForward, std::move(*redistribution));
           }
-          ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
         });
     if (!status) return status;
@@ -182,26 +192,15 @@ Status costBackwardEdges(Context& ctx) {
     const auto& targets = tensor.isParameter() ? ctx.gradientTargets : ctx.sources;
     const layout::TensorLayout target = targets[static_cast<size_t>(tensor.id)].withoutPartial();
     auto gradLayout = [&](ir::OpId op, size_t i) { return gradientLayout(ctx.sharded[op], i); };
+    const bool fp8Gemm = tensor.producer != ir::kNoOp && ctx.graph.op(tensor.producer).attrs.fp8;
+    const int64_t bytes = gradientElementBytes(ctx, tensor.id);
     auto status = forEachDistinctUse(
         ctx, tensor, gradLayout, [&](const layout::TensorLayout& grad, ir::OpId consumer) {
-          const bool fp8Gemm =
-              tensor.producer != ir::kNoOp && ctx.graph.op(tensor.producer).attrs.fp8;
-          auto redistribution = planCastBeforeGather(ctx, tensor, fp8Gemm, grad, target,
-                                                     gradientElementBytes(ctx, tensor.id));
+          auto redistribution = planCastBeforeGather(ctx, tensor, fp8Gemm, grad, target, bytes);
           if (!redistribution) return Status{redistribution.error()};
-          if (redistribution->empty()) return Status{};
-          EdgeRedistribution edge{tensor.id,
-                                  tensor.producer,
-                                  consumer,
-                                  EdgeDirection::kBackward,
-                                  tensor.isParameter(),
-                                  *redistribution};
-          if (tensor.isParameter()) {
-            addParameterCollective(ctx, tensor, consumer, true, *redistribution);
-          } else {
-            addActivationComm(ctx, tensor, consumer, redistribution->seconds, false);
+          if (!redistribution->empty()) {
+            recordEdge(ctx, tensor, consumer, EdgeDirection::kBackward, std::move(*redistribution));
           }
-          ctx.report.redistributions.push_back(std::move(edge));
           return Status{};
         });
     if (!status) return status;

@@ -122,18 +122,17 @@ struct StageSync {
 StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const GradientSync& sync) {
   StageSync result;
   for (const GroupOf& g : replicaGroups(c)) {
-    const auto gradients = static_cast<int64_t>(stage.sum(
-        [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).gradients); }));
+    // The stage's whole `field` of the group's state, the ends' (embedding, head) included.
+    auto total = [&](int64_t StateBytes::*field) {
+      return static_cast<int64_t>(stage.sum(
+          [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).*field); }));
+    };
+    const int64_t gradients = total(&StateBytes::gradients);
     result.gradientBytes += gradients;
     if (g.replicas <= 1) continue;
     const double allReduce = sync(gradients, g.group);
     result.allReduceSeconds += allReduce;
-    if (c.zero == 1) {
-      // Every parameter of the stage, the ends' (embedding, head) included.
-      const auto weights = static_cast<int64_t>(stage.sum(
-          [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).weights); }));
-      result.weightGatherSeconds += sync(weights, g.group) / 2;
-    }
+    if (c.zero == 1) result.weightGatherSeconds += sync(total(&StateBytes::weights), g.group) / 2;
     if (c.zero >= 2) result.perMicroBatchSeconds += allReduce / 2;
     if (c.zero >= 3) {
       const auto weights = static_cast<int64_t>(stage.weightBytes(g.state));
@@ -274,9 +273,9 @@ namespace {
 
 /// The stage's tail: its gradient reduction (an all-reduce without ZeRO; with ZeRO a
 /// reduce-scatter, half of it, on top of ZeRO 2's and 3's per-micro-batch ones), exposed as one
-/// bucket after the backward, or in
-/// buckets that overlap the last micro-batch's backward but for the last one; then its optimizer
-/// step and ZeRO 1's gather of the updated weights, which may run under a forward.
+/// bucket after the backward, or in buckets that overlap the last micro-batch's backward but for
+/// the last one; then its optimizer step and ZeRO 1's gather of the updated weights, which may run
+/// under a forward.
 double tailSeconds(const Stage& stage, const StageSync& sync, double forwardSeconds,
                    double backwardSeconds, const AnalyticCandidate& c) {
   double exposed = c.overlapParameterGather

@@ -6,6 +6,7 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "search/op_level/edge_cost.h"
 #include "search/op_level/propagation.h"
@@ -22,6 +23,8 @@ constexpr double kMainOpFlopsPerOutput = 64.0;
 /// How far a rest-cost link may walk through shape-preserving ops to find a main op.
 constexpr int kMaxLinkDepth = 8;
 constexpr double kInfeasible = std::numeric_limits<double>::max();
+/// Passes over a round's choices: the first, then settling passes until none changes.
+constexpr int kSettlingPasses = 4;
 
 enum Choice { kCutI, kCutJ, kCutK, kNoCut };
 constexpr std::array<const char*, 4> kChoiceNames{"I", "J", "K", "no"};
@@ -167,15 +170,42 @@ class RecursiveSearch {
     return refreshShards();
   }
 
+  /// Each round: every main op chooses once, heaviest first, against the neighbours that chose
+  /// before it; then, in settling passes, each chooses again from where it stood before the round
+  /// against all its neighbours' choices of this round, until no choice changes. The first pass
+  /// alone lets an op that chose early fix a layout its later neighbours must pay to meet (the
+  /// attention between projections that chose apart).
   Status run(RecursiveResult& result) {
     const std::vector<int64_t> rounds = primeRounds(static_cast<int64_t>(ranks_.size()));
+    roundDevices_ = 1;
     for (size_t round = 0; round < rounds.size(); ++round) {
       decidedThisRound_.assign(graph_.ops().size(), false);
+      roundDevices_ *= rounds[round];
+      std::vector<ir::OpId> order;
       for (ir::OpId op : orderByWeight()) {
-        if (annotated_.contains(op)) continue;
-        const std::string title = fmt::format("Round {}/{} (cut by {}): {}", round + 1,
-                                              rounds.size(), rounds[round], graph_.op(op).name);
-        if (auto status = decide(op, rounds[round], title, result); !status) return status;
+        if (!annotated_.contains(op)) order.push_back(op);
+      }
+      std::vector<std::pair<rules::FactorCuts, rules::ShardedOp>> before;
+      before.reserve(order.size());
+      for (ir::OpId op : order) before.emplace_back(cuts_[op], shards_[op]);
+      for (int pass = 1; pass <= kSettlingPasses; ++pass) {
+        bool changed = false;
+        for (size_t i = 0; i < order.size(); ++i) {
+          const ir::OpId op = order[i];
+          const rules::FactorCuts chosen = cuts_[op];
+          if (pass > 1) std::tie(cuts_[op], shards_[op]) = before[i];
+          const std::string title =
+              fmt::format("Round {}/{} (cut by {}){}: {}", round + 1, rounds.size(), rounds[round],
+                          pass > 1 ? fmt::format(", pass {}", pass) : "", graph_.op(op).name);
+          std::vector<std::string> lines;
+          if (auto status = decide(op, rounds[round], title, lines); !status) return status;
+          const bool moved = pass > 1 && cuts_[op] != chosen;
+          changed = changed || moved;
+          if (pass == 1 || moved) {
+            for (auto& line : lines) result.explanation.push_back(std::move(line));
+          }
+        }
+        if (pass > 1 && !changed) break;
       }
     }
     return {};
@@ -249,15 +279,21 @@ class RecursiveSearch {
     return {};
   }
 
-  /// Heaviest first: FLOPs of the current shard, then the lower op id.
+  /// Ops holding a weight first, heaviest first (FLOPs of the current shard, then the lower op
+  /// id); then the main ops without one (attention, activation products), heaviest first. Those
+  /// keep no weight, so no cut costs them memory: they follow the neighbours that chose before.
   std::vector<ir::OpId> orderByWeight() const {
-    std::vector<std::pair<double, ir::OpId>> weighted;
+    std::vector<std::tuple<bool, double, ir::OpId>> weighted;
     for (ir::OpId op : mainOps_) {
-      weighted.emplace_back(-graph_.forwardFlops(graph_.op(op)) * shards_[op].computeFraction, op);
+      const ir::Op& node = graph_.op(op);
+      const bool holdsWeight = std::any_of(node.inputs.begin(), node.inputs.end(),
+                                           [&](ir::TensorId id) { return isWeight(graph_, id); });
+      weighted.emplace_back(!holdsWeight, -graph_.forwardFlops(node) * shards_[op].computeFraction,
+                            op);
     }
     std::sort(weighted.begin(), weighted.end());
     std::vector<ir::OpId> order;
-    for (const auto& [weight, op] : weighted) order.push_back(op);
+    for (const auto& [weightless, weight, op] : weighted) order.push_back(op);
     return order;
   }
 
@@ -265,9 +301,22 @@ class RecursiveSearch {
     return layouts[index].sliceElements();
   }
 
-  double opCost(ir::OpId op, Choice choice, const rules::ShardedOp& current) const {
+  /// What one more cut by `prime` of a factor already cut `cut` ways adds to the all-reduce over
+  /// its group, per element. While the rounds stay within a node, a ring all-reduce moves
+  /// 2 (g - 1) / g elements per element over fast links, so growing the group from `cut` to
+  /// `cut x prime` adds 2 (prime - 1) / (cut x prime): 1 for the first halving, then 1/2, 1/4.
+  /// Once the rounds span nodes the group crosses the slow links and each cut pays in full again,
+  /// as in MindSpore's model.
+  double addedAllReduce(int64_t cut, int64_t prime) const {
+    if (roundDevices_ > cluster_.devicesPerNode) return 1.0;
+    return 2.0 * static_cast<double>(prime - 1) / static_cast<double>(cut * prime);
+  }
+
+  double opCost(ir::OpId op, Choice choice, const rules::ShardedOp& current, int64_t prime) const {
     const ir::Op& node = graph_.op(op);
     const int factor = choice == kNoCut ? -1 : axes_.at(op).factor[choice];
+    const double added =
+        factor < 0 ? 1.0 : addedAllReduce(cuts_[op][static_cast<size_t>(factor)], prime);
     double cost = 0;
     switch (choice) {
       case kCutI:
@@ -281,15 +330,15 @@ class RecursiveSearch {
           if (!factorInOperand(rules_[op], i, factor))
             cost += static_cast<double>(elementsOf(current.inputs, i));
         }
-        return cost;
+        return added * cost;
       case kCutK:
         for (size_t j = 0; j < node.outputs.size(); ++j)
           cost += static_cast<double>(elementsOf(current.outputs, j));
-        return cost;
+        return added * cost;
       case kNoCut:
         // Both halves repeat the work, and the weights stay replicated as with an I cut.
         return graph_.forwardFlops(node) * current.computeFraction / 2.0 / kFlopsPerElement +
-               opCost(op, kCutI, current);
+               opCost(op, kCutI, current, prime);
     }
     return cost;
   }
@@ -300,8 +349,11 @@ class RecursiveSearch {
       // Only neighbours that already chose this round: the others will line up with this op.
       if (!decidedThisRound_[link.other]) continue;
       const rules::ShardedOp& other = shards_[link.other];
-      const auto& from =
-          link.upstream ? other.outputs[link.otherIndex] : candidate.outputs[link.index];
+      // A K cut's op-cost already prices reducing its partial sums: the link starts from the
+      // reduced layout, so the reduction is not charged twice.
+      const layout::TensorLayout from =
+          (link.upstream ? other.outputs[link.otherIndex] : candidate.outputs[link.index])
+              .withoutPartial();
       const auto& to = link.upstream ? candidate.inputs[link.index] : other.inputs[link.otherIndex];
       const ir::Op& node = graph_.op(op);
       const ir::TensorId tensor =
@@ -314,7 +366,9 @@ class RecursiveSearch {
     return elements;
   }
 
-  Status decide(ir::OpId op, int64_t prime, const std::string& title, RecursiveResult& result) {
+  /// One main op's choice for this round; with `explain`, its decision lines go to `explained`.
+  Status decide(ir::OpId op, int64_t prime, const std::string& title,
+                std::vector<std::string>& explained) {
     std::array<double, 4> totals{kInfeasible, kInfeasible, kInfeasible, kInfeasible};
     std::array<std::optional<rules::ShardedOp>, 4> shards;
     std::vector<std::string> lines;
@@ -327,7 +381,7 @@ class RecursiveSearch {
       }
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;  // the axis no longer divides
-      const double opCostValue = opCost(op, static_cast<Choice>(choice), shards_[op]);
+      const double opCostValue = opCost(op, static_cast<Choice>(choice), shards_[op], prime);
       auto rest = restCost(op, *shard);
       if (!rest) return rest.error();
       totals[choice] = opCostValue + *rest;
@@ -346,16 +400,16 @@ class RecursiveSearch {
     shards_[op] = std::move(*shards[best]);
     decidedThisRound_[op] = true;
     if (!options_.explain) return {};
-    result.explanation.push_back(title);
-    for (auto& line : lines) result.explanation.push_back(std::move(line));
-    result.explanation.push_back(
+    explained.push_back(title);
+    for (auto& line : lines) explained.push_back(std::move(line));
+    explained.push_back(
         fmt::format("The costs of cutting the I-axis/J-axis/K-axis/no_cut are : [const "
                     "vector]{{{}, {}, {}, {}}}",
                     formatCost(totals[0]), formatCost(totals[1]), formatCost(totals[2]),
                     formatCost(totals[3])));
-    result.explanation.push_back(
-        best == kNoCut ? "Choose NOT to cut"
-                       : fmt::format("Choose to cut the {}-axis", kChoiceNames[best]));
+    explained.push_back(best == kNoCut
+                            ? "Choose NOT to cut"
+                            : fmt::format("Choose to cut the {}-axis", kChoiceNames[best]));
     return {};
   }
 
@@ -369,6 +423,7 @@ class RecursiveSearch {
   std::vector<rules::ShardedOp> shards_;
   std::vector<bool> isMain_;
   std::vector<bool> decidedThisRound_;
+  int64_t roundDevices_ = 1;  ///< devices the rounds so far, this one included, cut over
   std::vector<ir::OpId> mainOps_;
   std::map<ir::OpId, SappAxes> axes_;
   std::map<ir::OpId, std::vector<Link>> links_;

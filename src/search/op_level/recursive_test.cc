@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "layout/strategy.h"
@@ -60,10 +61,12 @@ TEST(RecursiveProgramming, SeedMlpGetsACompletePlanWithoutAnnotations) {
   ASSERT_TRUE(result.ok()) << result.error().message;
   ASSERT_EQ(result->cuts.size(), graph.ops().size());
   // With batch 32 the weights (784x512, 512x512) outweigh the activations (32x784): at the
-  // default mem_coeff 0.1 the first round cuts layer1's contraction (K), whose op-cost (the
-  // 32x512 output) is the smallest, and layer2 follows with the matching layout.
-  EXPECT_EQ(strategyOf(graph, *result, "layer1"), (layout::Strategy{{1, 4}, {4, 2}}));
-  EXPECT_EQ(strategyOf(graph, *result, "layer2"), (layout::Strategy{{4, 2}, {2, 1}}));
+  // default mem_coeff 0.1 every round cuts layer1's contraction (K), whose op-cost (the 32x512
+  // output to all-reduce) is the smallest and, within a node, grows by half as much at each
+  // halving. layer2 then cuts its columns (J): its input whole is layer1's reduced output, as in
+  // Megatron's row- then column-parallel pair.
+  EXPECT_EQ(strategyOf(graph, *result, "layer1"), (layout::Strategy{{1, 8}, {8, 1}}));
+  EXPECT_EQ(strategyOf(graph, *result, "layer2"), (layout::Strategy{{1, 1}, {1, 8}}));
   for (const ir::Op& op : graph.ops()) {
     auto rule = rules::shardingRuleFor(graph, op);
     EXPECT_TRUE(rules::applyFactorCuts(*rule, result->cuts[op.id], ranksOf(8)).ok()) << op.name;
@@ -138,6 +141,50 @@ TEST(RecursiveProgramming, TwelveDevicesRunAPrimeThreeRound) {
   for (const auto& line : result->explanation)
     sawThree = sawThree || line.find("Round 3/3 (cut by 3)") == 0;
   EXPECT_TRUE(sawThree);
+}
+
+/// The line of `explanation` that starts with `prefix`, after the title line `title`.
+std::string lineAfter(const std::vector<std::string>& explanation, const std::string& title,
+                      const std::string& prefix) {
+  auto at = std::find(explanation.begin(), explanation.end(), title);
+  for (; at != explanation.end(); ++at) {
+    if (at->rfind(prefix, 0) == 0) return *at;
+  }
+  return "";
+}
+
+TEST(RecursiveProgramming, HalvingsWithinANodeAddLessToTheAllReduceThanHalvingsAcrossNodes) {
+  const ir::Graph graph = seedMlp();
+  auto cluster = cluster::clusterPreset("dgx-a100-80g", 2);
+  auto sixteen = cluster::takeDevices(*cluster, 16);
+  RecursiveOptions options;
+  options.explain = true;
+  auto result = recursiveProgramming(graph, ranksOf(16), *sixteen, options);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const auto& lines = result->explanation;
+  // layer1 cuts K every round: its 32x512 output is all-reduced over 2, 4, 8 devices of a node
+  // (2 (g - 1) / g of it: 1, 1.5, 1.75), then over the second node's slow links in full again.
+  const char* kCut = "If the K-axis is cut, the op-cost is ";
+  EXPECT_EQ(
+      lineAfter(lines, "Round 1/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("16384,"), 0),
+      0u);
+  EXPECT_EQ(
+      lineAfter(lines, "Round 2/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("8192,"), 0),
+      0u);
+  EXPECT_EQ(
+      lineAfter(lines, "Round 3/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("4096,"), 0),
+      0u);
+  EXPECT_EQ(
+      lineAfter(lines, "Round 4/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("16384,"), 0),
+      0u);
+  // layer1's K cut already pays for reducing its partial sums: layer2, reading the reduced
+  // output, pays no rest-cost for taking it whole (J) or sliced on its rows (K).
+  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the J-axis is cut")
+                .find("the rest-cost is 0,"),
+            std::string::npos);
+  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the K-axis is cut")
+                .find("the rest-cost is 0,"),
+            std::string::npos);
 }
 
 TEST(RecursiveProgramming, IsDeterministic) {

@@ -179,34 +179,10 @@ class RecursiveSearch {
     const std::vector<int64_t> rounds = primeRounds(static_cast<int64_t>(ranks_.size()));
     roundDevices_ = 1;
     for (size_t round = 0; round < rounds.size(); ++round) {
-      decidedThisRound_.assign(graph_.ops().size(), false);
       roundDevices_ *= rounds[round];
-      std::vector<ir::OpId> order;
-      for (ir::OpId op : orderByWeight()) {
-        if (!annotated_.contains(op)) order.push_back(op);
-      }
-      std::vector<std::pair<rules::FactorCuts, rules::ShardedOp>> before;
-      before.reserve(order.size());
-      for (ir::OpId op : order) before.emplace_back(cuts_[op], shards_[op]);
-      for (int pass = 1; pass <= kSettlingPasses; ++pass) {
-        bool changed = false;
-        for (size_t i = 0; i < order.size(); ++i) {
-          const ir::OpId op = order[i];
-          const rules::FactorCuts chosen = cuts_[op];
-          if (pass > 1) std::tie(cuts_[op], shards_[op]) = before[i];
-          const std::string title =
-              fmt::format("Round {}/{} (cut by {}){}: {}", round + 1, rounds.size(), rounds[round],
-                          pass > 1 ? fmt::format(", pass {}", pass) : "", graph_.op(op).name);
-          std::vector<std::string> lines;
-          if (auto status = decide(op, rounds[round], title, lines); !status) return status;
-          const bool moved = pass > 1 && cuts_[op] != chosen;
-          changed = changed || moved;
-          if (pass == 1 || moved) {
-            for (auto& line : lines) result.explanation.push_back(std::move(line));
-          }
-        }
-        if (pass > 1 && !changed) break;
-      }
+      const std::string roundTitle =
+          fmt::format("Round {}/{} (cut by {})", round + 1, rounds.size(), rounds[round]);
+      if (auto status = runRound(rounds[round], roundTitle, result); !status) return status;
     }
     return {};
   }
@@ -218,6 +194,56 @@ class RecursiveSearch {
   }
 
  private:
+  /// One round's passes. An op chooses again in a settling pass only when a neighbour chose or
+  /// changed its choice after the op last chose: otherwise its inputs, and so its choice, are as
+  /// they were.
+  Status runRound(int64_t prime, const std::string& roundTitle, RecursiveResult& result) {
+    const size_t numOps = graph_.ops().size();
+    decidedThisRound_.assign(numOps, false);
+    std::vector<ir::OpId> order;
+    for (ir::OpId op : orderByWeight()) {
+      if (!annotated_.contains(op)) order.push_back(op);
+    }
+    std::vector<std::pair<rules::FactorCuts, rules::ShardedOp>> before;
+    before.reserve(order.size());
+    for (ir::OpId op : order) before.emplace_back(cuts_[op], shards_[op]);
+    // A clock ticks at every choice made or changed: changedAt[op] is when op's last did,
+    // sawAt[op] the time op last chose.
+    std::vector<uint64_t> changedAt(numOps, 0);
+    std::vector<uint64_t> sawAt(numOps, 0);
+    uint64_t clock = 0;
+    for (int pass = 1; pass <= kSettlingPasses; ++pass) {
+      bool changed = false;
+      for (size_t i = 0; i < order.size(); ++i) {
+        const ir::OpId op = order[i];
+        const std::vector<Link>& links = links_.at(op);
+        if (pass > 1 && std::none_of(links.begin(), links.end(), [&](const Link& link) {
+              return changedAt[link.other] > sawAt[op];
+            })) {
+          continue;
+        }
+        const rules::FactorCuts chosen = cuts_[op];
+        if (pass > 1) std::tie(cuts_[op], shards_[op]) = before[i];
+        const std::string title =
+            options_.explain
+                ? fmt::format("{}{}: {}", roundTitle,
+                              pass > 1 ? fmt::format(", pass {}", pass) : "", graph_.op(op).name)
+                : std::string();
+        std::vector<std::string> lines;
+        if (auto status = decide(op, prime, title, lines); !status) return status;
+        sawAt[op] = clock;
+        const bool moved = pass > 1 && cuts_[op] != chosen;
+        if (pass == 1 || moved) {
+          changedAt[op] = ++clock;
+          for (auto& line : lines) result.explanation.push_back(std::move(line));
+        }
+        changed = changed || moved;
+      }
+      if (pass > 1 && !changed) break;
+    }
+    return {};
+  }
+
   /// Walks from each data input up, and from each output down, through ops that keep the shape,
   /// to the nearest main ops.
   std::vector<Link> linksOf(const ir::Op& op) const {

@@ -1,23 +1,49 @@
 #!/usr/bin/env bash
 # The quality figure of the fast searches: the estimated step time of the plans sharding
-# propagation and the recursive search choose for a transformer block, over the plan of the exact
-# ILP search, at 4, 8 and 16 devices (no annotations).
+# propagation and the recursive search choose, over the plan of the exact ILP search:
+#   - a transformer block (bench/llama_block.yaml, no annotations) at 4, 8 and 16 devices;
+#   - seed 002's MLP (no annotations) at 4, 8 and 16 devices, and its FFN (two annotations, for
+#     8 devices) at 8.
+# The recursive search runs at the default mem_coeff (0.1) and, in the last columns, at the
+# fastest rung of seed 000's ladder (0.1 x 4^k, k = 0..5), the value a user tuning it would keep.
 # Usage: bench/search_quality.sh [AUTOPAR_BINARY]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 autopar=${1:-$root/build/release/autopar}
-step() {  # devices search -> step time in ms
-  local nodes=$(($1 > 8 ? 2 : 1))
-  "$autopar" plan --config "$root/bench/llama_block.yaml" --nodes "$nodes" --devices "$1" \
-    --search "$2" --json |
-    python3 -c 'import json, sys; print("%.3f" % (json.load(sys.stdin)["estimate"]["step_time_s"] * 1000))'
+step() {  # devices model-args... -> step time in ms
+  local devices=$1
+  shift
+  local nodes=$((devices > 8 ? 2 : 1))
+  "$autopar" plan "$@" --nodes "$nodes" --devices "$devices" --json |
+    python3 -c 'import json, sys; print("%.4f" % (json.load(sys.stdin)["estimate"]["step_time_s"] * 1000))'
 }
-printf '%-8s %12s %12s %12s %10s %10s\n' devices ilp_ms propagation recursive prop/ilp rec/ilp
+ratio() { awk "BEGIN {printf \"%.3f\", $1 / $2}"; }
+row() {  # name devices model-args...
+  local name=$1 devices=$2
+  shift 2
+  local ilp propagation recursive best best_coeff=0.1 coeff
+  ilp=$(step "$devices" "$@" --search ilp)
+  propagation=$(step "$devices" "$@" --search sharding_propagation)
+  recursive=$(step "$devices" "$@" --search recursive_programming)
+  best=$recursive
+  for coeff in 0.4 1.6 6.4 25.6 102.4; do
+    local time
+    time=$(step "$devices" "$@" --search recursive_programming --mem-coeff "$coeff")
+    if awk "BEGIN {exit !($time < $best)}"; then
+      best=$time
+      best_coeff=$coeff
+    fi
+  done
+  printf '%-7s %-8s %10s %12s %10s %9s %9s %10s %9s\n' "$name" "$devices" "$ilp" "$propagation" \
+    "$recursive" "$(ratio "$propagation" "$ilp")" "$(ratio "$recursive" "$ilp")" "$best_coeff" \
+    "$(ratio "$best" "$ilp")"
+}
+printf '%-7s %-8s %10s %12s %10s %9s %9s %10s %9s\n' model devices ilp_ms propagation recursive \
+  prop/ilp rec/ilp best_coeff best/ilp
 for devices in 4 8 16; do
-  ilp=$(step "$devices" ilp)
-  propagation=$(step "$devices" sharding_propagation)
-  recursive=$(step "$devices" recursive_programming)
-  printf '%-8s %12s %12s %12s %10s %10s\n' "$devices" "$ilp" "$propagation" "$recursive" \
-    "$(awk "BEGIN {printf \"%.3f\", $propagation / $ilp}")" \
-    "$(awk "BEGIN {printf \"%.3f\", $recursive / $ilp}")"
+  row block "$devices" --config "$root/bench/llama_block.yaml"
 done
+for devices in 4 8 16; do
+  row mlp "$devices" --model "$root/examples/graphs/mlp.json"
+done
+row ffn 8 --model "$root/examples/graphs/ffn.json"

@@ -16,6 +16,10 @@ namespace {
 
 std::string formatSeconds(double seconds) { return fmt::format("{:.3g} s", seconds); }
 
+/// How many shape-keeping ops a candidate's layout is carried through to price the decided ops
+/// beyond them (Propagator::secondsAhead).
+constexpr int kLookaheadDepth = 4;
+
 class Propagator {
  public:
   Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
@@ -177,6 +181,54 @@ class Propagator {
     return total;
   }
 
+  /// secondsAhead over the candidate's outputs.
+  Expected<double> secondsAhead(ir::OpId op, const rules::ShardedOp& candidate) {
+    const ir::Op& node = graph_.op(op);
+    double total = 0;
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      auto ahead =
+          secondsAhead(graph_.tensor(node.outputs[j]), candidate.outputs[j], kLookaheadDepth);
+      if (!ahead) return ahead;
+      total += *ahead;
+    }
+    return total;
+  }
+
+  /// What carrying `layout` of `tensor` down a chain of undecided ops that keep its shape (adds,
+  /// norms, activations) costs where the chain meets decided ops: the redistribution into each
+  /// one's input. Without it an op between two decided ones sees only the side reached first,
+  /// and may pick a layout (a reduce-scatter of partial sums) that the other side must gather
+  /// again, where one all-reduce would do.
+  Expected<double> secondsAhead(const ir::Tensor& tensor, const layout::TensorLayout& layout,
+                                int depth) {
+    double total = 0;
+    if (depth == 0) return total;
+    for (ir::OpId consumerId : tensor.consumers) {
+      if (shards_[consumerId]) continue;  // priced as a decided neighbour by edgeSeconds
+      const ir::Op& consumer = graph_.op(consumerId);
+      for (ir::TensorId output : consumer.outputs) {
+        const ir::Tensor& next = graph_.tensor(output);
+        if (next.type.shape != tensor.type.shape) continue;
+        for (ir::OpId endId : next.consumers) {
+          if (!shards_[endId]) continue;
+          const ir::Op& end = graph_.op(endId);
+          for (size_t k = 0; k < end.inputs.size(); ++k) {
+            if (end.inputs[k] != next.id) continue;
+            auto seconds = edges_.edgeSeconds(layout, shards_[endId]->inputs[k],
+                                              shards_[endId]->inputGradPartialAxes[k],
+                                              ir::dtypeBytes(next.type.dtype), hasGradient(next));
+            if (!seconds) return seconds;
+            total += *seconds;
+          }
+        }
+        auto further = secondsAhead(next, layout, depth - 1);
+        if (!further) return further;
+        total += *further;
+      }
+    }
+    return total;
+  }
+
   /// The decided layout a tensor arrives in: its producer's output, or for a parameter or input
   /// the layout of its first decided consumer other than `self` (the storage layout).
   std::optional<layout::TensorLayout> decidedSourceLayout(const ir::Tensor& tensor,
@@ -199,20 +251,28 @@ class Propagator {
     return std::nullopt;
   }
 
-  /// Least redistribution, then least compute, then the lexicographically smallest cuts.
+  /// Least redistribution (to decided neighbours, and ahead to the decided ops beyond chains of
+  /// undecided ones), then least compute, then the lexicographically smallest cuts.
   Status decideBest(ir::OpId op, ir::OpId via, PropagationResult& result) {
     using Key = std::tuple<double, double, rules::FactorCuts>;
     std::optional<Key> best;
     std::optional<rules::ShardedOp> bestShard;
+    double bestEdge = 0;
+    double bestAhead = 0;
     for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;
       auto edge = edgeSeconds(op, *shard);
       if (!edge) return edge.error().in(fmt::format("op '{}'", graph_.op(op).name));
-      Key key{*edge, cost::costOfOp(graph_, graph_.op(op), *shard, cluster_).totalSeconds(), cuts};
+      auto ahead = secondsAhead(op, *shard);
+      if (!ahead) return ahead.error().in(fmt::format("op '{}'", graph_.op(op).name));
+      Key key{*edge + *ahead,
+              cost::costOfOp(graph_, graph_.op(op), *shard, cluster_).totalSeconds(), cuts};
       if (!best || key < *best) {
         best = std::move(key);
         bestShard = std::move(*shard);
+        bestEdge = *edge;
+        bestAhead = *ahead;
       }
     }
     if (!best) {
@@ -221,9 +281,12 @@ class Propagator {
     }
     cuts_[op] = std::get<2>(*best);
     shards_[op] = std::move(bestShard);
-    result.log.push_back(fmt::format(
-        "{}: {} chosen (edge cost {}, compute {}; from '{}')", graph_.op(op).name, strategyText(op),
-        formatSeconds(std::get<0>(*best)), formatSeconds(std::get<1>(*best)), graph_.op(via).name));
+    const std::string ahead =
+        bestAhead > 0 ? fmt::format(", {} ahead", formatSeconds(bestAhead)) : "";
+    result.log.push_back(fmt::format("{}: {} chosen (edge cost {}{}, compute {}; from '{}')",
+                                     graph_.op(op).name, strategyText(op), formatSeconds(bestEdge),
+                                     ahead, formatSeconds(std::get<1>(*best)),
+                                     graph_.op(via).name));
     return {};
   }
 

@@ -2,9 +2,11 @@
 /// \file
 /// Sharding propagation (MindSpore's search_mode "sharding_propagation", seed 002): strategies
 /// spread from a set of fixed ops (user annotations, or the main ops the recursive search decided)
-/// to every other op. Each op reached picks, among its valid strategies
-/// (rules::enumerateFactorCuts), the one with the least redistribution cost on its edges to
-/// already-decided neighbours, then the least compute cost, then a deterministic tie-break.
+/// to every other op. Each op reached picks, among the strategies that use every device
+/// (rules::fullDeviceCuts), the one with the least redistribution cost on its edges to
+/// already-decided neighbours plus, ahead, the cost of carrying its output layout down chains of
+/// undecided shape-keeping ops (adds, norms, activations; up to 4) into the decided ops beyond
+/// them; then the least compute cost, then a deterministic tie-break.
 /// Conflicts between fixed ops are reported with the redistribution inserted to reconcile them.
 
 #include <map>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <queue>
 #include <tuple>
@@ -181,32 +182,25 @@ class Propagator {
     return total;
   }
 
-  /// secondsAhead over the candidate's outputs.
-  Expected<double> secondsAhead(ir::OpId op, const rules::ShardedOp& candidate) {
-    const ir::Op& node = graph_.op(op);
-    double total = 0;
-    for (size_t j = 0; j < node.outputs.size(); ++j) {
-      auto ahead =
-          secondsAhead(graph_.tensor(node.outputs[j]), candidate.outputs[j], kLookaheadDepth);
-      if (!ahead) return ahead;
-      total += *ahead;
-    }
-    return total;
-  }
+  /// A decided op's input where a chain of undecided shape-keeping ops ends, `count` times.
+  struct AheadEnd {
+    const layout::TensorLayout* consumed = nullptr;
+    const std::vector<int>* gradPartialAxes = nullptr;
+    int64_t elementBytes = 0;
+    bool hasGradient = false;
+    int count = 1;
+  };
 
-  /// What carrying `layout` of `tensor` down a chain of undecided ops that keep its shape (adds,
-  /// norms, activations) costs where the chain meets decided ops: the redistribution into each
-  /// one's input. Without it an op between two decided ones sees only the side reached first,
-  /// and may pick a layout (a reduce-scatter of partial sums) that the other side must gather
-  /// again, where one all-reduce would do.
-  Expected<double> secondsAhead(const ir::Tensor& tensor, const layout::TensorLayout& layout,
-                                int depth) {
-    double total = 0;
-    if (depth == 0) return total;
+  /// Where chains of undecided ops that keep `tensor`'s shape (adds, norms, activations) meet
+  /// decided ops, up to `depth` ops down; equal ends merged. Priced against a candidate's layout
+  /// by secondsAhead: without them an op between two decided ones sees only the side reached
+  /// first, and may pick a layout (a reduce-scatter of partial sums) that the other side must
+  /// gather again, where one all-reduce would do.
+  void collectAhead(const ir::Tensor& tensor, int depth, std::vector<AheadEnd>& ends) const {
+    if (depth == 0) return;
     for (ir::OpId consumerId : tensor.consumers) {
-      if (shards_[consumerId]) continue;  // priced as a decided neighbour by edgeSeconds
-      const ir::Op& consumer = graph_.op(consumerId);
-      for (ir::TensorId output : consumer.outputs) {
+      if (shards_[consumerId]) continue;  // a decided neighbour: edgeSeconds prices it
+      for (ir::TensorId output : graph_.op(consumerId).outputs) {
         const ir::Tensor& next = graph_.tensor(output);
         if (next.type.shape != tensor.type.shape) continue;
         for (ir::OpId endId : next.consumers) {
@@ -214,17 +208,36 @@ class Propagator {
           const ir::Op& end = graph_.op(endId);
           for (size_t k = 0; k < end.inputs.size(); ++k) {
             if (end.inputs[k] != next.id) continue;
-            auto seconds = edges_.edgeSeconds(layout, shards_[endId]->inputs[k],
-                                              shards_[endId]->inputGradPartialAxes[k],
-                                              ir::dtypeBytes(next.type.dtype), hasGradient(next));
-            if (!seconds) return seconds;
-            total += *seconds;
+            addEnd(AheadEnd{&shards_[endId]->inputs[k], &shards_[endId]->inputGradPartialAxes[k],
+                            ir::dtypeBytes(next.type.dtype), hasGradient(next)},
+                   ends);
           }
         }
-        auto further = secondsAhead(next, layout, depth - 1);
-        if (!further) return further;
-        total += *further;
+        collectAhead(next, depth - 1, ends);
       }
+    }
+  }
+
+  static void addEnd(const AheadEnd& found, std::vector<AheadEnd>& ends) {
+    for (AheadEnd& other : ends) {
+      if (*other.consumed == *found.consumed && *other.gradPartialAxes == *found.gradPartialAxes &&
+          other.elementBytes == found.elementBytes && other.hasGradient == found.hasGradient) {
+        ++other.count;
+        return;
+      }
+    }
+    ends.push_back(found);
+  }
+
+  /// The redistribution from `layout` into every end.
+  Expected<double> secondsAhead(const std::vector<AheadEnd>& ends,
+                                const layout::TensorLayout& layout) {
+    double total = 0;
+    for (const AheadEnd& end : ends) {
+      auto seconds = edges_.edgeSeconds(layout, *end.consumed, *end.gradPartialAxes,
+                                        end.elementBytes, end.hasGradient);
+      if (!seconds) return seconds;
+      total += *seconds * end.count;
     }
     return total;
   }
@@ -259,20 +272,29 @@ class Propagator {
     std::optional<rules::ShardedOp> bestShard;
     double bestEdge = 0;
     double bestAhead = 0;
+    const ir::Op& node = graph_.op(op);
+    std::vector<std::vector<AheadEnd>> ahead(node.outputs.size());
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, ahead[j]);
+    }
     for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;
       auto edge = edgeSeconds(op, *shard);
       if (!edge) return edge.error().in(fmt::format("op '{}'", graph_.op(op).name));
-      auto ahead = secondsAhead(op, *shard);
-      if (!ahead) return ahead.error().in(fmt::format("op '{}'", graph_.op(op).name));
-      Key key{*edge + *ahead,
-              cost::costOfOp(graph_, graph_.op(op), *shard, cluster_).totalSeconds(), cuts};
+      double aheadSeconds = 0;
+      for (size_t j = 0; j < node.outputs.size(); ++j) {
+        auto seconds = secondsAhead(ahead[j], shard->outputs[j]);
+        if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
+        aheadSeconds += *seconds;
+      }
+      Key key{*edge + aheadSeconds, cost::costOfOp(graph_, node, *shard, cluster_).totalSeconds(),
+              cuts};
       if (!best || key < *best) {
         best = std::move(key);
         bestShard = std::move(*shard);
         bestEdge = *edge;
-        bestAhead = *ahead;
+        bestAhead = aheadSeconds;
       }
     }
     if (!best) {
@@ -281,11 +303,11 @@ class Propagator {
     }
     cuts_[op] = std::get<2>(*best);
     shards_[op] = std::move(bestShard);
-    const std::string ahead =
+    const std::string aheadText =
         bestAhead > 0 ? fmt::format(", {} ahead", formatSeconds(bestAhead)) : "";
     result.log.push_back(fmt::format("{}: {} chosen (edge cost {}{}, compute {}; from '{}')",
                                      graph_.op(op).name, strategyText(op), formatSeconds(bestEdge),
-                                     ahead, formatSeconds(std::get<1>(*best)),
+                                     aheadText, formatSeconds(std::get<1>(*best)),
                                      graph_.op(via).name));
     return {};
   }

@@ -22,12 +22,27 @@ bool isIota(const std::vector<int>& ranks) {
   }
   return true;
 }
+/// The searches build a mesh per candidate strategy over the same ranks: this thread's last rank
+/// list is shared rather than copied, so meshes over it compare by pointer (a 1,024-rank list is
+/// otherwise copied at each build and compared element by element at each layout lookup).
+struct SharedRanks {
+  std::shared_ptr<const std::vector<int>> ranks;
+  bool iota = false;
+};
+const SharedRanks& sharedRanks(const std::vector<int>& ranks) {
+  thread_local SharedRanks last;
+  if (!last.ranks || *last.ranks != ranks) {
+    last.iota = isIota(ranks);
+    last.ranks = std::make_shared<const std::vector<int>>(ranks);
+  }
+  return last;
+}
 }  // namespace
 
-Mesh::Mesh(std::vector<int64_t> shape, std::vector<int> ranks)
-    : shape_(std::move(shape)),
-      ranks_(std::make_shared<const std::vector<int>>(std::move(ranks))),
-      defaultRanks_(isIota(*ranks_)) {
+Mesh::Mesh(std::vector<int64_t> shape, const std::vector<int>& ranks) : shape_(std::move(shape)) {
+  const SharedRanks& shared = sharedRanks(ranks);
+  ranks_ = shared.ranks;
+  defaultRanks_ = shared.iota;
   assert(static_cast<int64_t>(ranks_->size()) == product(shape_));
 }
 

@@ -20,7 +20,7 @@ class Mesh {
  public:
   Mesh() = default;
   /// `ranks.size()` must equal the product of `shape`.
-  Mesh(std::vector<int64_t> shape, std::vector<int> ranks);
+  Mesh(std::vector<int64_t> shape, const std::vector<int>& ranks);
   /// Shape over ranks 0..product-1.
   explicit Mesh(std::vector<int64_t> shape);
 

@@ -2,13 +2,18 @@
 /// \file
 /// The double-recursive strategy search (MindSpore's "recursive_programming", SAPP; seeds 000 and
 /// 002). No annotations are needed. The device count is factored into prime rounds (8 = 2 x 2 x 2,
-/// 12 = 2 x 2 x 3). In each round every main op, heaviest first, chooses to cut its I, J or K axis
-/// by the round's prime, or to cut nothing, by a symbolic cost; the main ops' strategies then
-/// propagate to the other ops (propagation.h). Work is linear in the number of ops.
+/// 12 = 2 x 2 x 3). In each round every main op chooses to cut its I, J or K axis by the round's
+/// prime, or to cut nothing, by a symbolic cost; the main ops' strategies then propagate to the
+/// other ops (propagation.h). Work is linear in the number of ops.
 ///
 /// Main ops: annotated ops, ops with a weight (a parameter operand of rank >= 2: MatMul with a
 /// weight, the embedding Gather) and compute-heavy ops (at least 64 FLOPs per output element:
 /// MatMul, BatchMatMul, FlashAttention, CrossEntropy). An annotated op keeps its strategy.
+/// Order in a round: the ops holding a weight, heaviest first (FLOPs of the current shard), then
+/// the main ops without one (attention), which no cut costs memory and which so follow their
+/// neighbours. Then settling passes: each op chooses again, from where it stood before the round,
+/// against all its neighbours' choices of the round, until none changes (at most three passes;
+/// an op whose neighbours have not chosen or changed since it chose is skipped).
 ///
 /// Axes, read from the op's sharding rule (no op-kind switch):
 ///   I = the batch factor;
@@ -21,16 +26,21 @@
 ///   op-cost(I)  = mem_coeff x (elements of the weight operands): cutting the batch keeps the
 ///                 weights replicated, and mem_coeff prices that memory. Low mem_coeff favours
 ///                 data parallelism, high favours model parallelism (seed 000);
-///   op-cost(J)  = elements of the operands that do not carry J: they stay whole on both halves
-///                 and their gradients are all-reduced;
-///   op-cost(K)  = elements of the outputs: they become partial sums to all-reduce;
+///   op-cost(J)  = a x elements of the operands that do not carry J: they stay whole on both
+///                 halves and their gradients are all-reduced;
+///   op-cost(K)  = a x elements of the outputs: they become partial sums to all-reduce;
+///   a           = what the cut adds to that all-reduce: a ring over g devices moves 2 (g - 1) / g,
+///                 so while the rounds stay within a node a factor already cut c ways and cut by p
+///                 again adds 2 (p - 1) / (c p) (1, then 1/2, then 1/4); once the rounds span
+///                 nodes, 1 (each cut crosses the slow links, MindSpore's flat cost);
 ///   op-cost(no) = FLOPs of the current shard / 2 / kFlopsPerElement + op-cost(I): both halves
 ///                 repeat the work and keep the weights replicated (kFlopsPerElement = 2000: an
 ///                 A100 does 312 TFLOP/s while NVLink moves 150 G bf16 elements/s, so moving one
 ///                 element costs about 2000 FLOPs);
 ///   rest-cost   = elements redistributed between the op's layout and the layouts of the nearest
 ///                 main ops upstream and downstream (through shape-preserving ops) that already
-///                 chose in this round, so choices line up along the network.
+///                 chose in this round, so choices line up along the network. A K cut's partial
+///                 sums count as reduced: its op-cost already pays the reduction.
 /// Example (seed 000's log): with mem_coeff 0.01, a MatMul whose weight holds 2048 elements and
 /// whose output holds 4096 prints "If the I-axis is cut, the op-cost is 20.48, ...".
 
@@ -52,7 +62,8 @@ struct RecursiveOptions {
 
 struct RecursiveResult {
   std::vector<rules::FactorCuts> cuts;  ///< indexed by OpId; every op decided
-  /// With `explain`: per main op and round, "Round 1/3 (cut by 2): <op>", one "If the I-axis is
+  /// With `explain`: per main op and round, "Round 1/3 (cut by 2): <op>" (", pass 2" and on
+  /// before the colon for a settling pass that changes the op's choice), one "If the I-axis is
   /// cut, the op-cost is ..., the rest-cost is ..., and the total cost is ..." line per feasible
   /// choice ("If do NOT cut the axis, ..." for no cut), "The costs of cutting the
   /// I-axis/J-axis/K-axis/no_cut are : [const vector]{...}", then "Choose to cut the I-axis"

@@ -128,13 +128,17 @@ TEST(RecursiveProgramming, InfeasibleAxesCostTheMaximumDouble) {
   EXPECT_TRUE(found);
 }
 
-TEST(RecursiveProgramming, TwelveDevicesRunAPrimeThreeRound) {
-  const ir::Graph graph = seedMlp(48);
+/// The search with --explain over the first `devices` of two DGX-A100 nodes.
+Expected<RecursiveResult> explainedOnTwoNodes(const ir::Graph& graph, int devices) {
   auto cluster = cluster::clusterPreset("dgx-a100-80g", 2);
-  auto twelve = cluster::takeDevices(*cluster, 12);
+  auto taken = cluster::takeDevices(*cluster, devices);
   RecursiveOptions options;
   options.explain = true;
-  auto result = recursiveProgramming(graph, ranksOf(12), *twelve, options);
+  return recursiveProgramming(graph, ranksOf(devices), *taken, options);
+}
+
+TEST(RecursiveProgramming, TwelveDevicesRunAPrimeThreeRound) {
+  auto result = explainedOnTwoNodes(seedMlp(48), 12);
   ASSERT_TRUE(result.ok()) << result.error().message;
   EXPECT_EQ(result->explanation.front(), "Round 1/3 (cut by 2): layer1");
   bool sawThree = false;
@@ -154,12 +158,7 @@ std::string lineAfter(const std::vector<std::string>& explanation, const std::st
 }
 
 TEST(RecursiveProgramming, HalvingsWithinANodeAddLessToTheAllReduceThanHalvingsAcrossNodes) {
-  const ir::Graph graph = seedMlp();
-  auto cluster = cluster::clusterPreset("dgx-a100-80g", 2);
-  auto sixteen = cluster::takeDevices(*cluster, 16);
-  RecursiveOptions options;
-  options.explain = true;
-  auto result = recursiveProgramming(graph, ranksOf(16), *sixteen, options);
+  auto result = explainedOnTwoNodes(seedMlp(), 16);
   ASSERT_TRUE(result.ok()) << result.error().message;
   const auto& lines = result->explanation;
   // layer1 cuts K every round: its 32x512 output is all-reduced over 2, 4, 8 devices of a node

@@ -182,25 +182,51 @@ class Propagator {
     return total;
   }
 
-  /// A decided op's input where a chain of undecided shape-keeping ops ends, `count` times.
-  struct AheadEnd {
+  /// Where chains of undecided ops that keep a tensor's shape (adds, norms, activations) meet
+  /// decided ops: the decided op's input (`consumed`), or an undecided op on the way that cannot
+  /// split some dims the chain carries (a norm's normalised dim) and so gathers them (`consumed`
+  /// null). `blocked` and `gathers` are bitmasks of the tensor's dims: the dims gathered before
+  /// this point, and those gathered here. Equal points are merged (`count`).
+  struct AheadPoint {
     const layout::TensorLayout* consumed = nullptr;
     const std::vector<int>* gradPartialAxes = nullptr;
+    uint32_t blocked = 0;
+    uint32_t gathers = 0;
     int64_t elementBytes = 0;
     bool hasGradient = false;
     int count = 1;
+
+    [[nodiscard]] bool sameAs(const AheadPoint& other) const {
+      const bool sameConsumed = consumed == nullptr
+                                    ? other.consumed == nullptr
+                                    : other.consumed != nullptr && *consumed == *other.consumed &&
+                                          *gradPartialAxes == *other.gradPartialAxes;
+      return sameConsumed && blocked == other.blocked && gathers == other.gathers &&
+             elementBytes == other.elementBytes && hasGradient == other.hasGradient;
+    }
   };
 
-  /// Where chains of undecided ops that keep `tensor`'s shape (adds, norms, activations) meet
-  /// decided ops, up to `depth` ops down; equal ends merged. Priced against a candidate's layout
+  /// The points down chains from `tensor`, up to `depth` ops. Priced against a candidate's layout
   /// by secondsAhead: without them an op between two decided ones sees only the side reached
   /// first, and may pick a layout (a reduce-scatter of partial sums) that the other side must
   /// gather again, where one all-reduce would do.
-  void collectAhead(const ir::Tensor& tensor, int depth, std::vector<AheadEnd>& ends) const {
+  void collectAhead(const ir::Tensor& tensor, int depth, uint32_t blocked,
+                    std::vector<AheadPoint>& points) const {
     if (depth == 0) return;
+    const int64_t elementBytes = ir::dtypeBytes(tensor.type.dtype);
     for (ir::OpId consumerId : tensor.consumers) {
       if (shards_[consumerId]) continue;  // a decided neighbour: edgeSeconds prices it
-      for (ir::TensorId output : graph_.op(consumerId).outputs) {
+      const ir::Op& consumer = graph_.op(consumerId);
+      uint32_t reaching = blocked;
+      for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+        if (consumer.inputs[i] == tensor.id) reaching |= unsplittableDims(consumerId, i);
+      }
+      if (reaching != blocked) {
+        addPoint(AheadPoint{nullptr, nullptr, blocked, reaching & ~blocked, elementBytes,
+                            hasGradient(tensor)},
+                 points);
+      }
+      for (ir::TensorId output : consumer.outputs) {
         const ir::Tensor& next = graph_.tensor(output);
         if (next.type.shape != tensor.type.shape) continue;
         for (ir::OpId endId : next.consumers) {
@@ -208,36 +234,67 @@ class Propagator {
           const ir::Op& end = graph_.op(endId);
           for (size_t k = 0; k < end.inputs.size(); ++k) {
             if (end.inputs[k] != next.id) continue;
-            addEnd(AheadEnd{&shards_[endId]->inputs[k], &shards_[endId]->inputGradPartialAxes[k],
-                            ir::dtypeBytes(next.type.dtype), hasGradient(next)},
-                   ends);
+            addPoint(
+                AheadPoint{&shards_[endId]->inputs[k], &shards_[endId]->inputGradPartialAxes[k],
+                           reaching, 0, ir::dtypeBytes(next.type.dtype), hasGradient(next)},
+                points);
           }
         }
-        collectAhead(next, depth - 1, ends);
+        collectAhead(next, depth - 1, reaching, points);
       }
     }
   }
 
-  static void addEnd(const AheadEnd& found, std::vector<AheadEnd>& ends) {
-    for (AheadEnd& other : ends) {
-      if (*other.consumed == *found.consumed && *other.gradPartialAxes == *found.gradPartialAxes &&
-          other.elementBytes == found.elementBytes && other.hasGradient == found.hasGradient) {
+  /// The dims of `op`'s input `index` that its rule cannot split (kNeedReplication), as a mask.
+  uint32_t unsplittableDims(ir::OpId op, size_t index) const {
+    uint32_t mask = 0;
+    const rules::ShardingRule& rule = rules_[op];
+    if (index >= rule.operands.size()) return mask;
+    for (size_t d = 0; d < rule.operands[index].size() && d < 32; ++d) {
+      for (const auto& part : rule.operands[index][d]) {
+        if (rule.factors[static_cast<size_t>(part.factor)].kind ==
+            rules::FactorKind::kNeedReplication) {
+          mask |= 1U << d;
+        }
+      }
+    }
+    return mask;
+  }
+
+  static void addPoint(const AheadPoint& found, std::vector<AheadPoint>& points) {
+    for (AheadPoint& other : points) {
+      if (other.sameAs(found)) {
         ++other.count;
         return;
       }
     }
-    ends.push_back(found);
+    points.push_back(found);
   }
 
-  /// The redistribution from `layout` into every end.
-  Expected<double> secondsAhead(const std::vector<AheadEnd>& ends,
+  /// `layout` with the dims in `mask` whole.
+  static layout::TensorLayout gathered(const layout::TensorLayout& layout, uint32_t mask) {
+    layout::TensorLayout result = layout;
+    for (size_t d = 0; d < result.dimAxes.size() && d < 32; ++d) {
+      if ((mask >> d) & 1U) result.dimAxes[d].clear();
+    }
+    return result;
+  }
+
+  /// What carrying `layout` down the chains costs: at each point, the redistribution into the
+  /// decided op's input, or the gather of the dims an undecided op cannot split.
+  Expected<double> secondsAhead(const std::vector<AheadPoint>& points,
                                 const layout::TensorLayout& layout) {
+    static const std::vector<int> kNoPartial;
     double total = 0;
-    for (const AheadEnd& end : ends) {
-      auto seconds = edges_.edgeSeconds(layout, *end.consumed, *end.gradPartialAxes,
-                                        end.elementBytes, end.hasGradient);
+    for (const AheadPoint& point : points) {
+      const layout::TensorLayout arriving = gathered(layout, point.blocked);
+      auto seconds = point.consumed != nullptr
+                         ? edges_.edgeSeconds(arriving, *point.consumed, *point.gradPartialAxes,
+                                              point.elementBytes, point.hasGradient)
+                         : edges_.edgeSeconds(arriving, gathered(arriving, point.gathers),
+                                              kNoPartial, point.elementBytes, point.hasGradient);
       if (!seconds) return seconds;
-      total += *seconds * end.count;
+      total += *seconds * point.count;
     }
     return total;
   }
@@ -273,9 +330,9 @@ class Propagator {
     double bestEdge = 0;
     double bestAhead = 0;
     const ir::Op& node = graph_.op(op);
-    std::vector<std::vector<AheadEnd>> ahead(node.outputs.size());
+    std::vector<std::vector<AheadPoint>> ahead(node.outputs.size());
     for (size_t j = 0; j < node.outputs.size(); ++j) {
-      collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, ahead[j]);
+      collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, 0, ahead[j]);
     }
     for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);

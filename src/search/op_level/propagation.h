@@ -6,7 +6,8 @@
 /// (rules::fullDeviceCuts), the one with the least redistribution cost on its edges to
 /// already-decided neighbours plus, ahead, the cost of carrying its output layout down chains of
 /// undecided shape-keeping ops (adds, norms, activations; up to 4) into the decided ops beyond
-/// them; then the least compute cost, then a deterministic tie-break.
+/// them, gathering on the way the dims an op cannot split (a norm's normalised dim); then the
+/// least compute cost, then a deterministic tie-break.
 /// Conflicts between fixed ops are reported with the redistribution inserted to reconcile them.
 
 #include <map>

@@ -109,6 +109,12 @@ TEST(RecursiveProgrammingBytes, Qwen14bMovesAtMostTwiceMegatronTp8OnEightAscendD
     EXPECT_GT(searched, 0) << "mem_coeff " << memCoeff;
     EXPECT_LE(searched, 2 * tp8) << "mem_coeff " << memCoeff << ": " << searched / (1 << 20)
                                  << " MiB against TP 8's " << tp8 / (1 << 20) << " MiB";
+    // From 4.5 the search takes TP 8's cuts, and propagation keeps the residual stream in a
+    // layout its norms can keep: TP 8's bytes, within 1% (the embedding's and head's layouts).
+    if (memCoeff >= 4.5) {
+      EXPECT_LE(static_cast<double>(searched), 1.01 * static_cast<double>(tp8))
+          << "mem_coeff " << memCoeff;
+    }
   }
 }
 

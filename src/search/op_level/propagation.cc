@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "cost/op_cost.h"
@@ -211,10 +212,13 @@ class Propagator {
   /// first, and may pick a layout (a reduce-scatter of partial sums) that the other side must
   /// gather again, where one all-reduce would do.
   void collectAhead(const ir::Tensor& tensor, int depth, uint32_t blocked,
-                    std::vector<AheadPoint>& points) const {
-    if (depth == 0) return;
+                    std::vector<AheadPoint>& points,
+                    std::set<std::pair<ir::TensorId, uint32_t>>& walked) const {
+    // Each tensor once per mask: an op reading a tensor twice, or two paths meeting again (a
+    // diamond), carry one layout change, not one per path.
+    if (depth == 0 || !walked.emplace(tensor.id, blocked).second) return;
     const int64_t elementBytes = ir::dtypeBytes(tensor.type.dtype);
-    for (ir::OpId consumerId : tensor.consumers) {
+    for (ir::OpId consumerId : uniqueConsumers(tensor)) {
       if (shards_[consumerId]) continue;  // a decided neighbour: edgeSeconds prices it
       const ir::Op& consumer = graph_.op(consumerId);
       uint32_t reaching = blocked;
@@ -229,7 +233,7 @@ class Propagator {
       for (ir::TensorId output : consumer.outputs) {
         const ir::Tensor& next = graph_.tensor(output);
         if (next.type.shape != tensor.type.shape) continue;
-        for (ir::OpId endId : next.consumers) {
+        for (ir::OpId endId : uniqueConsumers(next)) {
           if (!shards_[endId]) continue;
           const ir::Op& end = graph_.op(endId);
           for (size_t k = 0; k < end.inputs.size(); ++k) {
@@ -240,9 +244,17 @@ class Propagator {
                 points);
           }
         }
-        collectAhead(next, depth - 1, reaching, points);
+        collectAhead(next, depth - 1, reaching, points, walked);
       }
     }
+  }
+
+  /// A tensor's consumers, each once (an op reading the tensor twice is listed twice).
+  static std::vector<ir::OpId> uniqueConsumers(const ir::Tensor& tensor) {
+    std::vector<ir::OpId> consumers = tensor.consumers;
+    std::sort(consumers.begin(), consumers.end());
+    consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+    return consumers;
   }
 
   /// The dims of `op`'s input `index` that its rule cannot split (kNeedReplication), as a mask.
@@ -332,7 +344,8 @@ class Propagator {
     const ir::Op& node = graph_.op(op);
     std::vector<std::vector<AheadPoint>> ahead(node.outputs.size());
     for (size_t j = 0; j < node.outputs.size(); ++j) {
-      collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, 0, ahead[j]);
+      std::set<std::pair<ir::TensorId, uint32_t>> walked;
+      collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, 0, ahead[j], walked);
     }
     for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);

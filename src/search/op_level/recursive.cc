@@ -328,14 +328,16 @@ class RecursiveSearch {
   }
 
   /// What one more cut by `prime` of a factor already cut `cut` ways adds to the all-reduce over
-  /// its group, per element. While the rounds stay within a node, a ring all-reduce moves
-  /// 2 (g - 1) / g elements per element over fast links, so growing the group from `cut` to
-  /// `cut x prime` adds 2 (prime - 1) / (cut x prime): 1 for the first halving, then 1/2, 1/4.
-  /// Once the rounds span nodes the group crosses the slow links and each cut pays in full again,
-  /// as in MindSpore's model.
+  /// its group, per element. A ring all-reduce over g devices moves 2 (g - 1) / g elements per
+  /// element, so growing the group from `cut` to `cut x prime` adds 2 (prime - 1) / (cut x prime):
+  /// 1 for the first halving, then 1/2, 1/4; never more than 1, MindSpore's flat cost (a first
+  /// cut by 3 would add 4/3). That holds while the rounds so far cut no more devices than a node
+  /// holds, taken as the cut groups staying on the node's fast links. It is a heuristic: the
+  /// device matrix orders its axes by factor, not by round, so a group may still cross nodes.
+  /// Once the rounds span nodes, each cut pays 1 again, as in MindSpore's model.
   double addedAllReduce(int64_t cut, int64_t prime) const {
     if (roundDevices_ > cluster_.devicesPerNode) return 1.0;
-    return 2.0 * static_cast<double>(prime - 1) / static_cast<double>(cut * prime);
+    return std::min(1.0, 2.0 * static_cast<double>(prime - 1) / static_cast<double>(cut * prime));
   }
 
   double opCost(ir::OpId op, Choice choice, const rules::ShardedOp& current, int64_t prime) const {

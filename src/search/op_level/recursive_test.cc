@@ -163,19 +163,15 @@ TEST(RecursiveProgramming, HalvingsWithinANodeAddLessToTheAllReduceThanHalvingsA
   const auto& lines = result->explanation;
   // layer1 cuts K every round: its 32x512 output is all-reduced over 2, 4, 8 devices of a node
   // (2 (g - 1) / g of it: 1, 1.5, 1.75), then over the second node's slow links in full again.
-  const char* kCut = "If the K-axis is cut, the op-cost is ";
-  EXPECT_EQ(
-      lineAfter(lines, "Round 1/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("16384,"), 0),
-      0u);
-  EXPECT_EQ(
-      lineAfter(lines, "Round 2/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("8192,"), 0),
-      0u);
-  EXPECT_EQ(
-      lineAfter(lines, "Round 3/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("4096,"), 0),
-      0u);
-  EXPECT_EQ(
-      lineAfter(lines, "Round 4/4 (cut by 2): layer1", kCut).rfind(kCut + std::string("16384,"), 0),
-      0u);
+  const std::string kCut = "If the K-axis is cut, the op-cost is ";
+  const std::vector<std::pair<std::string, std::string>> opCosts{
+      {"Round 1/4 (cut by 2): layer1", "16384,"},
+      {"Round 2/4 (cut by 2): layer1", "8192,"},
+      {"Round 3/4 (cut by 2): layer1", "4096,"},
+      {"Round 4/4 (cut by 2): layer1", "16384,"}};
+  for (const auto& [title, cost] : opCosts) {
+    EXPECT_EQ(lineAfter(lines, title, kCut).rfind(kCut + cost, 0), 0u) << title;
+  }
   // layer1's K cut already pays for reducing its partial sums: layer2, reading the reduced
   // output, pays no rest-cost for taking it whole (J) or sliced on its rows (K).
   EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the J-axis is cut")

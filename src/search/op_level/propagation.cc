@@ -19,7 +19,7 @@ namespace {
 std::string formatSeconds(double seconds) { return fmt::format("{:.3g} s", seconds); }
 
 /// How many shape-keeping ops a candidate's layout is carried through to price the decided ops
-/// beyond them (Propagator::secondsAhead).
+/// beyond them (Propagator::collectAhead).
 constexpr int kLookaheadDepth = 4;
 
 class Propagator {

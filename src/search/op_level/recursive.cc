@@ -399,7 +399,7 @@ class RecursiveSearch {
                 std::vector<std::string>& explained) {
     std::array<double, 4> totals{kInfeasible, kInfeasible, kInfeasible, kInfeasible};
     std::array<std::optional<rules::ShardedOp>, 4> shards;
-    std::vector<std::string> lines;
+    if (options_.explain) explained.push_back(title);
     for (int choice = kCutI; choice <= kNoCut; ++choice) {
       rules::FactorCuts cuts = cuts_[op];
       if (choice != kNoCut) {
@@ -414,7 +414,8 @@ class RecursiveSearch {
       if (!rest) return rest.error();
       totals[choice] = opCostValue + *rest;
       shards[choice] = std::move(*shard);
-      lines.push_back(
+      if (!options_.explain) continue;
+      explained.push_back(
           fmt::format("{}, the op-cost is {}, the rest-cost is {}, and the total cost is {}",
                       choice == kNoCut ? "If do NOT cut the axis"
                                        : fmt::format("If the {}-axis is cut", kChoiceNames[choice]),
@@ -428,8 +429,6 @@ class RecursiveSearch {
     shards_[op] = std::move(*shards[best]);
     decidedThisRound_[op] = true;
     if (!options_.explain) return {};
-    explained.push_back(title);
-    for (auto& line : lines) explained.push_back(std::move(line));
     explained.push_back(
         fmt::format("The costs of cutting the I-axis/J-axis/K-axis/no_cut are : [const "
                     "vector]{{{}, {}, {}, {}}}",

@@ -89,6 +89,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
          "--recompute selective keeps the attention and every other matmul's output and "
          "recomputes the rest of each layer (torchtitan); without it, the attention core alone "
          "is recomputed (Megatron)");
+  toggle("grad-sync-in-place", flags.gradientSyncInPlace,
+         "the data-parallel gradient sync runs in place in one contiguous gradient buffer "
+         "(Megatron's DDP and distributed optimizer); without it, a communication buffer per sync");
   verb.add_option(
           "--attention", flags.attention,
           "flash (FlashAttention-2, PyTorch's SDPA) | cudnn (Transformer Engine's) | unfused "
@@ -123,7 +126,8 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.pipelineKeepsOutputs, &code.pipelineKeepsOutputs},
         {flags.ringMergesInFp32, &code.ringMergesInFp32},
         {flags.fsdpRootStaysGathered, &code.fsdpRootStaysGathered},
-        {flags.selectiveOpPolicy, &code.selectiveOpPolicy}}) {
+        {flags.selectiveOpPolicy, &code.selectiveOpPolicy},
+        {flags.gradientSyncInPlace, &code.gradientSyncInPlace}}) {
     if (given != 0) *field = given > 0;
   }
   if (!flags.attention.empty()) {

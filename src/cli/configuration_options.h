@@ -22,7 +22,7 @@ struct ConfigurationFlags {
       listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0,
       inPlaceLossGradient = 0, stashGatheredInputs = 0, pipelineKeepsOutputs = 0,
       ringMergesInFp32 = 0, fsdpRootStaysGathered = 0, selectiveOpPolicy = 0, overlapExpertComm = 0,
-      gradReduceInBf16 = 0;
+      gradReduceInBf16 = 0, gradientSyncInPlace = 0;
   std::string attention;  ///< flash | cudnn | unfused; empty: the profile's
 };
 

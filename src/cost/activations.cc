@@ -73,6 +73,11 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions
 
 namespace {
 
+bool isElementwise(ir::OpKind kind) {
+  const ir::OpFamily family = ir::familyOf(kind);
+  return family == ir::OpFamily::kElementwiseUnary || family == ir::OpFamily::kElementwiseBinary;
+}
+
 struct Accumulator {
   const ActivationInputs& in;
   ActivationCost cost;
@@ -170,6 +175,26 @@ struct Accumulator {
     }
   }
 
+  /// Whether `op`'s fused kernel makes its input `index` again in the backward (see "Fused
+  /// chains" in activations.h): an activation made it from an input it keeps, on the same
+  /// stage, and `op`, elementwise too, is its only reader, in the layout it was made in.
+  bool remadeInFusedKernel(const ir::Op& op, size_t index) const {
+    if (!in.fusedElementwise || !isElementwise(op.kind)) return false;
+    const ir::Tensor& made = in.graph.tensor(op.inputs[index]);
+    if (made.producer == ir::kNoOp || made.consumers.size() != 1) return false;
+    const ir::Op& producer = in.graph.op(made.producer);
+    if (ir::familyOf(producer.kind) != ir::OpFamily::kElementwiseUnary ||
+        in.stageOf[static_cast<size_t>(producer.id)] != in.stageOf[static_cast<size_t>(op.id)] ||
+        !(in.sources[static_cast<size_t>(made.id)] ==
+          in.sharded[static_cast<size_t>(op.id)].inputs[index])) {
+      return false;
+    }
+    const auto& saved = in.graph.backwardRule(producer).saved;
+    return std::any_of(saved.begin(), saved.end(), [](const ir::SavedTensor& kept) {
+      return kept.source == ir::SavedTensor::Source::kInput;
+    });
+  }
+
   void keptOp(const ir::Op& op, int stage) {
     const rules::ShardedOp& shard = in.sharded[static_cast<size_t>(op.id)];
     for (const ir::SavedTensor& saved : in.graph.backwardRule(op).saved) {
@@ -198,6 +223,7 @@ struct Accumulator {
           in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
         continue;
       }
+      if (remadeInFusedKernel(op, static_cast<size_t>(saved.index))) continue;
       // DTensor's GEMMs keep the gathered input; every other consumer stashes as before.
       const bool stash = in.stashGatheredInputs || ir::familyOf(op.kind) != ir::OpFamily::kMatMul;
       keep(t, shard.inputs[saved.index], stage, stash, saved.keptAs);
@@ -281,8 +307,8 @@ std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPl
     }
     // PyTorch's context parallelism holds its ring buffers inside the attention's backward,
     // while what its recomputed region made up to the attention is still alive.
-    const auto ringBytes = static_cast<int64_t>(
-        ringMergesInFp32 ? ringMergeBytes(op, shard).backwardWorkspace : 0.0);
+    const auto ringBytes =
+        static_cast<int64_t>(ringMergesInFp32 ? ringMergeBytes(op, shard).backwardWorkspace : 0.0);
     const int region = regions.regionOf[id];
     if (region < 0 || regions.keepsOutput[id]) {
       slot = std::max(slot, ringBytes);

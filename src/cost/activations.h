@@ -19,6 +19,13 @@
 /// mp_comm_recompute false its output is kept instead, and so is a gathered region input. An
 /// optimizer-parallel parameter's gathered copy is kept from forward to backward (a communication
 /// buffer), unless its consumer is recomputed with parallel_optimizer_comm_recompute on.
+///
+/// Fused chains. Under elementwise fusion an activation that keeps its input (SiLU, GeLU) and
+/// the elementwise op that alone reads its output run as one kernel, whose backward makes the
+/// activation's output again from that input. The consumer then keeps only its other inputs:
+/// SwiGLU keeps the gate and the up projection, not silu(gate) as well, as Megatron-Core's fused
+/// bias_swiglu_impl (megatron/core/fusions/fused_bias_swiglu.py saves only its input) and
+/// TorchInductor's recomputing partitioner do. PyTorch eager keeps all three.
 
 #include <cstdint>
 #include <functional>
@@ -54,6 +61,10 @@ struct ActivationInputs {
   /// Seconds of the forward redistribution of a tensor into a consumer's layout.
   std::function<double(ir::TensorId, const layout::TensorLayout&)> forwardSeconds;
   bool stashGatheredInputs = true;  ///< EvaluateOptions::stashGatheredInputs
+  /// EvaluateOptions::fuseElementwise: a fused kernel's backward makes an activation's output
+  /// again from the input the activation keeps, so a consumer in the same kernel does not keep
+  /// it (see "Fused chains" above).
+  bool fusedElementwise = false;
 };
 
 struct ActivationCost {

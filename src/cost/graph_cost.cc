@@ -306,7 +306,8 @@ void costActivations(Context& ctx) {
                           [&](ir::TensorId t, const layout::TensorLayout& to) {
                             return forwardEdgeSeconds(ctx, t, to);
                           },
-                          ctx.options.stashGatheredInputs};
+                          ctx.options.stashGatheredInputs,
+                          ctx.options.fuseElementwise};
   const ActivationCost kept = keptActivations(inputs);
   ctx.report.recomputeRegionOf = regions.regionOf;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
@@ -331,10 +332,12 @@ void costActivations(Context& ctx) {
   }
 }
 
-/// Transient collective buffers reuse one slot per stage: the largest step's.
+/// Transient collective buffers reuse one slot per stage: the largest step's. A gradient sync
+/// run in place in the gradient buffer (EvaluateOptions::gradientSyncInPlace) needs none.
 void costCommunicationBuffers(Context& ctx) {
   std::vector<int64_t> largest(ctx.report.stages.size(), 0);
   for (const auto& edge : ctx.report.redistributions) {
+    if (edge.isGradientSync && ctx.options.gradientSyncInPlace) continue;
     int64_t& slot = largest[static_cast<size_t>(ctx.stageOf[edge.consumer])];
     for (const auto& step : edge.redistribution.steps) slot = std::max(slot, step.bytesPerDevice);
   }

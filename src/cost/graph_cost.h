@@ -99,6 +99,12 @@ struct EvaluateOptions {
   /// see cost/op_cost.h, ringMergeBytes). False: the merges are part of the attention kernels'
   /// fitted efficiency, as in Transformer Engine's ring attention.
   bool ringMergesInFp32 = false;
+  /// The data-parallel gradient sync runs in place in one contiguous gradient buffer, as
+  /// Megatron's DistributedDataParallel all-reduces (or, under the distributed optimizer,
+  /// reduce-scatters) its grad buffer's buckets: no transient copy of a gradient is made for the
+  /// collective. False: each sync stages its gradient in a communication buffer (DeepSpeed's and
+  /// MindSpore's fused buckets, FSDP's reduce-scatter input).
+  bool gradientSyncInPlace = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };

@@ -19,7 +19,9 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
      "megatron-lm",
      "Megatron-LM 2022 (v3.0; Korthikanti et al. 2022): sequence parallelism, selective "
      "recompute, the distributed optimizer",
-     {.attention = frontend::AttentionKernel::kUnfused, .asyncTpAllreduce = true},
+     {.attention = frontend::AttentionKernel::kUnfused,
+      .asyncTpAllreduce = true,
+      .gradientSyncInPlace = true},
      {.zeroBubble = true, .zeroStages = 0b0011}},
     {Framework::kMegatronCore,
      "megatron-core",
@@ -28,7 +30,8 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
       .asyncTpAllreduce = true,
       .tpCommOverlap = true,
       .overlapGradReduce = true,
-      .overlapParamGather = true},
+      .overlapParamGather = true,
+      .gradientSyncInPlace = true},
      {.contextParallel = true,
       .expertParallel = true,
       .zeroBubble = true,
@@ -78,7 +81,10 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
     {Framework::kMindSpeed,
      "mindspeed",
      "MindSpeed (Megatron-Core on Ascend)",
-     {.asyncTpAllreduce = true, .overlapGradReduce = true, .overlapParamGather = true},
+     {.asyncTpAllreduce = true,
+      .overlapGradReduce = true,
+      .overlapParamGather = true,
+      .gradientSyncInPlace = true},
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0011}},
 }};
 

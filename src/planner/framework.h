@@ -92,6 +92,10 @@ struct CodePath {
   /// MixedPrecisionPolicy reduce_dtype bf16): half the gradient buffer and half the data-parallel
   /// traffic. Off in every profile, as in each framework's defaults.
   bool gradReduceInBf16 = false;
+  /// The data-parallel gradient sync runs in place in one contiguous gradient buffer
+  /// (cost::EvaluateOptions::gradientSyncInPlace: Megatron's DistributedDataParallel and its
+  /// distributed optimizer); false: a communication buffer per sync.
+  bool gradientSyncInPlace = false;
   auto operator<=>(const CodePath&) const = default;
 };
 

@@ -183,6 +183,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.stashGatheredInputs = flags.stashGatheredInputs;
   options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
   options.ringMergesInFp32 = flags.ringMergesInFp32;
+  options.gradientSyncInPlace = flags.gradientSyncInPlace;
   options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
   // partitioner also decides what the per-op policy saves.
@@ -209,6 +210,7 @@ void applyCodePath(const CodePath& code, TrainingFlags& flags) {
   flags.stashGatheredInputs = code.stashGatheredInputs;
   flags.pipelineKeepsOutputs = code.pipelineKeepsOutputs;
   flags.ringMergesInFp32 = code.ringMergesInFp32;
+  flags.gradientSyncInPlace = code.gradientSyncInPlace;
   flags.rootStaysGathered = code.fsdpRootStaysGathered;
   flags.selectiveOpPolicy = code.selectiveOpPolicy;
 }

@@ -53,6 +53,7 @@ struct TrainingFlags {
   bool stashGatheredInputs = true;             ///< cost::EvaluateOptions
   bool pipelineKeepsOutputs = false;           ///< cost::EvaluateOptions
   bool ringMergesInFp32 = false;               ///< cost::EvaluateOptions
+  bool gradientSyncInPlace = false;            ///< cost::EvaluateOptions
   bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID

@@ -2,8 +2,9 @@
 // tensor parallelism 4: the fused bias-GeLU and bias-dropout-add kernels (intermediates between
 // elementwise ops stay on chip), and the overlap of tensor-parallel communication with the
 // matmuls (--tp-comm-overlap both passes, --async-tensor-model-parallel-allreduce backward only),
-// and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion); and
-// the mixture-of-experts token exchange, which only its own switch overlaps.
+// and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion); the
+// mixture-of-experts token exchange, which only its own switch overlaps; what a fused SwiGLU
+// keeps for its backward; and the gradient sync run in place in the gradient buffer.
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,22 @@ Layer gptLayer() {
   config.hiddenDropout = 0.1;
   config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
   return onFirstDevices(config, kTensorParallel);
+}
+
+/// One LLaMA-style layer (RMSNorm, SwiGLU, no biases) at TP 2 x DP 2 on 4 devices of a node.
+Layer llamaLayer() {
+  frontend::TransformerConfig config;
+  config.name = "llama-layer";
+  config.layers = 1;
+  config.hidden = 1024;
+  config.heads = 16;
+  config.kvHeads = 4;
+  config.ffn = 2816;
+  config.vocab = 1024;
+  config.seq = 512;
+  config.microBatch = 2;  // the whole model's micro-batch, split by dp
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
+  return onFirstDevices(config, 4);
 }
 
 /// One Mixtral-style layer, 8 experts with 2 per token, on TP 2 x EP 2 (4 devices of a node),
@@ -207,6 +224,47 @@ TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatc
   EXPECT_NEAR(unfused.stages[0].backwardComputeSeconds - base, bytes32 / bandwidth, 1e-12);
   EXPECT_NEAR(unfused16.stages[0].backwardComputeSeconds - base, bytes16 / bandwidth, 1e-12);
   EXPECT_EQ(unfused.stages[0].forwardComputeSeconds, fused.stages[0].forwardComputeSeconds);
+}
+
+TEST(MegatronKernels, FusedSwigluKeepsTheGateAndTheUpProjectionOnly) {
+  const Layer layer = llamaLayer();
+  cost::EvaluateOptions options;
+  const int64_t eager = evaluate(layer, options).stages[0].memory.activationBytes;
+  options.fuseElementwise = true;
+  const int64_t fused = evaluate(layer, options).stages[0].memory.activationBytes;
+  // silu(gate) is made again from the gate in the fused kernel's backward, so the product no
+  // longer keeps it: one [b/dp, s, ffn/tp] bf16 tensor less per device.
+  const int64_t siluOutput = (2 / 2) * 512 * (2816 / 2) * 2;
+  EXPECT_EQ(eager - fused, siluOutput);
+  // A GeLU's output feeds a matmul, which is not elementwise: the GPT layer keeps it either way.
+  const Layer gpt = gptLayer();
+  cost::EvaluateOptions gptOptions;
+  const int64_t gptEager = evaluate(gpt, gptOptions).stages[0].memory.activationBytes;
+  gptOptions.fuseElementwise = true;
+  EXPECT_EQ(evaluate(gpt, gptOptions).stages[0].memory.activationBytes, gptEager);
+}
+
+TEST(MegatronKernels, GradientSyncInPlaceNeedsNoCommunicationBuffer) {
+  const Layer layer = llamaLayer();
+  cost::EvaluateOptions options;
+  const cost::CostReport staged = evaluate(layer, options);
+  options.gradientSyncInPlace = true;
+  const cost::CostReport inPlace = evaluate(layer, options);
+  int64_t largestGradientStep = 0;
+  int64_t largestActivationStep = 0;
+  for (const cost::EdgeRedistribution& edge : staged.redistributions) {
+    int64_t& largest = edge.isGradientSync ? largestGradientStep : largestActivationStep;
+    for (const auto& step : edge.redistribution.steps) {
+      largest = std::max(largest, step.bytesPerDevice);
+    }
+  }
+  // The data-parallel all-reduce of the gate or up projection's gradient outweighs any
+  // activation collective of this layer, so it sizes the staged buffer.
+  ASSERT_GT(largestGradientStep, largestActivationStep);
+  EXPECT_EQ(staged.stages[0].memory.communicationBytes, largestGradientStep);
+  EXPECT_EQ(inPlace.stages[0].memory.communicationBytes, largestActivationStep);
+  EXPECT_EQ(inPlace.stages[0].memory.activationBytes, staged.stages[0].memory.activationBytes);
+  EXPECT_EQ(inPlace.time.totalSeconds(), staged.time.totalSeconds());
 }
 
 }  // namespace

@@ -343,6 +343,7 @@ void costCommunicationBuffers(Context& ctx) {
   }
   for (size_t s = 0; s < largest.size(); ++s) {
     ctx.report.stages[s].memory.communicationBytes += largest[s];
+    ctx.report.stages[s].memory.communicationSlotBytes = largest[s];
   }
 }
 

@@ -40,7 +40,13 @@ struct MemoryBreakdown {
   /// Of activationBytes, the stage outputs the pipeline runtime keeps to the end of the step
   /// (EvaluateOptions::pipelineKeepsOutputs), at the stage's peak.
   int64_t keptOutputBytes = 0;
-  int64_t communicationBytes = 0;  ///< largest transient buffer a collective needs
+  /// The largest transient buffer a collective needs, plus the optimizer-parallel parameter
+  /// copies kept gathered from forward to backward.
+  int64_t communicationBytes = 0;
+  /// Of communicationBytes, the transient collective buffer: one slot that every collective of
+  /// the stage reuses, so a stage running several chunks (interleaved pipelining) holds the
+  /// largest chunk's, not their sum.
+  int64_t communicationSlotBytes = 0;
   /// The largest working set the backward pass adds to what is kept: the cross entropy's
   /// gradient buffers, or a recomputed region's activations made again (cost/graph_cost.h).
   int64_t workspaceBytes = 0;

@@ -48,7 +48,12 @@ void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
   stage.memory.gradientBytes += cost.memory.gradientBytes;
   stage.memory.optimizerBytes += cost.memory.optimizerBytes;
   stage.memory.hostBytes += cost.memory.hostBytes;
-  stage.memory.communicationBytes += cost.memory.communicationBytes;
+  // The chunks' kept parameter copies add up; their collectives share one buffer slot.
+  cost::MemoryBreakdown& memory = stage.memory;
+  const int64_t slot = std::max(memory.communicationSlotBytes, cost.memory.communicationSlotBytes);
+  memory.communicationBytes += cost.memory.communicationBytes - cost.memory.communicationSlotBytes +
+                               slot - memory.communicationSlotBytes;
+  memory.communicationSlotBytes = slot;
   // A stage's chunks run their backward passes one at a time.
   stage.memory.workspaceBytes = std::max(stage.memory.workspaceBytes, cost.memory.workspaceBytes);
 }

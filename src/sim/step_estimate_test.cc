@@ -62,5 +62,28 @@ TEST(StepTimeline, RefusesAReportThatDoesNotMatchThePipeline) {
   EXPECT_EQ(timeline.error().message, "stepTimeline: 2 stage costs for 4 stages x 1 chunks");
 }
 
+TEST(StepEstimate, ChunksOfAStageShareOneCollectiveBufferAndAddTheirKeptCopies) {
+  // Two stages of two interleaved chunks each (chunk k on stage k % 2): each chunk holds a
+  // 100-byte collective slot and 30 bytes of parameters kept gathered; stage 0's second chunk's
+  // slot is the larger, 150.
+  cost::CostReport report;
+  report.stages.resize(4);
+  for (cost::StageCost& chunk : report.stages) {
+    chunk.forwardSeconds = chunk.forwardComputeSeconds = 1.0;
+    chunk.backwardSeconds = chunk.backwardComputeSeconds = 2.0;
+    chunk.memory.communicationSlotBytes = 100;
+    chunk.memory.communicationBytes = 130;
+  }
+  report.stages[2].memory.communicationSlotBytes = 150;
+  report.stages[2].memory.communicationBytes = 180;
+  const PipelineConfig config{
+      .stages = 2, .virtualStages = 2, .microBatches = 2, .schedule = ScheduleKind::kInterleaved};
+  auto estimate = estimateStep(report, config);
+  ASSERT_TRUE(estimate.ok()) << estimate.error().message;
+  EXPECT_EQ(estimate->stages[0].memory.communicationSlotBytes, 150);
+  EXPECT_EQ(estimate->stages[0].memory.communicationBytes, 150 + 30 + 30);
+  EXPECT_EQ(estimate->stages[1].memory.communicationBytes, 100 + 30 + 30);
+}
+
 }  // namespace
 }  // namespace autopar::sim

@@ -229,11 +229,14 @@ def stated_flags(row):
 # names (NVIDIA/dgxc-benchmarking@35a9aecc, v24.11.1; nemotron at 8f5cbb37). optim.grad_sync_dtype:
 # bf16 in grok1/grok1_314b.yaml, nemo_megatron/gpt3_175b_hydra.yaml and
 # nemotron/nemotron4-340b-synth.yaml; the Llama 3.1 recipes (NeMo-Framework-Launcher's
-# llama3_1_*.yaml) and nemotron4-15b-synth.yaml leave it at fp32.
+# llama3_1_*.yaml) and nemotron4-15b-synth.yaml leave it at fp32. nemotron4-340b-synth.yaml's
+# optimizer is distributed_fused_adam with optim.dtype: bf16 (bf16 moments and, the weights being
+# bf16 too, no master copy: --optimizer-state bf16); gpt3_175b_hydra.yaml's keeps the fp32 master
+# copy NeMo stores under fp8_params.
 RECIPE_FLAGS = {
     "grok1/grok1_314b.yaml": ["--grad-reduce-in-bf16"],
     "nemo_megatron/gpt3_175b_hydra.yaml": ["--grad-reduce-in-bf16"],
-    "nemotron/nemotron4-340b-synth.yaml": ["--grad-reduce-in-bf16"],
+    "nemotron/nemotron4-340b-synth.yaml": ["--grad-reduce-in-bf16", "--optimizer-state", "bf16"],
 }
 
 

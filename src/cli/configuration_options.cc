@@ -41,6 +41,12 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "GiB of device memory to keep free: a configuration fits when every stage's "
                   "peak (its runtime reserve included) leaves this much")
       ->check(CLI::Range(0.0, 1024.0));
+  verb.add_option("--optimizer-state", flags.optimizerState,
+                  "how Adam holds its state: fp32 (an fp32 master copy and moments, 12 bytes per "
+                  "parameter: Megatron, PyTorch) | remainders (fp32 moments, the master as the "
+                  "weight's missing 16 bits: NeMo's distributed_fused_adam, 10) | bf16 (bf16 "
+                  "moments, no master: distributed_fused_adam with optim.dtype bf16, 4)")
+      ->capture_default_str();
   verb.add_option(
           "--framework", flags.framework,
           "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
@@ -109,6 +115,9 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   if (!framework) return framework.error();
   config.framework = *framework;
   config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
+  auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
+  if (!optimizerState) return optimizerState.error().in("--optimizer-state");
+  config.optimizerState = *optimizerState;
   planner::CodePath& code = config.codePath;
   code = planner::frameworkProfile(*framework).codePath;
   for (const auto& [given, field] :

@@ -16,6 +16,7 @@ struct ConfigurationFlags {
   std::string opSearch = "megatron";  ///< --op-search
   std::string framework = "megatron-core";
   double memoryMarginGib = 0;  ///< --memory-margin
+  std::string optimizerState = "fp32";  ///< --optimizer-state
   /// Changes to the framework's code path: CLI11 counts --overlap-grad-reduce as +1 and
   /// --no-overlap-grad-reduce as -1, so 0 keeps the profile's setting.
   int overlapGradReduce = 0, overlapParamGather = 0, tpCommOverlap = 0, asyncTpAllreduce = 0,

@@ -1,16 +1,40 @@
 #include "cost/memory.h"
 
+#include <fmt/format.h>
+
 namespace autopar::cost {
+
+Expected<OptimizerState> parseOptimizerState(std::string_view name) {
+  if (name == "fp32") return OptimizerState::kFp32;
+  if (name == "remainders") return OptimizerState::kRemainders;
+  if (name == "bf16") return OptimizerState::kBf16;
+  return Error{fmt::format("'{}': expected fp32, remainders or bf16", name)};
+}
+
+OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state) {
+  // An fp32 weight is its own master copy.
+  if (dtype == ir::DType::kF32) return {0, 4};
+  switch (state) {
+    case OptimizerState::kRemainders:
+      // Only a bf16 weight is the top half of its fp32 value; an fp16 one needs the full copy.
+      return {dtype == ir::DType::kBF16 ? 2 : 4, 4};
+    case OptimizerState::kBf16:
+      return {0, 2};
+    case OptimizerState::kFp32:
+      break;
+  }
+  return {4, 4};
+}
 
 ParameterStateBytes parameterStateBytes(int64_t elements, ir::DType dtype,
                                         const OptimizerSpec& optimizer) {
   const int64_t weightBytes = ir::dtypeBytes(dtype);
   const int64_t gradientBytes = optimizer.fp32Gradients ? 4 : weightBytes;
-  // An fp32 master copy is kept only when the weight itself is lower precision.
-  const int64_t masterBytes = dtype == ir::DType::kF32 ? 0 : 4;
-  const int64_t momentBytes = 4 * static_cast<int64_t>(optimizer.fp32MomentsPerParameter);
+  const OptimizerStateBytes state = optimizerStateBytes(dtype, optimizer.state);
+  const int64_t momentBytes =
+      state.moment * static_cast<int64_t>(optimizer.fp32MomentsPerParameter);
   return ParameterStateBytes{elements * weightBytes, elements * gradientBytes,
-                             elements * (masterBytes + momentBytes)};
+                             elements * (state.master + momentBytes)};
 }
 
 }  // namespace autopar::cost

@@ -8,17 +8,45 @@
 /// (Rajbhandari et al. 2020, ZeRO, Sec. 3.1; Korthikanti et al. 2022 use 18).
 
 #include <cstdint>
+#include <string_view>
 
 #include "ir/dtype.h"
+#include "util/expected.h"
 
 namespace autopar::cost {
+
+/// How Adam holds its state for a 16-bit weight.
+enum class OptimizerState {
+  /// An fp32 master copy and fp32 moments: 12 bytes (Megatron's distributed optimizer, PyTorch's
+  /// AdamW under mixed precision).
+  kFp32,
+  /// fp32 moments, and the master copy as the 16 bits a bf16 weight lacks of its fp32 value: 10
+  /// bytes (Apex's DistributedFusedAdam with store_param_remainders, which NeMo's
+  /// distributed_fused_adam sets under bf16).
+  kRemainders,
+  /// bf16 moments and no master copy, the weight updated in place: 4 bytes (NeMo's
+  /// distributed_fused_adam with optim.dtype: bf16).
+  kBf16,
+};
 
 struct OptimizerSpec {
   /// Gradients accumulate in fp32 (Megatron-LM's default main_grad): 18 bytes/param, else 16.
   bool fp32Gradients = true;
-  /// Adam keeps two fp32 moments; SGD with momentum would keep one.
+  /// Adam keeps two moments; SGD with momentum would keep one.
   int fp32MomentsPerParameter = 2;
+  OptimizerState state = OptimizerState::kFp32;
 };
+
+/// "fp32", "remainders" or "bf16"; the error lists them.
+Expected<OptimizerState> parseOptimizerState(std::string_view name);
+
+/// Per element of a weight stored as `dtype`: the master copy's bytes and one moment's.
+/// Example: bf16 under kRemainders -> master 2, moment 4.
+struct OptimizerStateBytes {
+  int64_t master = 0;
+  int64_t moment = 0;
+};
+OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state);
 
 struct ParameterStateBytes {
   int64_t weight = 0;  ///< the parameter in its own dtype

@@ -12,9 +12,17 @@ double optimizerBytesPerElement(ir::DType weight, const OptimizerSpec& optimizer
   if (!optimizer.fp32Gradients && lowPrecision) bytes += gradientBytes + 4;  // to main grads
   if (weight == ir::DType::kF16) bytes += 8;                                 // unscale, inf check
   bytes += 4;                                                                // gradient norm
-  bytes += 16 + 12;                                                          // Adam
-  if (lowPrecision) bytes += 4 + weightBytes;                                // copy back
-  bytes += gradientBytes;                                                    // zero the gradients
+  // Adam reads the fp32 gradient and reads and writes its state: the moments and the master
+  // copy (an fp32 weight is its own). Without a full master copy (OptimizerState) the same
+  // kernel updates the 16-bit weight; with one, a later pass copies the master into it.
+  const OptimizerStateBytes state = optimizerStateBytes(weight, optimizer.state);
+  double updated = 2.0 * static_cast<double>(state.moment) +
+                   (lowPrecision ? static_cast<double>(state.master) : 4.0);
+  const bool copiesBack = lowPrecision && state.master == 4;
+  if (lowPrecision && !copiesBack) updated += weightBytes;
+  bytes += 4 + 2 * updated;                  // Adam
+  if (copiesBack) bytes += 4 + weightBytes;  // copy back
+  bytes += gradientBytes;                    // zero the gradients
   return bytes;
 }
 

@@ -30,7 +30,9 @@ namespace autopar::cost {
 ///   - copy the master weight into the 16-bit model weight (read 4, write 2);
 ///   - zero the gradient buffer for the next step (write its bytes).
 /// Example: bf16 with fp32 gradients: 4 + 28 + 6 + 4 = 42; fp16 with fp16 gradients: 6 + 8 + 4
-/// + 28 + 6 + 2 = 54. An fp32 weight needs no master copy and no copy back.
+/// + 28 + 6 + 2 = 54. An fp32 weight needs no master copy and no copy back. Under
+/// OptimizerState::kRemainders Adam reads and writes the bf16 weight and its remainder instead
+/// of the master (28, no copy back: 36); under kBf16, bf16 moments and the weight (16: 24).
 double optimizerBytesPerElement(ir::DType weight, const OptimizerSpec& optimizer);
 
 /// Seed 004's data-parallel mode: the updated parameter broadcast from its owner to its

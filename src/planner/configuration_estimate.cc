@@ -209,6 +209,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.recomputeBlocks = config.recomputeBlocks;
   options.modelOptions.transformer = config.transformer;
   training.fp32Gradients = fp32Gradients(config);
+  training.optimizerState = config.optimizerState;
   applyCodePath(config.codePath, training);
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);

@@ -85,6 +85,10 @@ struct MegatronConfig : ir::ParallelConfig {
   /// first use when empty.
   std::shared_ptr<BlockShardingOracle> blockOracle;
 
+  /// How Adam holds its state (--optimizer-state): Megatron's fp32 master copy and moments, or
+  /// NeMo's distributed_fused_adam with its bf16 remainders or bf16 states (cost/memory.h).
+  cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;
+
   /// Device memory kept free (--memory-margin): a configuration fits when every stage's peak is
   /// at most the device's memory less this.
   int64_t memoryMarginBytes = 0;

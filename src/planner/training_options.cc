@@ -173,6 +173,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.optimizerParallel.padToShard = flags.padToShard;
   options.optimizerParallel.distributedOptimizer = flags.distributedOptimizer;
   options.optimizer.fp32Gradients = flags.fp32Gradients;
+  options.optimizer.state = flags.optimizerState;
   options.overlapParameterGather = flags.overlapParameterGather;
   options.overlapActivationComm = flags.overlapActivationComm;
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;

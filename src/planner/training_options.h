@@ -43,6 +43,7 @@ struct TrainingFlags {
   bool rootStaysGathered = false;              ///< cost::RecomputeOptions
   bool distributedOptimizer = false;           ///< cost::OptimizerParallelOptions
   bool fp32Gradients = true;                   ///< cost::OptimizerSpec
+  cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;  ///< cost::OptimizerSpec
   bool overlapParameterGather = false;         ///< cost::EvaluateOptions
   bool overlapActivationComm = false;          ///< cost::EvaluateOptions
   bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions

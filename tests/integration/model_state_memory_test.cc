@@ -2,9 +2,12 @@
 // parameter-state formula: 16 bytes per parameter (bf16 weight and gradient, fp32 master copy and
 // two moments) or 18 with fp32 gradient accumulation (Rajbhandari et al. 2020; Korthikanti et al.
 // 2022). The parameter count is computed here from the architecture, not read from the graph.
+// NeMo's distributed_fused_adam holds less: 16 bits of remainder for the master copy (16 bytes in
+// all) or bf16 moments and no master copy (8 bytes).
 
 #include <gtest/gtest.h>
 
+#include "cost/optimizer_step.h"
 #include "frontend/model_presets.h"
 #include "frontend/transformer.h"
 #include "planner/plan_evaluation.h"
@@ -53,6 +56,41 @@ TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParame
     // 121 GB of model states cannot fit one 80 GB device.
     EXPECT_GT(report->memory.total(), one->device.memoryBytes);
   }
+}
+
+TEST(ModelStateMemory, DistributedFusedAdamKeepsRemaindersOrBf16States) {
+  auto config = frontend::transformerPreset("llama2-7b");
+  ASSERT_TRUE(config.ok());
+  const auto parameters = static_cast<double>(llamaParameterCount(*config));
+  auto graph = frontend::buildTransformer(*config);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  ASSERT_TRUE(cluster.ok());
+  auto one = cluster::takeDevices(*cluster, 1);
+  ASSERT_TRUE(one.ok());
+  const planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
+  // Weight 2 and fp32 gradient 4, then the optimizer: a 2-byte master remainder and two fp32
+  // moments (16 in all), or two bf16 moments and no master (10).
+  for (const auto& [state, bytesPerParameter] :
+       {std::pair{cost::OptimizerState::kRemainders, 2.0 + 4.0 + 2.0 + 8.0},
+        {cost::OptimizerState::kBf16, 2.0 + 4.0 + 4.0}}) {
+    planner::PlanOptions options;
+    options.search = "data_parallel";
+    options.training.optimizerState = state;
+    auto evaluated = planner::evaluateModel(model, options, *one);
+    ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
+    const double expected = bytesPerParameter * parameters;
+    EXPECT_NEAR(static_cast<double>(modelStateBytes(evaluated->report)), expected, 0.01 * expected);
+  }
+  // The optimizer step streams less without a full master copy: no copy back, and bf16 moments.
+  const double full = cost::optimizerBytesPerElement(ir::DType::kBF16, cost::OptimizerSpec{});
+  cost::OptimizerSpec remainders;
+  remainders.state = cost::OptimizerState::kRemainders;
+  cost::OptimizerSpec bf16;
+  bf16.state = cost::OptimizerState::kBf16;
+  EXPECT_EQ(full, 42.0);
+  EXPECT_EQ(cost::optimizerBytesPerElement(ir::DType::kBF16, remainders), 36.0);
+  EXPECT_EQ(cost::optimizerBytesPerElement(ir::DType::kBF16, bf16), 24.0);
 }
 
 }  // namespace

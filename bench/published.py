@@ -240,10 +240,21 @@ RECIPE_FLAGS = {
 }
 
 
+# Recipes whose fp8 runs store the fp8 GEMMs' weights in fp8 (NeMo's fp8_params, Megatron-Core's
+# --fp8-param-gather): llama3.1/configure.sh passes +model.fp8_params=$FP8_ENABLED, and
+# gpt3_175b_hydra.yaml says fp8_params: true. grok1_314b.yaml says false; nemotron4-*-synth.yaml
+# leave it at its default, false.
+FP8_PARAMS_RECIPES = ("llama3.1/llama3.1_", "nemo_megatron/gpt3_175b_hydra.yaml")
+
+
 def recipe_flags(row):
-    """The switches of the recipe file the row's notes name (RECIPE_FLAGS)."""
+    """The switches of the recipe file the row's notes name (RECIPE_FLAGS, FP8_PARAMS_RECIPES)."""
     notes = row.get("notes") or ""
-    return [flag for recipe, flags in RECIPE_FLAGS.items() if recipe in notes for flag in flags]
+    flags = [flag for recipe, flags in RECIPE_FLAGS.items() if recipe in notes for flag in flags]
+    fp8 = "fp8" in (row.get("precision") or "").lower()
+    if fp8 and any(recipe in notes for recipe in FP8_PARAMS_RECIPES):
+        flags.append("--fp8-param-gather")
+    return flags
 
 
 def framework_flags(row):

@@ -41,6 +41,10 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "GiB of device memory to keep free: a configuration fits when every stage's "
                   "peak (its runtime reserve included) leaves this much")
       ->check(CLI::Range(0.0, 1024.0));
+  verb.add_flag("--fp8-param-gather", config.fp8ParamGather,
+                "under --precision fp8, keep the fp8 GEMMs' weights in fp8 (Megatron-Core's "
+                "--fp8-param-gather, NeMo's fp8_params): no bf16 copy beside Transformer "
+                "Engine's fp8 cache, and the parameter all-gather moves 1 byte an element");
   verb.add_option("--optimizer-state", flags.optimizerState,
                   "how Adam holds its state: fp32 (an fp32 master copy and moments, 12 bytes per "
                   "parameter: Megatron, PyTorch) | remainders (fp32 moments, the master as the "
@@ -98,6 +102,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   toggle("grad-sync-in-place", flags.gradientSyncInPlace,
          "the data-parallel gradient sync runs in place in one contiguous gradient buffer "
          "(Megatron's DDP and distributed optimizer); without it, a communication buffer per sync");
+  toggle("fp8-weight-cache", flags.fp8WeightCache,
+         "under --precision fp8 each fp8 GEMM's weight is kept cast to fp8, with its transpose, "
+         "for the whole step (Transformer Engine); without it, cast anew at every use (torchao)");
   verb.add_option(
           "--attention", flags.attention,
           "flash (FlashAttention-2, PyTorch's SDPA) | cudnn (Transformer Engine's) | unfused "
@@ -136,7 +143,8 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
         {flags.ringMergesInFp32, &code.ringMergesInFp32},
         {flags.fsdpRootStaysGathered, &code.fsdpRootStaysGathered},
         {flags.selectiveOpPolicy, &code.selectiveOpPolicy},
-        {flags.gradientSyncInPlace, &code.gradientSyncInPlace}}) {
+        {flags.gradientSyncInPlace, &code.gradientSyncInPlace},
+        {flags.fp8WeightCache, &code.fp8WeightCache}}) {
     if (given != 0) *field = given > 0;
   }
   if (!flags.attention.empty()) {

@@ -15,7 +15,7 @@ struct ConfigurationFlags {
   std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
   std::string opSearch = "megatron";  ///< --op-search
   std::string framework = "megatron-core";
-  double memoryMarginGib = 0;  ///< --memory-margin
+  double memoryMarginGib = 0;           ///< --memory-margin
   std::string optimizerState = "fp32";  ///< --optimizer-state
   /// Changes to the framework's code path: CLI11 counts --overlap-grad-reduce as +1 and
   /// --no-overlap-grad-reduce as -1, so 0 keeps the profile's setting.
@@ -23,7 +23,7 @@ struct ConfigurationFlags {
       listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0,
       inPlaceLossGradient = 0, stashGatheredInputs = 0, pipelineKeepsOutputs = 0,
       ringMergesInFp32 = 0, fsdpRootStaysGathered = 0, selectiveOpPolicy = 0, overlapExpertComm = 0,
-      gradReduceInBf16 = 0, gradientSyncInPlace = 0;
+      gradReduceInBf16 = 0, gradientSyncInPlace = 0, fp8WeightCache = 0;
   std::string attention;  ///< flash | cudnn | unfused; empty: the profile's
 };
 

@@ -93,6 +93,12 @@ struct Fusion {
   std::vector<bool> continuesKernel;
 };
 
+/// Whether a weight is read by a GEMM that runs in fp8 (Transformer Engine's recipe).
+bool feedsFp8Gemm(const ir::Graph& graph, const ir::Tensor& weight) {
+  return std::any_of(weight.consumers.begin(), weight.consumers.end(),
+                     [&](ir::OpId consumer) { return graph.op(consumer).attrs.fp8; });
+}
+
 Fusion fusion(const Context& ctx) {
   Fusion result{std::vector<double>(ctx.graph.ops().size(), 0.0),
                 std::vector<bool>(ctx.graph.ops().size(), false)};
@@ -180,6 +186,7 @@ Status costParameters(Context& ctx) {
   BufferGather bufferGather(ctx.cluster, options.redistribution);
   for (const ParameterPlacement& placement : ctx.report.parameters) {
     const ir::Tensor& tensor = ctx.graph.tensor(placement.tensor);
+    const bool fp8Weight = feedsFp8Gemm(ctx.graph, tensor);
     const auto state =
         placedStateBytes(ctx.graph, placement, options.optimizerParallel, options.optimizer);
     const auto whole = parameterStateBytes(
@@ -207,6 +214,9 @@ Status costParameters(Context& ctx) {
             accumulationSeconds(ctx, placement.use.sliceElements(), tensor.type.dtype);
       }
       stage.memory.parameterBytes += state.weight;
+      if (fp8Weight) {
+        stage.memory.parameterBytes += placement.use.sliceElements() * options.fp8WeightCacheBytes;
+      }
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;
       stage.optimizerSeconds +=
@@ -220,7 +230,9 @@ Status costParameters(Context& ctx) {
       if (!options.optimizerParallel.groupUpdate || placement.optimizerShards == 1) continue;
       if (!options.optimizerParallel.distributedOptimizer) {
         stage.parameterGatherSeconds += broadcastSeconds(ctx.cluster, placement, state.weight);
-      } else if (auto status = bufferGather.add(s, placement, elementBytes(ctx.graph, tensor.id));
+      } else if (auto status = bufferGather.add(
+                     s, placement,
+                     fp8Weight && options.fp8Parameters ? 1 : elementBytes(ctx.graph, tensor.id));
                  !status) {
         return status.error().in(fmt::format("parameter '{}'", tensor.name));
       }

@@ -105,6 +105,15 @@ struct EvaluateOptions {
   /// collective. False: each sync stages its gradient in a communication buffer (DeepSpeed's and
   /// MindSpore's fused buckets, FSDP's reduce-scatter input).
   bool gradientSyncInPlace = false;
+  /// Bytes per element an fp8 GEMM's weight keeps beside itself for the whole step: Transformer
+  /// Engine caches the weight cast to fp8 and its transpose across a step's micro-batches (its
+  /// is_first_microbatch cache, which Megatron-Core turns on): 2. Zero where each GEMM casts its
+  /// weight anew (torchao's float8 linears) or where the weight is itself stored in fp8 with its
+  /// transpose (fp8 parameters: 1 + 1 bytes, as much as the bf16 weight counted).
+  int fp8WeightCacheBytes = 0;
+  /// The weights of fp8 GEMMs are stored in fp8 (Megatron-Core's --fp8-param-gather, NeMo's
+  /// fp8_params): the distributed optimizer's parameter all-gather moves 1 byte an element.
+  bool fp8Parameters = false;
 };
 
 enum class EdgeDirection { kForward, kBackward };

@@ -56,6 +56,7 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
   if (code.tpCommOverlap && config.tp > 1 && config.sequenceParallel) args += " --tp-comm-overlap";
   if (code.gradReduceInBf16) args += " --grad-reduce-in-bf16";
+  if (config.fp8ParamGather) args += " --fp8-param-gather";
   if (code.overlapExpertComm && config.ep > 1) {
     args += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
   }

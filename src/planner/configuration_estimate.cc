@@ -59,6 +59,9 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.codePath.gradReduceInBf16 && config.precision == "fp16") {
     return Error{"--grad-reduce-in-bf16: needs --precision bf16 or fp8 (fp16 gradients are fp16)"};
   }
+  if (config.fp8ParamGather && config.precision != "fp8") {
+    return Error{"--fp8-param-gather: needs --precision fp8"};
+  }
   return {};
 }
 
@@ -211,6 +214,12 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.fp32Gradients = fp32Gradients(config);
   training.optimizerState = config.optimizerState;
   applyCodePath(config.codePath, training);
+  // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8
+  // parameters are those two bytes themselves, in place of the bf16 weight.
+  const bool fp8 = config.precision == "fp8";
+  training.fp8WeightCacheBytes =
+      fp8 && config.codePath.fp8WeightCache && !config.fp8ParamGather ? 2 : 0;
+  training.fp8Parameters = fp8 && config.fp8ParamGather;
   training.bucketing = "size";
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)

@@ -88,6 +88,10 @@ struct MegatronConfig : ir::ParallelConfig {
   /// How Adam holds its state (--optimizer-state): Megatron's fp32 master copy and moments, or
   /// NeMo's distributed_fused_adam with its bf16 remainders or bf16 states (cost/memory.h).
   cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;
+  /// Under fp8 the fp8 GEMMs' weights are stored in fp8 (--fp8-param-gather, Megatron-Core's
+  /// switch; NeMo's fp8_params): no bf16 copy beside the fp8 cache, and a 1-byte parameter
+  /// all-gather.
+  bool fp8ParamGather = false;
 
   /// Device memory kept free (--memory-margin): a configuration fits when every stage's peak is
   /// at most the device's memory less this.

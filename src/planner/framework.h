@@ -96,6 +96,10 @@ struct CodePath {
   /// (cost::EvaluateOptions::gradientSyncInPlace: Megatron's DistributedDataParallel and its
   /// distributed optimizer); false: a communication buffer per sync.
   bool gradientSyncInPlace = false;
+  /// Under fp8 each fp8 GEMM's weight is cached in fp8 with its transpose for the whole step
+  /// (cost::EvaluateOptions::fp8WeightCacheBytes: Transformer Engine under Megatron-Core); false:
+  /// cast anew at every use (torchao's float8 linears).
+  bool fp8WeightCache = false;
   auto operator<=>(const CodePath&) const = default;
 };
 

@@ -185,6 +185,8 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
   options.ringMergesInFp32 = flags.ringMergesInFp32;
   options.gradientSyncInPlace = flags.gradientSyncInPlace;
+  options.fp8WeightCacheBytes = flags.fp8WeightCacheBytes;
+  options.fp8Parameters = flags.fp8Parameters;
   options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
   // partitioner also decides what the per-op policy saves.

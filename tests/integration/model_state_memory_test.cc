@@ -28,59 +28,66 @@ int64_t modelStateBytes(const cost::CostReport& report) {
   return report.memory.parameterBytes + report.memory.gradientBytes + report.memory.optimizerBytes;
 }
 
-TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParameter) {
-  auto config = frontend::transformerPreset("llama2-7b");
-  ASSERT_TRUE(config.ok());
-  const int64_t parameters = llamaParameterCount(*config);
-  EXPECT_EQ(parameters, 6738415616);  // the published LLaMA-2-7B count
+/// LLaMA2-7B and one A100 to plan it on, data parallel (so unsharded).
+struct OneDevice {
+  int64_t parameters = 0;
+  planner::LoadedModel model;
+  cluster::Cluster device;
 
-  auto graph = frontend::buildTransformer(*config);
-  ASSERT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
-  ASSERT_TRUE(cluster.ok());
-  auto one = cluster::takeDevices(*cluster, 1);
-  ASSERT_TRUE(one.ok());
-  const planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
-
-  for (bool fp32Gradients : {true, false}) {
+  [[nodiscard]] cost::CostReport evaluate(const planner::TrainingFlags& training) const {
     planner::PlanOptions options;
     options.search = "data_parallel";
-    options.training.fp32Gradients = fp32Gradients;
-    auto evaluated = planner::evaluateModel(model, options, *one);
-    ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
-    const cost::CostReport* report = &evaluated->report;
+    options.training = training;
+    auto evaluated = planner::evaluateModel(model, options, device);
+    EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
+    return evaluated.ok() ? evaluated->report : cost::CostReport{};
+  }
+};
+
+OneDevice llama2OnOneDevice() {
+  auto config = frontend::transformerPreset("llama2-7b");
+  EXPECT_TRUE(config.ok());
+  auto graph = frontend::buildTransformer(*config);
+  EXPECT_TRUE(graph.ok()) << graph.error().message;
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  EXPECT_TRUE(cluster.ok());
+  auto one = cluster::takeDevices(*cluster, 1);
+  EXPECT_TRUE(one.ok());
+  planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
+  return OneDevice{llamaParameterCount(*config), std::move(model), std::move(*one)};
+}
+
+TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParameter) {
+  const OneDevice llama = llama2OnOneDevice();
+  const int64_t parameters = llama.parameters;
+  EXPECT_EQ(parameters, 6738415616);  // the published LLaMA-2-7B count
+
+  for (bool fp32Gradients : {true, false}) {
+    planner::TrainingFlags training;
+    training.fp32Gradients = fp32Gradients;
+    const cost::CostReport report = llama.evaluate(training);
     const double bytesPerParameter = fp32Gradients ? 18.0 : 16.0;
     const double expected = bytesPerParameter * static_cast<double>(parameters);
-    EXPECT_NEAR(static_cast<double>(modelStateBytes(*report)), expected, 0.01 * expected);
-    EXPECT_GT(report->memory.activationBytes, 0);
+    EXPECT_NEAR(static_cast<double>(modelStateBytes(report)), expected, 0.01 * expected);
+    EXPECT_GT(report.memory.activationBytes, 0);
     // 121 GB of model states cannot fit one 80 GB device.
-    EXPECT_GT(report->memory.total(), one->device.memoryBytes);
+    EXPECT_GT(report.memory.total(), llama.device.device.memoryBytes);
   }
 }
 
 TEST(ModelStateMemory, DistributedFusedAdamKeepsRemaindersOrBf16States) {
-  auto config = frontend::transformerPreset("llama2-7b");
-  ASSERT_TRUE(config.ok());
-  const auto parameters = static_cast<double>(llamaParameterCount(*config));
-  auto graph = frontend::buildTransformer(*config);
-  ASSERT_TRUE(graph.ok()) << graph.error().message;
-  auto cluster = cluster::clusterPreset("dgx-a100-80g");
-  ASSERT_TRUE(cluster.ok());
-  auto one = cluster::takeDevices(*cluster, 1);
-  ASSERT_TRUE(one.ok());
-  const planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
+  const OneDevice llama = llama2OnOneDevice();
+  const auto parameters = static_cast<double>(llama.parameters);
   // Weight 2 and fp32 gradient 4, then the optimizer: a 2-byte master remainder and two fp32
   // moments (16 in all), or two bf16 moments and no master (10).
   for (const auto& [state, bytesPerParameter] :
        {std::pair{cost::OptimizerState::kRemainders, 2.0 + 4.0 + 2.0 + 8.0},
         {cost::OptimizerState::kBf16, 2.0 + 4.0 + 4.0}}) {
-    planner::PlanOptions options;
-    options.search = "data_parallel";
-    options.training.optimizerState = state;
-    auto evaluated = planner::evaluateModel(model, options, *one);
-    ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
+    planner::TrainingFlags training;
+    training.optimizerState = state;
     const double expected = bytesPerParameter * parameters;
-    EXPECT_NEAR(static_cast<double>(modelStateBytes(evaluated->report)), expected, 0.01 * expected);
+    EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(training))), expected,
+                0.01 * expected);
   }
   // The optimizer step streams less without a full master copy: no copy back, and bf16 moments.
   const double full = cost::optimizerBytesPerElement(ir::DType::kBF16, cost::OptimizerSpec{});

@@ -10,6 +10,7 @@
 #include "export/estimate_report.h"
 #include "export/html_report_content.h"
 #include "planner/configuration_estimate.h"
+#include "planner/estimate_advice.h"
 #include "planner/estimate_request.h"
 
 namespace autopar::cli {
@@ -50,7 +51,7 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
     fmt::print("{}", exporters::formatEstimateReport(config, estimate, placed, closed));
   }
   if (estimate.fits()) return kExitOk;
-  fmt::print(stderr, "autopar: {}\n", planner::overflowAdvice(estimate));
+  fmt::print(stderr, "autopar: {}\n", planner::overflowAdvice(estimate, config));
   return kExitDoesNotFit;
 }
 

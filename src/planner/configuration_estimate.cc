@@ -270,29 +270,6 @@ bool ConfigEstimate::fits() const {
                      [&](int64_t bytes) { return bytes <= usable; });
 }
 
-std::string overflowAdvice(const ConfigEstimate& estimate) {
-  const auto& step = estimate.evaluated.estimate;
-  const auto& memory = step.peakMemory();
-  const std::pair<const char*, int64_t> parts[] = {
-      {"parameters", memory.parameterBytes},
-      {"gradients", memory.gradientBytes},
-      {"optimizer states", memory.optimizerBytes},
-      {"activations", memory.activationBytes},
-      {"the backward's workspace (loss gradient, recomputed layer)", memory.workspaceBytes},
-      {"the CUDA context, NCCL's buffers and the allocator's reserve", memory.runtimeBytes},
-      {"communication buffers and gathered parameters", memory.communicationBytes}};
-  const auto* largest = &parts[0];
-  for (const auto& part : parts) {
-    if (part.second > largest->second) largest = &part;
-  }
-  return fmt::format(
-      "does not fit: stage {} needs {} of {} device memory, {} {} the largest part; --zero 1-3 "
-      "shards optimizer states (and gradients, parameters), --recompute selective or full cuts "
-      "activations, a larger --tp or --pp splits everything",
-      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
-      largest->first, formatBytes(largest->second));
-}
-
 Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
     const GivenPlacement& given, const MegatronConfig& config,
     const frontend::TransformerConfig& transformer) {

@@ -187,12 +187,6 @@ Expected<std::optional<ConfigEstimate>> estimateOpSearchSharding(const MegatronC
 /// neither) fit and it is faster.
 bool prefersOpSearch(bool fits, double seconds, bool megatronFits, double megatronSeconds);
 
-/// For a configuration that does not fit: which stage overflows, by how much, its largest part,
-/// and the flags that shrink it:
-///   "does not fit: stage 0 needs 91.2 GiB of 80.0 GiB device memory, activations the largest
-///    part; --zero 1-3 shards ..."
-std::string overflowAdvice(const ConfigEstimate& estimate);
-
 /// A placement given per stage (seed 003's layer_placement and layer_recompute): layers and
 /// layers recomputed in full of each stack per stage, per virtual stage when interleaved
 /// (chunk c of stage s at c PP + s). Empty lists: not given.

@@ -1,0 +1,117 @@
+#include "planner/estimate_advice.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+#include <utility>
+
+#include "planner/inputs.h"
+
+namespace autopar::planner {
+
+namespace {
+
+struct Candidate {
+  std::string flags;
+  MegatronConfig config;
+};
+
+/// The single changes worth trying, each a copy of `config`.
+std::vector<Candidate> candidatesOf(const MegatronConfig& config) {
+  std::vector<Candidate> candidates;
+  auto add = [&](std::string flags, const std::function<void(MegatronConfig&)>& change) {
+    MegatronConfig changed = config;
+    change(changed);
+    candidates.push_back({std::move(flags), std::move(changed)});
+  };
+  for (int zero = config.zero + 1; zero <= 3; ++zero) {
+    add(fmt::format("--zero {}", zero), [&](MegatronConfig& c) { c.zero = zero; });
+  }
+  for (ir::Recompute recompute : {ir::Recompute::kSelective, ir::Recompute::kFull}) {
+    if (recompute <= config.recompute || !config.recomputeBlocks.empty()) continue;
+    add(fmt::format("--recompute {}", recompute),
+        [&](MegatronConfig& c) { c.recompute = recompute; });
+  }
+  if (config.precision != "fp16" && !config.codePath.gradReduceInBf16) {
+    add("--grad-reduce-in-bf16", [](MegatronConfig& c) { c.codePath.gradReduceInBf16 = true; });
+  }
+  // Twice the model parallelism on the same devices; a given placement fixes the stages.
+  if (config.dp % 2 == 0) {
+    const int64_t dp = config.dp / 2;
+    add(fmt::format("--tp {} --dp {}", 2 * config.tp, dp), [&](MegatronConfig& c) {
+      c.tp *= 2;
+      c.dp = dp;
+    });
+    if (config.stages.empty() && config.chunks.empty()) {
+      add(fmt::format("--pp {} --dp {}", 2 * config.pp, dp), [&](MegatronConfig& c) {
+        c.pp *= 2;
+        c.dp = dp;
+      });
+    }
+    add(fmt::format("--cp {} --dp {}", 2 * config.cp, dp), [&](MegatronConfig& c) {
+      c.cp *= 2;
+      c.dp = dp;
+    });
+  }
+  if (config.mbs % 2 == 0) {
+    add(fmt::format("--mbs {}", config.mbs / 2), [](MegatronConfig& c) { c.mbs /= 2; });
+  }
+  return candidates;
+}
+
+}  // namespace
+
+std::vector<FitChange> changesThatFit(const MegatronConfig& config, size_t most) {
+  std::vector<FitChange> fitting;
+  for (Candidate& candidate : candidatesOf(config)) {
+    // A change the framework or the model cannot run is refused by the estimate: not advice.
+    auto estimate = estimateConfig(candidate.config);
+    if (!estimate || !estimate->fits()) continue;
+    fitting.push_back({std::move(candidate.flags), estimate->peakBytes(), estimate->stepSeconds});
+  }
+  std::stable_sort(fitting.begin(), fitting.end(), [](const FitChange& a, const FitChange& b) {
+    return a.stepSeconds < b.stepSeconds;
+  });
+  if (fitting.size() > most) fitting.resize(most);
+  return fitting;
+}
+
+std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config) {
+  const auto& step = estimate.evaluated.estimate;
+  const auto& memory = step.peakMemory();
+  const std::pair<const char*, int64_t> parts[] = {
+      {"parameters", memory.parameterBytes},
+      {"gradients", memory.gradientBytes},
+      {"optimizer states", memory.optimizerBytes},
+      {"activations", memory.activationBytes},
+      {"the backward's workspace (loss gradient, recomputed layer)", memory.workspaceBytes},
+      {"the CUDA context, NCCL's buffers and the allocator's reserve", memory.runtimeBytes},
+      {"communication buffers and gathered parameters", memory.communicationBytes}};
+  const auto* largest = std::max_element(
+      parts, std::end(parts), [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::string kept =
+      estimate.memoryMarginBytes > 0
+          ? fmt::format(" less {} kept free", formatBytes(estimate.memoryMarginBytes))
+          : "";
+  std::string advice = fmt::format(
+      "does not fit: stage {} needs {} of {} device memory{}, {} {} the largest part; ",
+      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
+      kept, largest->first, formatBytes(largest->second));
+  const std::vector<FitChange> changes = changesThatFit(config);
+  if (changes.empty()) {
+    return advice +
+           "no single change of ZeRO stage, recompute, gradient dtype, TP, PP, CP or micro-batch "
+           "fits it (autopar search looks further)";
+  }
+  std::vector<std::string> named;
+  for (const FitChange& change : changes) {
+    named.push_back(fmt::format("{} ({}, step {:.3f} s)", change.flags,
+                                formatBytes(change.peakBytes), change.stepSeconds));
+  }
+  return advice + fmt::format("fits with {}", fmt::join(named, ", or "));
+}
+
+}  // namespace autopar::planner

@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// What makes a configuration that does not fit fit. Single changes to it (the next ZeRO stages,
+/// recompute, gradients kept in bf16, twice the TP, PP or CP with half the DP, half the
+/// micro-batch) are each estimated on the full model; those that fit are named, fastest first,
+/// with the peak and step they were estimated at:
+///   "does not fit: stage 0 needs 86.38 GiB of 80.00 GiB device memory, gradients 29.92 GiB the
+///    largest part; fits with --recompute selective (74.21 GiB, step 14.75 s), ..."
+
+#include <string>
+#include <vector>
+
+#include "planner/configuration_estimate.h"
+
+namespace autopar::planner {
+
+struct FitChange {
+  std::string flags;  ///< "--tp 4 --dp 2"
+  int64_t peakBytes = 0;
+  double stepSeconds = 0;
+};
+
+/// The single changes to `config` that fit, fastest first, at most `most` of them.
+std::vector<FitChange> changesThatFit(const MegatronConfig& config, size_t most = 3);
+
+/// For a configuration that does not fit: which stage overflows, by how much, its largest part,
+/// and changesThatFit's changes (or, when none does, that none does and what to try).
+std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config);
+
+}  // namespace autopar::planner

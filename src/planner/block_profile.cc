@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cluster/collective.h"
+#include "cost/constants.h"
 #include "cost/parameters.h"
 
 namespace autopar::planner {
@@ -302,7 +303,12 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   };
   search::AnalyticEstimate estimate = search::estimateAnalytic(*profile, candidate, sync);
   // The same runtime reserve the full model adds (runtimeReserveBytes).
-  for (int64_t& peak : estimate.peakBytes) peak += runtimeReserveBytes(config, peak);
+  for (size_t s = 0; s < estimate.peakBytes.size(); ++s) {
+    const search::StateBytes& state = estimate.stateBytes[s];
+    int64_t& peak = estimate.peakBytes[s];
+    peak += runtimeReserveBytes(config, transientStageBytes(config.codePath, peak, state.weights,
+                                                            state.gradients, state.optimizer));
+  }
   return estimate;
 }
 
@@ -312,12 +318,15 @@ Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfi
     return std::optional<search::Placement>{};
   auto profile = profiler.profileOf(config);
   if (!profile) return profile.error();
-  // The placement fills the tensors' budget: the full model adds the runtime's reserve to
-  // every stage's peak and keeps --memory-margin free.
-  const int64_t budget = tensorBudgetBytes(
-      config, std::max<int64_t>(profiler.deviceBytes() - config.memoryMarginBytes, 0));
-  auto problem =
-      search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(), budget);
+  // The placement fills what the full model leaves: the device less --memory-margin and the
+  // runtime's fixed reserve, each byte the step allocates and frees counted with the
+  // allocator's reserve over it (runtimeReserveBytes). Its state counts once, gradients
+  // included, which the full model counts as transient outside a contiguous buffer: a placement
+  // can come out a little over there, and the full model then says so.
+  const int64_t budget = std::max<int64_t>(
+      profiler.deviceBytes() - config.memoryMarginBytes - runtimeReserveBytes(config, 0), 0);
+  auto problem = search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(),
+                                            budget, 1.0 + cost::costConstants().allocatorReserve);
   if (!problem) return problem.error();
   auto placement = search::placeLayers(*problem);
   if (!placement) return placement.error();

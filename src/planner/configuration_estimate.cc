@@ -162,25 +162,19 @@ int64_t gradientBucketBytes(const MegatronConfig& config) {
   return static_cast<int64_t>(elements * (fp32Gradients(config) ? 4 : 2));
 }
 
-int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes) {
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes) {
   const cost::CostConstants& constants = cost::costConstants();
   int groups = 0;
   for (int64_t degree : {config.tp, config.pp, config.dp, config.cp, config.ep}) {
     groups += degree > 1 ? 1 : 0;
   }
   return static_cast<int64_t>(constants.cudaContextBytes + groups * constants.ncclGroupBytes +
-                              constants.allocatorReserve * static_cast<double>(tensorBytes));
+                              constants.allocatorReserve * static_cast<double>(transientBytes));
 }
 
-int64_t tensorBudgetBytes(const ir::ParallelConfig& config, int64_t usableBytes) {
-  const cost::CostConstants& constants = cost::costConstants();
-  const int64_t fixed = runtimeReserveBytes(config, 0);
-  if (usableBytes <= fixed) return 0;
-  auto budget = static_cast<int64_t>(static_cast<double>(usableBytes - fixed) /
-                                     (1.0 + constants.allocatorReserve));
-  // Rounding of the reserve's fraction: step down until budget and reserve fit.
-  while (budget > 0 && budget + runtimeReserveBytes(config, budget) > usableBytes) --budget;
-  return budget;
+int64_t transientStageBytes(const CodePath& code, int64_t total, int64_t parameters,
+                            int64_t gradients, int64_t optimizer) {
+  return total - parameters - optimizer - (code.gradientSyncInPlace ? gradients : 0);
 }
 
 int zeroStageAsRun(const MegatronConfig& config) {
@@ -447,7 +441,10 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
   const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(prepared.dtype));
   if (peak > 0) result.mfu = result.tflopsPerGpu * 1e12 / peak;
   for (auto& stage : result.evaluated.estimate.stages) {
-    stage.memory.runtimeBytes = runtimeReserveBytes(config, stage.memory.total());
+    const cost::MemoryBreakdown& memory = stage.memory;
+    stage.memory.runtimeBytes = runtimeReserveBytes(
+        config, transientStageBytes(config.codePath, memory.total(), memory.parameterBytes,
+                                    memory.gradientBytes, memory.optimizerBytes));
     result.peakMemoryBytes.push_back(stage.memory.total());
   }
   result.memoryMarginBytes = config.memoryMarginBytes;

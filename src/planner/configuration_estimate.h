@@ -145,15 +145,19 @@ int zeroStageAsRun(const MegatronConfig& config);
 
 /// What a training process holds beyond its tensors (data/cost_model.json's sources): the CUDA
 /// context, NCCL's buffers for each process group (one per parallel dimension wider than 1), and
-/// the caching allocator's reserve over the tensors' peak `tensorBytes`. Both step models add it
-/// to every stage's peak.
-///   TP 8 PP 4 DP 2, 60 GiB of tensors: 1 GiB + 3 x 128 MiB + 5% of 60 GiB = 4.38 GiB
-int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t tensorBytes);
+/// the caching allocator's reserve over the tensors the step allocates and frees,
+/// `transientBytes` (transientStageBytes). Both step models add it to every stage's peak.
+///   TP 8 PP 4 DP 2, 40 GiB made and freed in the step: 1 GiB + 3 x 128 MiB + 10% of 40 GiB
+///   = 5.38 GiB
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes);
 
-/// The most tensor bytes a stage may hold so that they and their runtimeReserveBytes stay within
-/// `usableBytes`: the budget the exact layer placement fills (0 when the reserve alone is over).
-///   TP 8 PP 4 DP 2 on 80 GiB: (80 GiB - 1 GiB - 3 x 128 MiB) / 1.05 = 74.88 GiB
-int64_t tensorBudgetBytes(const ir::ParallelConfig& config, int64_t usableBytes);
+/// Of a stage's tensors (`total` bytes, with these parameters, gradients and optimizer states),
+/// those the step allocates and frees: all but the state allocated once at start-up, the
+/// parameters and optimizer states and, kept in one contiguous buffer
+/// (CodePath::gradientSyncInPlace), the gradients. PyTorch's caching allocator fragments the
+/// former; the latter are exact-sized blocks that stay.
+int64_t transientStageBytes(const CodePath& code, int64_t total, int64_t parameters,
+                            int64_t gradients, int64_t optimizer);
 
 /// What a stage's peak may reach: the device's memory less --memory-margin. Both step models
 /// judge fitting by it.

@@ -152,6 +152,21 @@ double shardedStateBytes(const ProfiledPart& p, const AnalyticCandidate& c) {
   return total;
 }
 
+/// A stage's sharded state, part by part.
+StateBytes stageStateBytes(const Stage& stage, const AnalyticCandidate& c) {
+  StateBytes total;
+  for (const GroupOf& g : replicaGroups(c)) {
+    auto part = [&](int64_t StateBytes::*field) {
+      return static_cast<int64_t>(stage.sum([&](const ProfiledPart& p) {
+        return static_cast<double>((p.*g.state).shardedParts(c.zero, g.replicas).*field);
+      }));
+    };
+    total += StateBytes{part(&StateBytes::weights), part(&StateBytes::gradients),
+                        part(&StateBytes::optimizer)};
+  }
+  return total;
+}
+
 /// One part's optimizer step: ZeRO shards each group's share (by optimizer-state bytes) over its
 /// replicas.
 double shardedOptimizerSeconds(const ProfiledPart& p, const AnalyticCandidate& c) {
@@ -175,10 +190,19 @@ size_t stackOf(const std::vector<int64_t>& stacks, int64_t i) {
 
 }  // namespace
 
-int64_t StateBytes::sharded(int zero, int64_t dp) const {
+int64_t StateBytes::sharded(int zero, int64_t dp) const { return shardedParts(zero, dp).total(); }
+
+StateBytes StateBytes::shardedParts(int zero, int64_t dp) const {
   const auto shard = [dp](int64_t bytes) { return (bytes + dp - 1) / dp; };
-  return (zero >= 3 ? shard(weights) : weights) + (zero >= 2 ? shard(gradients) : gradients) +
-         (zero >= 1 ? shard(optimizer) : optimizer);
+  return {zero >= 3 ? shard(weights) : weights, zero >= 2 ? shard(gradients) : gradients,
+          zero >= 1 ? shard(optimizer) : optimizer};
+}
+
+StateBytes& StateBytes::operator+=(const StateBytes& other) {
+  weights += other.weights;
+  gradients += other.gradients;
+  optimizer += other.optimizer;
+  return *this;
 }
 
 int64_t AnalyticEstimate::peak() const {
@@ -230,7 +254,7 @@ StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfil
 Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
                                               const AnalyticCandidate& shape,
                                               const std::vector<int64_t>& stacks,
-                                              int64_t deviceBytes) {
+                                              int64_t deviceBytes, double transientScale) {
   if (shape.zero >= 2) {
     return Error{fmt::format(
         "layer placement models ZeRO 0 and 1; ZeRO {} adds per-micro-batch gradient traffic "
@@ -240,13 +264,16 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
   const auto sharded = [&](const ProfiledPart& part) {
     return static_cast<int64_t>(shardedStateBytes(part, shape));
   };
+  const auto transient = [&](int64_t bytes) {
+    return static_cast<int64_t>(transientScale * static_cast<double>(bytes));
+  };
   PlacementProblem problem;
   for (size_t k = 0; k < stacks.size(); ++k) {
     const ProfiledPart& l = profile.layers[k];
-    problem.stacks.push_back(
-        {stacks[k],
-         {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds, sharded(l), l.activationBytes,
-          l.recomputedActivationBytes, l.weightGradientSeconds}});
+    problem.stacks.push_back({stacks[k],
+                              {l.forwardSeconds, l.backwardSeconds, l.recomputeSeconds, sharded(l),
+                               transient(l.activationBytes), transient(l.recomputedActivationBytes),
+                               l.weightGradientSeconds}});
   }
   problem.stages = shape.stages;
   problem.virtualStages = chunksOf(shape.schedule, shape.virtualStages);
@@ -254,7 +281,7 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
   problem.schedule = shape.schedule;
   const auto end = [&](const ProfiledPart& part) {
     return StageExtra{part.forwardSeconds + part.backwardSeconds, sharded(part),
-                      part.activationBytes, part.weightGradientSeconds};
+                      transient(part.activationBytes), part.weightGradientSeconds};
   };
   problem.first = end(profile.first);
   problem.last = end(profile.last);
@@ -264,7 +291,7 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
                            ? 0
                            : shape.microBatches * chunksOf(shape.schedule, shape.virtualStages) *
                                  std::max(profile.keptBoundaryBytes, profile.keptHeadBytes);
-  problem.memoryLimitBytes = deviceBytes - profile.bufferBytes - kept;
+  problem.memoryLimitBytes = deviceBytes - transient(profile.bufferBytes + kept);
   problem.sendSeconds = profile.sendSeconds;
   return problem;
 }
@@ -313,6 +340,7 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
                                   const GradientSync& gradientSync) {
   AnalyticEstimate estimate;
   estimate.peakBytes.resize(static_cast<size_t>(c.stages));
+  estimate.stateBytes.resize(static_cast<size_t>(c.stages));
   PipelineClock clock(c.schedule, chunksOf(c.schedule, c.virtualStages), c.microBatches, c.stages,
                       profile.sendSeconds);
   double tail = 0;
@@ -336,6 +364,7 @@ AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCan
     const double state =
         stage.sum([&](const ProfiledPart& p) { return shardedStateBytes(p, c); }) + buffers;
     stage.chunkActivationBytes(chunkBytes);
+    estimate.stateBytes[static_cast<size_t>(s)] = stageStateBytes(stage, c);
     estimate.peakBytes[static_cast<size_t>(s)] =
         static_cast<int64_t>(state + peakActivationBytes(c.schedule, c.stages, c.virtualStages,
                                                          c.microBatches, s, chunkBytes.data())) +

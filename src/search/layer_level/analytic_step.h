@@ -53,6 +53,10 @@ struct StateBytes {
   int64_t optimizer = 0;
   /// What ZeRO stage `zero` over `dp` data-parallel ranks leaves on a device.
   [[nodiscard]] int64_t sharded(int zero, int64_t dp) const;
+  /// The same, part by part.
+  [[nodiscard]] StateBytes shardedParts(int zero, int64_t dp) const;
+  StateBytes& operator+=(const StateBytes& other);
+  [[nodiscard]] int64_t total() const { return weights + gradients + optimizer; }
 };
 
 /// One layer of a stack, or what the first (embedding) or last (head) stage adds, for one
@@ -118,6 +122,9 @@ struct AnalyticEstimate {
   double pipelineSeconds = 0;
   double tailSeconds = 0;          ///< exposed gradient sync and optimizer of the slowest tail
   std::vector<int64_t> peakBytes;  ///< per stage
+  /// Per stage, the sharded model state within peakBytes (the runtime's allocator reserve leaves
+  /// out what is allocated once: planner::runtimeReserveBytes).
+  std::vector<StateBytes> stateBytes;
   [[nodiscard]] int64_t peak() const;
 };
 
@@ -139,11 +146,14 @@ StackCounts balancedLayers(const std::vector<int64_t>& stacks, const BlockProfil
 /// `deviceBytes` less the buffers. estimateAnalytic of the candidate with a placement's layers and
 /// recompute then has the placement's step as its pipelineSeconds, and its peaks plus the buffers
 /// as its peakBytes. Fails under ZeRO 2 and 3, whose per-micro-batch traffic (priced by the
-/// bytes of each stage's gradients) and kept weights the placement does not model.
+/// bytes of each stage's gradients) and kept weights the placement does not model. Each byte the
+/// step allocates and frees (activations, buffers, kept outputs) counts `transientScale` times:
+/// 1 plus the allocator's reserve over them (planner::runtimeReserveBytes); the state, allocated
+/// once, counts once.
 Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
                                               const AnalyticCandidate& shape,
                                               const std::vector<int64_t>& stacks,
-                                              int64_t deviceBytes);
+                                              int64_t deviceBytes, double transientScale = 1.0);
 
 AnalyticEstimate estimateAnalytic(const BlockProfile& profile, const AnalyticCandidate& candidate,
                                   const GradientSync& gradientSync);

@@ -37,6 +37,13 @@ std::string torchtitanConfig(const planner::MegatronConfig& config) {
                       ir::recomputeName(config.recompute));
   if (config.recompute == ir::Recompute::kSelective) text += "selective_ac_option = \"op\"\n";
   if (config.precision == "fp8") text += "\n[model]\nconverters = [\"float8\"]\n";
+  // fp8 parameters (--fp8-param-gather) are torchao's float8 all-gather under FSDP2: the sharded
+  // weights are cast before the gather, which then moves 1 byte an element.
+  if (config.precision == "fp8" && config.fp8ParamGather) {
+    text +=
+        "\n[float8]\nenable_fsdp_float8_all_gather = true\n"
+        "precompute_float8_dynamic_scale_for_fsdp = true\n";
+  }
   return text;
 }
 

@@ -36,5 +36,18 @@ TEST(TorchtitanToml, ContextParallelNamesTheRotateMethodTheCostModelPrices) {
       << text;
 }
 
+// fp8 GEMMs convert the linears to float8; fp8 parameters gather them in float8 under FSDP2.
+TEST(TorchtitanToml, Fp8ParametersAreTheFloat8AllGather) {
+  planner::MegatronConfig config = fsdpConfig();
+  config.precision = "fp8";
+  std::string text = torchtitanConfig(config);
+  EXPECT_NE(text.find("converters = [\"float8\"]\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("enable_fsdp_float8_all_gather"), std::string::npos) << text;
+  config.fp8ParamGather = true;
+  text = torchtitanConfig(config);
+  EXPECT_NE(text.find("[float8]\nenable_fsdp_float8_all_gather = true\n"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace autopar::exporters

@@ -73,11 +73,6 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions
 
 namespace {
 
-bool isElementwise(ir::OpKind kind) {
-  const ir::OpFamily family = ir::familyOf(kind);
-  return family == ir::OpFamily::kElementwiseUnary || family == ir::OpFamily::kElementwiseBinary;
-}
-
 struct Accumulator {
   const ActivationInputs& in;
   ActivationCost cost;
@@ -175,20 +170,14 @@ struct Accumulator {
     }
   }
 
-  /// Whether `op`'s fused kernel makes its input `index` again in the backward (see "Fused
-  /// chains" in activations.h): an activation made it from an input it keeps, on the same
-  /// stage, and `op`, elementwise too, is its only reader, in the layout it was made in.
-  bool remadeInFusedKernel(const ir::Op& op, size_t index) const {
-    if (!in.fusedElementwise || !isElementwise(op.kind)) return false;
-    const ir::Tensor& made = in.graph.tensor(op.inputs[index]);
-    if (made.producer == ir::kNoOp || made.consumers.size() != 1) return false;
-    const ir::Op& producer = in.graph.op(made.producer);
-    if (ir::familyOf(producer.kind) != ir::OpFamily::kElementwiseUnary ||
-        in.stageOf[static_cast<size_t>(producer.id)] != in.stageOf[static_cast<size_t>(op.id)] ||
-        !(in.sources[static_cast<size_t>(made.id)] ==
-          in.sharded[static_cast<size_t>(op.id)].inputs[index])) {
-      return false;
-    }
+  /// Whether the fused kernel reading `tensor` makes it again in the backward (see "Fused
+  /// chains" in activations.h): it stays inside the kernel, and an activation made it from an
+  /// input the activation keeps.
+  bool remadeInFusedKernel(ir::TensorId tensor) const {
+    const auto t = static_cast<size_t>(tensor);
+    if (t >= in.inFusedKernel.size() || !in.inFusedKernel[t]) return false;
+    const ir::Op& producer = in.graph.op(in.graph.tensor(tensor).producer);
+    if (ir::familyOf(producer.kind) != ir::OpFamily::kElementwiseUnary) return false;
     const auto& saved = in.graph.backwardRule(producer).saved;
     return std::any_of(saved.begin(), saved.end(), [](const ir::SavedTensor& kept) {
       return kept.source == ir::SavedTensor::Source::kInput;
@@ -223,7 +212,7 @@ struct Accumulator {
           in.regions.dropsOutput[static_cast<size_t>(tensor.producer)]) {
         continue;
       }
-      if (remadeInFusedKernel(op, static_cast<size_t>(saved.index))) continue;
+      if (remadeInFusedKernel(t)) continue;
       // DTensor's GEMMs keep the gathered input; every other consumer stashes as before.
       const bool stash = in.stashGatheredInputs || ir::familyOf(op.kind) != ir::OpFamily::kMatMul;
       keep(t, shard.inputs[saved.index], stage, stash, saved.keptAs);

@@ -61,10 +61,11 @@ struct ActivationInputs {
   /// Seconds of the forward redistribution of a tensor into a consumer's layout.
   std::function<double(ir::TensorId, const layout::TensorLayout&)> forwardSeconds;
   bool stashGatheredInputs = true;  ///< EvaluateOptions::stashGatheredInputs
-  /// EvaluateOptions::fuseElementwise: a fused kernel's backward makes an activation's output
-  /// again from the input the activation keeps, so a consumer in the same kernel does not keep
-  /// it (see "Fused chains" above).
-  bool fusedElementwise = false;
+  /// Per tensor: read by its one consumer inside its producer's kernel (EvaluateOptions::
+  /// fuseElementwise, as the op costs fuse it); empty when nothing is fused. A fused kernel's
+  /// backward makes an activation's output again from the input the activation keeps, so the
+  /// consumer does not keep it (see "Fused chains" above).
+  std::vector<bool> inFusedKernel = {};
 };
 
 struct ActivationCost {

@@ -86,11 +86,14 @@ bool isElementwise(const ir::Op& op) {
 /// What elementwise fusion (EvaluateOptions::fuseElementwise) does to each op: an intermediate
 /// from one elementwise op to the next is neither written by the producer nor read by the
 /// consumer (`savedBytes`, per device), and the consumer runs inside the producer's kernel
-/// (`continuesKernel`). Example: bias add -> dropout -> residual add, Megatron-LM's
-/// bias-dropout-add kernel, saves two round trips of the hidden state and two launches.
+/// (`continuesKernel`); per tensor, whether it is such an intermediate (`inKernel`, which the
+/// activations read: cost/activations.h, "Fused chains"). Example: bias add -> dropout ->
+/// residual add, Megatron-LM's bias-dropout-add kernel, saves two round trips of the hidden
+/// state and two launches.
 struct Fusion {
   std::vector<double> savedBytes;
   std::vector<bool> continuesKernel;
+  std::vector<bool> inKernel;
 };
 
 /// Whether a weight is read by a GEMM that runs in fp8 (Transformer Engine's recipe).
@@ -101,7 +104,8 @@ bool feedsFp8Gemm(const ir::Graph& graph, const ir::Tensor& weight) {
 
 Fusion fusion(const Context& ctx) {
   Fusion result{std::vector<double>(ctx.graph.ops().size(), 0.0),
-                std::vector<bool>(ctx.graph.ops().size(), false)};
+                std::vector<bool>(ctx.graph.ops().size(), false),
+                std::vector<bool>(ctx.graph.tensors().size(), false)};
   std::vector<double>& saved = result.savedBytes;
   if (!ctx.options.fuseElementwise) return result;
   for (const ir::Op& consumer : ctx.graph.ops()) {
@@ -120,13 +124,14 @@ Fusion fusion(const Context& ctx) {
       saved[static_cast<size_t>(producer.id)] += bytes;
       saved[static_cast<size_t>(consumer.id)] += bytes;
       result.continuesKernel[static_cast<size_t>(consumer.id)] = true;
+      result.inKernel[static_cast<size_t>(tensor.id)] = true;
     }
   }
   return result;
 }
 
 void costOps(Context& ctx) {
-  const Fusion fused = fusion(ctx);
+  Fusion fused = fusion(ctx);
   for (const ir::Op& op : ctx.graph.ops()) {
     const auto index = static_cast<size_t>(op.id);
     OpCost cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused.savedBytes[index],
@@ -143,6 +148,7 @@ void costOps(Context& ctx) {
     stage.forwardCommSeconds += cost.internalCommSeconds;
     ctx.report.ops.push_back(cost);
   }
+  ctx.inFusedKernel = std::move(fused.inKernel);
   ctx.backwardDoneSeconds.assign(ctx.graph.ops().size(), 0.0);
   ctx.stageBackwardSeconds.assign(static_cast<size_t>(ctx.options.stages), 0.0);
   for (size_t i = ctx.graph.ops().size(); i-- > 0;) {
@@ -319,7 +325,7 @@ void costActivations(Context& ctx) {
                             return forwardEdgeSeconds(ctx, t, to);
                           },
                           ctx.options.stashGatheredInputs,
-                          ctx.options.fuseElementwise};
+                          ctx.inFusedKernel};
   const ActivationCost kept = keptActivations(inputs);
   ctx.report.recomputeRegionOf = regions.regionOf;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {

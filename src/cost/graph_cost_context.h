@@ -32,6 +32,8 @@ struct Context {
   std::vector<double> stageBackwardSeconds;
   CostReport report;
   layout::RedistributionCache redistributions;
+  /// Per tensor: read by its one consumer inside its producer's kernel (elementwise fusion).
+  std::vector<bool> inFusedKernel = {};
 
   StageCost& stage(ir::OpId op) {
     return report.stages[static_cast<size_t>(stageOf[static_cast<size_t>(op)])];

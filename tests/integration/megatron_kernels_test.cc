@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 
 #include "cost/constants.h"
 #include "cost/graph_cost.h"
@@ -41,18 +42,25 @@ Layer onFirstDevices(const frontend::TransformerConfig& config, int devices) {
   return Layer{std::move(*graph), std::move(*sharding), std::move(*taken)};
 }
 
-/// One GPT-style layer (biases, LayerNorm, GeLU, hidden dropout 0.1) at TP 4.
-Layer gptLayer() {
+/// One layer of hidden size 1024 and 16 heads, a vocabulary of 1024, 512 tokens and a micro-batch
+/// of 2 (the whole model's, split by dp), named `name`; the layers below set the rest.
+frontend::TransformerConfig oneLayer(const std::string& name, int64_t kvHeads, int64_t ffn) {
   frontend::TransformerConfig config;
-  config.name = "gpt-layer";
+  config.name = name;
   config.layers = 1;
   config.hidden = 1024;
   config.heads = 16;
-  config.kvHeads = 16;
-  config.ffn = 4096;
+  config.kvHeads = kvHeads;
+  config.ffn = ffn;
   config.vocab = 1024;
   config.seq = 512;
   config.microBatch = 2;
+  return config;
+}
+
+/// One GPT-style layer (biases, LayerNorm, GeLU, hidden dropout 0.1) at TP 4.
+Layer gptLayer() {
+  frontend::TransformerConfig config = oneLayer("gpt-layer", 16, 4096);
   config.mlp = frontend::TransformerConfig::Mlp::kGeLU;
   config.norm = frontend::TransformerConfig::Norm::kLayerNorm;
   config.position = frontend::TransformerConfig::Position::kLearned;
@@ -64,16 +72,7 @@ Layer gptLayer() {
 
 /// One LLaMA-style layer (RMSNorm, SwiGLU, no biases) at TP 2 x DP 2 on 4 devices of a node.
 Layer llamaLayer() {
-  frontend::TransformerConfig config;
-  config.name = "llama-layer";
-  config.layers = 1;
-  config.hidden = 1024;
-  config.heads = 16;
-  config.kvHeads = 4;
-  config.ffn = 2816;
-  config.vocab = 1024;
-  config.seq = 512;
-  config.microBatch = 2;  // the whole model's micro-batch, split by dp
+  frontend::TransformerConfig config = oneLayer("llama-layer", 4, 2816);
   config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
   return onFirstDevices(config, 4);
 }
@@ -81,16 +80,7 @@ Layer llamaLayer() {
 /// One Mixtral-style layer, 8 experts with 2 per token, on TP 2 x EP 2 (4 devices of a node),
 /// sequence parallel: the dispatched tokens travel to the experts' ranks and back.
 Layer moeLayer() {
-  frontend::TransformerConfig config;
-  config.name = "moe-layer";
-  config.layers = 1;
-  config.hidden = 1024;
-  config.heads = 16;
-  config.kvHeads = 4;
-  config.ffn = 2048;
-  config.vocab = 1024;
-  config.seq = 512;
-  config.microBatch = 2;  // the whole model's micro-batch, split by dp
+  frontend::TransformerConfig config = oneLayer("moe-layer", 4, 2048);
   config.experts = 8;
   config.topK = 2;
   config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2, .ep = 2, .sequenceParallel = true};

@@ -136,7 +136,10 @@ ParameterStateBytes placedStateBytes(const ir::Graph& graph, const ParameterPlac
   const auto stored = parameterStateBytes(storedElements, tensor.type.dtype, optimizer);
   ParameterStateBytes bytes;
   bytes.weight = stored.weight;
-  bytes.gradient = options.gradientAccumulationShard ? stored.gradient : use.gradient;
+  // Group update keeps whole gradients (Megatron's buffer, MindSpore's data-parallel mode).
+  const bool sliced =
+      options.gradientAccumulationShard || (!options.accumulates && !options.groupUpdate);
+  bytes.gradient = sliced ? stored.gradient : use.gradient;
   // Group update keeps whole parameters but each device holds the states of 1/shards of them.
   bytes.optimizer =
       options.groupUpdate ? use.optimizer / placement.optimizerShards : stored.optimizer;

@@ -19,6 +19,12 @@ struct OptimizerParallelOptions {
   int64_t thresholdKb = 64;
   /// Accumulated gradients are sharded too (reduce-scattered every micro-batch).
   bool gradientAccumulationShard = false;
+  /// Gradients add up over several micro-batches (a pipeline or gradient accumulation). Without
+  /// accumulation there is no accumulation buffer for gradientAccumulationShard to shard: the
+  /// backward of the forward's parameter all-gather reduce-scatters each gradient as it is made,
+  /// so a sharded parameter's gradient is its slice either way (seed 001: the switch "saves one
+  /// parameter-size of static memory", the accumulation buffer).
+  bool accumulates = true;
   /// Data-parallel mode (seed 004's first table row): each device updates whole parameters,
   /// then broadcasts them, instead of storing parameters as minimal slices.
   bool groupUpdate = false;

@@ -152,6 +152,7 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
       options.training.groupUpdate || request.mode == search::SearchMode::kDataParallel);
   if (!evaluateOptions) return evaluateOptions.error();
   evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
+  evaluateOptions->optimizerParallel.accumulates = pipeline->microBatches > 1;
   evaluateOptions->stageOfOp = stages->virtualStageOf;
   evaluateOptions->stages = pipeline->stages * pipeline->virtualStages;
   evaluateOptions->physicalStages = pipeline->stages;

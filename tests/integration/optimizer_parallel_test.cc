@@ -79,7 +79,15 @@ TEST(OptimizerParallel, SevenBillionWithDataParallelEightHoldsAnEighthOfTheOptim
               0.01 * static_cast<double>(plain.memory.parameterBytes) / kDevices);
   EXPECT_EQ(sharded.memory.gradientBytes, plain.memory.gradientBytes);
   options.optimizerParallel.gradientAccumulationShard = true;
-  EXPECT_LT(evaluate(model, options).memory.gradientBytes, plain.memory.gradientBytes / 7);
+  const int64_t accumulationSharded = evaluate(model, options).memory.gradientBytes;
+  EXPECT_LT(accumulationSharded, plain.memory.gradientBytes / 7);
+  // With one micro-batch nothing accumulates: each gradient is reduce-scattered as it is made,
+  // so the switch changes nothing and a sharded parameter's gradient is its slice.
+  options.optimizerParallel.gradientAccumulationShard = false;
+  options.optimizerParallel.accumulates = false;
+  EXPECT_EQ(evaluate(model, options).memory.gradientBytes, accumulationSharded);
+  options.optimizerParallel.enabled = false;
+  EXPECT_EQ(evaluate(model, options).memory.gradientBytes, plain.memory.gradientBytes);
 }
 
 TEST(OptimizerParallel, GradientAllReducesBecomeReduceScattersAndForwardAllGathers) {

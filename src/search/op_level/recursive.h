@@ -26,8 +26,9 @@
 ///   op-cost(I)  = mem_coeff x (elements of the weight operands): cutting the batch keeps the
 ///                 weights replicated, and mem_coeff prices that memory. Low mem_coeff favours
 ///                 data parallelism, high favours model parallelism (seed 000);
-///   op-cost(J)  = a x elements of the operands that do not carry J: they stay whole on both
-///                 halves and their gradients are all-reduced;
+///   op-cost(J)  = a x elements of the operands that do not carry J and have a gradient: they
+///                 stay whole on both halves and their gradients are all-reduced (a graph input,
+///                 such as the samples, has none, and reading it whole costs nothing);
 ///   op-cost(K)  = a x elements of the outputs: they become partial sums to all-reduce;
 ///   a           = what the cut adds to that all-reduce: a ring over g devices moves 2 (g - 1) / g,
 ///                 so while the rounds stay within a node a factor already cut c ways and cut by p

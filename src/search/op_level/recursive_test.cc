@@ -61,12 +61,12 @@ TEST(RecursiveProgramming, SeedMlpGetsACompletePlanWithoutAnnotations) {
   ASSERT_TRUE(result.ok()) << result.error().message;
   ASSERT_EQ(result->cuts.size(), graph.ops().size());
   // With batch 32 the weights (784x512, 512x512) outweigh the activations (32x784): at the
-  // default mem_coeff 0.1 every round cuts layer1's contraction (K), whose op-cost (the 32x512
-  // output to all-reduce) is the smallest and, within a node, grows by half as much at each
-  // halving. layer2 then cuts its columns (J): its input whole is layer1's reduced output, as in
-  // Megatron's row- then column-parallel pair.
-  EXPECT_EQ(strategyOf(graph, *result, "layer1"), (layout::Strategy{{1, 8}, {8, 1}}));
-  EXPECT_EQ(strategyOf(graph, *result, "layer2"), (layout::Strategy{{1, 1}, {1, 8}}));
+  // default mem_coeff 0.1 every round cuts layer1's columns (J), which costs nothing: the input it
+  // reads whole is the samples, which have no gradient to all-reduce. layer2 then cuts its rows
+  // (K), which take layer1's output as it is sliced, and all-reduces its 32x512 output: Megatron's
+  // column- then row-parallel pair.
+  EXPECT_EQ(strategyOf(graph, *result, "layer1"), (layout::Strategy{{1, 1}, {1, 8}}));
+  EXPECT_EQ(strategyOf(graph, *result, "layer2"), (layout::Strategy{{1, 8}, {8, 1}}));
   for (const ir::Op& op : graph.ops()) {
     auto rule = rules::shardingRuleFor(graph, op);
     EXPECT_TRUE(rules::applyFactorCuts(*rule, result->cuts[op.id], ranksOf(8)).ok()) << op.name;
@@ -101,13 +101,15 @@ TEST(RecursiveProgramming, ExplainPrintsSeedZeroLines) {
   EXPECT_EQ(lines[1],
             "If the I-axis is cut, the op-cost is 40140.8, the rest-cost is 0, and the total cost "
             "is 40140.8");  // mem_coeff 0.1 x the 784x512 weight
+  // The J cut reads the samples whole, which have no gradient: nothing to all-reduce.
+  EXPECT_EQ(lines[2].rfind("If the J-axis is cut, the op-cost is 0,", 0), 0u);
   EXPECT_EQ(lines[3].rfind("If the K-axis is cut, the op-cost is 16384", 0), 0u);  // 32x512 output
   EXPECT_EQ(lines[4].rfind("If do NOT cut the axis, the op-cost is ", 0), 0u);
   EXPECT_EQ(lines[5].rfind("The costs of cutting the I-axis/J-axis/K-axis/no_cut are : "
-                           "[const vector]{40140.8, 25088, 16384, ",
+                           "[const vector]{40140.8, 0, 16384, ",
                            0),
             0u);
-  EXPECT_EQ(lines[6], "Choose to cut the K-axis");
+  EXPECT_EQ(lines[6], "Choose to cut the J-axis");
 }
 
 TEST(RecursiveProgramming, InfeasibleAxesCostTheMaximumDouble) {
@@ -161,23 +163,28 @@ TEST(RecursiveProgramming, HalvingsWithinANodeAddLessToTheAllReduceThanHalvingsA
   auto result = explainedOnTwoNodes(seedMlp(), 16);
   ASSERT_TRUE(result.ok()) << result.error().message;
   const auto& lines = result->explanation;
-  // layer1 cuts K every round: its 32x512 output is all-reduced over 2, 4, 8 devices of a node
-  // (2 (g - 1) / g of it: 1, 1.5, 1.75), then over the second node's slow links in full again.
+  // layer2 prices a K cut every round: its 32x512 output is all-reduced over 2, 4, 8 devices of a
+  // node (2 (g - 1) / g of it: 1, 1.5, 1.75), then over the second node's slow links in full again.
   const std::string kCut = "If the K-axis is cut, the op-cost is ";
   const std::vector<std::pair<std::string, std::string>> opCosts{
-      {"Round 1/4 (cut by 2): layer1", "16384,"},
-      {"Round 2/4 (cut by 2): layer1", "8192,"},
-      {"Round 3/4 (cut by 2): layer1", "4096,"},
-      {"Round 4/4 (cut by 2): layer1", "16384,"}};
+      {"Round 1/4 (cut by 2): layer2", "16384,"},
+      {"Round 2/4 (cut by 2): layer2", "8192,"},
+      {"Round 3/4 (cut by 2): layer2", "4096,"},
+      {"Round 4/4 (cut by 2): layer2", "16384,"}};
   for (const auto& [title, cost] : opCosts) {
     EXPECT_EQ(lineAfter(lines, title, kCut).rfind(kCut + cost, 0), 0u) << title;
   }
-  // layer1's K cut already pays for reducing its partial sums: layer2, reading the reduced
-  // output, pays no rest-cost for taking it whole (J) or sliced on its rows (K).
-  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the J-axis is cut")
+  // layer1 cut its columns: layer2 takes that output as it is on its rows (K) and pays no
+  // rest-cost; taking it whole (J) pays its gather.
+  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the K-axis is cut")
                 .find("the rest-cost is 0,"),
             std::string::npos);
-  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the K-axis is cut")
+  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer2", "If the J-axis is cut")
+                .find("the rest-cost is 8192,"),
+            std::string::npos);
+  // layer2's K cut already pays for reducing its partial sums: layer3, reading the reduced
+  // output, pays no rest-cost for slicing it on its rows.
+  EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer3", "If the K-axis is cut")
                 .find("the rest-cost is 0,"),
             std::string::npos);
 }

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <future>
 #include <optional>
+#include <thread>
 
 #include "planner/inputs.h"
 
@@ -45,6 +48,25 @@ std::vector<Levers> leverSets(const PlanOptions& options) {
 
 std::string rungText(double memCoeff) { return fmt::format("{:g}", memCoeff); }
 
+/// Rungs planned at once: each plan is independent and single-threaded. The choice and every
+/// figure printed are those of planning the rungs one by one, whatever the core count.
+size_t rungsAtOnce() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4); }
+
+/// The plans of `candidates`, in order, each on its own thread but the first.
+std::vector<Expected<Evaluated>> evaluateAll(const std::vector<PlanOptions>& candidates,
+                                             const cluster::Cluster& cluster) {
+  std::vector<std::future<Expected<Evaluated>>> others;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    others.push_back(std::async(std::launch::async, [&candidates, &cluster, i] {
+      return evaluate(candidates[i], cluster, candidates[i].modelOptions);
+    }));
+  }
+  std::vector<Expected<Evaluated>> plans;
+  plans.push_back(evaluate(candidates.front(), cluster, candidates.front().modelOptions));
+  for (auto& other : others) plans.push_back(other.get());
+  return plans;
+}
+
 }  // namespace
 
 std::vector<double> memCoeffLadder() {
@@ -54,6 +76,63 @@ std::vector<double> memCoeffLadder() {
   return ladder;
 }
 
+namespace {
+
+/// Walks the ladder rung by rung and keeps the leanest plan seen, or the first that fits.
+class Climb {
+ public:
+  Climb(const cluster::Cluster& cluster, const std::function<void(int)>& progress)
+      : cluster_(cluster), progress_(progress) {}
+
+  /// Takes rung `memCoeff`'s plan under `levers` (`set` of the climbs); true once one fits.
+  bool take(size_t set, const Levers& levers, double memCoeff, PlanOptions& candidate,
+            Evaluated& evaluated) {
+    ++planned_;
+    if (progress_) progress_(planned_);
+    const int64_t peak = evaluated.peakBytes();
+    const bool fits = peak <= cluster_.device.memoryBytes;
+    if (set == 0 && (plainLeanest_ == 0 || peak < plainLeanest_)) plainLeanest_ = peak;
+    if (!fits && leanest_ && leanest_->evaluated.peakBytes() <= peak) return false;
+    const std::vector<std::string> leverFlags = levers.flags();
+    std::vector<std::string> flags{"--mem-coeff", rungText(memCoeff)};
+    flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
+    std::string summary =
+        fmt::format("mem_coeff auto: {}{} ({} plans): step {}, peak {} of {}", rungText(memCoeff),
+                    leverFlags.empty() ? "" : fmt::format(" with {}", fmt::join(leverFlags, " ")),
+                    planned_, formatSeconds(evaluated.estimate.stepSeconds), formatBytes(peak),
+                    formatBytes(cluster_.device.memoryBytes));
+    if (set > 0) {
+      summary += fmt::format("; without a lever the least any mem_coeff needs is {}",
+                             formatBytes(plainLeanest_));
+    }
+    leanest_ = MemCoeffChoice{std::move(candidate), std::move(evaluated), fits, std::move(flags),
+                              std::move(summary)};
+    return fits;
+  }
+
+  /// The choice: the first plan that fits, else the leanest, said so.
+  MemCoeffChoice result(const std::vector<Levers>& sets) {
+    if (leanest_->fits) return std::move(*leanest_);
+    const std::vector<double> ladder = memCoeffLadder();
+    leanest_->summary = fmt::format(
+        "mem_coeff auto: no rung from {} to {} fits, with or without {}; the leanest is {}",
+        rungText(ladder.front()), rungText(ladder.back()),
+        sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags(), " "))
+                        : std::string("a lever"),
+        leanest_->summary.substr(leanest_->summary.find(':') + 2));
+    return std::move(*leanest_);
+  }
+
+ private:
+  const cluster::Cluster& cluster_;
+  const std::function<void(int)>& progress_;
+  int planned_ = 0;
+  int64_t plainLeanest_ = 0;  ///< the least peak without a lever
+  std::optional<MemCoeffChoice> leanest_;
+};
+
+}  // namespace
+
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
                                         const std::function<void(int)>& progress) {
   if (options.search != "recursive_programming") {
@@ -61,49 +140,27 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
         "--mem-coeff auto: only --search recursive_programming has a mem_coeff (the search is {})",
         options.search)};
   }
-  std::optional<MemCoeffChoice> leanest;
-  int64_t plainLeanest = 0;  // the least peak without a lever
-  int planned = 0;
+  Climb climb(cluster, progress);
   const std::vector<Levers> sets = leverSets(options);
+  const std::vector<double> ladder = memCoeffLadder();
   for (size_t set = 0; set < sets.size(); ++set) {
-    const std::vector<std::string> leverFlags = sets[set].flags();
-    for (double memCoeff : memCoeffLadder()) {
-      PlanOptions candidate = options;
-      candidate.memCoeff = memCoeff;
-      sets[set].apply(candidate);
-      auto evaluated = evaluate(candidate, cluster, candidate.modelOptions);
-      if (!evaluated) return evaluated.error();
-      ++planned;
-      if (progress) progress(planned);
-      const int64_t peak = evaluated->peakBytes();
-      const bool fits = peak <= cluster.device.memoryBytes;
-      if (set == 0 && (plainLeanest == 0 || peak < plainLeanest)) plainLeanest = peak;
-      if (!fits && leanest && leanest->evaluated.peakBytes() <= peak) continue;
-      std::vector<std::string> flags{"--mem-coeff", rungText(memCoeff)};
-      flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
-      const std::string levers =
-          leverFlags.empty() ? "" : fmt::format(" with {}", fmt::join(leverFlags, " "));
-      std::string summary =
-          fmt::format("mem_coeff auto: {}{} ({} plans): step {}, peak {} of {}", rungText(memCoeff),
-                      levers, planned, formatSeconds(evaluated->estimate.stepSeconds),
-                      formatBytes(peak), formatBytes(cluster.device.memoryBytes));
-      if (set > 0) {
-        summary += fmt::format("; without a lever the least any mem_coeff needs is {}",
-                               formatBytes(plainLeanest));
+    for (size_t first = 0; first < ladder.size(); first += rungsAtOnce()) {
+      std::vector<PlanOptions> batch;
+      for (size_t rung = first; rung < std::min(ladder.size(), first + rungsAtOnce()); ++rung) {
+        batch.push_back(options);
+        batch.back().memCoeff = ladder[rung];
+        sets[set].apply(batch.back());
       }
-      leanest = MemCoeffChoice{std::move(candidate), std::move(*evaluated), fits, std::move(flags),
-                               std::move(summary)};
-      if (fits) return std::move(*leanest);
+      std::vector<Expected<Evaluated>> plans = evaluateAll(batch, cluster);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (!plans[i]) return plans[i].error();
+        if (climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i])) {
+          return climb.result(sets);
+        }
+      }
     }
   }
-  leanest->summary = fmt::format(
-      "mem_coeff auto: no rung from {} to {} fits, with or without {}; "
-      "the leanest is {}",
-      rungText(memCoeffLadder().front()), rungText(memCoeffLadder().back()),
-      sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags(), " "))
-                      : std::string("a lever"),
-      leanest->summary.substr(leanest->summary.find(':') + 2));
-  return std::move(*leanest);
+  return climb.result(sets);
 }
 
 }  // namespace autopar::planner

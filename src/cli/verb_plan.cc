@@ -87,8 +87,7 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
     const bool terminal = isatty(STDERR_FILENO) != 0;
     advice = planner::adviseFit(options, *cluster, [terminal](int planned) {
       if (terminal) {
-        fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {}/{}", planned,
-                   planner::kMaxFitTrials);
+        fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {} plans", planned);
       }
     });
     if (terminal) fmt::print(stderr, "\r\033[K");

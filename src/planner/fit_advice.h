@@ -3,7 +3,9 @@
 /// Fit advice: when a plan does not fit in device memory, autopar plans it again with each lever
 /// the plan's mode allows (recompute, optimizer parallel, gradient-accumulation sharding,
 /// pipeline stages, tensor parallelism, mem_coeff, and more nodes last) and with their
-/// combinations, and keeps the fastest changes that fit. Every fix is verified by planning it.
+/// combinations, and keeps the fastest changes that fit. A double-recursive plan also gets
+/// `--mem-coeff auto`'s choice, which may pull three levers at once. Every fix is verified by
+/// planning it.
 ///   adviseFit(options, cluster).fixes[0].flags == {"--pipeline-stages", "8",
 ///                                                   "--micro-batches", "16"}
 
@@ -28,10 +30,11 @@ struct FitAdvice {
 };
 
 inline constexpr size_t kMaxFixes = 3;
-/// Re-plans per advice, all stages together: each plans the whole model once.
+/// Re-plans per advice, all stages together: each plans the whole model once. A double-recursive
+/// plan adds `--mem-coeff auto`'s ladder (planner/mem_coeff_auto.h) to them.
 inline constexpr int kMaxFitTrials = 48;
 
-/// Called after each re-plan with the count so far (at most kMaxFitTrials).
+/// Called after each re-plan with the count so far.
 using FitProgress = std::function<void(int planned)>;
 
 /// The plan `options` asks for does not fit `cluster`: what would.

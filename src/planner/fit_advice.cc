@@ -13,6 +13,7 @@
 
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
+#include "util/in_parallel.h"
 
 namespace autopar::planner {
 
@@ -230,44 +231,29 @@ class Trials {
 
   /// Plans the variants together; nothing when the budget is spent or the plan fails.
   std::optional<Trial> run(const std::vector<const Variant*>& variants, int nodes) {
-    if (planned_ >= kMaxFitTrials) return std::nullopt;
-    ++planned_;
-    if (progress_) progress_(planned_);
-    PlanOptions options = options_;
-    Change change;
-    for (const Variant* variant : variants) {
-      variant->apply(options);
-      change = merged(change, variant->change);
+    return runAll({variants}, nodes).front();
+  }
+
+  /// Plans each set of variants, side by side (util/in_parallel.h), and keeps them in order as if
+  /// planned one by one; nothing for a set past the budget or whose plan fails.
+  std::vector<std::optional<Trial>> runAll(const std::vector<std::vector<const Variant*>>& sets,
+                                           int nodes) {
+    std::vector<Request> requests;
+    for (const auto& variants : sets) {
+      if (planned_ + static_cast<int>(requests.size()) >= kMaxFitTrials) break;
+      requests.push_back(request(variants, nodes));
     }
-    int64_t devices = cluster_.numDevices;
-    if (nodes != options_.nodes) {
-      options.nodes = nodes;
-      devices = devices / options_.nodes * nodes;
-      put(change, "--nodes", std::to_string(nodes), "");
+    std::vector<std::optional<Trial>> trials;
+    for (size_t first = 0; first < requests.size(); first += util::parallelWidth()) {
+      const size_t count = std::min(util::parallelWidth(), requests.size() - first);
+      auto planned = util::inParallel(count, [&](size_t i) {
+        const Request& r = requests[first + i];
+        return plan(r.options, r.change, options_.nodes, cluster_);
+      });
+      for (auto& trial : planned) trials.push_back(record(std::move(trial)));
     }
-    // A Megatron-style annotation's data parallelism fills the stage the changes leave: by
-    // itself when it came from the devices (--tp without --dp), else by a --dp of its own.
-    if (options.modelOptions.parallel && !options.modelOptions.dataParallelFromDevices) {
-      ir::ParallelConfig& parallel = *options.modelOptions.parallel;
-      const int64_t dp =
-          std::max<int64_t>(stageDevices(options, devices) / (parallel.tp * parallel.cp), 1);
-      if (dp != parallel.dp) {
-        // --dp goes with --tp (a run yaml's model_parallel is not enough on the command line).
-        if (std::find(change.flags.begin(), change.flags.end(), "--tp") == change.flags.end()) {
-          put(change, "--tp", std::to_string(parallel.tp), "");
-        }
-        put(change, "--dp", std::to_string(dp), "parallel_config.data_parallel");
-      }
-      parallel.dp = dp;
-    }
-    auto trial = plan(options, change, options_.nodes, cluster_);
-    if (!trial) return trial;
-    if (trial->peakBytes > cluster_.device.memoryBytes) {
-      failing_.push_back(*trial);
-    } else if (!extendsAFix(trial->change)) {
-      fitting_.push_back(*trial);
-    }
-    return trial;
+    trials.resize(sets.size());
+    return trials;
   }
   [[nodiscard]] size_t fitting() const { return fitting_.size(); }
   [[nodiscard]] int planned() const { return planned_; }
@@ -333,6 +319,57 @@ class Trials {
         cluster_.device.name, formatBytes(lowest.peakBytes - capacity), what);
   }
 
+  /// A request to plan: the options the variants make and the change as the user spells it.
+  struct Request {
+    PlanOptions options;
+    Change change;
+  };
+
+  Request request(const std::vector<const Variant*>& variants, int nodes) const {
+    Request out{options_, {}};
+    PlanOptions& options = out.options;
+    Change& change = out.change;
+    for (const Variant* variant : variants) {
+      variant->apply(options);
+      change = merged(change, variant->change);
+    }
+    int64_t devices = cluster_.numDevices;
+    if (nodes != options_.nodes) {
+      options.nodes = nodes;
+      devices = devices / options_.nodes * nodes;
+      put(change, "--nodes", std::to_string(nodes), "");
+    }
+    // A Megatron-style annotation's data parallelism fills the stage the changes leave: by
+    // itself when it came from the devices (--tp without --dp), else by a --dp of its own.
+    if (options.modelOptions.parallel && !options.modelOptions.dataParallelFromDevices) {
+      ir::ParallelConfig& parallel = *options.modelOptions.parallel;
+      const int64_t dp =
+          std::max<int64_t>(stageDevices(options, devices) / (parallel.tp * parallel.cp), 1);
+      if (dp != parallel.dp) {
+        // --dp goes with --tp (a run yaml's model_parallel is not enough on the command line).
+        if (std::find(change.flags.begin(), change.flags.end(), "--tp") == change.flags.end()) {
+          put(change, "--tp", std::to_string(parallel.tp), "");
+        }
+        put(change, "--dp", std::to_string(dp), "parallel_config.data_parallel");
+      }
+      parallel.dp = dp;
+    }
+    return out;
+  }
+
+  /// Counts a planned trial and keeps it as fitting (unless it extends a fix) or failing.
+  std::optional<Trial> record(std::optional<Trial> trial) {
+    ++planned_;
+    if (progress_) progress_(planned_);
+    if (!trial) return trial;
+    if (trial->peakBytes > cluster_.device.memoryBytes) {
+      failing_.push_back(*trial);
+    } else if (!extendsAFix(trial->change)) {
+      fitting_.push_back(*trial);
+    }
+    return trial;
+  }
+
   const PlanOptions& options_;
   const cluster::Cluster& cluster_;
   const FitProgress& progress_;
@@ -365,11 +402,16 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   Trials trials(options, cluster, progress);
 
   // Each lever alone; per lever, the variant with the lowest peak is its strongest.
+  std::vector<std::vector<const Variant*>> alone;
+  for (const auto& lever : levers) {
+    for (const Variant* variant : lever) alone.push_back({variant});
+  }
+  const std::vector<std::optional<Trial>> planned = trials.runAll(alone, options.nodes);
   std::vector<const Variant*> strongest(levers.size(), nullptr);
-  for (size_t l = 0; l < levers.size(); ++l) {
+  for (size_t l = 0, i = 0; l < levers.size(); ++l) {
     int64_t lowest = INT64_MAX;
     for (const Variant* variant : levers[l]) {
-      auto trial = trials.run({variant}, options.nodes);
+      const std::optional<Trial>& trial = planned[i++];
       if (trial && trial->peakBytes < lowest) {
         lowest = trial->peakBytes;
         strongest[l] = variant;
@@ -378,12 +420,14 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   }
   // Two levers together: every variant of one with the strongest of another.
   for (size_t a = 0; a < levers.size() && trials.fitting() < kMaxFixes; ++a) {
+    std::vector<std::vector<const Variant*>> pairs;
     for (size_t b = 0; b < levers.size(); ++b) {
       if (b == a || strongest[b] == nullptr) continue;
       for (const Variant* variant : levers[a]) {
-        if (a < b || variant != strongest[a]) trials.run({variant, strongest[b]}, options.nodes);
+        if (a < b || variant != strongest[a]) pairs.push_back({variant, strongest[b]});
       }
     }
+    trials.runAll(pairs, options.nodes);
   }
   // Every lever at its strongest, then on more nodes (last: they cost hardware).
   std::vector<const Variant*> all;
@@ -398,8 +442,7 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   if (options.devices == 0) {
     for (int nodes = options.nodes * 2; nodes <= options.nodes * 16 && trials.fitting() == 0;
          nodes *= 2) {
-      trials.run({}, nodes);
-      trials.run(all, nodes);
+      trials.runAll({{}, all}, nodes);
     }
   }
   return trials.advice();

@@ -4,11 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <future>
 #include <optional>
-#include <thread>
 
 #include "planner/inputs.h"
+#include "util/in_parallel.h"
 
 namespace autopar::planner {
 
@@ -47,25 +46,6 @@ std::vector<Levers> leverSets(const PlanOptions& options) {
 }
 
 std::string rungText(double memCoeff) { return fmt::format("{:g}", memCoeff); }
-
-/// Rungs planned at once: each plan is independent and single-threaded. The choice and every
-/// figure printed are those of planning the rungs one by one, whatever the core count.
-size_t rungsAtOnce() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4); }
-
-/// The plans of `candidates`, in order, each on its own thread but the first.
-std::vector<Expected<Evaluated>> evaluateAll(const std::vector<PlanOptions>& candidates,
-                                             const cluster::Cluster& cluster) {
-  std::vector<std::future<Expected<Evaluated>>> others;
-  for (size_t i = 1; i < candidates.size(); ++i) {
-    others.push_back(std::async(std::launch::async, [&candidates, &cluster, i] {
-      return evaluate(candidates[i], cluster, candidates[i].modelOptions);
-    }));
-  }
-  std::vector<Expected<Evaluated>> plans;
-  plans.push_back(evaluate(candidates.front(), cluster, candidates.front().modelOptions));
-  for (auto& other : others) plans.push_back(other.get());
-  return plans;
-}
 
 }  // namespace
 
@@ -144,14 +124,18 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
   const std::vector<Levers> sets = leverSets(options);
   const std::vector<double> ladder = memCoeffLadder();
   for (size_t set = 0; set < sets.size(); ++set) {
-    for (size_t first = 0; first < ladder.size(); first += rungsAtOnce()) {
+    // A few rungs at once (util/in_parallel.h), taken in order as if planned one by one.
+    for (size_t first = 0; first < ladder.size(); first += util::parallelWidth()) {
       std::vector<PlanOptions> batch;
-      for (size_t rung = first; rung < std::min(ladder.size(), first + rungsAtOnce()); ++rung) {
+      for (size_t rung = first; rung < std::min(ladder.size(), first + util::parallelWidth());
+           ++rung) {
         batch.push_back(options);
         batch.back().memCoeff = ladder[rung];
         sets[set].apply(batch.back());
       }
-      std::vector<Expected<Evaluated>> plans = evaluateAll(batch, cluster);
+      auto plans = util::inParallel(batch.size(), [&](size_t i) {
+        return evaluate(batch[i], cluster, batch[i].modelOptions);
+      });
       for (size_t i = 0; i < batch.size(); ++i) {
         if (!plans[i]) return plans[i].error();
         if (climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i])) {

@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// Independent work run side by side. The planner's re-plans (a mem_coeff ladder's rungs, fit
+/// advice's trials) are single-threaded and share nothing mutable, so a batch of them runs one per
+/// core; their results come back in order, so what is chosen and printed does not depend on the
+/// core count.
+///   auto plans = inParallel(candidates.size(), [&](size_t i) { return plan(candidates[i]); });
+
+#include <algorithm>
+#include <cstddef>
+#include <future>
+#include <thread>
+#include <vector>
+
+namespace autopar::util {
+
+/// Items run at once: the cores, at most 4 (a plan of a large model holds tens of MB).
+inline size_t parallelWidth() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+}
+
+/// fn(0), ..., fn(count - 1): the first on the calling thread, each other on its own; the results
+/// in order. An exception from any of them is rethrown once all have finished.
+template <class Fn>
+auto inParallel(size_t count, Fn fn) -> std::vector<decltype(fn(size_t{0}))> {
+  using Result = decltype(fn(size_t{0}));
+  std::vector<std::future<Result>> others;
+  for (size_t i = 1; i < count; ++i) others.push_back(std::async(std::launch::async, fn, i));
+  std::vector<Result> results;
+  results.reserve(count);
+  if (count > 0) results.push_back(fn(0));
+  for (auto& other : others) results.push_back(other.get());
+  return results;
+}
+
+}  // namespace autopar::util

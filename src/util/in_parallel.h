@@ -12,11 +12,24 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 namespace autopar::util {
 
-/// Items run at once: the cores, at most 4 (a plan of a large model holds tens of MB).
+/// Items run at once: the cores this process may run on (its affinity, which `taskset` and
+/// container runtimes narrow; std::thread::hardware_concurrency counts the machine's), at most 4
+/// (a plan of a large model holds tens of MB).
 inline size_t parallelWidth() {
-  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  size_t cores = std::thread::hardware_concurrency();
+#ifdef __linux__
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    cores = static_cast<size_t>(CPU_COUNT(&allowed));
+  }
+#endif
+  return std::clamp<size_t>(cores, 1, 4);
 }
 
 /// fn(0), ..., fn(count - 1): the first on the calling thread, each other on its own; the results

@@ -50,7 +50,7 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
 /// (planner/mem_coeff_auto.h), whose options replace `options` and whose line goes to `note`.
 Expected<planner::Evaluated> evaluatePlan(planner::PlanOptions& options,
                                           const cluster::Cluster& cluster, std::string& note) {
-  if (options.memCoeffAuto) {
+  if (options.memCoeffRule != frontend::MemCoeffRule::kGiven) {
     const ProgressLine progress("choosing mem_coeff (planning each rung)", 0);
     auto choice = planner::chooseMemCoeff(options, cluster);
     if (!choice) return choice.error();
@@ -192,17 +192,24 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option_function<std::string>(
           "--mem-coeff",
           [options](const std::string& value) {
-            options->memCoeffAuto = value == "auto";
-            if (!options->memCoeffAuto) options->memCoeff = std::stod(value);
+            options->memCoeffRule = value == "auto"      ? frontend::MemCoeffRule::kAuto
+                                    : value == "fastest" ? frontend::MemCoeffRule::kFastest
+                                                         : frontend::MemCoeffRule::kGiven;
+            if (options->memCoeffRule == frontend::MemCoeffRule::kGiven) {
+              options->memCoeff = std::stod(value);
+            }
           },
           "recursive_programming: price of replicated weights against data parallelism "
-          "(seed 000; higher leads to model parallelism and less memory), or auto: the smallest "
-          "that fits (docs/recursive-programming.md)")
+          "(seed 000; higher leads to model parallelism and less memory); auto: the smallest "
+          "that fits; fastest: the fastest that fits (docs/recursive-programming.md)")
       ->check(CLI::Validator(
           [](const std::string& value) {
-            return value == "auto" ? std::string() : positive()(const_cast<std::string&>(value));
+            if (value == "auto" || value == "fastest") return std::string();
+            return positive()(const_cast<std::string&>(value)).empty()
+                       ? std::string()
+                       : fmt::format("expected a positive number, auto or fastest, got {}", value);
           },
-          "POSITIVE or auto"))
+          "POSITIVE, auto or fastest"))
       ->default_str("0.1");
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   addTrainingFlags(*verb, options->training);

@@ -128,22 +128,34 @@ Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
                   settings.useSeqParallel);
 }
 
-/// parallel_config.mem_coeff: a positive number, or `auto` (the smallest that fits).
-Expected<std::optional<double>> readMemCoeff(const YAML::Node& node, const std::string& path) {
-  if (node.IsScalar() && node.Scalar() == "auto") return std::optional<double>{};
+/// parallel_config.mem_coeff: a positive number, `auto` (the smallest that fits) or `fastest`
+/// (the fastest that fits): the rule, and the number when given.
+Expected<std::pair<MemCoeffRule, double>> readMemCoeff(const YAML::Node& node,
+                                                       const std::string& path) {
+  for (MemCoeffRule rule : {MemCoeffRule::kAuto, MemCoeffRule::kFastest}) {
+    if (node.IsScalar() && node.Scalar() == memCoeffRuleName(rule)) return std::pair{rule, 0.0};
+  }
   auto value = readYamlPositiveNumber(node, path);
-  if (!value) return value.error();
-  return std::optional<double>{*value};
+  if (!value) {
+    // The number reader's message, naming the words it does not know too.
+    std::string message = value.error().message;
+    const std::string expected = "expected a positive number";
+    if (auto at = message.find(expected); at != std::string::npos) {
+      message.insert(at + expected.size(), ", auto or fastest");
+    }
+    return Error{message};
+  }
+  return std::pair{MemCoeffRule::kGiven, *value};
 }
 
 Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
-  std::optional<std::optional<double>> memCoeff;
+  std::optional<std::pair<MemCoeffRule, double>> memCoeff;
   if (auto s = readYamlKey(root, {"parallel_config", "mem_coeff"}, readMemCoeff, memCoeff); !s) {
     return s;
   }
   if (memCoeff) {
-    settings.memCoeffAuto = !memCoeff->has_value();
-    if (memCoeff->has_value()) settings.memCoeff = **memCoeff;
+    settings.memCoeffRule = memCoeff->first;
+    if (memCoeff->first == MemCoeffRule::kGiven) settings.memCoeff = memCoeff->second;
   }
   const std::pair<const char*, int64_t*> counts[] = {
       {"data_parallel", &settings.dataParallel},
@@ -280,6 +292,18 @@ std::string_view parallelModeName(ParallelMode mode) {
 std::string_view searchModeName(SearchMode mode) {
   return mode == SearchMode::kRecursiveProgramming ? "recursive_programming"
                                                    : "sharding_propagation";
+}
+
+std::string_view memCoeffRuleName(MemCoeffRule rule) {
+  switch (rule) {
+    case MemCoeffRule::kAuto:
+      return "auto";
+    case MemCoeffRule::kFastest:
+      return "fastest";
+    case MemCoeffRule::kGiven:
+      break;
+  }
+  return "";
 }
 
 Expected<MindFormersConfig> parseMindFormersYaml(const std::string& text,

@@ -55,6 +55,17 @@ std::string_view parallelModeName(ParallelMode mode);
 /// "recursive_programming", "sharding_propagation".
 std::string_view searchModeName(SearchMode mode);
 
+/// How mem_coeff is set: the number given, or chosen by planning seed 000's ladder of rungs
+/// (planner/mem_coeff_auto.h).
+enum class MemCoeffRule {
+  kGiven,
+  kAuto,     ///< `auto`: the smallest rung whose plan fits
+  kFastest,  ///< `fastest`: the rung whose plan, among those that fit, is fastest
+};
+
+/// "auto", "fastest", or empty for a number.
+std::string_view memCoeffRuleName(MemCoeffRule rule);
+
 /// The parallel keys of a run yaml; defaults are MindSpore's / MindFormers' (see the doc page).
 struct ParallelSettings {
   /// use_parallel; unset when not given. False: every device data parallel (planner).
@@ -63,13 +74,13 @@ struct ParallelSettings {
   SearchMode searchMode = SearchMode::kRecursiveProgramming;  ///< parallel.search_mode
   bool autoPipeline = false;                                  ///< parallel.auto_pipeline
   bool fullBatch = false;                                     ///< parallel.full_batch
-  std::optional<bool> enableParallelOptimizer;  ///< parallel.enable_parallel_optimizer
-  double memCoeff = 0.1;                        ///< parallel_config.mem_coeff
-  bool memCoeffAuto = false;                    ///< parallel_config.mem_coeff: auto
-  int64_t dataParallel = 1;                     ///< parallel_config.data_parallel
-  int64_t modelParallel = 1;                    ///< parallel_config.model_parallel
-  int64_t pipelineStage = 1;                    ///< parallel_config.pipeline_stage
-  int64_t microBatchNum = 1;                    ///< parallel_config.micro_batch_num
+  std::optional<bool> enableParallelOptimizer;       ///< parallel.enable_parallel_optimizer
+  double memCoeff = 0.1;                             ///< parallel_config.mem_coeff
+  MemCoeffRule memCoeffRule = MemCoeffRule::kGiven;  ///< mem_coeff: auto or fastest
+  int64_t dataParallel = 1;                          ///< parallel_config.data_parallel
+  int64_t modelParallel = 1;                         ///< parallel_config.model_parallel
+  int64_t pipelineStage = 1;                         ///< parallel_config.pipeline_stage
+  int64_t microBatchNum = 1;                         ///< parallel_config.micro_batch_num
   /// parallel_config.micro_batch_interleave_num, or MindFormers' top-level key of that name.
   int64_t microBatchInterleaveNum = 1;
   /// parallel_config.gradient_accumulation_steps, or runner_config.gradient_accumulation_steps.

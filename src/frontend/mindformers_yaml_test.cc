@@ -207,16 +207,21 @@ TEST(GlobalBatchSize, ExampleConfigGives64) {
 
 TEST(MindFormersYaml, TypeErrorsNameFileKeyAndExpectation) {
   EXPECT_EQ(errorOf("parallel_config:\n  mem_coeff: abc\n"),
-            "run.yaml: parallel_config.mem_coeff: expected a positive number, got 'abc'");
-  EXPECT_EQ(errorOf("parallel_config:\n  mem_coeff: 0\n"),
-            "run.yaml: parallel_config.mem_coeff: expected a positive number, got '0'");
+            "run.yaml: parallel_config.mem_coeff: expected a positive number, auto or fastest, got "
+            "'abc'");
+  EXPECT_EQ(
+      errorOf("parallel_config:\n  mem_coeff: 0\n"),
+      "run.yaml: parallel_config.mem_coeff: expected a positive number, auto or fastest, got '0'");
   EXPECT_EQ(errorOf("parallel_config:\n  mem_coeff: -0.5\n"),
-            "run.yaml: parallel_config.mem_coeff: expected a positive number, got '-0.5'");
+            "run.yaml: parallel_config.mem_coeff: expected a positive number, auto or fastest, got "
+            "'-0.5'");
   EXPECT_EQ(errorOf("parallel_config:\n  mem_coeff: .inf\n"),
-            "run.yaml: parallel_config.mem_coeff: expected a positive number, got '.inf'");
-  EXPECT_EQ(errorOf("parallel_config:\n  mem_coeff: \"0.1\"\n"),
-            "run.yaml: parallel_config.mem_coeff: expected a positive number, got '0.1' "
-            "(a quoted string)");
+            "run.yaml: parallel_config.mem_coeff: expected a positive number, auto or fastest, got "
+            "'.inf'");
+  EXPECT_EQ(
+      errorOf("parallel_config:\n  mem_coeff: \"0.1\"\n"),
+      "run.yaml: parallel_config.mem_coeff: expected a positive number, auto or fastest, got '0.1' "
+      "(a quoted string)");
   EXPECT_EQ(errorOf("parallel_config:\n  data_parallel: 0\n"),
             "run.yaml: parallel_config.data_parallel: expected a positive integer, got '0'");
   EXPECT_EQ(errorOf("parallel_config:\n  pipeline_stage: 2.0\n"),

@@ -176,7 +176,10 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
 /// pipeline stages, takes 17.0.
 std::optional<Trial> memCoeffAutoFix(const PlanOptions& options, const cluster::Cluster& cluster,
                                      const FitProgress& progress) {
-  if (options.search != "recursive_programming" || options.memCoeffAuto) return std::nullopt;
+  if (options.search != "recursive_programming" ||
+      options.memCoeffRule != frontend::MemCoeffRule::kGiven) {
+    return std::nullopt;
+  }
   auto choice = chooseMemCoeff(options, cluster, progress);
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);

@@ -58,69 +58,110 @@ std::vector<double> memCoeffLadder() {
 
 namespace {
 
-/// Walks the ladder rung by rung and keeps the leanest plan seen, or the first that fits.
+/// Walks the ladder rung by rung. Under `auto` the first plan that fits is the choice; under
+/// `fastest`, the fastest of the plans that fit in the first climb that has one (the smaller rung
+/// on a tie). Until a plan fits it keeps the leanest.
 class Climb {
  public:
-  Climb(const cluster::Cluster& cluster, const std::function<void(int)>& progress)
-      : cluster_(cluster), progress_(progress) {}
+  Climb(frontend::MemCoeffRule rule, const cluster::Cluster& cluster,
+        const std::function<void(int)>& progress)
+      : rule_(rule), cluster_(cluster), progress_(progress) {}
 
-  /// Takes rung `memCoeff`'s plan under `levers` (`set` of the climbs); true once one fits.
-  bool take(size_t set, const Levers& levers, double memCoeff, PlanOptions& candidate,
+  /// Takes rung `memCoeff`'s plan under `levers`, in climb `set`.
+  void take(size_t set, const Levers& levers, double memCoeff, PlanOptions& candidate,
             Evaluated& evaluated) {
     ++planned_;
     if (progress_) progress_(planned_);
     const int64_t peak = evaluated.peakBytes();
     const bool fits = peak <= cluster_.device.memoryBytes;
     if (set == 0 && (plainLeanest_ == 0 || peak < plainLeanest_)) plainLeanest_ = peak;
-    if (!fits && leanest_ && leanest_->evaluated.peakBytes() <= peak) return false;
-    const std::vector<std::string> leverFlags = levers.flags();
-    std::vector<std::string> flags{"--mem-coeff", rungText(memCoeff)};
-    flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
-    std::string summary =
-        fmt::format("mem_coeff auto: {}{} ({} plans): step {}, peak {} of {}", rungText(memCoeff),
-                    leverFlags.empty() ? "" : fmt::format(" with {}", fmt::join(leverFlags, " ")),
-                    planned_, formatSeconds(evaluated.estimate.stepSeconds), formatBytes(peak),
-                    formatBytes(cluster_.device.memoryBytes));
-    if (set > 0) {
-      summary += fmt::format("; without a lever the least any mem_coeff needs is {}",
-                             formatBytes(plainLeanest_));
-    }
-    leanest_ = MemCoeffChoice{std::move(candidate), std::move(evaluated), fits, std::move(flags),
-                              std::move(summary)};
-    return fits;
+    const double step = evaluated.estimate.stepSeconds;
+    if (fits && !smallest_) smallest_ = Rung{memCoeff, step};
+    std::optional<Taken>& slot = fits ? fitting_ : leanest_;
+    const bool better = !slot || (fits ? rule_ == frontend::MemCoeffRule::kFastest &&
+                                             step < slot->evaluated.estimate.stepSeconds
+                                       : peak < slot->evaluated.peakBytes());
+    if (!better) return;
+    slot = Taken{set, levers, memCoeff, std::move(candidate), std::move(evaluated)};
   }
 
-  /// The choice: the first plan that fits, else the leanest, said so.
+  /// Whether the choice is made: a plan fits, and under `fastest` the climb is over.
+  [[nodiscard]] bool decided(bool climbOver) const {
+    return fitting_ && (rule_ == frontend::MemCoeffRule::kAuto || climbOver);
+  }
+
+  /// The choice, or the leanest plan, said so.
   MemCoeffChoice result(const std::vector<Levers>& sets) {
-    if (leanest_->fits) return std::move(*leanest_);
-    const std::vector<double> ladder = memCoeffLadder();
-    leanest_->summary = fmt::format(
-        "mem_coeff auto: no rung from {} to {} fits, with or without {}; the leanest is {}",
-        rungText(ladder.front()), rungText(ladder.back()),
-        sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags(), " "))
-                        : std::string("a lever"),
-        leanest_->summary.substr(leanest_->summary.find(':') + 2));
-    return std::move(*leanest_);
+    Taken& taken = fitting_ ? *fitting_ : *leanest_;
+    const std::vector<std::string> leverFlags = taken.levers.flags();
+    std::vector<std::string> flags{"--mem-coeff", rungText(taken.memCoeff)};
+    flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
+    const int64_t peak = taken.evaluated.peakBytes();
+    std::string line =
+        fmt::format("{}{} ({} plans): step {}, peak {} of {}", rungText(taken.memCoeff),
+                    leverFlags.empty() ? "" : fmt::format(" with {}", fmt::join(leverFlags, " ")),
+                    planned_, formatSeconds(taken.evaluated.estimate.stepSeconds),
+                    formatBytes(peak), formatBytes(cluster_.device.memoryBytes));
+    if (fitting_ && rule_ == frontend::MemCoeffRule::kFastest &&
+        smallest_->memCoeff != taken.memCoeff) {
+      line += fmt::format("; the smallest that fits, {}, takes {}", rungText(smallest_->memCoeff),
+                          formatSeconds(smallest_->stepSeconds));
+    }
+    if (taken.set > 0) {
+      line += fmt::format("; without a lever the least any mem_coeff needs is {}",
+                          formatBytes(plainLeanest_));
+    }
+    const std::string_view rule = frontend::memCoeffRuleName(rule_);
+    std::string summary = fmt::format("mem_coeff {}: {}", rule, line);
+    if (!fitting_) {
+      const std::vector<double> ladder = memCoeffLadder();
+      summary = fmt::format(
+          "mem_coeff {}: no rung from {} to {} fits, with or without {}; the leanest is {}", rule,
+          rungText(ladder.front()), rungText(ladder.back()),
+          sets.size() > 1 ? fmt::format("{}", fmt::join(sets.back().flags(), " "))
+                          : std::string("a lever"),
+          line);
+    }
+    return MemCoeffChoice{std::move(taken.options), std::move(taken.evaluated),
+                          fitting_.has_value(), std::move(flags), std::move(summary)};
   }
 
  private:
+  struct Rung {
+    double memCoeff = 0;
+    double stepSeconds = 0;
+  };
+  struct Taken {
+    size_t set = 0;
+    Levers levers;
+    double memCoeff = 0;
+    PlanOptions options;
+    Evaluated evaluated;
+  };
+
+  frontend::MemCoeffRule rule_;
   const cluster::Cluster& cluster_;
   const std::function<void(int)>& progress_;
   int planned_ = 0;
-  int64_t plainLeanest_ = 0;  ///< the least peak without a lever
-  std::optional<MemCoeffChoice> leanest_;
+  int64_t plainLeanest_ = 0;      ///< the least peak without a lever
+  std::optional<Rung> smallest_;  ///< the first rung that fits
+  std::optional<Taken> fitting_;  ///< the choice among the plans that fit
+  std::optional<Taken> leanest_;  ///< the leanest of those that do not
 };
 
 }  // namespace
 
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
                                         const std::function<void(int)>& progress) {
+  const frontend::MemCoeffRule rule = options.memCoeffRule == frontend::MemCoeffRule::kFastest
+                                          ? frontend::MemCoeffRule::kFastest
+                                          : frontend::MemCoeffRule::kAuto;
   if (options.search != "recursive_programming") {
     return Error{fmt::format(
-        "--mem-coeff auto: only --search recursive_programming has a mem_coeff (the search is {})",
-        options.search)};
+        "--mem-coeff {}: only --search recursive_programming has a mem_coeff (the search is {})",
+        frontend::memCoeffRuleName(rule), options.search)};
   }
-  Climb climb(cluster, progress);
+  Climb climb(rule, cluster, progress);
   const std::vector<Levers> sets = leverSets(options);
   const std::vector<double> ladder = memCoeffLadder();
   for (size_t set = 0; set < sets.size(); ++set) {
@@ -138,11 +179,11 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
       });
       for (size_t i = 0; i < batch.size(); ++i) {
         if (!plans[i]) return plans[i].error();
-        if (climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i])) {
-          return climb.result(sets);
-        }
+        climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i]);
+        if (climb.decided(false)) return climb.result(sets);
       }
     }
+    if (climb.decided(true)) return climb.result(sets);
   }
   return climb.result(sets);
 }

@@ -1,11 +1,12 @@
 #pragma once
 /// \file
 /// `--mem-coeff auto` (a run yaml's `mem_coeff: auto`): the double-recursive search's smallest
-/// mem_coeff whose plan fits. Seed 000 suggests changing mem_coeff by factors of 4, so the ladder
-/// is 0.1 x 4^k (0.1, 0.4, 1.6, ... 6553.6). When no rung fits alone, the ladder is climbed again
-/// with optimizer parallel on, then with full recompute too: the memory levers MindFormers' own
-/// run yamls turn on (`enable_parallel_optimizer: True`, `recompute: True`); a lever the plan
-/// already has stays as it is.
+/// mem_coeff whose plan fits; `--mem-coeff fastest`: the one whose plan, among those that fit, is
+/// fastest (every rung of a climb planned). Seed 000 suggests changing mem_coeff by factors of 4,
+/// so the ladder is 0.1 x 4^k (0.1, 0.4, 1.6, ... 6553.6). When no rung fits alone, the ladder is
+/// climbed again with optimizer parallel on, then with full recompute too: the memory levers
+/// MindFormers' own run yamls turn on (`enable_parallel_optimizer: True`, `recompute: True`); a
+/// lever the plan already has stays as it is.
 ///   chooseMemCoeff(llama2-70b on 128 nodes) -> mem_coeff 0.4 with optimizer parallel and full
 ///   recompute: no rung fits alone or with optimizer parallel alone, nor 0.1 with both
 
@@ -34,9 +35,10 @@ struct MemCoeffChoice {
 /// The ladder's rungs, smallest first.
 std::vector<double> memCoeffLadder();
 
-/// Plans `options` at each rung until one fits. `progress` is called after each plan with the
-/// count so far. Errors: a search other than recursive_programming (which has no mem_coeff), or
-/// the first plan's (bad input).
+/// Plans `options` at each rung until one fits (`options.memCoeffRule` kFastest: through the
+/// climb in which one fits, keeping the fastest; kAuto or kGiven: the first that fits).
+/// `progress` is called after each plan with the count so far. Errors: a search other than
+/// recursive_programming (which has no mem_coeff), or the first plan's (bad input).
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
                                         const std::function<void(int)>& progress = {});
 

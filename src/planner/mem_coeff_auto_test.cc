@@ -20,7 +20,7 @@ TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
   PlanOptions options;
   options.model = "llama2-7b";
   options.search = "recursive_programming";
-  options.memCoeffAuto = true;
+  options.memCoeffRule = frontend::MemCoeffRule::kAuto;
   int planned = 0;
   auto choice = chooseMemCoeff(options, *cluster, [&](int count) { planned = count; });
   ASSERT_TRUE(choice.ok()) << choice.error().message;
@@ -42,6 +42,35 @@ TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
   }
   EXPECT_GT(below, 0) << "the default 0.1 does not fit";
   EXPECT_EQ(planned, below + 1);
+}
+
+TEST(MemCoeffAuto, FastestTakesTheFastestRungThatFits) {
+  auto cluster = loadCluster("dgx-a100-80g", 1, 0);
+  ASSERT_TRUE(cluster.ok());
+  PlanOptions options;
+  options.model = "llama2-7b";
+  options.search = "recursive_programming";
+  options.memCoeffRule = frontend::MemCoeffRule::kFastest;
+  auto choice = chooseMemCoeff(options, *cluster);
+  ASSERT_TRUE(choice.ok()) << choice.error().message;
+  ASSERT_TRUE(choice->fits);
+  EXPECT_EQ(choice->summary.rfind("mem_coeff fastest: ", 0), 0U) << choice->summary;
+  EXPECT_NE(choice->summary.find("(9 plans)"), std::string::npos) << "every rung is planned";
+  // No rung that fits is faster; the smaller of two equally fast ones would have been kept.
+  int fitting = 0;
+  for (double rung : memCoeffLadder()) {
+    PlanOptions other = options;
+    other.memCoeff = rung;
+    auto evaluated = evaluate(other, *cluster, other.modelOptions);
+    ASSERT_TRUE(evaluated.ok());
+    if (evaluated->peakBytes() > cluster->device.memoryBytes) continue;
+    ++fitting;
+    const double step = evaluated->estimate.stepSeconds;
+    const double chosen = choice->evaluated.estimate.stepSeconds;
+    EXPECT_TRUE(step > chosen || (step == chosen && rung >= choice->options.memCoeff))
+        << "mem_coeff " << rung << ": " << step << " s against " << chosen << " s";
+  }
+  EXPECT_GT(fitting, 1) << "a choice among several";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "cluster/cluster.h"
 #include "cost/graph_cost.h"
+#include "frontend/mindformers_yaml.h"
 #include "planner/framework.h"
 #include "planner/inputs.h"
 #include "planner/op_search.h"
@@ -41,8 +42,9 @@ struct PlanOptions {
   std::string search = "semi_auto";
   bool explain = false;
   double memCoeff = 0.1;
-  /// --mem-coeff auto: the smallest mem_coeff whose plan fits (planner/mem_coeff_auto.h).
-  bool memCoeffAuto = false;
+  /// --mem-coeff auto or fastest: mem_coeff chosen by planning its ladder
+  /// (planner/mem_coeff_auto.h).
+  frontend::MemCoeffRule memCoeffRule = frontend::MemCoeffRule::kGiven;
   std::string config;      ///< a MindFormers-style run yaml
   std::string configNote;  ///< what the yaml set, printed with the report
   TrainingFlags training;

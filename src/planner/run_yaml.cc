@@ -75,7 +75,9 @@ std::string configSummary(const PlanOptions& options, const frontend::MindFormer
   const frontend::ParallelSettings& parallel = config.parallel;
   return fmt::format("{}: {}, search {}, mem_coeff {}{}; {}", options.config,
                      frontend::parallelModeName(parallel.parallelMode), options.search,
-                     options.memCoeffAuto ? "auto" : fmt::format("{:g}", options.memCoeff),
+                     options.memCoeffRule != frontend::MemCoeffRule::kGiven
+                         ? std::string(frontend::memCoeffRuleName(options.memCoeffRule))
+                         : fmt::format("{:g}", options.memCoeff),
                      options.given("--mem-coeff") ? " (--mem-coeff)" : "",
                      frontend::globalBatchSizeReport(config, numDevices));
 }
@@ -173,7 +175,7 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
       break;
   }
   fromYaml(options, "--mem-coeff", options.memCoeff, parallel.memCoeff);
-  fromYaml(options, "--mem-coeff", options.memCoeffAuto, parallel.memCoeffAuto);
+  fromYaml(options, "--mem-coeff", options.memCoeffRule, parallel.memCoeffRule);
   applyYamlFeatures(parallel, options);
   if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
     // --tp without --dp: the devices of a stage that tp leaves.

@@ -168,19 +168,21 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
   }
 }
 
-/// Seed 000's own way to a double-recursive plan that fits (`--mem-coeff auto`): the smallest
-/// mem_coeff whose plan fits, with MindFormers' memory levers (optimizer parallel, then full
-/// recompute) where the ladder alone does not fit. It can take three levers at once, which the
-/// trials' pairs never combine: LLaMA2-70B over 1,024 A100s fits at mem_coeff 0.4 with optimizer
-/// parallel and full recompute, 14.3 ms a sample, where the best pair, full recompute and 32
-/// pipeline stages, takes 17.0.
-std::optional<Trial> memCoeffAutoFix(const PlanOptions& options, const cluster::Cluster& cluster,
-                                     const FitProgress& progress) {
+/// The fastest double-recursive plan that fits among seed 000's mem_coeff ladder, with
+/// MindFormers' memory levers (optimizer parallel, then full recompute) where the ladder alone
+/// does not fit (`--mem-coeff fastest`). It can take three levers at once, which the trials'
+/// pairs never combine: LLaMA2-70B over 1,024 A100s fits at mem_coeff 1.6 with optimizer parallel
+/// and full recompute, 14.2 ms a sample, where the best pair, full recompute and 32 pipeline
+/// stages, takes 17.0.
+std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster::Cluster& cluster,
+                                       const FitProgress& progress) {
   if (options.search != "recursive_programming" ||
       options.memCoeffRule != frontend::MemCoeffRule::kGiven) {
     return std::nullopt;
   }
-  auto choice = chooseMemCoeff(options, cluster, progress);
+  PlanOptions fastest = options;
+  fastest.memCoeffRule = frontend::MemCoeffRule::kFastest;
+  auto choice = chooseMemCoeff(fastest, cluster, progress);
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);
   Change change{{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}};
@@ -441,7 +443,7 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   const FitProgress counted = [&](int planned) {
     if (progress) progress(trials.planned() + planned);
   };
-  if (auto fix = memCoeffAutoFix(options, cluster, counted)) trials.addFix(std::move(*fix));
+  if (auto fix = memCoeffLadderFix(options, cluster, counted)) trials.addFix(std::move(*fix));
   if (options.devices == 0) {
     for (int nodes = options.nodes * 2; nodes <= options.nodes * 16 && trials.fitting() == 0;
          nodes *= 2) {

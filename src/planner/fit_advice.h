@@ -4,7 +4,7 @@
 /// the plan's mode allows (recompute, optimizer parallel, gradient-accumulation sharding,
 /// pipeline stages, tensor parallelism, mem_coeff, and more nodes last) and with their
 /// combinations, and keeps the fastest changes that fit. A double-recursive plan also gets
-/// `--mem-coeff auto`'s choice, which may pull three levers at once. Every fix is verified by
+/// `--mem-coeff fastest`'s choice, which may pull three levers at once. Every fix is verified by
 /// planning it.
 ///   adviseFit(options, cluster).fixes[0].flags == {"--pipeline-stages", "8",
 ///                                                   "--micro-batches", "16"}
@@ -31,7 +31,7 @@ struct FitAdvice {
 
 inline constexpr size_t kMaxFixes = 3;
 /// Re-plans per advice, all stages together: each plans the whole model once. A double-recursive
-/// plan adds `--mem-coeff auto`'s ladder (planner/mem_coeff_auto.h) to them.
+/// plan adds `--mem-coeff fastest`'s ladder (planner/mem_coeff_auto.h) to them.
 inline constexpr int kMaxFitTrials = 48;
 
 /// Called after each re-plan with the count so far.

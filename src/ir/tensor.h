@@ -49,6 +49,11 @@ struct Tensor {
   std::optional<bool> parallelOptimizer;
 
   [[nodiscard]] bool isParameter() const { return role == TensorRole::kParameter; }
+  /// Whether backward makes a gradient for it: not for a graph input (the samples, token ids)
+  /// nor for an integer tensor.
+  [[nodiscard]] bool hasGradient() const {
+    return isFloating(type.dtype) && role != TensorRole::kInput;
+  }
 };
 
 }  // namespace autopar::ir

@@ -146,10 +146,6 @@ class Propagator {
     return best;
   }
 
-  bool hasGradient(const ir::Tensor& tensor) const {
-    return ir::isFloating(tensor.type.dtype) && tensor.role != ir::TensorRole::kInput;
-  }
-
   /// Redistribution seconds between `candidate` for `op` and every decided neighbour.
   Expected<double> edgeSeconds(ir::OpId op, const rules::ShardedOp& candidate) {
     const ir::Op& node = graph_.op(op);
@@ -160,7 +156,7 @@ class Propagator {
       if (!source) continue;
       auto seconds =
           edges_.edgeSeconds(*source, candidate.inputs[i], candidate.inputGradPartialAxes[i],
-                             ir::dtypeBytes(tensor.type.dtype), hasGradient(tensor));
+                             ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
       if (!seconds) return seconds;
       total += *seconds;
     }
@@ -172,9 +168,9 @@ class Propagator {
         const rules::ShardedOp& shard = *shards_[consumerId];
         for (size_t k = 0; k < consumer.inputs.size(); ++k) {
           if (consumer.inputs[k] != tensor.id) continue;
-          auto seconds = edges_.edgeSeconds(candidate.outputs[j], shard.inputs[k],
-                                            shard.inputGradPartialAxes[k],
-                                            ir::dtypeBytes(tensor.type.dtype), hasGradient(tensor));
+          auto seconds = edges_.edgeSeconds(
+              candidate.outputs[j], shard.inputs[k], shard.inputGradPartialAxes[k],
+              ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
           if (!seconds) return seconds;
           total += *seconds;
         }
@@ -227,7 +223,7 @@ class Propagator {
       }
       if (reaching != blocked) {
         addPoint(AheadPoint{nullptr, nullptr, blocked, reaching & ~blocked, elementBytes,
-                            hasGradient(tensor)},
+                            tensor.hasGradient()},
                  points);
       }
       for (ir::TensorId output : consumer.outputs) {
@@ -240,7 +236,7 @@ class Propagator {
             if (end.inputs[k] != next.id) continue;
             addPoint(
                 AheadPoint{&shards_[endId]->inputs[k], &shards_[endId]->inputGradPartialAxes[k],
-                           reaching, 0, ir::dtypeBytes(next.type.dtype), hasGradient(next)},
+                           reaching, 0, ir::dtypeBytes(next.type.dtype), next.hasGradient()},
                 points);
           }
         }

@@ -38,12 +38,6 @@ bool isWeight(const ir::Graph& graph, ir::TensorId id) {
   return tensor.isParameter() && tensor.type.shape.size() >= 2;
 }
 
-/// Whether backward makes a gradient for the tensor: not for graph inputs nor integer tensors.
-bool hasGradient(const ir::Graph& graph, ir::TensorId id) {
-  const ir::Tensor& tensor = graph.tensor(id);
-  return ir::isFloating(tensor.type.dtype) && tensor.role != ir::TensorRole::kInput;
-}
-
 bool factorInOperand(const rules::ShardingRule& rule, size_t operand, int factor) {
   for (const auto& dim : rule.operands[operand]) {
     for (const auto& part : dim) {
@@ -363,7 +357,8 @@ class RecursiveSearch {
         // An input the cut replicates has its gradient all-reduced over the cut in backward; a
         // graph input (the samples, token ids) has none, and reading it whole costs nothing.
         for (size_t i = 0; i < node.inputs.size(); ++i) {
-          if (!factorInOperand(rules_[op], i, factor) && hasGradient(graph_, node.inputs[i]))
+          if (!factorInOperand(rules_[op], i, factor) &&
+              graph_.tensor(node.inputs[i]).hasGradient())
             cost += static_cast<double>(elementsOf(current.inputs, i));
         }
         return added * cost;

@@ -90,6 +90,22 @@ void put(Change& change, const std::string& flag, const std::string& value,
   }
 }
 
+/// What `change` made: the plan's step, samples, peak and model states.
+Trial trialOf(const Change& change, const Evaluated& evaluated) {
+  const auto memory = evaluated.estimate.peakMemory();
+  return Trial{change, evaluated.estimate.stepSeconds,
+               evaluated.model.graphBatch * evaluated.pipeline.microBatches, evaluated.peakBytes(),
+               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
+}
+
+/// Full recompute and optimizer parallel as the user turns them on.
+Change fullRecomputeChange() {
+  return {{"--recompute", "full"}, {{"recompute_config.recompute", "True"}}};
+}
+Change optimizerParallelChange() {
+  return {{"--optimizer-parallel"}, {{"parallel.enable_parallel_optimizer", "True"}}};
+}
+
 void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
   const std::string& recompute = options.training.recompute;
   if (recompute == "none") {
@@ -98,8 +114,7 @@ void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
                    [](PlanOptions& o) { o.training.recompute = "selective"; }});
   }
   if (recompute != "full") {
-    out.push_back({Lever::kRecompute,
-                   {{"--recompute", "full"}, {{"recompute_config.recompute", "True"}}},
+    out.push_back({Lever::kRecompute, fullRecomputeChange(),
                    [](PlanOptions& o) { o.training.recompute = "full"; }});
   }
 }
@@ -107,8 +122,7 @@ void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
 void addOptimizerParallel(const PlanOptions& options, std::vector<Variant>& out) {
   const TrainingFlags& training = options.training;
   if (!training.optimizerParallel) {
-    out.push_back({Lever::kOptimizerParallel,
-                   {{"--optimizer-parallel"}, {{"parallel.enable_parallel_optimizer", "True"}}},
+    out.push_back({Lever::kOptimizerParallel, optimizerParallelChange(),
                    [](PlanOptions& o) { o.training.optimizerParallel = true; }});
   }
   // Accumulated gradients sharded too: worth it only when a step accumulates micro-batches.
@@ -186,19 +200,14 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);
   Change change{{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}};
+  // The ladder's levers (planner/mem_coeff_auto.h): optimizer parallel, then full recompute.
   if (choice->options.training.optimizerParallel && !options.training.optimizerParallel) {
-    change = merged(change,
-                    {{"--optimizer-parallel"}, {{"parallel.enable_parallel_optimizer", "True"}}});
+    change = merged(change, optimizerParallelChange());
   }
   if (choice->options.training.recompute != options.training.recompute) {
-    change = merged(change, {{"--recompute", choice->options.training.recompute},
-                             {{"recompute_config.recompute", "True"}}});
+    change = merged(change, fullRecomputeChange());
   }
-  const Evaluated& evaluated = choice->evaluated;
-  const auto memory = evaluated.estimate.peakMemory();
-  return Trial{change, evaluated.estimate.stepSeconds,
-               evaluated.model.graphBatch * evaluated.pipeline.microBatches, evaluated.peakBytes(),
-               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
+  return trialOf(change, choice->evaluated);
 }
 
 /// A change's flags, each name with its values as one string ("--pipeline-stages 8").
@@ -221,11 +230,7 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   if (!cluster) return std::nullopt;
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return std::nullopt;
-  const auto memory = evaluated->estimate.peakMemory();
-  return Trial{change, evaluated->estimate.stepSeconds,
-               evaluated->model.graphBatch * evaluated->pipeline.microBatches,
-               evaluated->peakBytes(),
-               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
+  return trialOf(change, *evaluated);
 }
 
 /// The trials of one stage of the advice, planned in order until the budget runs out.
@@ -263,7 +268,7 @@ class Trials {
   [[nodiscard]] size_t fitting() const { return fitting_.size(); }
   [[nodiscard]] int planned() const { return planned_; }
 
-  /// A fix planned outside the trials (`--mem-coeff auto`'s choice), unless one with the same
+  /// A fix planned outside the trials (`--mem-coeff fastest`'s choice), unless one with the same
   /// flags is already kept.
   void addFix(Trial fix) {
     const auto parts = partsOf(fix.change);

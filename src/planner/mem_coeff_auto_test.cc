@@ -14,13 +14,19 @@ TEST(MemCoeffAuto, LadderIsSeedZerosFactorsOfFour) {
   for (size_t i = 1; i < ladder.size(); ++i) EXPECT_DOUBLE_EQ(ladder[i], 4 * ladder[i - 1]);
 }
 
-TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
-  auto cluster = loadCluster("dgx-a100-80g", 1, 0);
-  ASSERT_TRUE(cluster.ok());
+/// LLaMA2-7B's double-recursive plan on one DGX-A100, its mem_coeff chosen by `rule`.
+PlanOptions llama7bRecursive(frontend::MemCoeffRule rule) {
   PlanOptions options;
   options.model = "llama2-7b";
   options.search = "recursive_programming";
-  options.memCoeffRule = frontend::MemCoeffRule::kAuto;
+  options.memCoeffRule = rule;
+  return options;
+}
+
+TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
+  auto cluster = loadCluster("dgx-a100-80g", 1, 0);
+  ASSERT_TRUE(cluster.ok());
+  const PlanOptions options = llama7bRecursive(frontend::MemCoeffRule::kAuto);
   int planned = 0;
   auto choice = chooseMemCoeff(options, *cluster, [&](int count) { planned = count; });
   ASSERT_TRUE(choice.ok()) << choice.error().message;
@@ -47,10 +53,7 @@ TEST(MemCoeffAuto, ChoosesTheSmallestRungThatFits) {
 TEST(MemCoeffAuto, FastestTakesTheFastestRungThatFits) {
   auto cluster = loadCluster("dgx-a100-80g", 1, 0);
   ASSERT_TRUE(cluster.ok());
-  PlanOptions options;
-  options.model = "llama2-7b";
-  options.search = "recursive_programming";
-  options.memCoeffRule = frontend::MemCoeffRule::kFastest;
+  const PlanOptions options = llama7bRecursive(frontend::MemCoeffRule::kFastest);
   auto choice = chooseMemCoeff(options, *cluster);
   ASSERT_TRUE(choice.ok()) << choice.error().message;
   ASSERT_TRUE(choice->fits);

@@ -49,7 +49,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "how Adam holds its state: fp32 (an fp32 master copy and moments, 12 bytes per "
                   "parameter: Megatron, PyTorch) | remainders (fp32 moments, the master as the "
                   "weight's missing 16 bits: NeMo's distributed_fused_adam, 10) | bf16 (bf16 "
-                  "moments, no master: distributed_fused_adam with optim.dtype bf16, 4)")
+                  "moments, no master: distributed_fused_adam with optim.dtype bf16, 4) | "
+                  "fp32-moments (fp32 moments, no master: MindFormers' AdamW on float16 "
+                  "weights, 8)")
       ->capture_default_str();
   verb.add_option(
           "--framework", flags.framework,

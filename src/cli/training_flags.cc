@@ -34,6 +34,9 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
                 "keep model-parallel communication outputs of recomputed blocks");
   verb.add_flag("--parallel-optimizer-comm-recompute", flags.parallelOptimizerCommRecompute,
                 "gather optimizer-parallel parameters again in recomputed blocks");
+  verb.add_flag("--recompute-slice-activation", flags.recomputeSliceActivation,
+                "keep a recomputed block's inputs sliced over the devices that hold the same "
+                "copy, gathered again in backward (recompute_slice_activation)");
   verb.add_flag("--optimizer-parallel", flags.optimizerParallel,
                 "shard parameters and optimizer states over their replicas "
                 "(enable_parallel_optimizer)");

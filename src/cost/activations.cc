@@ -73,6 +73,20 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions
 
 namespace {
 
+/// `layout` with each of its replica axes also cutting the first dim it divides: the devices
+/// that held the same copy now each hold a part of it.
+layout::TensorLayout slicedOverReplicas(layout::TensorLayout layout) {
+  for (int axis : layout.replicaAxes()) {
+    const int64_t size = layout.deviceMatrix.axisSize(axis);
+    for (size_t dim = 0; dim < layout.shape.size(); ++dim) {
+      if (layout.shape[dim] % (layout.cutsOfDim(static_cast<int>(dim)) * size) != 0) continue;
+      layout.dimAxes[dim].push_back(axis);
+      break;
+    }
+  }
+  return layout;
+}
+
 struct Accumulator {
   const ActivationInputs& in;
   ActivationCost cost;
@@ -99,6 +113,21 @@ struct Accumulator {
     } else {
       cost.bytes[s] += useBytes;
     }
+  }
+
+  /// A recomputed region's input under RecomputeOptions::sliceActivation: what keep() would
+  /// hold, sliced over its replicas, and gathered back before the region runs again.
+  void keepSliced(ir::TensorId tensor, const layout::TensorLayout& use, int stage) {
+    if (!counted.insert({tensor, stage}).second) return;
+    const layout::TensorLayout& source = in.sources[static_cast<size_t>(tensor)];
+    const bool fromSource =
+        in.options.mpCommRecompute && bytesOf(source, tensor) < bytesOf(use, tensor);
+    const layout::TensorLayout& held = fromSource ? source : use;
+    const layout::TensorLayout sliced = slicedOverReplicas(held);
+    auto s = static_cast<size_t>(stage);
+    cost.bytes[s] += bytesOf(sliced, tensor);
+    if (!(sliced == held)) cost.replaySeconds[s] += in.redistributionSeconds(tensor, sliced, held);
+    if (fromSource) cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
   }
 
   /// An optimizer-parallel parameter a consumer saves: its gathered copy, or `replays` gathers
@@ -166,7 +195,11 @@ struct Accumulator {
         continue;
       }
       if (producer != ir::kNoOp && in.regions.dropsOutput[static_cast<size_t>(producer)]) continue;
-      keep(t, shard.inputs[i], stage, in.options.mpCommRecompute);
+      if (in.options.sliceActivation) {
+        keepSliced(t, shard.inputs[i], stage);
+      } else {
+        keep(t, shard.inputs[i], stage, in.options.mpCommRecompute);
+      }
     }
   }
 

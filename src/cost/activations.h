@@ -60,6 +60,9 @@ struct ActivationInputs {
   int stages = 1;
   /// Seconds of the forward redistribution of a tensor into a consumer's layout.
   std::function<double(ir::TensorId, const layout::TensorLayout&)> forwardSeconds;
+  /// Seconds of redistributing a tensor from one layout to another (the gather of a kept slice).
+  std::function<double(ir::TensorId, const layout::TensorLayout&, const layout::TensorLayout&)>
+      redistributionSeconds;
   bool stashGatheredInputs = true;  ///< EvaluateOptions::stashGatheredInputs
   /// Per tensor: read by its one consumer inside its producer's kernel (EvaluateOptions::
   /// fuseElementwise, as the op costs fuse it); empty when nothing is fused. A fused kernel's

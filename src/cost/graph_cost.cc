@@ -314,18 +314,24 @@ double forwardEdgeSeconds(const Context& ctx, ir::TensorId tensor,
 
 void costActivations(Context& ctx) {
   const RecomputeRegions regions = recomputeRegions(ctx.graph, ctx.options.recompute);
-  ActivationInputs inputs{ctx.graph,
-                          ctx.sharded,
-                          ctx.options.recompute,
-                          regions,
-                          ctx.sources,
-                          ctx.stageOf,
-                          ctx.options.stages,
-                          [&](ir::TensorId t, const layout::TensorLayout& to) {
-                            return forwardEdgeSeconds(ctx, t, to);
-                          },
-                          ctx.options.stashGatheredInputs,
-                          ctx.inFusedKernel};
+  ActivationInputs inputs{
+      ctx.graph,
+      ctx.sharded,
+      ctx.options.recompute,
+      regions,
+      ctx.sources,
+      ctx.stageOf,
+      ctx.options.stages,
+      [&](ir::TensorId t, const layout::TensorLayout& to) {
+        return forwardEdgeSeconds(ctx, t, to);
+      },
+      [&](ir::TensorId t, const layout::TensorLayout& from, const layout::TensorLayout& to) {
+        auto moved = layout::redistribute(from, to, ctx.cluster, elementBytes(ctx.graph, t),
+                                          ctx.options.redistribution);
+        return moved ? moved->seconds : 0.0;
+      },
+      ctx.options.stashGatheredInputs,
+      ctx.inFusedKernel};
   const ActivationCost kept = keptActivations(inputs);
   ctx.report.recomputeRegionOf = regions.regionOf;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {

@@ -54,7 +54,9 @@ struct EvaluateOptions {
   bool overlapParameterGather = false;
   /// Megatron-Core's --tp-comm-overlap: a stage's activation communication (tensor- and
   /// sequence-parallel all-gathers and reduce-scatters) runs in chunks under the matmuls it
-  /// feeds or follows; only what outlasts the stage's compute in each pass is exposed.
+  /// feeds or follows; only what outlasts the stage's compute in each pass is exposed. MindSpore's
+  /// micro_batch_interleave_num hides it the same way: the batch runs as interleaved copies, one
+  /// copy's communication under another's compute.
   bool overlapActivationComm = false;
   /// Megatron-LM's --async-tensor-model-parallel-allreduce (2022): in backward, a
   /// column-parallel linear's input-gradient all-reduce (or, with sequence parallelism, its

@@ -8,7 +8,8 @@ Expected<OptimizerState> parseOptimizerState(std::string_view name) {
   if (name == "fp32") return OptimizerState::kFp32;
   if (name == "remainders") return OptimizerState::kRemainders;
   if (name == "bf16") return OptimizerState::kBf16;
-  return Error{fmt::format("'{}': expected fp32, remainders or bf16", name)};
+  if (name == "fp32-moments") return OptimizerState::kFp32Moments;
+  return Error{fmt::format("'{}': expected fp32, remainders, bf16 or fp32-moments", name)};
 }
 
 OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state) {
@@ -20,6 +21,8 @@ OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state) {
       return {dtype == ir::DType::kBF16 ? 2 : 4, 4};
     case OptimizerState::kBf16:
       return {0, 2};
+    case OptimizerState::kFp32Moments:
+      return {0, 4};
     case OptimizerState::kFp32:
       break;
   }

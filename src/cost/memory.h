@@ -27,6 +27,10 @@ enum class OptimizerState {
   /// bf16 moments and no master copy, the weight updated in place: 4 bytes (NeMo's
   /// distributed_fused_adam with optim.dtype: bf16).
   kBf16,
+  /// fp32 moments and no master copy, the 16-bit weight updated in place: 8 bytes (MindFormers'
+  /// AdamW, AdamWeightDecayX and FP32StateAdamWeightDecay, whose clone_state makes fp32
+  /// moments beside float16 parameters).
+  kFp32Moments,
 };
 
 struct OptimizerSpec {
@@ -37,7 +41,7 @@ struct OptimizerSpec {
   OptimizerState state = OptimizerState::kFp32;
 };
 
-/// "fp32", "remainders" or "bf16"; the error lists them.
+/// "fp32", "remainders", "bf16" or "fp32-moments"; the error lists them.
 Expected<OptimizerState> parseOptimizerState(std::string_view name);
 
 /// Per element of a weight stored as `dtype`: the master copy's bytes and one moment's.

@@ -57,6 +57,10 @@ struct RecomputeOptions {
   /// Inside recomputed blocks, optimizer-parallel parameter all-gathers are replayed in backward
   /// instead of keeping the gathered parameter (MindSpore's default false).
   bool parallelOptimizerCommRecompute = false;
+  /// A recomputed block's inputs are kept sliced over the devices that hold the same copy, and
+  /// gathered again before the block runs again in backward (MindSpore's
+  /// recompute_slice_activation; Megatron-LM's --distribute-saved-activations).
+  bool sliceActivation = false;
   /// Every gathered optimizer-parallel parameter is freed after its forward use and gathered
   /// again for its backward use (ZeRO-3: DeepSpeed's pre-/post-forward and pre-/post-backward
   /// module hooks). A recomputed op's parameter is then gathered three times per micro-batch:

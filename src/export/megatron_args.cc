@@ -125,8 +125,9 @@ std::vector<std::string> megatronNotes(const planner::MegatronConfig& config) {
   }
   if (config.optimizerState != cost::OptimizerState::kFp32) {
     notes.emplace_back(
-        "the optimizer state was costed as NeMo's distributed_fused_adam keeps it "
-        "(--optimizer-state); Megatron-LM's optimizer keeps an fp32 master copy and fp32 moments, "
+        "the optimizer state was costed as --optimizer-state holds it (NeMo's "
+        "distributed_fused_adam, MindFormers' AdamW); Megatron-LM's optimizer keeps an fp32 master "
+        "copy and fp32 moments, "
         "12 bytes per parameter");
   }
   return notes;

@@ -226,6 +226,9 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
   if (plan.inputs.microBatch > 0) {
     shape = fmt::format(", micro-batch {} per replica, sequence {}", plan.inputs.microBatch,
                         plan.inputs.sequence);
+  } else if (plan.inputs.sequence > 0) {
+    // A batch the search cut as it could (an auto-parallel run yaml's): no share per replica.
+    shape = fmt::format(", sequence {}", plan.inputs.sequence);
   }
   out += fmt::format("  {:.3f} B parameters{}, {} ops\n",
                      static_cast<double>(header.parameterCount) / 1e9, shape, plan.ops.size());

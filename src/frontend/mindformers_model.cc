@@ -142,6 +142,38 @@ int64_t llamaFfnSize(int64_t hidden, int64_t multipleOf, std::optional<double> f
   return multipleOf * ((width + multipleOf - 1) / multipleOf);
 }
 
+MindFormersFamily mindformersFamily(const std::optional<std::string>& archType,
+                                    std::string_view modelName) {
+  if (archType) {
+    if (*archType == "QwenForCausalLM") return MindFormersFamily::kQwen;
+    if (archType->starts_with("Baichuan")) return MindFormersFamily::kBaichuan2;
+    return MindFormersFamily::kLlama;
+  }
+  if (modelName.starts_with("qwen-")) return MindFormersFamily::kQwen;
+  if (modelName.starts_with("baichuan2-")) return MindFormersFamily::kBaichuan2;
+  return MindFormersFamily::kLlama;
+}
+
+void applyMindFormersVocabSplits(TransformerConfig& config, MindFormersFamily family,
+                                 bool vocabEmbDp) {
+  using Split = TransformerConfig::VocabSplit;
+  config.embeddingTableWhole = vocabEmbDp;
+  switch (family) {
+    case MindFormersFamily::kLlama:
+      config.headVocab = vocabEmbDp ? Split::kWhole : Split::kByTp;
+      config.lossVocab = Split::kByTp;
+      return;
+    case MindFormersFamily::kQwen:
+      config.headVocab = vocabEmbDp ? Split::kWhole : Split::kAllDevices;
+      config.lossVocab = Split::kAllDevices;
+      return;
+    case MindFormersFamily::kBaichuan2:
+      config.headVocab = Split::kAllDevices;
+      config.lossVocab = Split::kAllDevices;
+      return;
+  }
+}
+
 Expected<std::optional<TransformerConfig>> readMindFormersModel(const YAML::Node& root,
                                                                 const std::string& defaultName) {
   auto keys = readModelKeys(root);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "frontend/transformer.h"
 #include "util/expected.h"
@@ -27,6 +28,28 @@ namespace autopar::frontend {
 ///   llamaFfnSize(4096, 256, {})   = 11008  (LLaMA2-7B:  int(2*16384/3) = 10922 -> 43*256)
 ///   llamaFfnSize(8192, 4096, 1.3) = 28672  (LLaMA2-70B: int(1.3*21845) = 28398 -> 7*4096)
 int64_t llamaFfnSize(int64_t hidden, int64_t multipleOf, std::optional<double> ffnDimMultiplier);
+
+/// MindFormers' model families, as far as their semi-auto annotations of the embedding, the LM
+/// head and the loss differ (MindFormers 1.2: mindformers/models/llama/llama.py,
+/// research/qwen/qwen_model.py, research/baichuan2/baichuan2_7b.py and baichuan2_13b.py).
+enum class MindFormersFamily { kLlama, kQwen, kBaichuan2 };
+
+/// The family whose model code runs a run yaml's model: by `model.arch.type` (QwenForCausalLM;
+/// Baichuan7BV2ForCausalLM, Baichuan13BV2ForCausalLM; any other class is LLaMA's code), or
+/// without one by the model's name (the presets qwen-7b, qwen-14b, baichuan2-7b, baichuan2-13b).
+MindFormersFamily mindformersFamily(const std::optional<std::string>& archType,
+                                    std::string_view modelName);
+
+/// Splits the vocabulary of `config`'s embedding, LM head and loss as the family's model code
+/// shards them under parallel_config.vocab_emb_dp (`vocabEmbDp`):
+///   embedding table    whole with vocab_emb_dp, else rows by mp (LlamaEmbedding)
+///   LLaMA lm_head      ((dp,1),(1,1)) with vocab_emb_dp, else ((dp,1),(mp,1)); loss (dp, mp)
+///   Qwen lm_head       ((dp,1),(1,1)) with vocab_emb_dp, else ((1,1),(dp*mp,1)); loss over
+///                      dp*mp with data_parallel 1 (its loss_parallel_config)
+///   Baichuan2 NormHead ((1,1),(dp*mp,1)) either way; loss as Qwen's
+/// (MindSpore's MatMul strategies; the weight is [vocab, hidden], read transposed.)
+void applyMindFormersVocabSplits(TransformerConfig& config, MindFormersFamily family,
+                                 bool vocabEmbDp);
 
 /// Reads `model.model_config` of `root`. Returns no model when the section names no preset and
 /// gives no dimension. `defaultName` names a model without a preset (the yaml's file stem).

@@ -140,5 +140,58 @@ TEST(MindFormersModel, Errors) {
             "run.yaml: model.model_config.ffn_dim_multiplier: expected a positive number, got 'x'");
 }
 
+TEST(MindFormersFamily, ByTheArchClassElseByThePresetName) {
+  EXPECT_EQ(mindformersFamily(std::string("QwenForCausalLM"), "x"), MindFormersFamily::kQwen);
+  EXPECT_EQ(mindformersFamily(std::string("Baichuan7BV2ForCausalLM"), "x"),
+            MindFormersFamily::kBaichuan2);
+  EXPECT_EQ(mindformersFamily(std::string("LlamaForCausalLM"), "qwen-7b"),
+            MindFormersFamily::kLlama);
+  EXPECT_EQ(mindformersFamily(std::nullopt, "qwen-14b"), MindFormersFamily::kQwen);
+  EXPECT_EQ(mindformersFamily(std::nullopt, "baichuan2-13b"), MindFormersFamily::kBaichuan2);
+  EXPECT_EQ(mindformersFamily(std::nullopt, "llama2-7b"), MindFormersFamily::kLlama);
+}
+
+TEST(MindFormersFamily, VocabularySplitsFollowEachFamilysModelCode) {
+  using Split = TransformerConfig::VocabSplit;
+  struct Case {
+    MindFormersFamily family;
+    bool vocabEmbDp;
+    Split head, loss;
+  };
+  const Case cases[] = {
+      {MindFormersFamily::kLlama, true, Split::kWhole, Split::kByTp},
+      {MindFormersFamily::kLlama, false, Split::kByTp, Split::kByTp},
+      {MindFormersFamily::kQwen, true, Split::kWhole, Split::kAllDevices},
+      {MindFormersFamily::kQwen, false, Split::kAllDevices, Split::kAllDevices},
+      {MindFormersFamily::kBaichuan2, true, Split::kAllDevices, Split::kAllDevices},
+      {MindFormersFamily::kBaichuan2, false, Split::kAllDevices, Split::kAllDevices},
+  };
+  for (const Case& c : cases) {
+    TransformerConfig config;
+    applyMindFormersVocabSplits(config, c.family, c.vocabEmbDp);
+    EXPECT_EQ(config.headVocab, c.head) << static_cast<int>(c.family) << c.vocabEmbDp;
+    EXPECT_EQ(config.lossVocab, c.loss) << static_cast<int>(c.family) << c.vocabEmbDp;
+    EXPECT_EQ(config.embeddingTableWhole, c.vocabEmbDp);
+  }
+}
+
+TEST(MindFormersFamily, ARunYamlsModelRunsOnItsFamilysCode) {
+  using Split = TransformerConfig::VocabSplit;
+  // vocab_emb_dp is MindFormers' default True; Baichuan2's NormHead splits the vocabulary anyway.
+  TransformerConfig model = modelOf("model:\n  model_config:\n    model_preset: baichuan2-7b\n");
+  EXPECT_EQ(model.headVocab, Split::kAllDevices);
+  EXPECT_TRUE(model.embeddingTableWhole);
+  model = modelOf(
+      "parallel_config:\n  vocab_emb_dp: False\nmodel:\n  arch:\n    type: QwenForCausalLM\n"
+      "  model_config:\n    model_preset: llama2-7b\n");
+  EXPECT_EQ(model.headVocab, Split::kAllDevices);
+  EXPECT_FALSE(model.embeddingTableWhole);
+  model = modelOf("model:\n  model_config:\n    model_preset: llama2-7b\n");
+  EXPECT_EQ(model.headVocab, Split::kWhole);
+  EXPECT_EQ(
+      errorOf("parallel_config:\n  vocab_emb_dp: maybe\n"),
+      "run.yaml: parallel_config.vocab_emb_dp: expected a boolean (true or false), got 'maybe'");
+}
+
 }  // namespace
 }  // namespace autopar::frontend

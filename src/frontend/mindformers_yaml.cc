@@ -113,19 +113,24 @@ Status readParallelFlags(const YAML::Node& root, ParallelSettings& settings) {
                      settings.enableParallelOptimizer);
 }
 
-/// MindFormers' recompute_config block and parallel_config.use_seq_parallel.
+/// MindFormers' recompute_config block, parallel_config.use_seq_parallel and vocab_emb_dp.
 Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
   const std::pair<const char*, bool*> flags[] = {
       {"recompute", &settings.recompute},
       {"select_recompute", &settings.selectRecompute},
       {"mp_comm_recompute", &settings.mpCommRecompute},
       {"parallel_optimizer_comm_recompute", &settings.parallelOptimizerCommRecompute},
+      {"recompute_slice_activation", &settings.recomputeSliceActivation},
   };
   for (const auto& [key, out] : flags) {
     if (auto s = readInto(root, {"recompute_config", key}, readYamlBool, *out); !s) return s;
   }
-  return readInto(root, {"parallel_config", "use_seq_parallel"}, readYamlBool,
-                  settings.useSeqParallel);
+  if (auto s = readInto(root, {"parallel_config", "use_seq_parallel"}, readYamlBool,
+                        settings.useSeqParallel);
+      !s) {
+    return s;
+  }
+  return readInto(root, {"parallel_config", "vocab_emb_dp"}, readYamlBool, settings.vocabEmbDp);
 }
 
 /// parallel_config.mem_coeff: a positive number, `auto` (the smallest that fits) or `fastest`
@@ -249,9 +254,18 @@ Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::st
       !status) {
     return status.error();
   }
+  if (auto status = readYamlKey(root, {"model", "arch", "type"}, readYamlString, config.archType);
+      !status) {
+    return status.error();
+  }
   auto model = readMindFormersModel(root, modelName);
   if (!model) return model.error();
   config.model = std::move(*model);
+  if (config.model) {
+    applyMindFormersVocabSplits(*config.model,
+                                mindformersFamily(config.archType, config.model->name),
+                                config.parallel.vocabEmbDp);
+  }
   if (auto status = readYamlKey(root, {"framework"}, readYamlString, config.framework); !status) {
     return status.error();
   }

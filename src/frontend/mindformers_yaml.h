@@ -86,6 +86,9 @@ struct ParallelSettings {
   /// parallel_config.gradient_accumulation_steps, or runner_config.gradient_accumulation_steps.
   int64_t gradientAccumulationSteps = 1;
   bool useSeqParallel = false;  ///< parallel_config.use_seq_parallel
+  /// parallel_config.vocab_emb_dp: the embedding table (and, as the model family's code decides,
+  /// the LM head) whole on every device. MindFormers' default is True.
+  bool vocabEmbDp = true;
   bool enableAllToAll = false;  ///< parallel.enable_alltoall
   /// parallel.parallel_optimizer_config.parallel_optimizer_threshold (KB) and
   /// .gradient_accumulation_shard.
@@ -95,6 +98,7 @@ struct ParallelSettings {
   bool selectRecompute = false;                 ///< recompute_config.select_recompute
   bool mpCommRecompute = true;                  ///< recompute_config.mp_comm_recompute
   bool parallelOptimizerCommRecompute = false;  ///< .parallel_optimizer_comm_recompute
+  bool recomputeSliceActivation = false;        ///< .recompute_slice_activation
   /// MindFormers' interleaved pipeline: parallel.pipeline_config.pipeline_interleave with
   /// model.model_config.pp_interleave_num chunks per stage (1: not interleaved).
   int64_t ppInterleaveNum = 1;
@@ -109,6 +113,8 @@ struct MindFormersConfig {
   /// The model under `model.model_config`, when it names a preset or gives dimensions;
   /// microBatch is left at 1 and no annotations are set (the caller decides both).
   std::optional<TransformerConfig> model;
+  /// `model.arch.type`, the MindFormers class that runs the model (its family's code path).
+  std::optional<std::string> archType;
   /// The top-level `framework` key, autopar's (not MindFormers'): the framework whose code path
   /// the plan is priced for (planner/framework.h checks the name); unset when absent.
   std::optional<std::string> framework;

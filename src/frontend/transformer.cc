@@ -113,6 +113,19 @@ class TransformerBuilder {
   [[nodiscard]] std::vector<int64_t> activation(bool tensorSplit) const {
     return {dp_, cp_, tensorSplit ? tp_ : 1};
   }
+  /// For the LM head and the loss: the cuts of their [b, s, ...] input's leading dims, and the
+  /// vocabulary's cut.
+  [[nodiscard]] std::pair<std::vector<int64_t>, int64_t> vocabCuts(Config::VocabSplit split) const {
+    switch (split) {
+      case Config::VocabSplit::kWhole:
+        return {activation(false), 1};
+      case Config::VocabSplit::kAllDevices:
+        return {{1, 1, 1}, dp_ * cp_ * tp_};
+      case Config::VocabSplit::kByTp:
+        break;
+    }
+    return {activation(false), tp_};
+  }
   /// Cuts of the hidden state [b, s, h] between the tensor-parallel regions: replicated over tp,
   /// or split along s with sequence parallelism.
   [[nodiscard]] std::vector<int64_t> hiddenState() const { return {dp_, cp_ * sequenceCuts_, 1}; }
@@ -210,8 +223,8 @@ TensorId TransformerBuilder::embedding(TensorId tokens) {
   block_ = "embedding";
   TensorId table = addParameter("embedding.weight", {config_.vocab, config_.hidden});
   // Vocab-parallel embedding (MindFormers VocabEmbedding): the table's rows split by tp.
-  TensorId embedded =
-      addOp("embedding", OpKind::kGather, {table, tokens}, cuts({{tp_, 1}, {dp_, cp_}}));
+  TensorId embedded = addOp("embedding", OpKind::kGather, {table, tokens},
+                            cuts({{config_.embeddingTableWhole ? 1 : tp_, 1}, {dp_, cp_}}));
   if (config_.position != Config::Position::kLearned) return embedded;
   // The table [s, h] broadcasts over the batch; its s is cut like the hidden state's.
   TensorId positions = addParameter("position_embedding.weight", {config_.seq, config_.hidden});
@@ -322,19 +335,21 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
   block_ = "head";
   TensorId normed = norm("final_norm", input);
   TensorId logits = kFailed;
+  const auto [headInput, vocab] = vocabCuts(config_.headVocab);
   if (config_.tiedEmbeddings) {
-    // The embedding table [v, h] read transposed: its vocab rows split by tp as in the Gather.
+    // The embedding table [v, h] read transposed.
     ir::OpAttrs attrs;
     attrs.transposeB = true;
     TensorId table = graph_.findTensor("embedding.weight").value_or(kFailed);
-    logits = addOp("lm_head", OpKind::kMatMul, {normed, table}, cuts({activation(false), {tp_, 1}}),
-                   attrs);
+    logits =
+        addOp("lm_head", OpKind::kMatMul, {normed, table}, cuts({headInput, {vocab, 1}}), attrs);
   } else {
     TensorId weight = addParameter("lm_head.weight", {config_.hidden, config_.vocab});
-    logits =
-        addOp("lm_head", OpKind::kMatMul, {normed, weight}, cuts({activation(false), {1, tp_}}));
+    logits = addOp("lm_head", OpKind::kMatMul, {normed, weight}, cuts({headInput, {1, vocab}}));
   }
-  addOp("loss", OpKind::kCrossEntropy, {logits, labels}, cuts({activation(true), {dp_, cp_}}));
+  const auto [tokens, lossVocab] = vocabCuts(config_.lossVocab);
+  addOp("loss", OpKind::kCrossEntropy, {logits, labels},
+        cuts({{tokens[0], tokens[1], lossVocab}, {tokens[0], tokens[1]}}));
 }
 
 TensorId TransformerBuilder::visionTokens() {

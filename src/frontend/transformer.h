@@ -62,6 +62,9 @@
 ///   residual adds                   ((dp,sp,1), (dp,sp,1))
 ///   lm_head                         ((dp,1,1), (1,tp)); tied (transposeB) ((dp,1,1), (tp,1))
 ///   loss                            ((dp,1,tp), (dp,1))
+/// (embeddingTableWhole: the embedding's table (1,1); headVocab / lossVocab kWhole: the vocabulary
+/// cut 1 instead of tp; kAllDevices: lm_head ((1,1,1), (1,n)), loss ((1,1,n), (1,1)) with n =
+/// dp x cp x tp.)
 ///   moe.router                      ((dp,sp,1), (1,1))     each rank routes its own tokens
 ///   moe.dispatch                    ((dp,sp,1), (dp,sp,1)) -> slots (dp, 1, sp, 1)
 ///   moe.experts column linears      ((dp/ep,ep,1,1), (ep,1,tp))
@@ -133,8 +136,24 @@ struct TransformerConfig {
   Norm norm = Norm::kRMSNorm;
   Position position = Position::kRotary;
   bool tiedEmbeddings = false;  ///< the LM head reuses embedding.weight (MatMul, transposeB)
-  bool qkvBias = false;         ///< biases on q/k/v only (Qwen)
-  bool linearBias = false;      ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
+  /// How an annotation splits the vocabulary of the LM head and of the loss: as the model code of
+  /// the framework that runs it shards them (MindFormers' families differ:
+  /// frontend::applyMindFormersVocabSplits).
+  enum class VocabSplit {
+    kByTp,   ///< the batch by dp, the vocabulary by tp (Megatron's ColumnParallelLinear and
+             ///< vocab-parallel cross entropy)
+    kWhole,  ///< the batch by dp, the vocabulary whole on every device (MindFormers' vocab_emb_dp)
+    /// The vocabulary over every device of the stage (dp x cp x tp), each reading the whole batch
+    /// (MindFormers' Qwen and Baichuan2 heads and their loss_parallel_config)
+    kAllDevices,
+  };
+  VocabSplit headVocab = VocabSplit::kByTp;
+  VocabSplit lossVocab = VocabSplit::kByTp;
+  /// The embedding table whole on every device, its gradient summed over dp (MindFormers'
+  /// vocab_emb_dp); false: its rows split by tp.
+  bool embeddingTableWhole = false;
+  bool qkvBias = false;     ///< biases on q/k/v only (Qwen)
+  bool linearBias = false;  ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
   double normEpsilon = 1e-5;
   /// Dropout rate on the attention and MLP outputs before each residual add (Megatron-LM's
   /// hidden_dropout); 0 adds no Dropout ops.

@@ -211,6 +211,35 @@ TEST(Transformer, MegatronAnnotations) {
   EXPECT_EQ(opNamed(*graph, "loss").shard, (Cuts{{2, 1, 2}, {2, 1}}));
 }
 
+TEST(Transformer, VocabularySplitsOfTheHeadTheLossAndTheEmbedding) {
+  using Cuts = ir::StrategyCuts;
+  Config config = tinyLlama();
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
+  // MindFormers' Qwen and Baichuan2 heads: the vocabulary over all 4 devices, the batch whole.
+  config.headVocab = Config::VocabSplit::kAllDevices;
+  config.lossVocab = Config::VocabSplit::kAllDevices;
+  config.embeddingTableWhole = true;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{1, 1, 1}, {1, 4}}));
+  EXPECT_EQ(opNamed(*graph, "loss").shard, (Cuts{{1, 1, 4}, {1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "embedding").shard, (Cuts{{1, 1}, {2, 1}}));
+  // vocab_emb_dp on LLaMA: the head keeps its batch cut and the whole vocabulary.
+  config.headVocab = Config::VocabSplit::kWhole;
+  config.lossVocab = Config::VocabSplit::kByTp;
+  graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{2, 1, 1}, {1, 1}}));
+  EXPECT_EQ(opNamed(*graph, "loss").shard, (Cuts{{2, 1, 2}, {2, 1}}));
+  // A tied head reads the table transposed: its vocabulary rows split.
+  Config tied = tinyGpt();
+  tied.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
+  tied.headVocab = Config::VocabSplit::kAllDevices;
+  graph = buildTransformer(tied);
+  ASSERT_TRUE(graph) << graph.error().message;
+  EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{1, 1, 1}, {4, 1}}));
+}
+
 TEST(Transformer, EveryAnnotationHasOneCutPerInputDimension) {
   for (Config config : {tinyLlama(), tinyGpt()}) {
     config.parallel = ir::ParallelConfig{.tp = 2, .dp = 4};
@@ -450,6 +479,13 @@ TEST(TransformerErrors, ParallelDegreesMustDivide) {
   config.parallel = ir::ParallelConfig{.tp = 2};
   config.vocab = 129;
   EXPECT_EQ(errorOf(config), "tiny-llama: vocab: 129 is not divisible by tensorParallel 2");
+  config = tinyLlama();
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 4};
+  config.vocab = 130;
+  config.headVocab = Config::VocabSplit::kAllDevices;
+  EXPECT_EQ(errorOf(config),
+            "tiny-llama: vocab: 130 is not divisible by the 8 devices (dp x cp x tp) the head "
+            "splits it over");
   config = tinyLlama();
   config.parallel = ir::ParallelConfig{.tp = -1};
   EXPECT_EQ(errorOf(config), "tiny-llama: parallel.tp: expected a positive degree, got -1");

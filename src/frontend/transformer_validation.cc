@@ -103,6 +103,15 @@ Status validateParallel(const Config& config) {
     return fieldError(config, field,
                       fmt::format("{} is not divisible by tensorParallel {}", value, parallel.tp));
   }
+  const int64_t stageDevices = parallel.dp * parallel.cp * parallel.tp;
+  const bool vocabOverAll = config.headVocab == Config::VocabSplit::kAllDevices ||
+                            config.lossVocab == Config::VocabSplit::kAllDevices;
+  if (vocabOverAll && config.vocab % stageDevices != 0) {
+    return fieldError(config, "vocab",
+                      fmt::format("{} is not divisible by the {} devices (dp x cp x tp) the head "
+                                  "splits it over",
+                                  config.vocab, stageDevices));
+  }
   if (parallel.sequenceParallel && config.seq % parallel.tp != 0) {
     return fieldError(config, "seq",
                       fmt::format("{} is not divisible by tensorParallel {} (sequenceParallel)",

@@ -138,6 +138,7 @@ struct FeaturesRecord {
   ir::Recompute recompute = ir::Recompute::kNone;  ///< layer recompute
   bool mpCommRecompute = true;
   bool parallelOptimizerCommRecompute = false;
+  bool recomputeSliceActivation = false;
   std::string bucketing = "none";
   int64_t bucketBytes = 0;
   bool enableAllToAll = false;

@@ -85,7 +85,8 @@ OrderedJson featuresToJson(const Plan& plan) {
                      {"recompute",
                       {{"layers", ir::recomputeName(f.recompute)},
                        {"mp_comm_recompute", f.mpCommRecompute},
-                       {"parallel_optimizer_comm_recompute", f.parallelOptimizerCommRecompute}}},
+                       {"parallel_optimizer_comm_recompute", f.parallelOptimizerCommRecompute},
+                       {"slice_activation", f.recomputeSliceActivation}}},
                      {"fusion", {{"bucketing", f.bucketing}, {"bucket_bytes", f.bucketBytes}}},
                      {"enable_alltoall", f.enableAllToAll}};
 }

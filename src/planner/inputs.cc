@@ -87,11 +87,13 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     dataParallel = parallel.dp;
     if (options.annotate) config->parallel = parallel;
   }
-  config->microBatch = perReplica * dataParallel;
+  config->microBatch = options.graphBatch > 0 ? options.graphBatch : perReplica * dataParallel;
   auto graph = frontend::buildTransformer(*config);
   if (!graph) return graph.error().in(fmt::format("model '{}'", model));
-  return LoadedModel{std::move(*graph),  model,           perReplica, config->seq,
-                     config->microBatch, config->parallel};
+  // A graph batch given whole has no per-replica share.
+  return LoadedModel{
+      std::move(*graph),  model,           options.graphBatch > 0 ? 0 : perReplica, config->seq,
+      config->microBatch, config->parallel};
 }
 
 bool isGraphModel(const std::string& model) {

@@ -19,6 +19,10 @@ struct ModelOptions {
   /// Per data-parallel replica (Megatron's --micro-batch-size); 0: the preset's default (1). The
   /// graph's batch dim is this times the data-parallel degree (all devices without --tp).
   int64_t microBatch = 0;
+  /// The graph's whole batch, when it is not microBatch x a data-parallel degree: an
+  /// auto-parallel run yaml's micro-batch, which the op-level search cuts as it can (2 samples
+  /// over 8 devices: a batch cut of 2 at most). 0: microBatch x data parallel.
+  int64_t graphBatch = 0;
   int64_t sequence = 0;  ///< 0: the preset's default
   /// Megatron-style annotation of a transformer: tp, dp, cp, ep and sequence parallel (the
   /// pipeline, schedule, recompute and ZeRO stage are the training flags'). Unset: no

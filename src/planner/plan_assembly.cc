@@ -172,6 +172,7 @@ plan::FeaturesRecord featuresRecord(const cost::EvaluateOptions& options) {
       ir::parseRecompute(cost::layerRecomputeName(options.recompute.layers)).value();
   features.mpCommRecompute = options.recompute.mpCommRecompute;
   features.parallelOptimizerCommRecompute = options.recompute.parallelOptimizerCommRecompute;
+  features.recomputeSliceActivation = options.recompute.sliceActivation;
   features.bucketing = std::string(cost::bucketingName(options.fusion.bucketing));
   features.bucketBytes = options.fusion.bucketBytes;
   features.enableAllToAll = options.redistribution.enableAllToAll;

@@ -7,6 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/mindformers_model.h"
+#include "frontend/model_presets.h"
+
 namespace autopar::planner {
 
 namespace {
@@ -35,7 +38,14 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
            !parallel.mpCommRecompute);
   fromYaml(options, "--parallel-optimizer-comm-recompute", training.parallelOptimizerCommRecompute,
            parallel.parallelOptimizerCommRecompute);
+  fromYaml(options, "--recompute-slice-activation", training.recomputeSliceActivation,
+           parallel.recomputeSliceActivation);
   fromYaml(options, "--alltoall", options.enableAllToAll, parallel.enableAllToAll);
+  training.interleavedCopies = parallel.microBatchInterleaveNum;
+  // MindFormers' Adam variants keep fp32 moments beside the float16 weight they update in place,
+  // and MindSpore's gradients take the weight's dtype.
+  training.optimizerState = cost::OptimizerState::kFp32Moments;
+  training.fp32Gradients = false;
   if (parallel.ppInterleaveNum > 1) {
     fromYaml(options, "--schedule", training.schedule, std::string("interleaved"));
     fromYaml(options, "--virtual-stages", training.virtualStages,
@@ -57,11 +67,18 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
                                    ? options.modelOptions.parallel->dp
                                    : stageDevices;
   const int64_t stageBatch = frontend::clusterMicroBatchSize(config, stageDevices);
-  if (stageBatch % dataParallel != 0) {
+  options.modelOptions.graphBatch = 0;
+  if (stageBatch % dataParallel == 0) {
+    fromYaml(options, "--micro-batch", options.modelOptions.microBatch, stageBatch / dataParallel);
+  } else if (parallel.parallelMode == frontend::ParallelMode::kAuto &&
+             !options.given("--micro-batch")) {
+    // Auto-parallel has no data-parallel degree: the graph holds the stage's micro-batch and the
+    // search cuts its batch as far as it divides (LLaMA2-70B's auto yaml: 2 samples, 8 devices).
+    options.modelOptions.graphBatch = stageBatch;
+  } else {
     return Error{fmt::format("{}: a micro-batch of {} samples does not split over data parallel {}",
                              options.config, stageBatch, dataParallel)};
   }
-  fromYaml(options, "--micro-batch", options.modelOptions.microBatch, stageBatch / dataParallel);
   // A pipeline runs micro_batch_num micro-batches per step; without one, MindFormers accumulates
   // gradient_accumulation_steps of them.
   fromYaml(
@@ -202,6 +219,11 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   if (config->model) {
     options.modelOptions.transformer = config->model;
     if (options.model.empty()) options.model = config->model->name;
+  } else if (auto preset = frontend::transformerPreset(options.model)) {
+    // A preset named by --model runs on its family's MindFormers code as the yaml's model would.
+    frontend::applyMindFormersVocabSplits(
+        *preset, frontend::mindformersFamily(config->archType, options.model), parallel.vocabEmbDp);
+    options.modelOptions.transformer = std::move(*preset);
   }
   if (options.model.empty()) {
     return Error{

@@ -164,6 +164,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.recompute.layers = *recompute;
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
+  options.recompute.sliceActivation = flags.recomputeSliceActivation;
   options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
   options.recompute.rootStaysGathered = flags.rootStaysGathered;
   options.optimizerParallel.enabled = flags.optimizerParallel;
@@ -175,7 +176,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.optimizer.fp32Gradients = flags.fp32Gradients;
   options.optimizer.state = flags.optimizerState;
   options.overlapParameterGather = flags.overlapParameterGather;
-  options.overlapActivationComm = flags.overlapActivationComm;
+  options.overlapActivationComm = flags.overlapActivationComm || flags.interleavedCopies > 1;
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
   options.overlapExpertExchange = flags.overlapExpertExchange;
   options.fuseElementwise = flags.fuseElementwise;

@@ -29,6 +29,7 @@ struct TrainingFlags {
   std::vector<std::string> recomputeOps;
   bool noMpCommRecompute = false;
   bool parallelOptimizerCommRecompute = false;
+  bool recomputeSliceActivation = false;  ///< cost::RecomputeOptions::sliceActivation
   bool optimizerParallel = false;
   int64_t optimizerThresholdKb = 64;
   bool gradientAccumulationShard = false;
@@ -46,18 +47,21 @@ struct TrainingFlags {
   cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;  ///< cost::OptimizerSpec
   bool overlapParameterGather = false;                                ///< cost::EvaluateOptions
   bool overlapActivationComm = false;                                 ///< cost::EvaluateOptions
-  bool overlapBackwardActivationComm = false;                         ///< cost::EvaluateOptions
-  bool overlapExpertExchange = false;                                 ///< cost::EvaluateOptions
-  bool fuseElementwise = false;                                       ///< cost::EvaluateOptions
-  bool unfusedGradientAccumulation = false;                           ///< cost::EvaluateOptions
-  bool inPlaceLossGradient = true;                                    ///< cost::EvaluateOptions
-  bool stashGatheredInputs = true;                                    ///< cost::EvaluateOptions
-  bool pipelineKeepsOutputs = false;                                  ///< cost::EvaluateOptions
-  bool ringMergesInFp32 = false;                                      ///< cost::EvaluateOptions
-  bool gradientSyncInPlace = false;                                   ///< cost::EvaluateOptions
-  int fp8WeightCacheBytes = 0;                                        ///< cost::EvaluateOptions
-  bool fp8Parameters = false;                                         ///< cost::EvaluateOptions
-  bool selectiveOpPolicy = false;                                     ///< cost::RecomputeOptions
+  /// MindSpore's micro_batch_interleave_num: the step's batch runs as this many copies, and one
+  /// copy's model-parallel communication runs under another's compute (overlapActivationComm).
+  int64_t interleavedCopies = 1;
+  bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
+  bool overlapExpertExchange = false;          ///< cost::EvaluateOptions
+  bool fuseElementwise = false;                ///< cost::EvaluateOptions
+  bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
+  bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions
+  bool stashGatheredInputs = true;             ///< cost::EvaluateOptions
+  bool pipelineKeepsOutputs = false;           ///< cost::EvaluateOptions
+  bool ringMergesInFp32 = false;               ///< cost::EvaluateOptions
+  bool gradientSyncInPlace = false;            ///< cost::EvaluateOptions
+  int fp8WeightCacheBytes = 0;                 ///< cost::EvaluateOptions
+  bool fp8Parameters = false;                  ///< cost::EvaluateOptions
+  bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
   bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";

@@ -75,7 +75,7 @@ TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParame
   }
 }
 
-TEST(ModelStateMemory, DistributedFusedAdamKeepsRemaindersOrBf16States) {
+TEST(ModelStateMemory, WithoutAFullMasterCopyTheStatesShrink) {
   const OneDevice llama = llama2OnOneDevice();
   const auto parameters = static_cast<double>(llama.parameters);
   // Weight 2 and fp32 gradient 4, then the optimizer: a 2-byte master remainder and two fp32
@@ -89,6 +89,14 @@ TEST(ModelStateMemory, DistributedFusedAdamKeepsRemaindersOrBf16States) {
     EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(training))), expected,
                 0.01 * expected);
   }
+  // MindFormers' Adam variants: fp32 moments beside the 16-bit weight they update in place, and
+  // the gradient in the weight's dtype (MindSpore's): 2 + 2 + 8.
+  planner::TrainingFlags mindformers;
+  mindformers.optimizerState = cost::OptimizerState::kFp32Moments;
+  mindformers.fp32Gradients = false;
+  const double twelve = 12.0 * parameters;
+  EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(mindformers))), twelve,
+              0.01 * twelve);
   // The optimizer step streams less without a full master copy: no copy back, and bf16 moments.
   const double full = cost::optimizerBytesPerElement(ir::DType::kBF16, cost::OptimizerSpec{});
   cost::OptimizerSpec remainders;

@@ -23,7 +23,8 @@ constexpr int64_t kTp = 8;
 
 /// GPT-3 175B with `layers` layers, TP 8 on one DGX A100, through the planner's pipeline (the
 /// semi-auto plan of its Megatron-style annotation) with layer recompute `recompute`.
-cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute recompute) {
+cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute recompute,
+                          bool sliceActivation = false) {
   auto config = frontend::transformerPreset("gpt3-175b");
   EXPECT_TRUE(config.ok());
   config->layers = layers;
@@ -35,6 +36,7 @@ cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute r
   EXPECT_TRUE(cluster.ok());
   planner::PlanOptions options;
   options.training.recompute = std::string(ir::recomputeName(recompute));
+  options.training.recomputeSliceActivation = sliceActivation;
   auto evaluated = planner::evaluateModel(
       planner::LoadedModel{std::move(*graph), "gpt3-175b", 1, 2048}, options, *cluster);
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
@@ -74,6 +76,24 @@ TEST(Recompute, NoRecomputeKeepsTheFusedAttentionStatisticsOnTop) {
   // tensor parallelism without a softmax term.
   EXPECT_DOUBLE_EQ(static_cast<double>(perLayer(false, ir::Recompute::kNone)),
                    10 * kSbh + 24 * kSbh / kTp + kNormStatistics + heads * 2048 * 4 / kTp);
+}
+
+TEST(Recompute, SlicedActivationKeepsATthOfEachLayersInputAndGathersItAgain) {
+  // MindSpore's recompute_slice_activation: the layer input that tensor parallelism replicates
+  // over t devices is kept as 1/t on each (as Megatron-LM's --distribute-saved-activations).
+  const auto sliced = [](int64_t layers) {
+    return evaluate(layers, false, ir::Recompute::kFull, true);
+  };
+  EXPECT_DOUBLE_EQ(
+      static_cast<double>(sliced(3).memory.activationBytes - sliced(2).memory.activationBytes),
+      2 * kSbh / kTp);
+  // Each layer's slice is gathered back before the layer runs again: more replay than without.
+  const cost::StageCost whole = evaluate(2, false, ir::Recompute::kFull).stages.front();
+  const cost::StageCost slices = sliced(2).stages.front();
+  EXPECT_GT(slices.recomputeSeconds, whole.recomputeSeconds);
+  // With sequence parallelism the input is already split: nothing more to slice.
+  EXPECT_EQ(evaluate(2, true, ir::Recompute::kFull, true).memory.activationBytes,
+            evaluate(2, true, ir::Recompute::kFull).memory.activationBytes);
 }
 
 TEST(Recompute, ChargesTheExtraForwardInTheBackward) {

@@ -20,7 +20,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AUTOPAR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "release", "autopar")
 
-# Each row as MindFormers 1.2.0 shipped it (mindspore-lab/mindformers: research/baichuan2,
+# Each row as MindFormers 1.2.0 shipped it, max_device_memory included (mindspore-lab/mindformers: research/baichuan2,
 # research/qwen finetune yamls, configs/llama2 pretrain yamls, each with its "_auto_parallel" twin):
 # the settings both yamls of a pair share, then the semi-auto yaml's and the auto yaml's own. The
 # auto yamls drop data_parallel and model_parallel and multiply batch_size by data_parallel, so
@@ -28,30 +28,34 @@ AUTOPAR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "rel
 #   model preset, seed's SpeedUp (%), nodes of 8 devices, shared, semi-auto, auto
 ROWS = [
     ("baichuan2-7b", 97.4, 1,
-     dict(seq_length=4096, recompute=False, recompute_slice_activation=True, vocab_emb_dp=True),
+     dict(seq_length=4096, recompute=False, recompute_slice_activation=True, vocab_emb_dp=True,
+          max_device_memory="59GB"),
      dict(data_parallel=8, model_parallel=1, batch_size=1), dict(batch_size=8, mem_coeff=0.01)),
     ("baichuan2-13b", 98.0, 1,
-     dict(seq_length=4096, recompute=True, recompute_slice_activation=True, vocab_emb_dp=True),
+     dict(seq_length=4096, recompute=True, recompute_slice_activation=True, vocab_emb_dp=True,
+          max_device_memory="59GB"),
      dict(data_parallel=8, model_parallel=1, batch_size=1), dict(batch_size=8, mem_coeff=0.01)),
     ("qwen-7b", 96.2, 1,
      dict(seq_length=8192, recompute=True, vocab_emb_dp=False, micro_batch_interleave_num=4),
-     dict(data_parallel=2, model_parallel=4, batch_size=1), dict(batch_size=2, mem_coeff=4.5)),
+     dict(data_parallel=2, model_parallel=4, batch_size=1, max_device_memory="57GB"),
+     dict(batch_size=2, mem_coeff=4.5, max_device_memory="60GB")),
     ("qwen-14b", 111.3, 1,
      dict(seq_length=8192, recompute=True, recompute_slice_activation=True, vocab_emb_dp=False,
-          micro_batch_interleave_num=4),
+          micro_batch_interleave_num=4, max_device_memory="59GB"),
      dict(data_parallel=1, model_parallel=8, batch_size=2), dict(batch_size=2, mem_coeff=4.5)),
     ("llama2-7b", 101.2, 1,
      dict(seq_length=4096, recompute=False, recompute_slice_activation=True, vocab_emb_dp=True,
-          gradient_accumulation_steps=8),
+          gradient_accumulation_steps=8, max_device_memory="58GB"),
      dict(data_parallel=8, model_parallel=1, batch_size=1), dict(batch_size=8, mem_coeff=0.1)),
     ("llama2-13b", 99.8, 1,
-     dict(seq_length=4096, recompute=True, recompute_slice_activation=True, vocab_emb_dp=True),
+     dict(seq_length=4096, recompute=True, recompute_slice_activation=True, vocab_emb_dp=True,
+          max_device_memory="58GB"),
      dict(data_parallel=8, model_parallel=1, batch_size=2), dict(batch_size=16, mem_coeff=0.1)),
     ("llama2-70b", 93.5, 8,
      dict(seq_length=4096, recompute=False, recompute_slice_activation=True, vocab_emb_dp=False,
           use_seq_parallel=True,
           data_parallel=2, model_parallel=4, pipeline_stage=8, micro_batch_num=128, batch_size=1),
-     dict(), dict(mem_coeff=0.1, auto_pipeline=False)),
+     dict(max_device_memory="54GB"), dict(mem_coeff=0.1, auto_pipeline=False, max_device_memory="58GB")),
 ]
 PARALLEL_CONFIG = ("data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num",
                    "micro_batch_interleave_num", "gradient_accumulation_steps",
@@ -71,6 +75,7 @@ def run_yaml(model, settings, mode):
             f"recompute_config:\n  recompute: {settings['recompute']}\n"
             f"  recompute_slice_activation: {settings.get('recompute_slice_activation', False)}\n"
             f"runner_config:\n  batch_size: {settings['batch_size']}\n"
+            f"context:\n  max_device_memory: \"{settings['max_device_memory']}\"\n"
             f"model:\n  model_config:\n    model_preset: {model}\n"
             f"    seq_length: {settings['seq_length']}\n")
 

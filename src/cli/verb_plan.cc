@@ -73,6 +73,7 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   if (!options.config.empty()) {
     auto config = planner::applyRunYaml(options, cluster->numDevices);
     if (!config) return reportError(config.error());
+    planner::capDeviceMemory(options, *cluster);
     planner::applyAutoPipeline(options, *config, *cluster);
   }
   if (options.model.empty())

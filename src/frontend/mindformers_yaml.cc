@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cassert>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -238,6 +239,21 @@ Status checkPipeline(const ParallelSettings& settings) {
       settings.pipelineStage, settings.microBatchNum)};
 }
 
+/// context.max_device_memory: "<number>GB", read as MindSpore reads it (GB = 2^30 bytes), from
+/// 1 to 4096.
+Expected<int64_t> readDeviceMemory(const YAML::Node& node, const std::string& path) {
+  auto text = readYamlString(node, path);
+  if (!text) return text.error();
+  const Error error{
+      fmt::format("{}: expected a size like \"59GB\" (1 to 4096 GB), got '{}'", path, *text)};
+  if (text->size() < 3 || !text->ends_with("GB")) return error;
+  const std::string number = text->substr(0, text->size() - 2);
+  char* end = nullptr;
+  const double gib = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !(gib >= 1 && gib <= 4096)) return error;
+  return static_cast<int64_t>(gib * 1024 * 1024 * 1024);
+}
+
 Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::string& modelName) {
   MindFormersConfig config;
   if (!isYamlUnset(root) && !root.IsMap()) {
@@ -251,6 +267,11 @@ Expected<MindFormersConfig> configFromYaml(const YAML::Node& root, const std::st
   if (auto status = checkPipeline(config.parallel); !status) return status.error();
   if (auto status =
           readAliasedCount(root, {"runner_config", "batch_size"}, {"batch_size"}, config.batchSize);
+      !status) {
+    return status.error();
+  }
+  if (auto status = readYamlKey(root, {"context", "max_device_memory"}, readDeviceMemory,
+                                config.maxDeviceMemoryBytes);
       !status) {
     return status.error();
   }

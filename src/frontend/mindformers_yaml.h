@@ -113,6 +113,9 @@ struct MindFormersConfig {
   /// The model under `model.model_config`, when it names a preset or gives dimensions;
   /// microBatch is left at 1 and no annotations are set (the caller decides both).
   std::optional<TransformerConfig> model;
+  /// `context.max_device_memory` ("59GB"; MindSpore reads GB as GiB): the device memory MindSpore
+  /// may use, its pool's size. Unset when not given.
+  std::optional<int64_t> maxDeviceMemoryBytes;
   /// `model.arch.type`, the MindFormers class that runs the model (its family's code path).
   std::optional<std::string> archType;
   /// The top-level `framework` key, autopar's (not MindFormers'): the framework whose code path

@@ -84,7 +84,11 @@ parallel_config:
   micro_batch_num: 8
   micro_batch_interleave_num: 2
   gradient_accumulation_steps: 3
-  vocab_emb_dp: True
+  vocab_emb_dp: False
+recompute_config:
+  recompute_slice_activation: True
+context:
+  max_device_memory: "58.5GB"
 batch_size: 6
 )");
   const ParallelSettings& parallel = config.parallel;
@@ -100,7 +104,22 @@ batch_size: 6
   EXPECT_EQ(parallel.microBatchNum, 8);
   EXPECT_EQ(parallel.microBatchInterleaveNum, 2);
   EXPECT_EQ(parallel.gradientAccumulationSteps, 3);
+  EXPECT_FALSE(parallel.vocabEmbDp);
+  EXPECT_TRUE(parallel.recomputeSliceActivation);
+  EXPECT_EQ(config.maxDeviceMemoryBytes, int64_t{117} << 29);  // 58.5 GiB: MindSpore's GB
   EXPECT_EQ(config.batchSize, 6);
+}
+
+TEST(MindFormersYaml, MaxDeviceMemoryIsASizeInGb) {
+  EXPECT_EQ(errorOf("context:\n  max_device_memory: 59\n"),
+            "run.yaml: context.max_device_memory: expected a size like \"59GB\" (1 to 4096 GB), "
+            "got '59'");
+  EXPECT_EQ(errorOf("context:\n  max_device_memory: \"59G\"\n"),
+            "run.yaml: context.max_device_memory: expected a size like \"59GB\" (1 to 4096 GB), "
+            "got '59G'");
+  EXPECT_EQ(errorOf("context:\n  max_device_memory: \"0.5GB\"\n"),
+            "run.yaml: context.max_device_memory: expected a size like \"59GB\" (1 to 4096 GB), "
+            "got '0.5GB'");
 }
 
 /// A key no MindFormers yaml holds is a mistake: the error names it and the closest known key.

@@ -13,6 +13,7 @@
 
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
+#include "planner/run_yaml.h"
 #include "util/in_parallel.h"
 
 namespace autopar::planner {
@@ -228,6 +229,7 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   Expected<cluster::Cluster> cluster = base;
   if (options.nodes != baseNodes) cluster = loadCluster(options.cluster, options.nodes, 0);
   if (!cluster) return std::nullopt;
+  capDeviceMemory(options, *cluster);
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return std::nullopt;
   return trialOf(change, *evaluated);

@@ -47,6 +47,9 @@ struct PlanOptions {
   frontend::MemCoeffRule memCoeffRule = frontend::MemCoeffRule::kGiven;
   std::string config;      ///< a MindFormers-style run yaml
   std::string configNote;  ///< what the yaml set, printed with the report
+  /// The device memory the framework may use (a run yaml's context.max_device_memory); 0: all of
+  /// it. capDeviceMemory applies it to a loaded cluster.
+  int64_t deviceMemoryCapBytes = 0;
   TrainingFlags training;
   double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
   bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack

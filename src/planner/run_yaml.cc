@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -232,7 +233,18 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
                     options.config)};
   }
   options.configNote = configSummary(options, *config, numDevices);
+  if (config->maxDeviceMemoryBytes) {
+    options.deviceMemoryCapBytes = *config->maxDeviceMemoryBytes;
+    options.configNote +=
+        fmt::format("\ncontext.max_device_memory: MindSpore may use {} of each device",
+                    formatBytes(*config->maxDeviceMemoryBytes));
+  }
   return config;
+}
+
+void capDeviceMemory(const PlanOptions& options, cluster::Cluster& cluster) {
+  if (options.deviceMemoryCapBytes <= 0) return;
+  cluster.device.memoryBytes = std::min(cluster.device.memoryBytes, options.deviceMemoryCapBytes);
 }
 
 void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,

@@ -16,6 +16,10 @@ namespace autopar::planner {
 /// `options.configNote`. Returns the yaml read.
 Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t numDevices);
 
+/// The device memory `options` let the framework use (PlanOptions::deviceMemoryCapBytes): the
+/// cluster's devices with at most that much. A plan fits when its peak stays within it.
+void capDeviceMemory(const PlanOptions& options, cluster::Cluster& cluster);
+
 /// Seed 000's auto_pipeline: when the yaml turns it on, sets the stage count it chooses; when
 /// off, notes which count it would choose. The choice and the counts tried go into configNote.
 void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,

@@ -404,6 +404,23 @@ void fuseParameterCollectives(Context& ctx) {
   ctx.report.fusionGroups = std::move(fused.groups);
 }
 
+/// EvaluateOptions::copies: a micro-batch's copies each run the graph's passes and keep their
+/// activations; called before the parameter collectives, which run once, are added.
+void repeatForCopies(StageCost& stage, int64_t copies) {
+  if (copies <= 1) return;
+  const auto n = static_cast<double>(copies);
+  for (double* seconds :
+       {&stage.forwardComputeSeconds, &stage.backwardComputeSeconds, &stage.forwardCommSeconds,
+        &stage.backwardCommSeconds, &stage.forwardExchangeSeconds, &stage.backwardExchangeSeconds,
+        &stage.recomputeSeconds, &stage.recomputeComputeSeconds, &stage.hostTransferSeconds,
+        &stage.sendSeconds}) {
+    *seconds *= n;
+  }
+  stage.memory.activationBytes *= copies;
+  stage.keptOutputBytes *= copies;
+  stage.sendBytes *= copies;
+}
+
 /// What of a pass's activation communication its compute leaves exposed: the overlapped part
 /// beyond the compute, plus the part nothing overlaps.
 double exposedComm(double comm, double exchange, double compute, bool overlapComm,
@@ -491,7 +508,10 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
   costStageSends(ctx);
   costActivations(ctx);
   costCommunicationBuffers(ctx);
-  for (StageCost& stage : ctx.report.stages) hideActivationComm(stage, options);
+  for (StageCost& stage : ctx.report.stages) {
+    repeatForCopies(stage, options.copies);
+    hideActivationComm(stage, options);
+  }
   fuseParameterCollectives(ctx);
   summarise(ctx);
   const auto numDevices = sharded.front().matrix.numDevices();

@@ -58,6 +58,11 @@ struct EvaluateOptions {
   /// micro_batch_interleave_num hides it the same way: the batch runs as interleaved copies, one
   /// copy's communication under another's compute.
   bool overlapActivationComm = false;
+  /// The graph is one of `copies` interleaved copies of each micro-batch (MindSpore's
+  /// micro_batch_interleave_num; the model code runs every copy's forward, then the backward):
+  /// their compute, activation communication, recompute and kept activations add up; the
+  /// parameter collectives, the model states and the backward workspace do not.
+  int64_t copies = 1;
   /// Megatron-LM's --async-tensor-model-parallel-allreduce (2022): in backward, a
   /// column-parallel linear's input-gradient all-reduce (or, with sequence parallelism, its
   /// reduce-scatter and the all-gather of its kept input) runs while the weight-gradient and

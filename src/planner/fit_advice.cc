@@ -95,7 +95,9 @@ void put(Change& change, const std::string& flag, const std::string& value,
 Trial trialOf(const Change& change, const Evaluated& evaluated) {
   const auto memory = evaluated.estimate.peakMemory();
   return Trial{change, evaluated.estimate.stepSeconds,
-               evaluated.model.graphBatch * evaluated.pipeline.microBatches, evaluated.peakBytes(),
+               evaluated.model.graphBatch * evaluated.pipeline.microBatches *
+                   evaluated.evaluateOptions.copies,
+               evaluated.peakBytes(),
                memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
 }
 

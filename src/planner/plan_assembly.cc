@@ -95,8 +95,10 @@ void addThroughput(const LoadedModel& model, const PlanContext& context,
   const ir::Graph& graph = model.graph;
   const double seconds = estimate.stepTimeSeconds;
   if (seconds <= 0) return;
-  const auto micro = static_cast<double>(context.pipeline.microBatches);
-  estimate.samplesPerStep = model.graphBatch * context.pipeline.microBatches;
+  // The graph is one copy of a micro-batch (cost::EvaluateOptions::copies).
+  const int64_t graphs = context.pipeline.microBatches * context.options.copies;
+  const auto micro = static_cast<double>(graphs);
+  estimate.samplesPerStep = model.graphBatch * graphs;
   if (model.sequence > 0) {
     estimate.tokensPerSecond =
         static_cast<double>(estimate.samplesPerStep * model.sequence) / seconds;

@@ -67,7 +67,10 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
   const int64_t dataParallel = parallel.parallelMode == frontend::ParallelMode::kSemiAuto
                                    ? options.modelOptions.parallel->dp
                                    : stageDevices;
-  const int64_t stageBatch = frontend::clusterMicroBatchSize(config, stageDevices);
+  // The graph is one of the micro-batch's interleaved copies (cost::EvaluateOptions::copies):
+  // the batch formula's micro-batch over micro_batch_interleave_num, one of its factors.
+  const int64_t stageBatch =
+      frontend::clusterMicroBatchSize(config, stageDevices) / parallel.microBatchInterleaveNum;
   options.modelOptions.graphBatch = 0;
   if (stageBatch % dataParallel == 0) {
     fromYaml(options, "--micro-batch", options.modelOptions.microBatch, stageBatch / dataParallel);

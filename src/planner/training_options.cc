@@ -177,6 +177,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.optimizer.state = flags.optimizerState;
   options.overlapParameterGather = flags.overlapParameterGather;
   options.overlapActivationComm = flags.overlapActivationComm || flags.interleavedCopies > 1;
+  options.copies = flags.interleavedCopies;
   options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
   options.overlapExpertExchange = flags.overlapExpertExchange;
   options.fuseElementwise = flags.fuseElementwise;

@@ -47,8 +47,9 @@ struct TrainingFlags {
   cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;  ///< cost::OptimizerSpec
   bool overlapParameterGather = false;                                ///< cost::EvaluateOptions
   bool overlapActivationComm = false;                                 ///< cost::EvaluateOptions
-  /// MindSpore's micro_batch_interleave_num: the step's batch runs as this many copies, and one
-  /// copy's model-parallel communication runs under another's compute (overlapActivationComm).
+  /// MindSpore's micro_batch_interleave_num: the graph is one of this many copies of each
+  /// micro-batch (cost::EvaluateOptions::copies), and one copy's model-parallel communication runs
+  /// under another's compute (overlapActivationComm).
   int64_t interleavedCopies = 1;
   bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
   bool overlapExpertExchange = false;          ///< cost::EvaluateOptions

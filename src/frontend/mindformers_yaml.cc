@@ -384,9 +384,15 @@ int64_t clusterMicroBatchSize(const MindFormersConfig& config, int64_t deviceNum
   return factors[0].second * factors[1].second * factors[2].second;
 }
 
+bool shardsByLayout(const ParallelSettings& parallel) {
+  return parallel.parallelMode == ParallelMode::kSemiAuto ||
+         (parallel.parallelMode == ParallelMode::kAuto &&
+          parallel.searchMode == SearchMode::kShardingPropagation);
+}
+
 Status checkDeviceCount(const MindFormersConfig& config, int64_t deviceNum) {
   const ParallelSettings& parallel = config.parallel;
-  if (parallel.parallelMode != ParallelMode::kSemiAuto) return {};
+  if (!shardsByLayout(parallel)) return {};
   const int64_t needed = parallel.dataParallel * parallel.modelParallel * parallel.pipelineStage;
   if (needed == deviceNum) return {};
   const Error error{fmt::format(

@@ -157,7 +157,12 @@ std::string globalBatchSizeReport(const MindFormersConfig& config, int64_t devic
 /// Example: batch_size 2, full_batch, data_parallel 4, micro_batch_num 8, pipeline 2 -> 8.
 int64_t clusterMicroBatchSize(const MindFormersConfig& config, int64_t deviceNum);
 
-/// For semi-auto mode, where parallel_config fixes the layout: data_parallel * model_parallel *
+/// Whether the model code's shard() calls lay out the model by parallel_config's data_parallel
+/// and model_parallel: every op in semi-auto mode, the key operators in auto mode with
+/// sharding_propagation (TransformerConfig::Annotated).
+bool shardsByLayout(const ParallelSettings& parallel);
+
+/// Where parallel_config lays out the model (shardsByLayout): data_parallel * model_parallel *
 /// pipeline_stage must equal the device count, e.g. "run.yaml: parallel_config: data_parallel 2
 /// * model_parallel 4 * pipeline_stage 2 = 16 devices, but the cluster has 8". Other modes pass.
 Status checkDeviceCount(const MindFormersConfig& config, int64_t deviceNum);

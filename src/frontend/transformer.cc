@@ -168,6 +168,20 @@ TensorId TransformerBuilder::addParameter(const std::string& name, ir::Shape sha
   return id ? *id : kFailed;
 }
 
+/// Config::Annotated::kMindFormersKeyOps: the ops MindFormers' LLaMA attention and loss shard
+/// outside its sharding_propagation guards (llama_transformer.py, llama.py).
+bool isMindFormersKeyOp(std::string_view name) {
+  if (name == "loss") return true;
+  for (std::string_view key :
+       {".attn.q_proj", ".attn.k_proj", ".attn.v_proj", ".attn.o_proj", ".attn.flash_attention"}) {
+    const auto at = name.find(key);
+    if (at == std::string_view::npos) continue;
+    const std::string_view rest = name.substr(at + key.size());
+    if (rest.empty() || rest == ".bias_add") return true;
+  }
+  return false;
+}
+
 TensorId TransformerBuilder::addOp(const std::string& name, OpKind kind,
                                    const std::vector<TensorId>& inputs, ir::StrategyCuts cuts,
                                    const ir::OpAttrs& attrs) {
@@ -177,7 +191,9 @@ TensorId TransformerBuilder::addOp(const std::string& name, OpKind kind,
     error_ = id.error();
     return kFailed;
   }
-  graph_.mutableOp(*id).shard = std::move(cuts);
+  if (config_.annotated == Config::Annotated::kEveryOp || isMindFormersKeyOp(name)) {
+    graph_.mutableOp(*id).shard = std::move(cuts);
+  }
   return graph_.op(*id).outputs.front();
 }
 

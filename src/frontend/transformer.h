@@ -152,6 +152,12 @@ struct TransformerConfig {
   /// The embedding table whole on every device, its gradient summed over dp (MindFormers'
   /// vocab_emb_dp); false: its rows split by tp.
   bool embeddingTableWhole = false;
+  /// Which ops `parallel` annotates: every op (semi-auto), or only those MindFormers 1.2's LLaMA
+  /// code still shards in auto-parallel mode with sharding_propagation, its key operators: the
+  /// attention's q/k/v/o projections (and their biases), flash attention and the loss. The rest is
+  /// left to propagation.
+  enum class Annotated { kEveryOp, kMindFormersKeyOps };
+  Annotated annotated = Annotated::kEveryOp;
   bool qkvBias = false;     ///< biases on q/k/v only (Qwen)
   bool linearBias = false;  ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
   double normEpsilon = 1e-5;

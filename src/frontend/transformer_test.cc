@@ -240,6 +240,27 @@ TEST(Transformer, VocabularySplitsOfTheHeadTheLossAndTheEmbedding) {
   EXPECT_EQ(opNamed(*graph, "lm_head").shard, (Cuts{{1, 1, 1}, {4, 1}}));
 }
 
+TEST(Transformer, MindFormersKeyOperatorsAloneKeepTheAnnotation) {
+  Config config = tinyLlama();
+  config.qkvBias = true;
+  config.parallel = ir::ParallelConfig{.tp = 2, .dp = 2};
+  config.annotated = Config::Annotated::kMindFormersKeyOps;
+  auto graph = buildTransformer(config);
+  ASSERT_TRUE(graph) << graph.error().message;
+  using Cuts = ir::StrategyCuts;
+  for (const char* kept :
+       {"layer0.attn.q_proj", "layer0.attn.q_proj.bias_add", "layer1.attn.v_proj",
+        "layer0.attn.flash_attention", "layer0.attn.o_proj", "loss"}) {
+    EXPECT_FALSE(opNamed(*graph, kept).shard.empty()) << kept;
+  }
+  EXPECT_EQ(opNamed(*graph, "layer0.attn.o_proj").shard, (Cuts{{2, 1, 2}, {2, 1}}));
+  for (const char* left :
+       {"embedding", "layer0.attn_norm", "layer0.attn.q_rotary", "layer0.attn.residual",
+        "layer0.mlp.up_proj", "layer0.mlp.down_proj", "final_norm", "lm_head"}) {
+    EXPECT_TRUE(opNamed(*graph, left).shard.empty()) << left;
+  }
+}
+
 TEST(Transformer, EveryAnnotationHasOneCutPerInputDimension) {
   for (Config config : {tinyLlama(), tinyGpt()}) {
     config.parallel = ir::ParallelConfig{.tp = 2, .dp = 4};

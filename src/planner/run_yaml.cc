@@ -64,9 +64,8 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
                       PlanOptions& options) {
   const frontend::ParallelSettings& parallel = config.parallel;
   const int64_t stageDevices = numDevices / stages;
-  const int64_t dataParallel = parallel.parallelMode == frontend::ParallelMode::kSemiAuto
-                                   ? options.modelOptions.parallel->dp
-                                   : stageDevices;
+  const int64_t dataParallel =
+      frontend::shardsByLayout(parallel) ? options.modelOptions.parallel->dp : stageDevices;
   // The graph is one of the micro-batch's interleaved copies (cost::EvaluateOptions::copies):
   // the batch formula's micro-batch over micro_batch_interleave_num, one of its factors.
   const int64_t stageBatch =
@@ -119,8 +118,8 @@ std::pair<int, std::string> choosePipelineStages(const PlanOptions& options,
     if (cluster.numDevices % stages != 0) continue;
     PlanOptions candidate = options;
     candidate.training.pipelineStages = stages;
-    if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
-      // Semi-auto keeps model_parallel; data parallelism takes the devices the stages leave.
+    if (frontend::shardsByLayout(config.parallel)) {
+      // The layout keeps model_parallel; data parallelism takes the devices the stages leave.
       const int64_t perStage = cluster.numDevices / stages;
       const int64_t tp = candidate.modelOptions.parallel->tp;
       if (perStage % tp != 0) continue;
@@ -184,16 +183,17 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
       break;
     case frontend::ParallelMode::kSemiAuto:
       fromYaml(options, "--search", options.search, std::string("semi_auto"));
-      if (!options.given("--tp")) {
-        options.modelOptions.parallel =
-            ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
-        options.modelOptions.dataParallelFromDevices = false;
-      }
       break;
     case frontend::ParallelMode::kAuto:
       fromYaml(options, "--search", options.search,
                std::string(frontend::searchModeName(parallel.searchMode)));
       break;
+  }
+  // Semi-auto annotates every op; sharding_propagation MindFormers' key operators.
+  if (frontend::shardsByLayout(parallel) && !options.given("--tp")) {
+    options.modelOptions.parallel =
+        ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
+    options.modelOptions.dataParallelFromDevices = false;
   }
   fromYaml(options, "--mem-coeff", options.memCoeff, parallel.memCoeff);
   fromYaml(options, "--mem-coeff", options.memCoeffRule, parallel.memCoeffRule);
@@ -229,6 +229,10 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
         *preset, frontend::mindformersFamily(config->archType, options.model), parallel.vocabEmbDp);
     options.modelOptions.transformer = std::move(*preset);
   }
+  if (options.modelOptions.transformer && parallel.parallelMode == frontend::ParallelMode::kAuto) {
+    options.modelOptions.transformer->annotated =
+        frontend::TransformerConfig::Annotated::kMindFormersKeyOps;
+  }
   if (options.model.empty()) {
     return Error{
         fmt::format("{}: model.model_config: missing; give the model there or with "
@@ -256,7 +260,7 @@ void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& 
   auto [stages, how] = choosePipelineStages(options, config, cluster);
   if (config.parallel.autoPipeline) {
     options.training.pipelineStages = stages;
-    if (config.parallel.parallelMode == frontend::ParallelMode::kSemiAuto) {
+    if (frontend::shardsByLayout(config.parallel)) {
       options.modelOptions.parallel->dp =
           cluster.numDevices / stages / options.modelOptions.parallel->tp;
     }

@@ -100,34 +100,23 @@ struct Accumulator {
 
   /// Keeps `tensor` as `use` needs it on `stage` (in `keptAs` when the op keeps a converted
   /// copy); `stash` allows keeping the smaller source slice and gathering it again in backward.
+  /// With `sliced` (RecomputeOptions::sliceActivation) what is held is split over its replicas
+  /// and gathered back before the backward needs it.
   void keep(ir::TensorId tensor, const layout::TensorLayout& use, int stage, bool stash,
-            std::optional<ir::DType> keptAs = std::nullopt) {
+            std::optional<ir::DType> keptAs = std::nullopt, bool sliced = false) {
     if (!counted.insert({tensor, stage}).second) return;
     const layout::TensorLayout& source = in.sources[static_cast<size_t>(tensor)];
-    const int64_t useBytes = bytesOf(use, tensor, keptAs);
-    const int64_t sourceBytes = bytesOf(source, tensor, keptAs);
-    auto s = static_cast<size_t>(stage);
-    if (stash && sourceBytes < useBytes) {
-      cost.bytes[s] += sourceBytes;
-      cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
-    } else {
-      cost.bytes[s] += useBytes;
-    }
-  }
-
-  /// A recomputed region's input under RecomputeOptions::sliceActivation: what keep() would
-  /// hold, sliced over its replicas, and gathered back before the region runs again.
-  void keepSliced(ir::TensorId tensor, const layout::TensorLayout& use, int stage) {
-    if (!counted.insert({tensor, stage}).second) return;
-    const layout::TensorLayout& source = in.sources[static_cast<size_t>(tensor)];
-    const bool fromSource =
-        in.options.mpCommRecompute && bytesOf(source, tensor) < bytesOf(use, tensor);
+    const bool fromSource = stash && bytesOf(source, tensor, keptAs) < bytesOf(use, tensor, keptAs);
     const layout::TensorLayout& held = fromSource ? source : use;
-    const layout::TensorLayout sliced = slicedOverReplicas(held);
     auto s = static_cast<size_t>(stage);
-    cost.bytes[s] += bytesOf(sliced, tensor);
-    if (!(sliced == held)) cost.replaySeconds[s] += in.redistributionSeconds(tensor, sliced, held);
     if (fromSource) cost.replaySeconds[s] += in.forwardSeconds(tensor, use);
+    if (!sliced) {
+      cost.bytes[s] += bytesOf(held, tensor, keptAs);
+      return;
+    }
+    const layout::TensorLayout slices = slicedOverReplicas(held);
+    cost.bytes[s] += bytesOf(slices, tensor, keptAs);
+    if (!(slices == held)) cost.replaySeconds[s] += in.redistributionSeconds(tensor, slices, held);
   }
 
   /// An optimizer-parallel parameter a consumer saves: its gathered copy, or `replays` gathers
@@ -195,11 +184,8 @@ struct Accumulator {
         continue;
       }
       if (producer != ir::kNoOp && in.regions.dropsOutput[static_cast<size_t>(producer)]) continue;
-      if (in.options.sliceActivation) {
-        keepSliced(t, shard.inputs[i], stage);
-      } else {
-        keep(t, shard.inputs[i], stage, in.options.mpCommRecompute);
-      }
+      keep(t, shard.inputs[i], stage, in.options.mpCommRecompute, std::nullopt,
+           in.options.sliceActivation);
     }
   }
 

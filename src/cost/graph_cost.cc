@@ -326,8 +326,7 @@ void costActivations(Context& ctx) {
         return forwardEdgeSeconds(ctx, t, to);
       },
       [&](ir::TensorId t, const layout::TensorLayout& from, const layout::TensorLayout& to) {
-        auto moved = layout::redistribute(from, to, ctx.cluster, elementBytes(ctx.graph, t),
-                                          ctx.options.redistribution);
+        auto moved = ctx.redistributions.plan(from, to, elementBytes(ctx.graph, t));
         return moved ? moved->seconds : 0.0;
       },
       ctx.options.stashGatheredInputs,

@@ -114,7 +114,7 @@ Status readParallelFlags(const YAML::Node& root, ParallelSettings& settings) {
                      settings.enableParallelOptimizer);
 }
 
-/// MindFormers' recompute_config block, parallel_config.use_seq_parallel and vocab_emb_dp.
+/// MindFormers' recompute_config block and parallel_config.use_seq_parallel.
 Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
   const std::pair<const char*, bool*> flags[] = {
       {"recompute", &settings.recompute},
@@ -126,12 +126,8 @@ Status readRecomputeConfig(const YAML::Node& root, ParallelSettings& settings) {
   for (const auto& [key, out] : flags) {
     if (auto s = readInto(root, {"recompute_config", key}, readYamlBool, *out); !s) return s;
   }
-  if (auto s = readInto(root, {"parallel_config", "use_seq_parallel"}, readYamlBool,
-                        settings.useSeqParallel);
-      !s) {
-    return s;
-  }
-  return readInto(root, {"parallel_config", "vocab_emb_dp"}, readYamlBool, settings.vocabEmbDp);
+  return readInto(root, {"parallel_config", "use_seq_parallel"}, readYamlBool,
+                  settings.useSeqParallel);
 }
 
 /// parallel_config.mem_coeff: a positive number, `auto` (the smallest that fits) or `fastest`
@@ -171,6 +167,11 @@ Status readParallelConfig(const YAML::Node& root, ParallelSettings& settings) {
   };
   for (const auto& [key, out] : counts) {
     if (auto s = readInto(root, {"parallel_config", key}, readYamlPositiveInt, *out); !s) return s;
+  }
+  if (auto s =
+          readInto(root, {"parallel_config", "vocab_emb_dp"}, readYamlBool, settings.vocabEmbDp);
+      !s) {
+    return s;
   }
   if (auto s = readAliasedCount(root, {"parallel_config", "micro_batch_interleave_num"},
                                 {"micro_batch_interleave_num"}, settings.microBatchInterleaveNum);

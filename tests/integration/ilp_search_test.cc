@@ -11,6 +11,7 @@
 #include "frontend/transformer.h"
 #include "search/op_level/driver.h"
 #include "search/op_level/ilp.h"
+#include "search/op_level/objective.h"
 
 namespace autopar {
 namespace {
@@ -78,6 +79,45 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
       EXPECT_LE(solved->evaluation.cost, cost) << search::searchModeName(mode);
     }
     EXPECT_GE(compared, 1);
+  }
+}
+
+// Sharding propagation on the unannotated block anchors at its heaviest op and refines
+// (propagation.h): in the ILP's own objective, which objective.h computes the same way, it comes
+// within 5% of the optimum, where every op data parallel is 25% and more above it.
+TEST(IlpSearch, UnannotatedPropagationComesCloseToTheOptimum) {
+  for (int devices : {4, 8}) {
+    const Block block = llamaBlock(devices);
+    auto extraction =
+        search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
+    ASSERT_TRUE(extraction.ok()) << extraction.error().message;
+    auto solved = search::solveIlp(extraction->problem, solveOptions(60, 200, 1, 1));
+    ASSERT_TRUE(solved.ok() && solved->optimal);
+    const auto optimum = static_cast<double>(solved->evaluation.cost);
+    for (auto mode :
+         {search::SearchMode::kShardingPropagation, search::SearchMode::kDataParallel}) {
+      search::SearchRequest request;
+      request.mode = mode;
+      auto outcome = search::searchStrategies(block.graph, block.ranks, block.cluster, request);
+      ASSERT_TRUE(outcome.ok());
+      const int64_t cost = problemCost(*extraction, outcome->sharding);
+      ASSERT_GE(cost, 0);
+      const std::vector<rules::ShardedOp>& shards = outcome->sharding.ops;
+      search::EdgeCostCache edges(block.cluster, {});
+      auto seconds = search::assignmentSeconds(block.graph, shards, block.cluster, edges);
+      ASSERT_TRUE(seconds.ok());
+      // The problem rounds each node and edge cost to a nanosecond.
+      EXPECT_NEAR(*seconds * 1e9, static_cast<double>(cost),
+                  2.0 * extraction->problem.edges.size() + extraction->problem.nodes.size());
+      if (mode == search::SearchMode::kShardingPropagation) {
+        EXPECT_LE(static_cast<double>(cost), 1.05 * optimum) << devices << " devices";
+        EXPECT_TRUE(
+            outcome->explanation.front().starts_with("no annotated op: anchored at 'lm_head'"))
+            << outcome->explanation.front();
+      } else {
+        EXPECT_GT(static_cast<double>(cost), 1.25 * optimum) << devices << " devices";
+      }
+    }
   }
 }
 

@@ -6,9 +6,8 @@
 #include <map>
 #include <string>
 
-#include "cost/memory.h"
-#include "cost/op_cost.h"
 #include "search/op_level/edge_cost.h"
+#include "search/op_level/objective.h"
 
 namespace autopar::search {
 
@@ -24,37 +23,6 @@ struct Extractor {
   std::vector<rules::ShardingRule> rules;
   std::vector<std::vector<rules::ShardedOp>> sharded;  ///< per op, per candidate
 
-  /// The op's cost and memory under one candidate.
-  Expected<std::pair<int64_t, int64_t>> nodeCost(const ir::Op& op, const rules::ShardedOp& shard) {
-    double seconds = cost::costOfOp(graph, op, shard, cluster).totalSeconds();
-    int64_t bytes = 0;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const ir::Tensor& tensor = graph.tensor(op.inputs[i]);
-      if (!tensor.isParameter() || tensor.consumers.front() != op.id) continue;
-      // Stored as this op needs it; its gradient reduces over the axes the op leaves partial.
-      auto sync = edges.edgeSeconds(shard.inputs[i], shard.inputs[i], shard.inputGradPartialAxes[i],
-                                    ir::dtypeBytes(tensor.type.dtype), true);
-      if (!sync) return sync.error();
-      seconds += *sync;
-      bytes +=
-          cost::parameterStateBytes(shard.inputs[i].sliceElements(), tensor.type.dtype, {}).total();
-    }
-    for (const ir::SavedTensor& saved : graph.backwardRule(op).saved) {
-      using Source = ir::SavedTensor::Source;
-      if (saved.source == Source::kExtra) {
-        bytes += static_cast<int64_t>(static_cast<double>(saved.bytes) * shard.computeFraction);
-        continue;
-      }
-      const bool input = saved.source == Source::kInput;
-      const ir::TensorId id = input ? op.inputs[saved.index] : op.outputs[saved.index];
-      if (graph.tensor(id).isParameter()) continue;
-      const auto& layout = input ? shard.inputs[saved.index] : shard.outputs[saved.index];
-      bytes += layout.sliceElements() *
-               ir::dtypeBytes(saved.keptAs.value_or(graph.tensor(id).type.dtype));
-    }
-    return std::make_pair(nanoseconds(seconds), bytes);
-  }
-
   Status addNodes(const std::map<ir::OpId, rules::FactorCuts>& fixed, IlpExtraction& out) {
     for (const ir::Op& op : graph.ops()) {
       auto rule = rules::shardingRuleFor(graph, op);
@@ -68,10 +36,10 @@ struct Extractor {
       for (const auto& cuts : candidates) {
         auto shard = rules::applyFactorCuts(*rule, cuts, ranks);
         if (!shard) return shard.error().in(fmt::format("op '{}'", op.name));
-        auto cost = nodeCost(op, *shard);
+        auto cost = nodeCost(graph, op, *shard, cluster, edges);
         if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
-        node.costs.push_back(cost->first);
-        node.usages.push_back(cost->second);
+        node.costs.push_back(nanoseconds(cost->seconds));
+        node.usages.push_back(cost->bytes);
         shards.push_back(std::move(*shard));
       }
       out.problem.nodes.push_back(std::move(node));

@@ -6,7 +6,8 @@
 /// Extraction, over one mesh of `ranks`:
 ///   - a node per op; its strategies are rules::fullDeviceCuts, or only its annotation;
 ///   - a strategy's cost is the op's forward and backward compute and its internal collectives
-///     (cost::costOfOp), plus the gradient synchronisation of the parameters it reads first;
+///     (cost::costOfOp), plus the gradient synchronisation and optimizer step of the parameters
+///     it reads first (objective.h);
 ///   - a strategy's memory is the state of those parameters (mixed-precision Adam) and the
 ///     activations the op keeps for backward, at the strategy's layouts;
 ///   - an edge per producer-consumer pair charges the redistribution of every tensor between

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <set>
@@ -11,6 +12,7 @@
 #include "cost/op_cost.h"
 #include "layout/strategy.h"
 #include "search/op_level/edge_cost.h"
+#include "search/op_level/objective.h"
 
 namespace autopar::search {
 
@@ -21,15 +23,33 @@ std::string formatSeconds(double seconds) { return fmt::format("{:.3g} s", secon
 /// How many shape-keeping ops a candidate's layout is carried through to price the decided ops
 /// beyond them (Propagator::collectAhead).
 constexpr int kLookaheadDepth = 4;
+/// Coordinate-descent passes after an anchored spread (Propagator::refine), and the least
+/// relative gain that moves an op: below it, float noise could swap two equal strategies.
+constexpr int kRefinePasses = 4;
+constexpr double kRefineGain = 1e-9;
+/// An unannotated graph's anchor strategies whose spreads are refined (the least objective ones).
+constexpr size_t kRefinedAnchors = 3;
+/// The anchor strategies spread from: the least node cost ones (objective.h).
+constexpr size_t kSpreadAnchors = 12;
 
-class Propagator {
+/// Every op's sharding rule and, built when first asked for, its full-device strategies with
+/// their compute and node costs: what the propagation runs of one search share (an unannotated
+/// graph's anchor search propagates once per anchor strategy), with the edge-cost memo.
+class CandidateTable {
  public:
-  Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
-             const PropagationOptions& options)
+  struct Candidate {
+    rules::FactorCuts cuts;
+    rules::ShardedOp shard;
+    double computeSeconds = 0;          ///< cost::costOfOp
+    double syncSeconds = 0;             ///< objective.h's parameterSyncSeconds
+    std::optional<double> nodeSeconds;  ///< objective.h's node cost, when first asked for
+  };
+
+  CandidateTable(const ir::Graph& graph, const std::vector<int>& ranks,
+                 const cluster::Cluster& cluster, const PropagationOptions& options)
       : graph_(graph),
         ranks_(ranks),
         cluster_(cluster),
-        options_(options),
         edges_(cluster, layout::RedistributionOptions{options.enableAllToAll}) {}
 
   Status loadRules() {
@@ -38,16 +58,66 @@ class Propagator {
       if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
       rules_.push_back(std::move(*rule));
     }
-    shards_.resize(graph_.ops().size());
-    cuts_.resize(graph_.ops().size());
+    candidates_.resize(rules_.size());
     return {};
   }
 
+  [[nodiscard]] const rules::ShardingRule& rule(ir::OpId op) const { return rules_[op]; }
+  EdgeCostCache& edges() { return edges_; }
+
+  /// The op's full-device strategies that apply (rules::fullDeviceCuts order).
+  Expected<std::vector<Candidate>*> candidates(ir::OpId op) {
+    if (candidates_[op]) return &*candidates_[op];
+    std::vector<Candidate> list;
+    const ir::Op& node = graph_.op(op);
+    for (auto& cuts : rules::fullDeviceCuts(rules_[op], static_cast<int64_t>(ranks_.size()))) {
+      auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
+      if (!shard) continue;
+      const double compute = cost::costOfOp(graph_, node, *shard, cluster_).totalSeconds();
+      auto sync = parameterSyncSeconds(graph_, node, *shard, edges_);
+      if (!sync) return sync.error();
+      list.push_back({std::move(cuts), std::move(*shard), compute, *sync, std::nullopt});
+    }
+    return &candidates_[op].emplace(std::move(list));
+  }
+
+  Expected<double> nodeSeconds(ir::OpId op, Candidate& candidate) {
+    if (candidate.nodeSeconds) return *candidate.nodeSeconds;
+    auto cost = nodeCost(graph_, graph_.op(op), candidate.shard, cluster_, edges_);
+    if (!cost) return cost.error();
+    candidate.nodeSeconds = cost->seconds;
+    return cost->seconds;
+  }
+
+ private:
+  const ir::Graph& graph_;
+  const std::vector<int>& ranks_;
+  const cluster::Cluster& cluster_;
+  EdgeCostCache edges_;
+  std::vector<rules::ShardingRule> rules_;
+  std::vector<std::optional<std::vector<Candidate>>> candidates_;
+};
+
+class Propagator {
+ public:
+  Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
+             const PropagationOptions& options, CandidateTable& table)
+      : graph_(graph),
+        ranks_(ranks),
+        cluster_(cluster),
+        options_(options),
+        table_(table),
+        edges_(table.edges()),
+        shards_(graph.ops().size()),
+        cuts_(graph.ops().size()),
+        chosen_(graph.ops().size(), nullptr) {}
+
   Status fix(ir::OpId op, const rules::FactorCuts& cuts) {
-    auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
+    auto shard = rules::applyFactorCuts(table_.rule(op), cuts, ranks_);
     if (!shard) return shard.error().in(fmt::format("op '{}'", graph_.op(op).name));
     shards_[op] = std::move(*shard);
     cuts_[op] = cuts;
+    chosen_[op] = nullptr;
     return {};
   }
 
@@ -68,7 +138,7 @@ class Propagator {
       const std::optional<ir::OpId> seed = heaviestUndecided();
       if (!seed) return {};
       // A part of the graph no fixed op reaches starts data parallel at its heaviest op.
-      if (auto status = fix(*seed, rules::defaultFactorCuts(rules_[*seed], numDevices()));
+      if (auto status = fix(*seed, rules::defaultFactorCuts(table_.rule(*seed), numDevices()));
           !status) {
         return status;
       }
@@ -76,6 +146,45 @@ class Propagator {
                                        graph_.op(*seed).name, strategyText(*seed)));
       enqueueNeighbours(*seed);
     }
+  }
+
+  /// Coordinate descent once every op is decided: each op other than `anchor` chooses again,
+  /// against all its neighbours, the strategy with the least node cost (objective.h) plus
+  /// redistribution, and keeps it when that is lower than where it stands; passes repeat until
+  /// none changes, at most kRefinePasses. Every change lowers the objective, so it ends.
+  Status refine(ir::OpId anchor, PropagationResult& result) {
+    std::vector<bool> dirty(graph_.ops().size(), true);
+    dirty[anchor] = false;
+    for (int pass = 0; pass < kRefinePasses; ++pass) {
+      bool changed = false;
+      for (const ir::Op& node : graph_.ops()) {
+        if (!dirty[node.id]) continue;
+        dirty[node.id] = false;
+        auto current = localSeconds(node, *shards_[node.id], chosen_[node.id]);
+        if (!current) return current.error().in(fmt::format("op '{}'", node.name));
+        double bestSeconds = *current;
+        CandidateTable::Candidate* bestCandidate = nullptr;
+        auto candidates = table_.candidates(node.id);
+        if (!candidates) return candidates.error().in(fmt::format("op '{}'", node.name));
+        for (CandidateTable::Candidate& candidate : **candidates) {
+          auto seconds = localSeconds(node, candidate.shard, &candidate);
+          if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
+          if (*seconds < bestSeconds * (1 - kRefineGain)) {
+            bestSeconds = *seconds;
+            bestCandidate = &candidate;
+          }
+        }
+        if (bestCandidate == nullptr) continue;
+        choose(node.id, *bestCandidate);
+        changed = true;
+        for (ir::OpId neighbour : neighboursOf(node)) dirty[neighbour] = neighbour != anchor;
+        result.log.push_back(fmt::format("{}: {} chosen again (pass {}: {} with its neighbours)",
+                                         node.name, strategyText(node.id), pass + 1,
+                                         formatSeconds(bestSeconds)));
+      }
+      if (!changed) break;
+    }
+    return {};
   }
 
   /// Conflicts between fixed ops: a redistribution on an edge both of whose ends were fixed.
@@ -106,11 +215,38 @@ class Propagator {
 
   std::vector<rules::FactorCuts> cuts() const { return cuts_; }
 
+  /// Decides `op` as one of its table candidates.
+  void choose(ir::OpId op, CandidateTable::Candidate& candidate) {
+    cuts_[op] = candidate.cuts;
+    shards_[op] = candidate.shard;
+    chosen_[op] = &candidate;
+  }
+
+  /// The objective (objective.h) of the assignment, once every op is decided.
+  Expected<double> objectiveSeconds() {
+    std::vector<rules::ShardedOp> shards;
+    std::vector<double> nodeSeconds;
+    shards.reserve(shards_.size());
+    for (const ir::Op& op : graph_.ops()) {
+      shards.push_back(*shards_[op.id]);
+      if (chosen_[op.id] == nullptr) {
+        auto cost = nodeCost(graph_, op, shards.back(), cluster_, edges_);
+        if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
+        nodeSeconds.push_back(cost->seconds);
+        continue;
+      }
+      auto seconds = table_.nodeSeconds(op.id, *chosen_[op.id]);
+      if (!seconds) return seconds.error().in(fmt::format("op '{}'", op.name));
+      nodeSeconds.push_back(*seconds);
+    }
+    return assignmentSeconds(graph_, shards, cluster_, edges_, &nodeSeconds);
+  }
+
  private:
   int64_t numDevices() const { return static_cast<int64_t>(ranks_.size()); }
 
   std::string strategyText(ir::OpId op) const {
-    return layout::strategyToString(rules::strategyFromFactorCuts(rules_[op], cuts_[op]));
+    return layout::strategyToString(rules::strategyFromFactorCuts(table_.rule(op), cuts_[op]));
   }
 
   void enqueueNeighbours(ir::OpId op) {
@@ -256,7 +392,7 @@ class Propagator {
   /// The dims of `op`'s input `index` that its rule cannot split (kNeedReplication), as a mask.
   uint32_t unsplittableDims(ir::OpId op, size_t index) const {
     uint32_t mask = 0;
-    const rules::ShardingRule& rule = rules_[op];
+    const rules::ShardingRule& rule = table_.rule(op);
     if (index >= rule.operands.size()) return mask;
     for (size_t d = 0; d < rule.operands[index].size() && d < 32; ++d) {
       for (const auto& part : rule.operands[index][d]) {
@@ -329,12 +465,49 @@ class Propagator {
     return std::nullopt;
   }
 
+  /// The ops whose redistribution depends on `node`'s layout: its inputs' producers (or, for a
+  /// parameter or graph input, their other consumers) and its outputs' consumers.
+  std::vector<ir::OpId> neighboursOf(const ir::Op& node) const {
+    std::vector<ir::OpId> neighbours;
+    for (ir::TensorId id : node.inputs) {
+      const ir::Tensor& tensor = graph_.tensor(id);
+      if (tensor.producer != ir::kNoOp) {
+        neighbours.push_back(tensor.producer);
+      } else {
+        neighbours.insert(neighbours.end(), tensor.consumers.begin(), tensor.consumers.end());
+      }
+    }
+    for (ir::TensorId id : node.outputs) {
+      const ir::Tensor& tensor = graph_.tensor(id);
+      neighbours.insert(neighbours.end(), tensor.consumers.begin(), tensor.consumers.end());
+    }
+    return neighbours;
+  }
+
+  /// An op's node cost under `shard` plus its redistribution to its decided neighbours; the node
+  /// cost from the table when `shard` is one of its candidates.
+  Expected<double> localSeconds(const ir::Op& node, const rules::ShardedOp& shard,
+                                CandidateTable::Candidate* candidate) {
+    Expected<double> own = Error{""};
+    if (candidate != nullptr) {
+      own = table_.nodeSeconds(node.id, *candidate);
+    } else if (auto cost = nodeCost(graph_, node, shard, cluster_, edges_)) {
+      own = cost->seconds;
+    } else {
+      own = cost.error();
+    }
+    if (!own) return own;
+    auto edge = edgeSeconds(node.id, shard);
+    if (!edge) return edge;
+    return *own + *edge;
+  }
+
   /// Least redistribution (to decided neighbours, and ahead to the decided ops beyond chains of
   /// undecided ones), then least compute, then the lexicographically smallest cuts.
   Status decideBest(ir::OpId op, ir::OpId via, PropagationResult& result) {
-    using Key = std::tuple<double, double, rules::FactorCuts>;
-    std::optional<Key> best;
-    std::optional<rules::ShardedOp> bestShard;
+    using Key = std::pair<double, double>;
+    CandidateTable::Candidate* best = nullptr;
+    Key bestKey;
     double bestEdge = 0;
     double bestAhead = 0;
     const ir::Op& node = graph_.op(op);
@@ -343,37 +516,36 @@ class Propagator {
       std::set<std::pair<ir::TensorId, uint32_t>> walked;
       collectAhead(graph_.tensor(node.outputs[j]), kLookaheadDepth, 0, ahead[j], walked);
     }
-    for (const auto& cuts : rules::fullDeviceCuts(rules_[op], numDevices())) {
-      auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
-      if (!shard) continue;
-      auto edge = edgeSeconds(op, *shard);
-      if (!edge) return edge.error().in(fmt::format("op '{}'", graph_.op(op).name));
+    auto candidates = table_.candidates(op);
+    if (!candidates) return candidates.error().in(fmt::format("op '{}'", node.name));
+    for (CandidateTable::Candidate& candidate : **candidates) {
+      auto edge = edgeSeconds(op, candidate.shard);
+      if (!edge) return edge.error().in(fmt::format("op '{}'", node.name));
       double aheadSeconds = 0;
       for (size_t j = 0; j < node.outputs.size(); ++j) {
-        auto seconds = secondsAhead(ahead[j], shard->outputs[j]);
+        auto seconds = secondsAhead(ahead[j], candidate.shard.outputs[j]);
         if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
         aheadSeconds += *seconds;
       }
-      Key key{*edge + aheadSeconds, cost::costOfOp(graph_, node, *shard, cluster_).totalSeconds(),
-              cuts};
-      if (!best || key < *best) {
-        best = std::move(key);
-        bestShard = std::move(*shard);
+      const double sync = options_.priceParameterSync ? candidate.syncSeconds : 0;
+      const Key key{*edge + aheadSeconds + sync, candidate.computeSeconds};
+      if (best == nullptr || key < bestKey || (key == bestKey && candidate.cuts < best->cuts)) {
+        best = &candidate;
+        bestKey = key;
         bestEdge = *edge;
         bestAhead = aheadSeconds;
       }
     }
-    if (!best) {
+    if (best == nullptr) {
       return Error{
           fmt::format("op '{}': no strategy fits {} devices", graph_.op(op).name, numDevices())};
     }
-    cuts_[op] = std::get<2>(*best);
-    shards_[op] = std::move(bestShard);
+    choose(op, *best);
     const std::string aheadText =
         bestAhead > 0 ? fmt::format(", {} ahead", formatSeconds(bestAhead)) : "";
     result.log.push_back(fmt::format("{}: {} chosen (edge cost {}{}, compute {}; from '{}')",
                                      graph_.op(op).name, strategyText(op), formatSeconds(bestEdge),
-                                     aheadText, formatSeconds(std::get<1>(*best)),
+                                     aheadText, formatSeconds(bestKey.second),
                                      graph_.op(via).name));
     return {};
   }
@@ -418,13 +590,87 @@ class Propagator {
   const std::vector<int>& ranks_;
   const cluster::Cluster& cluster_;
   PropagationOptions options_;
-  EdgeCostCache edges_;
-  std::vector<rules::ShardingRule> rules_;
+  CandidateTable& table_;
+  EdgeCostCache& edges_;
   std::vector<std::optional<rules::ShardedOp>> shards_;
   std::vector<rules::FactorCuts> cuts_;
+  std::vector<CandidateTable::Candidate*> chosen_;  ///< the table's candidate, or null (fixed)
   /// (connecting tensor bytes, -op id, decided neighbour): largest first, then lowest id.
   std::priority_queue<std::tuple<int64_t, int64_t, ir::OpId>> frontier_;
 };
+
+/// The heaviest op (forward FLOPs; the lower id on a tie): where an unannotated graph anchors.
+ir::OpId heaviestOp(const ir::Graph& graph) {
+  ir::OpId best = 0;
+  for (const ir::Op& op : graph.ops()) {
+    if (graph.forwardFlops(op) > graph.forwardFlops(graph.op(best))) best = op.id;
+  }
+  return best;
+}
+
+/// With nothing annotated, MindSpore's propagation has nowhere to start: it refuses the graph.
+/// Here the heaviest op anchors it. Propagation runs from each of that op's full-device
+/// strategies, and the assignment with the least op-level objective (objective.h: the sum the
+/// ILP minimises) is kept; on a tie, the strategy listed first.
+Expected<PropagationResult> propagateFromBestAnchor(const ir::Graph& graph,
+                                                    const std::vector<int>& ranks,
+                                                    const cluster::Cluster& cluster,
+                                                    const PropagationOptions& options,
+                                                    CandidateTable& table) {
+  const ir::Op& anchor = graph.op(heaviestOp(graph));
+  auto candidates = table.candidates(anchor.id);
+  if (!candidates) return candidates.error().in(fmt::format("op '{}'", anchor.name));
+  // Spread from every anchor strategy; refine the kRefinedAnchors spreads of least objective.
+  struct Run {
+    double seconds = 0;
+    size_t anchor = 0;  ///< index among the candidates
+    std::unique_ptr<Propagator> propagator;
+    PropagationResult result;
+  };
+  std::vector<std::pair<double, size_t>> screened;  // (node seconds, index)
+  for (size_t c = 0; c < (*candidates)->size(); ++c) {
+    auto seconds = table.nodeSeconds(anchor.id, (**candidates)[c]);
+    if (!seconds) return seconds.error().in(fmt::format("op '{}'", anchor.name));
+    screened.emplace_back(*seconds, c);
+  }
+  std::sort(screened.begin(), screened.end());
+  screened.resize(std::min(screened.size(), kSpreadAnchors));
+  std::vector<Run> runs;
+  for (const auto& [nodeSeconds, c] : screened) {
+    Run run{0, c, std::make_unique<Propagator>(graph, ranks, cluster, options, table), {}};
+    run.propagator->choose(anchor.id, (**candidates)[c]);
+    if (auto status = run.propagator->spread(run.result); !status) return status.error();
+    auto seconds = run.propagator->objectiveSeconds();
+    if (!seconds) return seconds.error();
+    run.seconds = *seconds;
+    runs.push_back(std::move(run));
+  }
+  if (runs.empty()) {
+    return Error{fmt::format("op '{}': no strategy fits {} devices", anchor.name, ranks.size())};
+  }
+  auto byObjective = [](const Run& a, const Run& b) {
+    return std::tie(a.seconds, a.anchor) < std::tie(b.seconds, b.anchor);
+  };
+  std::sort(runs.begin(), runs.end(), byObjective);
+  runs.resize(std::min(runs.size(), kRefinedAnchors));
+  for (Run& run : runs) {
+    if (auto status = run.propagator->refine(anchor.id, run.result); !status) return status.error();
+    auto seconds = run.propagator->objectiveSeconds();
+    if (!seconds) return seconds.error();
+    run.seconds = *seconds;
+  }
+  Run& best = *std::min_element(runs.begin(), runs.end(), byObjective);
+  best.result.cuts = best.propagator->cuts();
+  best.result.log.insert(
+      best.result.log.begin(),
+      fmt::format("no annotated op: anchored at '{}' {}, the least objective ({:.3g} s) of its {} "
+                  "strategies, the best {} refined",
+                  anchor.name,
+                  layout::strategyToString(rules::strategyFromFactorCuts(
+                      table.rule(anchor.id), (**candidates)[best.anchor].cuts)),
+                  best.seconds, (*candidates)->size(), runs.size()));
+  return std::move(best.result);
+}
 
 }  // namespace
 
@@ -433,19 +679,15 @@ Expected<PropagationResult> propagateStrategies(const ir::Graph& graph,
                                                 const cluster::Cluster& cluster,
                                                 const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                                 const PropagationOptions& options) {
-  Propagator propagator(graph, ranks, cluster, options);
-  if (auto status = propagator.loadRules(); !status) return status.error();
-  PropagationResult result;
+  CandidateTable table(graph, ranks, cluster, options);
+  if (auto status = table.loadRules(); !status) return status.error();
   if (fixed.empty()) {
-    // Nothing to spread: every op runs data parallel, as MindSpore does without annotations.
-    for (const ir::Op& op : graph.ops()) {
-      auto rule = rules::shardingRuleFor(graph, op);
-      if (!rule) return rule.error().in(fmt::format("op '{}'", op.name));
-      result.cuts.push_back(rules::defaultFactorCuts(*rule, static_cast<int64_t>(ranks.size())));
-    }
-    result.log.push_back("no annotated op: every op takes its data-parallel default");
-    return result;
+    PropagationOptions anchored = options;
+    anchored.priceParameterSync = true;
+    return propagateFromBestAnchor(graph, ranks, cluster, anchored, table);
   }
+  Propagator propagator(graph, ranks, cluster, options, table);
+  PropagationResult result;
   for (const auto& [op, cuts] : fixed) {
     if (auto status = propagator.fix(op, cuts); !status) return status.error();
   }

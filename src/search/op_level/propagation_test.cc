@@ -7,6 +7,7 @@
 #include "cost/graph_cost.h"
 #include "layout/strategy.h"
 #include "rules/graph_sharding.h"
+#include "search/op_level/objective.h"
 
 namespace autopar::search {
 namespace {
@@ -105,14 +106,34 @@ TEST(ShardingPropagation, NoWorseThanDataParallelForTheUnannotatedOps) {
   EXPECT_LT(f.stepSeconds(result->cuts), semiAutoReport->time.totalSeconds());
 }
 
-TEST(ShardingPropagation, WithoutAnnotationsEveryOpIsDataParallel) {
+// With no annotation the heaviest op anchors the spread (propagation.h): the plan's objective
+// is below every op data parallel's, and the same inputs give the same plan.
+TEST(ShardingPropagation, WithoutAnnotationsTheHeaviestOpAnchorsAPlanBetterThanDataParallel) {
   Fixture f;
   auto result = propagateStrategies(f.graph, f.ranks, f.cluster, {});
-  ASSERT_TRUE(result.ok());
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_FALSE(result->log.empty());
+  EXPECT_TRUE(result->log.front().starts_with("no annotated op: anchored at 'dense1.matmul' "))
+      << result->log.front();
+  auto objective = [&](const std::vector<rules::FactorCuts>& cuts) {
+    std::vector<rules::ShardedOp> shards;
+    for (const ir::Op& op : f.graph.ops()) {
+      shards.push_back(
+          *rules::applyFactorCuts(*rules::shardingRuleFor(f.graph, op), cuts[op.id], f.ranks));
+    }
+    EdgeCostCache edges(f.cluster, {});
+    return *assignmentSeconds(f.graph, shards, f.cluster, edges);
+  };
+  std::vector<rules::FactorCuts> dataParallel;
   for (const ir::Op& op : f.graph.ops()) {
-    auto rule = rules::shardingRuleFor(f.graph, op);
-    EXPECT_EQ(result->cuts[op.id], rules::defaultFactorCuts(*rule, 8)) << op.name;
+    dataParallel.push_back(rules::defaultFactorCuts(*rules::shardingRuleFor(f.graph, op), 8));
   }
+  EXPECT_NE(result->cuts, dataParallel);
+  EXPECT_LT(objective(result->cuts), objective(dataParallel));
+  auto again = propagateStrategies(f.graph, f.ranks, f.cluster, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cuts, result->cuts);
+  EXPECT_EQ(again->log, result->log);
 }
 
 TEST(ShardingPropagation, IsDeterministic) {

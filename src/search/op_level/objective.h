@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// The op-level objective: what one op's strategy costs on its own (compute, internal collectives,
+/// the gradient synchronisation and optimizer step of the parameters it reads first) and what it
+/// keeps in memory.
+/// The ILP minimises the sum of these and of its edges' redistribution (ilp.h); sharding
+/// propagation prices a candidate's parameter synchronisation with it, and ranks whole
+/// assignments by the same sum.
+
+#include <cstdint>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "ir/graph.h"
+#include "rules/sharded_op.h"
+#include "search/op_level/edge_cost.h"
+#include "util/expected.h"
+
+namespace autopar::search {
+
+/// Seconds to synchronise the gradients of the parameters `op` reads first (a shared parameter is
+/// charged once, to its first consumer), stored as `shard` needs them: a cut that leaves a weight
+/// whole on several devices all-reduces its gradient over them.
+Expected<double> parameterSyncSeconds(const ir::Graph& graph, const ir::Op& op,
+                                      const rules::ShardedOp& shard, EdgeCostCache& edges);
+
+struct NodeCost {
+  double seconds = 0;
+  int64_t bytes = 0;  ///< the parameters' states and the activations kept for backward
+};
+
+/// Compute and internal collectives (cost::costOfOp), parameterSyncSeconds and the optimizer
+/// step over the parameter slices, and memory.
+Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
+                            const cluster::Cluster& cluster, EdgeCostCache& edges);
+
+/// The objective of one strategy per op (`shards`, indexed by OpId): every op's node cost plus
+/// every tensor's redistribution from its producer to each consumer, forward and backward.
+/// `nodeSeconds`, when given, holds the node costs already known (indexed by OpId).
+Expected<double> assignmentSeconds(const ir::Graph& graph,
+                                   const std::vector<rules::ShardedOp>& shards,
+                                   const cluster::Cluster& cluster, EdgeCostCache& edges,
+                                   const std::vector<double>* nodeSeconds = nullptr);
+
+}  // namespace autopar::search

@@ -199,7 +199,7 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   }
   PlanOptions fastest = options;
   fastest.memCoeffRule = frontend::MemCoeffRule::kFastest;
-  auto choice = chooseMemCoeff(fastest, cluster, progress);
+  auto choice = chooseMemCoeff(fastest, cluster, progress, FastestClimb::kLadder);
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);
   Change change{{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}};

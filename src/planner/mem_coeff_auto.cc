@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "planner/inputs.h"
@@ -17,6 +18,10 @@ namespace {
 constexpr double kFirstRung = 0.1;
 constexpr double kRungFactor = 4;
 constexpr int kRungs = 9;  // 0.1 .. 6553.6
+/// `fastest` plans just above each change point (walkChangePoints): this far above, relatively,
+/// then rounded up. And the most plans one climb makes.
+constexpr double kChangePointMargin = 1e-6;
+constexpr int kMostPlans = 48;
 
 /// The levers one climb of the ladder adds to the plan's own.
 struct Levers {
@@ -76,7 +81,7 @@ class Climb {
     const bool fits = peak <= cluster_.device.memoryBytes;
     if (set == 0 && (plainLeanest_ == 0 || peak < plainLeanest_)) plainLeanest_ = peak;
     const double step = evaluated.estimate.stepSeconds;
-    if (fits && !smallest_) smallest_ = Rung{memCoeff, step};
+    if (fits && (!smallest_ || memCoeff < smallest_->memCoeff)) smallest_ = Rung{memCoeff, step};
     std::optional<Taken>& slot = fits ? fitting_ : leanest_;
     const bool better = !slot || (fits ? rule_ == frontend::MemCoeffRule::kFastest &&
                                              step < slot->evaluated.estimate.stepSeconds
@@ -144,15 +149,47 @@ class Climb {
   const std::function<void(int)>& progress_;
   int planned_ = 0;
   int64_t plainLeanest_ = 0;      ///< the least peak without a lever
-  std::optional<Rung> smallest_;  ///< the first rung that fits
+  std::optional<Rung> smallest_;  ///< the least mem_coeff planned that fits
   std::optional<Taken> fitting_;  ///< the choice among the plans that fit
   std::optional<Taken> leanest_;  ///< the leanest of those that do not
 };
 
+/// The least value above `point` with three significant digits: printed with {:g}, it reads
+/// back as itself, so the mem_coeff a report names makes the plan it names.
+double justAbove(double point) {
+  const double above = point * (1 + kChangePointMargin);
+  const int digits = 2 - static_cast<int>(std::floor(std::log10(above)));
+  const double scale = std::pow(10.0, std::abs(digits));
+  return digits >= 0 ? std::ceil(above * scale) / scale : std::ceil(above / scale) * scale;
+}
+
+/// `fastest`'s walk, in the climb whose ladder has a plan that fits: every plan the search makes
+/// from the ladder's first rung up, at most kMostPlans. The search's choices change only where
+/// one choice's cost overtakes another's as mem_coeff grows, and each plan says where its first
+/// change is (search::RecursiveResult::nextMemCoeff); the next plan is made just above it.
+Status walkChangePoints(const PlanOptions& options, const Levers& levers, size_t set,
+                        const cluster::Cluster& cluster, Climb& climb) {
+  const std::vector<double> ladder = memCoeffLadder();
+  double memCoeff = ladder.front();
+  for (int planned = 0; planned < kMostPlans && memCoeff <= ladder.back(); ++planned) {
+    PlanOptions candidate = options;
+    candidate.memCoeff = memCoeff;
+    levers.apply(candidate);
+    auto plan = evaluate(candidate, cluster, candidate.modelOptions);
+    if (!plan) return plan.error();
+    const double next = plan->outcome.nextMemCoeff;
+    climb.take(set, levers, memCoeff, candidate, *plan);
+    if (!std::isfinite(next)) break;
+    memCoeff = justAbove(next);
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluster::Cluster& cluster,
-                                        const std::function<void(int)>& progress) {
+                                        const std::function<void(int)>& progress,
+                                        FastestClimb walk) {
   const frontend::MemCoeffRule rule = options.memCoeffRule == frontend::MemCoeffRule::kFastest
                                           ? frontend::MemCoeffRule::kFastest
                                           : frontend::MemCoeffRule::kAuto;
@@ -181,6 +218,11 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
         if (!plans[i]) return plans[i].error();
         climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i]);
         if (climb.decided(false)) return climb.result(sets);
+      }
+    }
+    if (climb.decided(true) && walk == FastestClimb::kEveryPlan) {
+      if (auto status = walkChangePoints(options, sets[set], set, cluster, climb); !status) {
+        return status.error();
       }
     }
     if (climb.decided(true)) return climb.result(sets);

@@ -70,7 +70,8 @@ Expected<SearchOutcome> recursive(const ir::Graph& graph, const std::vector<int>
   }
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();
-  return SearchOutcome{std::move(*sharding), std::move(result->explanation), {}};
+  return SearchOutcome{
+      std::move(*sharding), std::move(result->explanation), {}, result->nextMemCoeff};
 }
 
 Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& ranks,

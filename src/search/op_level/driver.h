@@ -9,6 +9,7 @@
 /// After the search a verifier applies every strategy through the rules, so an invalid result is
 /// an error here rather than a wrong plan later.
 
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -51,6 +52,8 @@ struct SearchOutcome {
   rules::GraphSharding sharding;
   std::vector<std::string> explanation;  ///< the search's decisions, one line each
   std::vector<Conflict> conflicts;       ///< sharding_propagation
+  /// recursive_programming: RecursiveResult::nextMemCoeff; infinity for the other modes.
+  double nextMemCoeff = std::numeric_limits<double>::infinity();
 };
 
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,

@@ -187,6 +187,8 @@ class RecursiveSearch {
     return {};
   }
 
+  double nextMemCoeff() const { return nextMemCoeff_; }
+
   std::map<ir::OpId, rules::FactorCuts> mainCuts() const {
     std::map<ir::OpId, rules::FactorCuts> fixed;
     for (ir::OpId op : mainOps_) fixed.emplace(op, cuts_[op]);
@@ -340,6 +342,17 @@ class RecursiveSearch {
     return std::min(1.0, 2.0 * static_cast<double>(prime - 1) / static_cast<double>(cut * prime));
   }
 
+  /// Elements of the op's weight operands, in the shards of `current`.
+  double weightElements(ir::OpId op, const rules::ShardedOp& current) const {
+    const ir::Op& node = graph_.op(op);
+    double elements = 0;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (isWeight(graph_, node.inputs[i]))
+        elements += static_cast<double>(elementsOf(current.inputs, i));
+    }
+    return elements;
+  }
+
   double opCost(ir::OpId op, Choice choice, const rules::ShardedOp& current, int64_t prime) const {
     const ir::Op& node = graph_.op(op);
     const int factor = choice == kNoCut ? -1 : axes_.at(op).factor[choice];
@@ -348,11 +361,7 @@ class RecursiveSearch {
     double cost = 0;
     switch (choice) {
       case kCutI:
-        for (size_t i = 0; i < node.inputs.size(); ++i) {
-          if (isWeight(graph_, node.inputs[i]))
-            cost += static_cast<double>(elementsOf(current.inputs, i));
-        }
-        return options_.memCoeff * cost;
+        return options_.memCoeff * weightElements(op, current);
       case kCutJ:
         // An input the cut replicates has its gradient all-reduced over the cut in backward; a
         // graph input (the samples, token ids) has none, and reading it whole costs nothing.
@@ -397,6 +406,20 @@ class RecursiveSearch {
     return elements;
   }
 
+  /// Only the I cut and no cut cost more as mem_coeff grows (op-cost(I) is mem_coeff x the
+  /// weights' elements). A choice that grows slower than the chosen one overtakes it at some
+  /// mem_coeff: the least such point above the search's own is where its plan first changes.
+  void noteFlips(ir::OpId op, const std::array<double, 4>& totals, Choice best) {
+    const double weights = weightElements(op, shards_[op]);
+    auto slope = [&](int choice) { return choice == kCutI || choice == kNoCut ? weights : 0.0; };
+    for (int choice = kCutI; choice <= kNoCut; ++choice) {
+      if (choice == best || totals[choice] == kInfeasible || slope(choice) >= slope(best)) continue;
+      const double flip =
+          options_.memCoeff + (totals[choice] - totals[best]) / (slope(best) - slope(choice));
+      nextMemCoeff_ = std::min(nextMemCoeff_, std::max(flip, options_.memCoeff));
+    }
+  }
+
   /// One main op's choice for this round; with `explain`, its decision lines go to `explained`.
   Status decide(ir::OpId op, int64_t prime, const std::string& title,
                 std::vector<std::string>& explained) {
@@ -426,6 +449,7 @@ class RecursiveSearch {
     }
     const auto best =
         static_cast<Choice>(std::min_element(totals.begin(), totals.end()) - totals.begin());
+    noteFlips(op, totals, best);
     if (!shards[best])
       return Error{fmt::format("op '{}': no valid choice in this round", graph_.op(op).name)};
     if (best != kNoCut) cuts_[op][axes_.at(op).factor[best]] *= prime;
@@ -454,6 +478,7 @@ class RecursiveSearch {
   std::vector<bool> isMain_;
   std::vector<bool> decidedThisRound_;
   int64_t roundDevices_ = 1;  ///< devices the rounds so far, this one included, cut over
+  double nextMemCoeff_ = std::numeric_limits<double>::infinity();  ///< noteFlips
   std::vector<ir::OpId> mainOps_;
   std::map<ir::OpId, SappAxes> axes_;
   std::map<ir::OpId, std::vector<Link>> links_;
@@ -488,6 +513,7 @@ Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph,
   auto spread = propagateStrategies(graph, ranks, cluster, search.mainCuts(), propagation);
   if (!spread) return spread.error();
   result.cuts = std::move(spread->cuts);
+  result.nextMemCoeff = search.nextMemCoeff();
   return result;
 }
 

@@ -45,6 +45,7 @@
 /// Example (seed 000's log): with mem_coeff 0.01, a MatMul whose weight holds 2048 elements and
 /// whose output holds 4096 prints "If the I-axis is cut, the op-cost is 20.48, ...".
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct RecursiveResult {
   /// I-axis/J-axis/K-axis/no_cut are : [const vector]{...}", then "Choose to cut the I-axis"
   /// (J, K) or "Choose NOT to cut".
   std::vector<std::string> explanation;
+  /// The least mem_coeff at or above the one searched with at which some choice would change
+  /// (infinity: none would); from it up to there, the search returns this plan. Walking these
+  /// points visits every plan the search can make (planner/mem_coeff_auto.h).
+  double nextMemCoeff = std::numeric_limits<double>::infinity();
 };
 
 Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph,

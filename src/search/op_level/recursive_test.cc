@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <set>
 
 #include "layout/strategy.h"
 
@@ -187,6 +189,35 @@ TEST(RecursiveProgramming, HalvingsWithinANodeAddLessToTheAllReduceThanHalvingsA
   EXPECT_NE(lineAfter(lines, "Round 1/4 (cut by 2): layer3", "If the K-axis is cut")
                 .find("the rest-cost is 0,"),
             std::string::npos);
+}
+
+// nextMemCoeff is where a choice first changes: the search makes the same plan anywhere below
+// it; walking the points from 0.1 visits several plans and ends.
+TEST(RecursiveProgramming, NextMemCoeffIsWhereThePlanFirstChanges) {
+  const ir::Graph graph = seedMlp(512);
+  auto cluster = cluster::clusterPreset("dgx-a100-80g");
+  RecursiveOptions options;
+  options.memCoeff = 0.1;
+  int plans = 0;
+  std::set<std::vector<rules::FactorCuts>> distinct;
+  while (plans < 64) {
+    auto result = recursiveProgramming(graph, ranksOf(8), *cluster, options);
+    ASSERT_TRUE(result.ok());
+    ++plans;
+    distinct.insert(result->cuts);
+    if (!std::isfinite(result->nextMemCoeff)) break;
+    const double next = result->nextMemCoeff;
+    ASSERT_GE(next, options.memCoeff);
+    RecursiveOptions below = options;
+    below.memCoeff = options.memCoeff + (next - options.memCoeff) * 0.999;
+    auto same = recursiveProgramming(graph, ranksOf(8), *cluster, below);
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(same->cuts, result->cuts) << "mem_coeff " << below.memCoeff;
+    options.memCoeff = next * 1.0001;
+  }
+  // A choice that changes may leave the plan as it was (a later round evens it out).
+  EXPECT_GE(distinct.size(), 3U);
+  EXPECT_LT(plans, 64) << "the walk ends: a plan past the last point changes no more";
 }
 
 TEST(RecursiveProgramming, IsDeterministic) {

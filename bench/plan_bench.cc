@@ -77,6 +77,11 @@ void BM_ShardingPropagation(benchmark::State& state) {
   runSearch(state, search::SearchMode::kShardingPropagation, 8);
 }
 
+/// Propagation with no annotation: the anchor search (search/op_level/propagation.h).
+void BM_ShardingPropagationUnannotated(benchmark::State& state) {
+  runSearch(state, search::SearchMode::kShardingPropagation, 0);
+}
+
 void BM_RecursiveProgramming(benchmark::State& state) {
   runSearch(state, search::SearchMode::kRecursiveProgramming, 0);
 }
@@ -324,6 +329,13 @@ void layersAndDevices(benchmark::internal::Benchmark* bench) {
 BENCHMARK(BM_SemiAutoShardAndCost)->Apply(layersAndDevices);
 BENCHMARK(BM_ShardingPropagation)->Apply(layersAndDevices);
 BENCHMARK(BM_RecursiveProgramming)->Apply(layersAndDevices);
+BENCHMARK(BM_ShardingPropagationUnannotated)
+    ->ArgNames({"layers", "devices"})
+    ->Args({20, 8})
+    ->Args({80, 8})
+    ->Args({80, 64})
+    ->Args({80, 512})
+    ->Unit(benchmark::kMillisecond);
 
 /// The planner's public API end to end (what `autopar estimate` and `autopar search` run, less
 /// process start-up): one Megatron-style configuration of LLaMA2-70B on 64 A100s built, sharded,

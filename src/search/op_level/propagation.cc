@@ -41,7 +41,7 @@ class CandidateTable {
     rules::FactorCuts cuts;
     rules::ShardedOp shard;
     double computeSeconds = 0;          ///< cost::costOfOp
-    double syncSeconds = 0;             ///< objective.h's parameterSyncSeconds
+    std::optional<double> syncSeconds;  ///< objective.h's parameterSyncSeconds, when asked for
     std::optional<double> nodeSeconds;  ///< objective.h's node cost, when first asked for
   };
 
@@ -74,11 +74,17 @@ class CandidateTable {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;
       const double compute = cost::costOfOp(graph_, node, *shard, cluster_).totalSeconds();
-      auto sync = parameterSyncSeconds(graph_, node, *shard, edges_);
-      if (!sync) return sync.error();
-      list.push_back({std::move(cuts), std::move(*shard), compute, *sync, std::nullopt});
+      list.push_back({std::move(cuts), std::move(*shard), compute, std::nullopt, std::nullopt});
     }
     return &candidates_[op].emplace(std::move(list));
+  }
+
+  Expected<double> syncSeconds(ir::OpId op, Candidate& candidate) {
+    if (candidate.syncSeconds) return *candidate.syncSeconds;
+    auto sync = parameterSyncSeconds(graph_, graph_.op(op), candidate.shard, edges_);
+    if (!sync) return sync;
+    candidate.syncSeconds = *sync;
+    return *sync;
   }
 
   Expected<double> nodeSeconds(ir::OpId op, Candidate& candidate) {
@@ -527,7 +533,12 @@ class Propagator {
         if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
         aheadSeconds += *seconds;
       }
-      const double sync = options_.priceParameterSync ? candidate.syncSeconds : 0;
+      double sync = 0;
+      if (options_.priceParameterSync) {
+        auto seconds = table_.syncSeconds(op, candidate);
+        if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
+        sync = *seconds;
+      }
       const Key key{*edge + aheadSeconds + sync, candidate.computeSeconds};
       if (best == nullptr || key < bestKey || (key == bestKey && candidate.cuts < best->cuts)) {
         best = &candidate;

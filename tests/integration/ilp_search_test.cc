@@ -57,7 +57,11 @@ int64_t problemCost(const search::IlpExtraction& extraction, const rules::GraphS
   return ir::evaluateSolution(extraction.problem, solution)->cost;
 }
 
-TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
+// The optimum is no worse than what the fast searches choose. Sharding propagation on the
+// unannotated block anchors at its heaviest op and refines (propagation.h): it comes within 5% of
+// the optimum, where every op data parallel is 25% and more above it. objective.h computes the
+// problem's objective the same way.
+TEST(IlpSearch, OptimumBoundsTheFastSearchesAndUnannotatedPropagationComesClose) {
   for (int devices : {4, 8}) {
     const Block block = llamaBlock(devices);
     auto extraction =
@@ -66,45 +70,20 @@ TEST(IlpSearch, OptimumIsNoWorseThanTheFastSearches) {
     auto solved = search::solveIlp(extraction->problem, solveOptions(60, 200, 1, 1));
     ASSERT_TRUE(solved.ok());
     ASSERT_TRUE(solved->optimal) << solved->status;
-    int compared = 0;
-    for (auto mode :
-         {search::SearchMode::kShardingPropagation, search::SearchMode::kRecursiveProgramming}) {
-      search::SearchRequest request;
-      request.mode = mode;
-      auto outcome = search::searchStrategies(block.graph, block.ranks, block.cluster, request);
-      ASSERT_TRUE(outcome.ok());
-      const int64_t cost = problemCost(*extraction, outcome->sharding);
-      if (cost < 0) continue;
-      ++compared;
-      EXPECT_LE(solved->evaluation.cost, cost) << search::searchModeName(mode);
-    }
-    EXPECT_GE(compared, 1);
-  }
-}
-
-// Sharding propagation on the unannotated block anchors at its heaviest op and refines
-// (propagation.h): in the ILP's own objective, which objective.h computes the same way, it comes
-// within 5% of the optimum, where every op data parallel is 25% and more above it.
-TEST(IlpSearch, UnannotatedPropagationComesCloseToTheOptimum) {
-  for (int devices : {4, 8}) {
-    const Block block = llamaBlock(devices);
-    auto extraction =
-        search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
-    ASSERT_TRUE(extraction.ok()) << extraction.error().message;
-    auto solved = search::solveIlp(extraction->problem, solveOptions(60, 200, 1, 1));
-    ASSERT_TRUE(solved.ok() && solved->optimal);
     const auto optimum = static_cast<double>(solved->evaluation.cost);
     for (auto mode :
-         {search::SearchMode::kShardingPropagation, search::SearchMode::kDataParallel}) {
+         {search::SearchMode::kShardingPropagation, search::SearchMode::kRecursiveProgramming,
+          search::SearchMode::kDataParallel}) {
       search::SearchRequest request;
       request.mode = mode;
       auto outcome = search::searchStrategies(block.graph, block.ranks, block.cluster, request);
       ASSERT_TRUE(outcome.ok());
       const int64_t cost = problemCost(*extraction, outcome->sharding);
-      ASSERT_GE(cost, 0);
-      const std::vector<rules::ShardedOp>& shards = outcome->sharding.ops;
+      ASSERT_GE(cost, 0) << search::searchModeName(mode) << ": a choice outside the candidates";
+      EXPECT_LE(optimum, static_cast<double>(cost)) << search::searchModeName(mode);
       search::EdgeCostCache edges(block.cluster, {});
-      auto seconds = search::assignmentSeconds(block.graph, shards, block.cluster, edges);
+      auto seconds =
+          search::assignmentSeconds(block.graph, outcome->sharding.ops, block.cluster, edges);
       ASSERT_TRUE(seconds.ok());
       // The problem rounds each node and edge cost to a nanosecond.
       EXPECT_NEAR(*seconds * 1e9, static_cast<double>(cost),
@@ -114,7 +93,7 @@ TEST(IlpSearch, UnannotatedPropagationComesCloseToTheOptimum) {
         EXPECT_TRUE(
             outcome->explanation.front().starts_with("no annotated op: anchored at 'lm_head'"))
             << outcome->explanation.front();
-      } else {
+      } else if (mode == search::SearchMode::kDataParallel) {
         EXPECT_GT(static_cast<double>(cost), 1.25 * optimum) << devices << " devices";
       }
     }

@@ -57,24 +57,20 @@ struct Extractor {
       for (size_t i = 0; i < consumer.inputs.size(); ++i) {
         const ir::Tensor& tensor = graph.tensor(consumer.inputs[i]);
         if (tensor.producer == ir::kNoOp) continue;
-        const ir::Op& producer = graph.op(tensor.producer);
-        size_t output = 0;
-        while (producer.outputs[output] != tensor.id) ++output;
+        const ir::OpId producer = tensor.producer;
         auto [it, added] =
-            index.emplace(std::make_pair(producer.id, consumer.id), out.problem.edges.size());
-        const auto& from = sharded[producer.id];
+            index.emplace(std::make_pair(producer, consumer.id), out.problem.edges.size());
+        const auto& from = sharded[producer];
         const auto& to = sharded[consumer.id];
         if (added) {
           out.problem.edges.push_back(
-              {producer.id, consumer.id, std::vector<int64_t>(from.size() * to.size(), 0)});
+              {producer, consumer.id, std::vector<int64_t>(from.size() * to.size(), 0)});
         }
         auto& costs = out.problem.edges[it->second].costs;
         for (size_t a = 0; a < from.size(); ++a) {
           for (size_t b = 0; b < to.size(); ++b) {
-            auto seconds = edges.edgeSeconds(
-                from[a].outputs[output], to[b].inputs[i], to[b].inputGradPartialAxes[i],
-                ir::dtypeBytes(tensor.type.dtype), ir::isFloating(tensor.type.dtype));
-            if (!seconds) return seconds.error().in(fmt::format("tensor '{}'", tensor.name));
+            auto seconds = inputEdgeSeconds(graph, consumer, i, from[a], to[b], edges);
+            if (!seconds) return seconds.error();
             costs[a * to.size() + b] += nanoseconds(*seconds);
           }
         }

@@ -57,6 +57,21 @@ Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rule
   return cost;
 }
 
+Expected<double> inputEdgeSeconds(const ir::Graph& graph, const ir::Op& consumer, size_t index,
+                                  const rules::ShardedOp& producer,
+                                  const rules::ShardedOp& consumerShard, EdgeCostCache& edges) {
+  const ir::Tensor& tensor = graph.tensor(consumer.inputs[index]);
+  const ir::Op& producerOp = graph.op(tensor.producer);
+  size_t output = 0;
+  while (producerOp.outputs[output] != tensor.id) ++output;
+  auto seconds =
+      edges.edgeSeconds(producer.outputs[output], consumerShard.inputs[index],
+                        consumerShard.inputGradPartialAxes[index],
+                        ir::dtypeBytes(tensor.type.dtype), ir::isFloating(tensor.type.dtype));
+  if (!seconds) return seconds.error().in(fmt::format("tensor '{}'", tensor.name));
+  return seconds;
+}
+
 Expected<double> assignmentSeconds(const ir::Graph& graph,
                                    const std::vector<rules::ShardedOp>& shards,
                                    const cluster::Cluster& cluster, EdgeCostCache& edges,
@@ -72,15 +87,10 @@ Expected<double> assignmentSeconds(const ir::Graph& graph,
       return node.error().in(fmt::format("op '{}'", consumer.name));
     }
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
-      const ir::Tensor& tensor = graph.tensor(consumer.inputs[i]);
-      if (tensor.producer == ir::kNoOp) continue;
-      const ir::Op& producer = graph.op(tensor.producer);
-      size_t output = 0;
-      while (producer.outputs[output] != tensor.id) ++output;
-      auto seconds = edges.edgeSeconds(
-          shards[producer.id].outputs[output], shard.inputs[i], shard.inputGradPartialAxes[i],
-          ir::dtypeBytes(tensor.type.dtype), ir::isFloating(tensor.type.dtype));
-      if (!seconds) return seconds.error().in(fmt::format("tensor '{}'", tensor.name));
+      const ir::TensorId producer = graph.tensor(consumer.inputs[i]).producer;
+      if (producer == ir::kNoOp) continue;
+      auto seconds = inputEdgeSeconds(graph, consumer, i, shards[producer], shard, edges);
+      if (!seconds) return seconds;
       total += *seconds;
     }
   }

@@ -34,6 +34,13 @@ struct NodeCost {
 Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                             const cluster::Cluster& cluster, EdgeCostCache& edges);
 
+/// Redistributing `consumer`'s input `index` from its producer's output (the producer sharded as
+/// `producer`) to the layout `consumerShard` reads it in, forward and backward. The input must
+/// have a producer.
+Expected<double> inputEdgeSeconds(const ir::Graph& graph, const ir::Op& consumer, size_t index,
+                                  const rules::ShardedOp& producer,
+                                  const rules::ShardedOp& consumerShard, EdgeCostCache& edges);
+
 /// The objective of one strategy per op (`shards`, indexed by OpId): every op's node cost plus
 /// every tensor's redistribution from its producer to each consumer, forward and backward.
 /// `nodeSeconds`, when given, holds the node costs already known (indexed by OpId).

@@ -91,6 +91,8 @@ struct Accumulator {
   const ActivationInputs& in;
   ActivationCost cost;
   std::set<std::pair<ir::TensorId, int>> counted;  ///< (tensor, stage)
+  /// (tensor, stage) -> the layouts its replayed forward redistribution was charged into.
+  std::map<std::pair<ir::TensorId, int>, std::vector<layout::TensorLayout>> replayed;
 
   int64_t bytesOf(const layout::TensorLayout& layout, ir::TensorId tensor,
                   std::optional<ir::DType> keptAs = std::nullopt) const {
@@ -157,10 +159,15 @@ struct Accumulator {
 
   /// A tensor made and used inside a recomputed region is made again; so is any communication
   /// between the two (replayed under mp_comm_recompute, else its output is kept).
+  /// The forward sends each tensor once per layout its consumers read it in (q, k and v share
+  /// one gather of the norm's output), and the replay sends it again as often.
   void insideRegion(ir::TensorId tensor, const layout::TensorLayout& use, int stage) {
     const double seconds = in.forwardSeconds(tensor, use);
     if (seconds == 0) return;
     if (in.options.mpCommRecompute) {
+      std::vector<layout::TensorLayout>& sent = replayed[{tensor, stage}];
+      if (std::find(sent.begin(), sent.end(), use) != sent.end()) return;
+      sent.push_back(use);
       cost.replaySeconds[static_cast<size_t>(stage)] += seconds;
     } else {
       keep(tensor, use, stage, false);

@@ -28,7 +28,7 @@ struct MemCoeffChoice {
   /// The flags the choice adds to the command ("--mem-coeff", "1.6", "--optimizer-parallel").
   std::vector<std::string> flags;
   /// One line for the report: "mem_coeff auto: 0.4 with --optimizer-parallel --recompute full (20
-  /// plans): step 14.677 s, peak 79.08 GiB of 80.00 GiB; without a lever the least any mem_coeff
+  /// plans): step 14.659 s, peak 79.08 GiB of 80.00 GiB; without a lever the least any mem_coeff
   /// needs is 138.43 GiB".
   std::string summary;
 };

@@ -89,6 +89,34 @@ TEST(RecomputeOptions, MpCommRecomputeTradesTheGatheredInputForAReplayedGather) 
   EXPECT_LT(keep.stages[0].recomputeSeconds, replay.stages[0].recomputeSeconds);
 }
 
+// Recomputing a layer trades the gathers its kept sequence-parallel norm outputs need in backward
+// for a replay of its forward redistributions, each once per tensor and layout: q, k and v read
+// one all-gather of the norm's output, in the forward and in the replay.
+TEST(RecomputeOptions, TheReplayResendsEachForwardRedistributionOnce) {
+  auto config = smallLlama(4);
+  config.parallel->sequenceParallel = true;
+  auto stageOf = [&](int64_t layers, bool recomputeLayer1) {
+    config.layers = layers;
+    auto graph = frontend::buildTransformer(config);
+    EXPECT_TRUE(graph.ok());
+    ir::BlockSettings recompute;
+    recompute.recompute = true;
+    if (recomputeLayer1) EXPECT_TRUE(graph->setBlockSettings("llm.layer.1", recompute).ok());
+    return evaluate(*graph, 4).stages[0];
+  };
+  auto replayed = [](const cost::StageCost& stage) {
+    return stage.recomputeSeconds - stage.recomputeComputeSeconds;
+  };
+  const cost::StageCost four = stageOf(4, false);
+  const cost::StageCost three = stageOf(3, false);
+  const double forwardPerLayer = four.forwardCommSeconds - three.forwardCommSeconds;
+  const double stashPerLayer = replayed(four) - replayed(three);
+  ASSERT_GT(forwardPerLayer, 0.0);
+  ASSERT_GT(stashPerLayer, 0.0);
+  EXPECT_NEAR(replayed(stageOf(4, true)) - replayed(four) + stashPerLayer, forwardPerLayer,
+              1e-9 * forwardPerLayer);
+}
+
 TEST(RecomputeOptions, OpRecomputeDropsTheOutputAndKeepsTheInputs) {
   auto graph = frontend::buildTransformer(smallLlama(1));
   ASSERT_TRUE(graph.ok());

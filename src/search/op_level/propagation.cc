@@ -183,7 +183,9 @@ class Propagator {
         if (bestCandidate == nullptr) continue;
         choose(node.id, *bestCandidate);
         changed = true;
-        for (ir::OpId neighbour : neighboursOf(node)) dirty[neighbour] = neighbour != anchor;
+        forEachNeighbour(node, [&](ir::OpId neighbour, const ir::Tensor&) {
+          dirty[neighbour] = neighbour != anchor;
+        });
         result.log.push_back(fmt::format("{}: {} chosen again (pass {}: {} with its neighbours)",
                                          node.name, strategyText(node.id), pass + 1,
                                          formatSeconds(bestSeconds)));
@@ -255,23 +257,30 @@ class Propagator {
     return layout::strategyToString(rules::strategyFromFactorCuts(table_.rule(op), cuts_[op]));
   }
 
-  void enqueueNeighbours(ir::OpId op) {
-    const ir::Op& node = graph_.op(op);
-    auto push = [&](ir::OpId neighbour, const ir::Tensor& tensor) {
-      if (neighbour == op || shards_[neighbour]) return;
-      frontier_.emplace(tensor.type.bytes(), -static_cast<int64_t>(neighbour), op);
-    };
+  /// Calls `visit(neighbour, tensor)` for each op whose redistribution depends on `node`'s
+  /// layout, with the tensor joining them: its inputs' producers (or, for a parameter or graph
+  /// input, the tensor's other readers) and its outputs' consumers.
+  template <class Visit>
+  void forEachNeighbour(const ir::Op& node, Visit visit) const {
     for (ir::TensorId id : node.inputs) {
       const ir::Tensor& tensor = graph_.tensor(id);
-      if (tensor.producer != ir::kNoOp) push(tensor.producer, tensor);
-      if (tensor.producer == ir::kNoOp) {
-        for (ir::OpId consumer : tensor.consumers) push(consumer, tensor);
+      if (tensor.producer != ir::kNoOp) {
+        visit(tensor.producer, tensor);
+        continue;
       }
+      for (ir::OpId consumer : tensor.consumers) visit(consumer, tensor);
     }
     for (ir::TensorId id : node.outputs) {
       const ir::Tensor& tensor = graph_.tensor(id);
-      for (ir::OpId consumer : tensor.consumers) push(consumer, tensor);
+      for (ir::OpId consumer : tensor.consumers) visit(consumer, tensor);
     }
+  }
+
+  void enqueueNeighbours(ir::OpId op) {
+    forEachNeighbour(graph_.op(op), [&](ir::OpId neighbour, const ir::Tensor& tensor) {
+      if (neighbour == op || shards_[neighbour]) return;
+      frontier_.emplace(tensor.type.bytes(), -static_cast<int64_t>(neighbour), op);
+    });
   }
 
   std::optional<ir::OpId> heaviestUndecided() const {
@@ -469,25 +478,6 @@ class Propagator {
       }
     }
     return std::nullopt;
-  }
-
-  /// The ops whose redistribution depends on `node`'s layout: its inputs' producers (or, for a
-  /// parameter or graph input, their other consumers) and its outputs' consumers.
-  std::vector<ir::OpId> neighboursOf(const ir::Op& node) const {
-    std::vector<ir::OpId> neighbours;
-    for (ir::TensorId id : node.inputs) {
-      const ir::Tensor& tensor = graph_.tensor(id);
-      if (tensor.producer != ir::kNoOp) {
-        neighbours.push_back(tensor.producer);
-      } else {
-        neighbours.insert(neighbours.end(), tensor.consumers.begin(), tensor.consumers.end());
-      }
-    }
-    for (ir::TensorId id : node.outputs) {
-      const ir::Tensor& tensor = graph_.tensor(id);
-      neighbours.insert(neighbours.end(), tensor.consumers.begin(), tensor.consumers.end());
-    }
-    return neighbours;
   }
 
   /// An op's node cost under `shard` plus its redistribution to its decided neighbours; the node

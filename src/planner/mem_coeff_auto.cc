@@ -163,22 +163,40 @@ double justAbove(double point) {
   return digits >= 0 ? std::ceil(above * scale) / scale : std::ceil(above / scale) * scale;
 }
 
+/// A ladder rung planned in this climb, and where its plan first changes.
+struct RungPlan {
+  double memCoeff = 0;
+  double next = 0;  ///< search::SearchOutcome::nextMemCoeff
+};
+
 /// `fastest`'s walk, in the climb whose ladder has a plan that fits: every plan the search makes
 /// from the ladder's first rung up, at most kMostPlans. The search's choices change only where
 /// one choice's cost overtakes another's as mem_coeff grows, and each plan says where its first
-/// change is (search::RecursiveResult::nextMemCoeff); the next plan is made just above it.
+/// change is (search::RecursiveResult::nextMemCoeff); the next plan is made just above it. A
+/// point below a rung's first change and not below the rung makes the rung's plan, which the
+/// ladder already took: the walk goes on from that change instead.
 Status walkChangePoints(const PlanOptions& options, const Levers& levers, size_t set,
-                        const cluster::Cluster& cluster, Climb& climb) {
+                        const std::vector<RungPlan>& rungs, const cluster::Cluster& cluster,
+                        Climb& climb) {
   const std::vector<double> ladder = memCoeffLadder();
   double memCoeff = ladder.front();
-  for (int planned = 0; planned < kMostPlans && memCoeff <= ladder.back(); ++planned) {
-    PlanOptions candidate = options;
-    candidate.memCoeff = memCoeff;
-    levers.apply(candidate);
-    auto plan = evaluate(candidate, cluster, candidate.modelOptions);
-    if (!plan) return plan.error();
-    const double next = plan->outcome.nextMemCoeff;
-    climb.take(set, levers, memCoeff, candidate, *plan);
+  for (int planned = 0; planned < kMostPlans && memCoeff <= ladder.back();) {
+    auto known = std::find_if(rungs.begin(), rungs.end(), [&](const RungPlan& rung) {
+      return rung.memCoeff <= memCoeff && memCoeff < rung.next;
+    });
+    double next = 0;
+    if (known != rungs.end()) {
+      next = known->next;
+    } else {
+      PlanOptions candidate = options;
+      candidate.memCoeff = memCoeff;
+      levers.apply(candidate);
+      auto plan = evaluate(candidate, cluster, candidate.modelOptions);
+      if (!plan) return plan.error();
+      next = plan->outcome.nextMemCoeff;
+      climb.take(set, levers, memCoeff, candidate, *plan);
+      ++planned;
+    }
     if (!std::isfinite(next)) break;
     memCoeff = justAbove(next);
   }
@@ -202,6 +220,7 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
   const std::vector<Levers> sets = leverSets(options);
   const std::vector<double> ladder = memCoeffLadder();
   for (size_t set = 0; set < sets.size(); ++set) {
+    std::vector<RungPlan> rungs;
     // A few rungs at once (util/in_parallel.h), taken in order as if planned one by one.
     for (size_t first = 0; first < ladder.size(); first += util::parallelWidth()) {
       std::vector<PlanOptions> batch;
@@ -216,12 +235,13 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
       });
       for (size_t i = 0; i < batch.size(); ++i) {
         if (!plans[i]) return plans[i].error();
+        rungs.push_back({ladder[first + i], plans[i]->outcome.nextMemCoeff});
         climb.take(set, sets[set], ladder[first + i], batch[i], *plans[i]);
         if (climb.decided(false)) return climb.result(sets);
       }
     }
     if (climb.decided(true) && walk == FastestClimb::kEveryPlan) {
-      if (auto status = walkChangePoints(options, sets[set], set, cluster, climb); !status) {
+      if (auto status = walkChangePoints(options, sets[set], set, rungs, cluster, climb); !status) {
         return status.error();
       }
     }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <set>
@@ -27,6 +29,10 @@ constexpr int kLookaheadDepth = 4;
 /// relative gain that moves an op: below it, float noise could swap two equal strategies.
 constexpr int kRefinePasses = 4;
 constexpr double kRefineGain = 1e-9;
+/// Propagator::respreadComponents: the heaviest components moved, and the strategies of each
+/// component's heaviest op it is spread again from (the least node cost ones).
+constexpr size_t kComponentMoves = 4;
+constexpr size_t kComponentStarts = 8;
 /// An unannotated graph's anchor strategies whose spreads are refined (the least objective ones).
 constexpr size_t kRefinedAnchors = 3;
 /// The anchor strategies spread from: the least node cost ones (objective.h).
@@ -195,6 +201,60 @@ class Propagator {
     return {};
   }
 
+  /// A large-neighbourhood move once refine has converged. The ops joined by tensors that cross
+  /// no redistribution form components; refine moves one op at a time, so it cannot move a
+  /// component whose ops must change together (a residual stream from batch-and-sequence parts
+  /// to batch alone, where every op half-way pays two redistributions). Each of the
+  /// kComponentMoves heaviest components (forward FLOPs) that do not hold `anchor` is undecided
+  /// and spread again from each of its heaviest op's kComponentStarts least node-cost strategies,
+  /// the rest of the graph as it stands; the least objective is kept. Returns whether one moved.
+  Expected<bool> respreadComponents(ir::OpId anchor, PropagationResult& result) {
+    auto current = objectiveSeconds();
+    if (!current) return current.error();
+    bool moved = false;
+    for (const std::vector<ir::OpId>& component : heaviestComponents(anchor)) {
+      const ir::OpId heaviest =
+          *std::max_element(component.begin(), component.end(), [&](ir::OpId a, ir::OpId b) {
+            return graph_.forwardFlops(graph_.op(a)) < graph_.forwardFlops(graph_.op(b));
+          });
+      auto starts = table_.candidates(heaviest);
+      if (!starts) return starts.error().in(fmt::format("op '{}'", graph_.op(heaviest).name));
+      std::vector<std::pair<double, CandidateTable::Candidate*>> ranked;
+      for (CandidateTable::Candidate& candidate : **starts) {
+        if (&candidate == chosen_[heaviest]) continue;
+        auto seconds = table_.nodeSeconds(heaviest, candidate);
+        if (!seconds) return seconds.error();
+        ranked.emplace_back(*seconds, &candidate);
+      }
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      ranked.resize(std::min(ranked.size(), kComponentStarts));
+      const Assignment before = assignmentOf(component);
+      std::optional<Assignment> best;
+      for (const auto& [nodeSeconds, start] : ranked) {
+        for (ir::OpId op : component) undecide(op);
+        choose(heaviest, *start);
+        PropagationResult scratch;
+        if (auto status = spread(scratch); !status) return status.error();
+        auto seconds = objectiveSeconds();
+        if (!seconds) return seconds.error();
+        if (*seconds < *current * (1 - kRefineGain)) {
+          current = *seconds;
+          best = assignmentOf(component);
+        }
+        restore(before);
+      }
+      if (!best) continue;
+      restore(*best);
+      moved = true;
+      result.log.push_back(fmt::format(
+          "{} ops joined without redistribution spread again from '{}' {}: objective {}",
+          component.size(), graph_.op(heaviest).name, strategyText(heaviest),
+          formatSeconds(*current)));
+    }
+    return moved;
+  }
+
   /// Conflicts between fixed ops: a redistribution on an edge both of whose ends were fixed.
   Status collectConflicts(const std::map<ir::OpId, rules::FactorCuts>& fixed,
                           PropagationResult& result) {
@@ -281,6 +341,74 @@ class Propagator {
       if (neighbour == op || shards_[neighbour]) return;
       frontier_.emplace(tensor.type.bytes(), -static_cast<int64_t>(neighbour), op);
     });
+  }
+
+  /// Some ops' decisions, to put back with restore().
+  using Assignment =
+      std::vector<std::tuple<ir::OpId, rules::FactorCuts, CandidateTable::Candidate*>>;
+
+  Assignment assignmentOf(const std::vector<ir::OpId>& ops) const {
+    Assignment assignment;
+    for (ir::OpId op : ops) assignment.emplace_back(op, cuts_[op], chosen_[op]);
+    return assignment;
+  }
+
+  void restore(const Assignment& assignment) {
+    for (const auto& [op, cuts, candidate] : assignment) {
+      if (candidate != nullptr) {
+        choose(op, *candidate);
+      } else {
+        // A fix() made it (a seed of an unreached part): its cuts applied before, so again.
+        (void)fix(op, cuts);
+      }
+    }
+  }
+
+  void undecide(ir::OpId op) {
+    shards_[op].reset();
+    cuts_[op].clear();
+    chosen_[op] = nullptr;
+  }
+
+  /// respreadComponents' components: the ops joined by producer-to-consumer tensors that need no
+  /// redistribution, two ops or more, without `anchor`, the kComponentMoves heaviest (forward
+  /// FLOPs; the lower first op on a tie), each listed by op id.
+  std::vector<std::vector<ir::OpId>> heaviestComponents(ir::OpId anchor) {
+    std::vector<ir::OpId> parent(graph_.ops().size());
+    std::iota(parent.begin(), parent.end(), ir::OpId{0});
+    auto root = [&](ir::OpId op) {
+      while (parent[op] != op) op = parent[op] = parent[parent[op]];
+      return op;
+    };
+    for (const ir::Op& node : graph_.ops()) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const ir::Tensor& tensor = graph_.tensor(node.inputs[i]);
+        if (tensor.producer == ir::kNoOp) continue;
+        const auto source = decidedSourceLayout(tensor, node.id);
+        const rules::ShardedOp& shard = *shards_[node.id];
+        auto seconds = edges_.edgeSeconds(*source, shard.inputs[i], shard.inputGradPartialAxes[i],
+                                          ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
+        if (seconds && *seconds == 0) parent[root(node.id)] = root(tensor.producer);
+      }
+    }
+    std::map<ir::OpId, std::vector<ir::OpId>> byRoot;
+    for (const ir::Op& op : graph_.ops()) byRoot[root(op.id)].push_back(op.id);
+    std::vector<std::pair<double, std::vector<ir::OpId>>> weighed;
+    for (auto& [top, ops] : byRoot) {
+      if (ops.size() < 2 || root(anchor) == top) continue;
+      double flops = 0;
+      for (ir::OpId op : ops) flops += graph_.forwardFlops(graph_.op(op));
+      weighed.emplace_back(flops, std::move(ops));
+    }
+    std::stable_sort(weighed.begin(), weighed.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.first, a.second.front()) < std::tie(a.first, b.second.front());
+    });
+    std::vector<std::vector<ir::OpId>> components;
+    for (auto& [flops, ops] : weighed) {
+      if (components.size() == kComponentMoves) break;
+      components.push_back(std::move(ops));
+    }
+    return components;
   }
 
   std::optional<ir::OpId> heaviestUndecided() const {
@@ -661,6 +789,16 @@ Expected<PropagationResult> propagateFromBestAnchor(const ir::Graph& graph,
     run.seconds = *seconds;
   }
   Run& best = *std::min_element(runs.begin(), runs.end(), byObjective);
+  auto moved = best.propagator->respreadComponents(anchor.id, best.result);
+  if (!moved) return moved.error();
+  if (*moved) {
+    if (auto status = best.propagator->refine(anchor.id, best.result); !status) {
+      return status.error();
+    }
+    auto seconds = best.propagator->objectiveSeconds();
+    if (!seconds) return seconds.error();
+    best.seconds = *seconds;
+  }
   best.result.cuts = best.propagator->cuts();
   best.result.log.insert(
       best.result.log.begin(),

@@ -56,9 +56,10 @@ struct PropagationResult {
 /// priceParameterSync on, starts from each of the anchor's 12 full-device strategies of least
 /// node cost (objective.h). The 3 results of least objective are then refined by coordinate
 /// descent: each op takes again the strategy with the least node cost plus redistribution to its
-/// neighbours, until none changes (at most 4 passes). The result of least objective (the sum the
-/// ILP minimises) is kept. On the 2-layer LLaMA block at 4, 8 and 16 devices its plans take
-/// 1.03 to 1.04x the ILP's step time (bench/search_quality.sh).
+/// neighbours, until none changes (at most 4 passes). On the one of least objective (the sum the
+/// ILP minimises), the heaviest components of ops joined without redistribution are each spread
+/// again from their heaviest op's strategies, and the least objective kept and refined.
+/// bench/search_quality.sh compares its plans' step times with the ILP's.
 Expected<PropagationResult> propagateStrategies(const ir::Graph& graph,
                                                 const std::vector<int>& ranks,
                                                 const cluster::Cluster& cluster,

@@ -129,7 +129,9 @@ struct Accumulator {
     if (!counted.insert({tensor, stage}).second) return;
     auto s = static_cast<size_t>(stage);
     if (replays > 0) {
-      cost.replaySeconds[s] += replays * in.forwardSeconds(tensor, use);
+      const double seconds = replays * in.forwardSeconds(tensor, use);
+      cost.replaySeconds[s] += seconds;
+      cost.parameterReplaySeconds[s] += seconds;
     } else {
       cost.gatheredParameters[s] += bytesOf(use, tensor);
     }
@@ -279,6 +281,7 @@ ActivationCost keptActivations(const ActivationInputs& inputs) {
   acc.cost.bytes.assign(stages, 0);
   acc.cost.gatheredParameters.assign(stages, 0);
   acc.cost.replaySeconds.assign(stages, 0.0);
+  acc.cost.parameterReplaySeconds.assign(stages, 0.0);
   acc.keepRootParameters();
   for (const ir::Op& op : inputs.graph.ops()) {
     const int stage = inputs.stageOf[static_cast<size_t>(op.id)];

@@ -75,6 +75,8 @@ struct ActivationCost {
   std::vector<int64_t> bytes;               ///< per stage, one micro-batch
   std::vector<int64_t> gatheredParameters;  ///< per stage: optimizer-parallel copies kept
   std::vector<double> replaySeconds;        ///< per stage, one micro-batch: gathers redone
+  /// The part of replaySeconds that gathers optimizer-parallel parameters again.
+  std::vector<double> parameterReplaySeconds;
 };
 
 ActivationCost keptActivations(const ActivationInputs& inputs);

@@ -338,6 +338,7 @@ void costActivations(Context& ctx) {
     stage.memory.activationBytes = kept.bytes[s];
     stage.memory.communicationBytes += kept.gatheredParameters[s];
     stage.recomputeSeconds += kept.replaySeconds[s];
+    stage.parameterReplaySeconds += kept.parameterReplaySeconds[s];
   }
   for (const ir::Op& op : ctx.graph.ops()) {
     if (regions.regionOf[static_cast<size_t>(op.id)] < 0) continue;
@@ -411,8 +412,8 @@ void repeatForCopies(StageCost& stage, int64_t copies) {
   for (double* seconds :
        {&stage.forwardComputeSeconds, &stage.backwardComputeSeconds, &stage.forwardCommSeconds,
         &stage.backwardCommSeconds, &stage.forwardExchangeSeconds, &stage.backwardExchangeSeconds,
-        &stage.recomputeSeconds, &stage.recomputeComputeSeconds, &stage.hostTransferSeconds,
-        &stage.sendSeconds}) {
+        &stage.recomputeSeconds, &stage.recomputeComputeSeconds, &stage.parameterReplaySeconds,
+        &stage.hostTransferSeconds, &stage.sendSeconds}) {
     *seconds *= n;
   }
   stage.memory.activationBytes *= copies;
@@ -435,10 +436,24 @@ void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   stage.forwardCommSeconds = exposedComm(stage.forwardCommSeconds, stage.forwardExchangeSeconds,
                                          stage.forwardComputeSeconds, options.overlapActivationComm,
                                          options.overlapExpertExchange);
-  stage.backwardCommSeconds = exposedComm(
-      stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardComputeSeconds,
-      options.overlapActivationComm || options.overlapBackwardActivationComm,
-      options.overlapExpertExchange);
+  if (!options.overlapActivationComm) {
+    stage.backwardCommSeconds = exposedComm(
+        stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardComputeSeconds,
+        options.overlapBackwardActivationComm, options.overlapExpertExchange);
+    return;
+  }
+  // The activations' replayed redistributions (a recomputed region's, and the gathers of
+  // stashed slices) run in the backward pass like its own communication, so the same code path
+  // hides them: TE's overlapped layers overlap their communication in a recomputed forward too,
+  // and MindSpore's interleaved copies run one copy's replay under another copy's backward. The
+  // parameters' gathers are not activation communication and stay as they were.
+  const double replayComm =
+      stage.recomputeSeconds - stage.recomputeComputeSeconds - stage.parameterReplaySeconds;
+  stage.backwardCommSeconds =
+      exposedComm(stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
+                  stage.backwardComputeSeconds + stage.recomputeComputeSeconds, true,
+                  options.overlapExpertExchange);
+  stage.recomputeSeconds = stage.recomputeComputeSeconds + stage.parameterReplaySeconds;
 }
 
 void summarise(Context& ctx) {

@@ -154,6 +154,7 @@ struct StageCost {
   double backwardComputeSeconds = 0;
   double recomputeSeconds = 0;         ///< forward computed again and gathers redone, in backward
   double recomputeComputeSeconds = 0;  ///< the compute part of recomputeSeconds
+  double parameterReplaySeconds = 0;   ///< the optimizer-parallel gathers of recomputeSeconds
   double forwardCommSeconds = 0;
   double backwardCommSeconds = 0;
   /// The part of forwardCommSeconds and backwardCommSeconds that carries mixture-of-experts

@@ -1,6 +1,7 @@
 // Seed 001's host placement and non-uniform Gather split, the recompute options of Cell
 // recompute, and point-to-point sends between pipeline stages, on small LLaMA-style models.
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -115,6 +116,35 @@ TEST(RecomputeOptions, TheReplayResendsEachForwardRedistributionOnce) {
   ASSERT_GT(stashPerLayer, 0.0);
   EXPECT_NEAR(replayed(stageOf(4, true)) - replayed(four) + stashPerLayer, forwardPerLayer,
               1e-9 * forwardPerLayer);
+}
+
+// Where a code path overlaps activation communication (TE's overlapped layers, MindSpore's
+// interleaved copies), the replay's redistributions run in the backward pass like its own and
+// hide under its compute: only the recomputed forward's compute stays in recomputeSeconds.
+TEST(RecomputeOptions, OverlappedCommunicationHidesTheReplayUnderTheBackward) {
+  auto config = smallLlama(4);
+  config.parallel->sequenceParallel = true;
+  auto graph = frontend::buildTransformer(config);
+  ASSERT_TRUE(graph.ok());
+  ir::BlockSettings recompute;
+  recompute.recompute = true;
+  for (int layer = 0; layer < 4; ++layer) {
+    ASSERT_TRUE(graph->setBlockSettings(fmt::format("llm.layer.{}", layer), recompute).ok());
+  }
+  cost::EvaluateOptions options;
+  const cost::StageCost exposed = evaluate(*graph, 4, options).stages[0];
+  const double replay = exposed.recomputeSeconds - exposed.recomputeComputeSeconds;
+  ASSERT_GT(replay, 0.0);
+  options.overlapActivationComm = true;
+  const cost::StageCost hidden = evaluate(*graph, 4, options).stages[0];
+  EXPECT_DOUBLE_EQ(hidden.recomputeSeconds, hidden.recomputeComputeSeconds);
+  // The backward's compute (with the recomputed forward's) outlasts its communication and the
+  // replay together, so nothing of either is left.
+  ASSERT_GT(exposed.backwardComputeSeconds + exposed.recomputeComputeSeconds,
+            exposed.backwardCommSeconds + replay);
+  EXPECT_EQ(hidden.backwardCommSeconds, 0.0);
+  EXPECT_LT(hidden.backwardSeconds + hidden.forwardSeconds,
+            exposed.backwardSeconds + exposed.forwardSeconds - replay);
 }
 
 TEST(RecomputeOptions, OpRecomputeDropsTheOutputAndKeepsTheInputs) {

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <numeric>
 
 #include "cluster/collective.h"
@@ -73,18 +74,26 @@ TEST(ManualSplit, TheLargestPartSetsTheTableSlice) {
             "into 2");
 }
 
-TEST(RecomputeOptions, MpCommRecomputeTradesTheGatheredInputForAReplayedGather) {
+/// smallLlama(4) with sequence parallelism, the layers listed recomputed.
+ir::Graph sequenceParallelLlama(std::initializer_list<int> recomputedLayers) {
   auto config = smallLlama(4);
   config.parallel->sequenceParallel = true;
   auto graph = frontend::buildTransformer(config);
-  ASSERT_TRUE(graph.ok());
+  EXPECT_TRUE(graph.ok());
   ir::BlockSettings recompute;
   recompute.recompute = true;
-  ASSERT_TRUE(graph->setBlockSettings("llm.layer.1", recompute).ok());
+  for (int layer : recomputedLayers) {
+    EXPECT_TRUE(graph->setBlockSettings(fmt::format("llm.layer.{}", layer), recompute).ok());
+  }
+  return std::move(*graph);
+}
+
+TEST(RecomputeOptions, MpCommRecomputeTradesTheGatheredInputForAReplayedGather) {
+  const ir::Graph graph = sequenceParallelLlama({1});
   cost::EvaluateOptions options;
-  const cost::CostReport replay = evaluate(*graph, 4, options);
+  const cost::CostReport replay = evaluate(graph, 4, options);
   options.recompute.mpCommRecompute = false;
-  const cost::CostReport keep = evaluate(*graph, 4, options);
+  const cost::CostReport keep = evaluate(graph, 4, options);
   // Keeping the all-gathered layer input costs memory (tp times the slice) and saves time.
   EXPECT_GT(keep.memory.activationBytes, replay.memory.activationBytes);
   EXPECT_LT(keep.stages[0].recomputeSeconds, replay.stages[0].recomputeSeconds);
@@ -122,21 +131,13 @@ TEST(RecomputeOptions, TheReplayResendsEachForwardRedistributionOnce) {
 // interleaved copies), the replay's redistributions run in the backward pass like its own and
 // hide under its compute: only the recomputed forward's compute stays in recomputeSeconds.
 TEST(RecomputeOptions, OverlappedCommunicationHidesTheReplayUnderTheBackward) {
-  auto config = smallLlama(4);
-  config.parallel->sequenceParallel = true;
-  auto graph = frontend::buildTransformer(config);
-  ASSERT_TRUE(graph.ok());
-  ir::BlockSettings recompute;
-  recompute.recompute = true;
-  for (int layer = 0; layer < 4; ++layer) {
-    ASSERT_TRUE(graph->setBlockSettings(fmt::format("llm.layer.{}", layer), recompute).ok());
-  }
+  const ir::Graph graph = sequenceParallelLlama({0, 1, 2, 3});
   cost::EvaluateOptions options;
-  const cost::StageCost exposed = evaluate(*graph, 4, options).stages[0];
+  const cost::StageCost exposed = evaluate(graph, 4, options).stages[0];
   const double replay = exposed.recomputeSeconds - exposed.recomputeComputeSeconds;
   ASSERT_GT(replay, 0.0);
   options.overlapActivationComm = true;
-  const cost::StageCost hidden = evaluate(*graph, 4, options).stages[0];
+  const cost::StageCost hidden = evaluate(graph, 4, options).stages[0];
   EXPECT_DOUBLE_EQ(hidden.recomputeSeconds, hidden.recomputeComputeSeconds);
   // The backward's compute (with the recomputed forward's) outlasts its communication and the
   // replay together, so nothing of either is left.

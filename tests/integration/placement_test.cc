@@ -111,7 +111,9 @@ TEST(RecomputeOptions, TheReplayResendsEachForwardRedistributionOnce) {
     EXPECT_TRUE(graph.ok());
     ir::BlockSettings recompute;
     recompute.recompute = true;
-    if (recomputeLayer1) EXPECT_TRUE(graph->setBlockSettings("llm.layer.1", recompute).ok());
+    if (recomputeLayer1) {
+      EXPECT_TRUE(graph->setBlockSettings("llm.layer.1", recompute).ok());
+    }
     return evaluate(*graph, 4).stages[0];
   };
   auto replayed = [](const cost::StageCost& stage) {

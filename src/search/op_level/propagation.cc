@@ -84,7 +84,9 @@ Expected<PropagationResult> propagateFromBestAnchor(const ir::Graph& graph,
   Run& best = *std::min_element(runs.begin(), runs.end(), byObjective);
   auto moved = best.propagator->respreadComponents(anchor.id, best.result);
   if (!moved) return moved.error();
-  if (*moved) {
+  auto rolesMoved = best.propagator->respreadRoles(anchor.id, best.result);
+  if (!rolesMoved) return rolesMoved.error();
+  if (*moved || *rolesMoved) {
     if (auto status = best.propagator->refine(anchor.id, best.result); !status) {
       return status.error();
     }

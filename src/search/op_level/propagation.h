@@ -57,8 +57,9 @@ struct PropagationResult {
 /// node cost (objective.h). The 3 results of least objective are then refined by coordinate
 /// descent: each op takes again the strategy with the least node cost plus redistribution to its
 /// neighbours, until none changes (at most 4 passes). On the one of least objective (the sum the
-/// ILP minimises), the heaviest components of ops joined without redistribution are each spread
-/// again from their heaviest op's strategies, and the least objective kept and refined.
+/// ILP minimises), the heaviest components of ops joined without redistribution, then the ops
+/// around the heaviest roles of the repeated blocks, are spread again from a few strategies, and
+/// the least objective kept and refined.
 /// bench/search_quality.sh compares its plans' step times with the ILP's.
 Expected<PropagationResult> propagateStrategies(const ir::Graph& graph,
                                                 const std::vector<int>& ranks,

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <queue>
@@ -99,8 +100,9 @@ class CandidateTable {
 
 /// One assignment of strategies to the graph's ops over `ranks`, built up and improved: fix and
 /// choose decide ops, spread decides the rest from them (MindSpore's sharding propagation: each
-/// op takes the strategy that redistributes least to its decided neighbours), and refine and
-/// respreadComponents lower objective.h's sum, the one the ILP minimises.
+/// op takes the strategy that redistributes least to its decided neighbours), and the local moves
+/// (refine, respreadComponents, respreadRoles) lower objective.h's sum, the one the ILP
+/// minimises.
 class Propagator {
  public:
   Propagator(const ir::Graph& graph, const std::vector<int>& ranks, const cluster::Cluster& cluster,
@@ -134,6 +136,15 @@ class Propagator {
   /// and spread again from each of its heaviest op's kComponentStarts least node-cost strategies,
   /// the rest of the graph as it stands; the least objective is kept. Returns whether one moved.
   Expected<bool> respreadComponents(ir::OpId anchor, PropagationResult& result);
+
+  /// The same move for the ops that play one role in every repeated block (the gate projection
+  /// of each layer: the op at one index of blocks "llm.layer.<i>"), where refine and the
+  /// components cannot move a layer's ops together (a projection's partial sums cost a reduction
+  /// inside the block). For each of the kRoleMoves heaviest roles without `anchor`, the ops within
+  /// kRoleRadius of every member are undecided and spread again from the members, all set to one
+  /// of the first member's kComponentStarts least node-cost strategies; the least objective is
+  /// kept. Returns whether one moved.
+  Expected<bool> respreadRoles(ir::OpId anchor, PropagationResult& result);
 
   /// Conflicts between fixed ops: a redistribution on an edge both of whose ends were fixed.
   Status collectConflicts(const std::map<ir::OpId, rules::FactorCuts>& fixed,
@@ -187,6 +198,28 @@ class Propagator {
   /// redistribution, two ops or more, without `anchor`, the kComponentMoves heaviest (forward
   /// FLOPs; the lower first op on a tie), each listed by op id.
   std::vector<std::vector<ir::OpId>> heaviestComponents(ir::OpId anchor);
+
+  /// respreadRoles' roles: per repeated block kind, the ops at one index of every block, the
+  /// kRoleMoves heaviest (forward FLOPs) without `anchor`.
+  std::vector<std::vector<ir::OpId>> heaviestRoles(ir::OpId anchor) const;
+
+  /// The ops within `radius` neighbour steps of `ops` (forEachNeighbour), `anchor` left out.
+  std::vector<ir::OpId> region(const std::vector<ir::OpId>& ops, int radius, ir::OpId anchor) const;
+
+  /// The large-neighbourhood move of respreadComponents and respreadRoles: for each of `starts`,
+  /// undecides `ops`, lets `seed` decide some of them (false: the start does not apply) and
+  /// spreads to the rest; keeps the assignment whose objective is least, if below the current
+  /// one, and returns its start (null: none, everything as it was).
+  Expected<CandidateTable::Candidate*> respread(
+      const std::vector<ir::OpId>& ops, const std::vector<CandidateTable::Candidate*>& starts,
+      const std::function<bool(CandidateTable::Candidate*)>& seed);
+
+  /// The part of the objective (objective.h) that `ops`' strategies change: their node costs and
+  /// the redistribution on every edge with an end among them.
+  Expected<double> regionSeconds(const std::vector<ir::OpId>& ops);
+
+  /// The candidates of `op` ranked by node cost, the current choice left out, at most `count`.
+  Expected<std::vector<CandidateTable::Candidate*>> startsOf(ir::OpId op, size_t count);
 
   std::optional<ir::OpId> heaviestUndecided() const;
 

@@ -1,12 +1,15 @@
 // The Propagator's local moves on a full assignment: coordinate descent one op at a time
-// (refine), and whole components spread again (respreadComponents).
+// (refine), and larger neighbourhoods spread again: whole components (respreadComponents) and
+// the ops around one role of every repeated block (respreadRoles).
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 
+#include "layout/strategy.h"
 #include "search/op_level/propagator.h"
 
 namespace autopar::search::detail {
@@ -21,6 +24,10 @@ constexpr double kRefineGain = 1e-9;
 /// component's heaviest op it is spread again from (the least node cost ones).
 constexpr size_t kComponentMoves = 4;
 constexpr size_t kComponentStarts = 8;
+/// Propagator::respreadRoles: the heaviest roles moved, and how many neighbour steps around
+/// each member are spread again.
+constexpr size_t kRoleMoves = 4;
+constexpr int kRoleRadius = 2;
 
 }  // namespace
 
@@ -62,48 +69,24 @@ Status Propagator::refine(ir::OpId anchor, PropagationResult& result) {
 }
 
 Expected<bool> Propagator::respreadComponents(ir::OpId anchor, PropagationResult& result) {
-  auto current = objectiveSeconds();
-  if (!current) return current.error();
   bool moved = false;
   for (const std::vector<ir::OpId>& component : heaviestComponents(anchor)) {
     const ir::OpId heaviest =
         *std::max_element(component.begin(), component.end(), [&](ir::OpId a, ir::OpId b) {
           return graph_.forwardFlops(graph_.op(a)) < graph_.forwardFlops(graph_.op(b));
         });
-    auto starts = table_.candidates(heaviest);
-    if (!starts) return starts.error().in(fmt::format("op '{}'", graph_.op(heaviest).name));
-    std::vector<std::pair<double, CandidateTable::Candidate*>> ranked;
-    for (CandidateTable::Candidate& candidate : **starts) {
-      if (&candidate == chosen_[heaviest]) continue;
-      auto seconds = table_.nodeSeconds(heaviest, candidate);
-      if (!seconds) return seconds.error();
-      ranked.emplace_back(*seconds, &candidate);
-    }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    ranked.resize(std::min(ranked.size(), kComponentStarts));
-    const Assignment before = assignmentOf(component);
-    std::optional<Assignment> best;
-    for (const auto& [nodeSeconds, start] : ranked) {
-      for (ir::OpId op : component) undecide(op);
+    auto starts = startsOf(heaviest, kComponentStarts);
+    if (!starts) return starts.error();
+    auto better = respread(component, *starts, [&](CandidateTable::Candidate* start) {
       choose(heaviest, *start);
-      PropagationResult scratch;
-      if (auto status = spread(scratch); !status) return status.error();
-      auto seconds = objectiveSeconds();
-      if (!seconds) return seconds.error();
-      if (*seconds < *current * (1 - kRefineGain)) {
-        current = *seconds;
-        best = assignmentOf(component);
-      }
-      restore(before);
-    }
-    if (!best) continue;
-    restore(*best);
+      return true;
+    });
+    if (!better) return better.error();
+    if (*better == nullptr) continue;
     moved = true;
     result.log.push_back(
-        fmt::format("{} ops joined without redistribution spread again from '{}' {}: objective {}",
-                    component.size(), graph_.op(heaviest).name, strategyText(heaviest),
-                    formatSeconds(*current)));
+        fmt::format("{} ops joined without redistribution spread again from '{}' {}",
+                    component.size(), graph_.op(heaviest).name, strategyText(heaviest)));
   }
   return moved;
 }
@@ -167,6 +150,174 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestComponents(ir::OpId ancho
     components.push_back(std::move(ops));
   }
   return components;
+}
+
+Expected<std::vector<CandidateTable::Candidate*>> Propagator::startsOf(ir::OpId op, size_t count) {
+  auto candidates = table_.candidates(op);
+  if (!candidates) return candidates.error().in(fmt::format("op '{}'", graph_.op(op).name));
+  std::vector<std::pair<double, CandidateTable::Candidate*>> ranked;
+  for (CandidateTable::Candidate& candidate : **candidates) {
+    if (&candidate == chosen_[op]) continue;
+    auto seconds = table_.nodeSeconds(op, candidate);
+    if (!seconds) return seconds.error();
+    ranked.emplace_back(*seconds, &candidate);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<CandidateTable::Candidate*> starts;
+  for (const auto& [seconds, candidate] : ranked) {
+    if (starts.size() == count) break;
+    starts.push_back(candidate);
+  }
+  return starts;
+}
+
+std::vector<std::vector<ir::OpId>> Propagator::heaviestRoles(ir::OpId anchor) const {
+  // A repeated block is one whose tag ends in ".<number>"; its kind is the tag before that.
+  std::map<std::pair<std::string, size_t>, std::vector<ir::OpId>> roles;
+  std::map<std::string, size_t> seen;  // ops met so far per block tag
+  for (const ir::Op& op : graph_.ops()) {
+    const size_t dot = op.block.rfind('.');
+    if (dot == std::string::npos || dot + 1 == op.block.size() ||
+        op.block.find_first_not_of("0123456789", dot + 1) != std::string::npos) {
+      continue;
+    }
+    roles[{op.block.substr(0, dot), seen[op.block]++}].push_back(op.id);
+  }
+  std::vector<std::pair<double, std::vector<ir::OpId>>> weighed;
+  for (auto& [role, ops] : roles) {
+    if (std::find(ops.begin(), ops.end(), anchor) != ops.end()) continue;
+    double flops = 0;
+    for (ir::OpId op : ops) flops += graph_.forwardFlops(graph_.op(op));
+    weighed.emplace_back(flops, std::move(ops));
+  }
+  std::stable_sort(weighed.begin(), weighed.end(), [](const auto& a, const auto& b) {
+    return std::tie(b.first, a.second.front()) < std::tie(a.first, b.second.front());
+  });
+  std::vector<std::vector<ir::OpId>> heaviest;
+  for (auto& [flops, ops] : weighed) {
+    if (heaviest.size() == kRoleMoves) break;
+    heaviest.push_back(std::move(ops));
+  }
+  return heaviest;
+}
+
+std::vector<ir::OpId> Propagator::region(const std::vector<ir::OpId>& ops, int radius,
+                                         ir::OpId anchor) const {
+  std::vector<bool> in(graph_.ops().size(), false);
+  std::vector<ir::OpId> frontier = ops;
+  for (ir::OpId op : ops) in[op] = true;
+  for (int step = 0; step < radius; ++step) {
+    std::vector<ir::OpId> next;
+    for (ir::OpId op : frontier) {
+      forEachNeighbour(graph_.op(op), [&](ir::OpId neighbour, const ir::Tensor&) {
+        if (in[neighbour] || neighbour == anchor) return;
+        in[neighbour] = true;
+        next.push_back(neighbour);
+      });
+    }
+    frontier = std::move(next);
+  }
+  std::vector<ir::OpId> all;
+  for (const ir::Op& op : graph_.ops()) {
+    if (in[op.id]) all.push_back(op.id);
+  }
+  return all;
+}
+
+Expected<bool> Propagator::respreadRoles(ir::OpId anchor, PropagationResult& result) {
+  bool moved = false;
+  for (const std::vector<ir::OpId>& members : heaviestRoles(anchor)) {
+    auto starts = startsOf(members.front(), kComponentStarts);
+    if (!starts) return starts.error();
+    const std::vector<ir::OpId> around = region(members, kRoleRadius, anchor);
+    auto better = respread(around, *starts, [&](CandidateTable::Candidate* start) {
+      for (ir::OpId member : members) {
+        // The members are alike, so each lists a strategy of the same cuts.
+        auto candidates = table_.candidates(member);
+        if (!candidates) return false;
+        auto same = std::find_if((*candidates)->begin(), (*candidates)->end(),
+                                 [&](const auto& c) { return c.cuts == start->cuts; });
+        if (same == (*candidates)->end()) return false;
+        choose(member, *same);
+      }
+      return true;
+    });
+    if (!better) return better.error();
+    if (*better == nullptr) continue;
+    moved = true;
+    result.log.push_back(fmt::format("{} ops around the {} '{}'-like ops spread again from {}",
+                                     around.size(), members.size(), graph_.op(members.front()).name,
+                                     strategyText(members.front())));
+  }
+  return moved;
+}
+
+Expected<CandidateTable::Candidate*> Propagator::respread(
+    const std::vector<ir::OpId>& ops, const std::vector<CandidateTable::Candidate*>& starts,
+    const std::function<bool(CandidateTable::Candidate*)>& seed) {
+  auto before = regionSeconds(ops);
+  if (!before) return before.error();
+  const Assignment kept = assignmentOf(ops);
+  double bestSeconds = *before * (1 - kRefineGain);
+  CandidateTable::Candidate* bestStart = nullptr;
+  std::optional<Assignment> best;
+  for (CandidateTable::Candidate* start : starts) {
+    for (ir::OpId op : ops) undecide(op);
+    if (seed(start)) {
+      PropagationResult scratch;
+      if (auto status = spread(scratch); !status) return status.error();
+      auto seconds = regionSeconds(ops);
+      if (!seconds) return seconds.error();
+      if (*seconds < bestSeconds) {
+        bestSeconds = *seconds;
+        bestStart = start;
+        best = assignmentOf(ops);
+      }
+    }
+    restore(kept);
+  }
+  if (best) restore(*best);
+  return bestStart;
+}
+
+Expected<double> Propagator::regionSeconds(const std::vector<ir::OpId>& ops) {
+  std::vector<bool> in(graph_.ops().size(), false);
+  for (ir::OpId op : ops) in[op] = true;
+  double total = 0;
+  for (ir::OpId id : ops) {
+    const ir::Op& op = graph_.op(id);
+    if (chosen_[id] != nullptr) {
+      auto node = table_.nodeSeconds(id, *chosen_[id]);
+      if (!node) return node.error().in(fmt::format("op '{}'", op.name));
+      total += *node;
+    } else {
+      auto node = nodeCost(graph_, op, *shards_[id], cluster_, edges_);
+      if (!node) return node.error().in(fmt::format("op '{}'", op.name));
+      total += node->seconds;
+    }
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const ir::OpId producer = graph_.tensor(op.inputs[i]).producer;
+      if (producer == ir::kNoOp) continue;
+      auto seconds = inputEdgeSeconds(graph_, op, i, *shards_[producer], *shards_[id], edges_);
+      if (!seconds) return seconds;
+      total += *seconds;
+    }
+    for (ir::TensorId output : op.outputs) {
+      for (ir::OpId consumerId : uniqueConsumers(graph_.tensor(output))) {
+        if (in[consumerId]) continue;  // counted with the consumer's inputs
+        const ir::Op& consumer = graph_.op(consumerId);
+        for (size_t k = 0; k < consumer.inputs.size(); ++k) {
+          if (consumer.inputs[k] != output) continue;
+          auto seconds =
+              inputEdgeSeconds(graph_, consumer, k, *shards_[id], *shards_[consumerId], edges_);
+          if (!seconds) return seconds;
+          total += *seconds;
+        }
+      }
+    }
+  }
+  return total;
 }
 
 }  // namespace autopar::search::detail

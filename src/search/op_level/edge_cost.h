@@ -42,7 +42,19 @@ class EdgeCostCache {
   Expected<Cost> lookup(const layout::TensorLayout& from, const layout::TensorLayout& to,
                         int64_t elementBytes);
 
+  /// edgeSeconds' two directions, without the memo of both.
+  Expected<double> unkeyedEdgeSeconds(const layout::TensorLayout& produced,
+                                      const layout::TensorLayout& consumed,
+                                      const std::vector<int>& gradPartialAxes,
+                                      int64_t elementBytes);
+
+  /// edgeSeconds' memo keys the element size in its low bits and the gradient's partial mesh
+  /// axes above them; larger sizes or axes go unmemoised.
+  static constexpr int kElementBytesBits = 16;
+  static constexpr int kMaxKeyedAxes = 40;
+
   layout::LayoutPairMemo<Cost> cache_;
+  layout::LayoutPairMemo<double> edges_;  ///< edgeSeconds with a gradient, both directions
 };
 
 }  // namespace autopar::search

@@ -29,6 +29,29 @@ constexpr size_t kComponentStarts = 8;
 constexpr size_t kRoleMoves = 4;
 constexpr int kRoleRadius = 2;
 
+/// The `count` groups of ops with the most forward FLOPs, heaviest first (on a tie, the lower
+/// first op).
+std::vector<std::vector<ir::OpId>> heaviestGroups(const ir::Graph& graph,
+                                                  std::vector<std::vector<ir::OpId>> groups,
+                                                  size_t count) {
+  std::vector<std::pair<double, size_t>> weighed;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    double flops = 0;
+    for (ir::OpId op : groups[g]) flops += graph.forwardFlops(graph.op(op));
+    weighed.emplace_back(flops, g);
+  }
+  std::stable_sort(weighed.begin(), weighed.end(), [&](const auto& a, const auto& b) {
+    return std::tie(b.first, groups[a.second].front()) <
+           std::tie(a.first, groups[b.second].front());
+  });
+  std::vector<std::vector<ir::OpId>> heaviest;
+  for (const auto& [flops, g] : weighed) {
+    if (heaviest.size() == count) break;
+    heaviest.push_back(std::move(groups[g]));
+  }
+  return heaviest;
+}
+
 }  // namespace
 
 Status Propagator::refine(ir::OpId anchor, PropagationResult& result) {
@@ -134,22 +157,11 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestComponents(ir::OpId ancho
   }
   std::map<ir::OpId, std::vector<ir::OpId>> byRoot;
   for (const ir::Op& op : graph_.ops()) byRoot[root(op.id)].push_back(op.id);
-  std::vector<std::pair<double, std::vector<ir::OpId>>> weighed;
-  for (auto& [top, ops] : byRoot) {
-    if (ops.size() < 2 || root(anchor) == top) continue;
-    double flops = 0;
-    for (ir::OpId op : ops) flops += graph_.forwardFlops(graph_.op(op));
-    weighed.emplace_back(flops, std::move(ops));
-  }
-  std::stable_sort(weighed.begin(), weighed.end(), [](const auto& a, const auto& b) {
-    return std::tie(b.first, a.second.front()) < std::tie(a.first, b.second.front());
-  });
   std::vector<std::vector<ir::OpId>> components;
-  for (auto& [flops, ops] : weighed) {
-    if (components.size() == kComponentMoves) break;
-    components.push_back(std::move(ops));
+  for (auto& [top, ops] : byRoot) {
+    if (ops.size() >= 2 && root(anchor) != top) components.push_back(std::move(ops));
   }
-  return components;
+  return heaviestGroups(graph_, std::move(components), kComponentMoves);
 }
 
 Expected<std::vector<CandidateTable::Candidate*>> Propagator::startsOf(ir::OpId op, size_t count) {
@@ -184,22 +196,11 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestRoles(ir::OpId anchor) co
     }
     roles[{op.block.substr(0, dot), seen[op.block]++}].push_back(op.id);
   }
-  std::vector<std::pair<double, std::vector<ir::OpId>>> weighed;
+  std::vector<std::vector<ir::OpId>> groups;
   for (auto& [role, ops] : roles) {
-    if (std::find(ops.begin(), ops.end(), anchor) != ops.end()) continue;
-    double flops = 0;
-    for (ir::OpId op : ops) flops += graph_.forwardFlops(graph_.op(op));
-    weighed.emplace_back(flops, std::move(ops));
+    if (std::find(ops.begin(), ops.end(), anchor) == ops.end()) groups.push_back(std::move(ops));
   }
-  std::stable_sort(weighed.begin(), weighed.end(), [](const auto& a, const auto& b) {
-    return std::tie(b.first, a.second.front()) < std::tie(a.first, b.second.front());
-  });
-  std::vector<std::vector<ir::OpId>> heaviest;
-  for (auto& [flops, ops] : weighed) {
-    if (heaviest.size() == kRoleMoves) break;
-    heaviest.push_back(std::move(ops));
-  }
-  return heaviest;
+  return heaviestGroups(graph_, std::move(groups), kRoleMoves);
 }
 
 std::vector<ir::OpId> Propagator::region(const std::vector<ir::OpId>& ops, int radius,

@@ -49,18 +49,13 @@ Expected<PropagationResult> propagateFromBestAnchor(const ir::Graph& graph,
     std::unique_ptr<Propagator> propagator;
     PropagationResult result;
   };
-  std::vector<std::pair<double, size_t>> screened;  // (node seconds, index)
-  for (size_t c = 0; c < (*candidates)->size(); ++c) {
-    auto seconds = table.nodeSeconds(anchor.id, (**candidates)[c]);
-    if (!seconds) return seconds.error().in(fmt::format("op '{}'", anchor.name));
-    screened.emplace_back(*seconds, c);
-  }
-  std::sort(screened.begin(), screened.end());
-  screened.resize(std::min(screened.size(), kSpreadAnchors));
+  auto screened = table.leastNodeCost(anchor.id, kSpreadAnchors);
+  if (!screened) return screened.error();
   std::vector<Run> runs;
-  for (const auto& [nodeSeconds, c] : screened) {
+  for (CandidateTable::Candidate* start : *screened) {
+    const auto c = static_cast<size_t>(start - (*candidates)->data());
     Run run{0, c, std::make_unique<Propagator>(graph, ranks, cluster, options, table), {}};
-    run.propagator->choose(anchor.id, (**candidates)[c]);
+    run.propagator->choose(anchor.id, *start);
     if (auto status = run.propagator->spread(run.result); !status) return status.error();
     auto seconds = run.propagator->objectiveSeconds();
     if (!seconds) return seconds.error();

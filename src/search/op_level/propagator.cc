@@ -89,14 +89,8 @@ Expected<double> Propagator::objectiveSeconds() {
   shards.reserve(shards_.size());
   for (const ir::Op& op : graph_.ops()) {
     shards.push_back(*shards_[op.id]);
-    if (chosen_[op.id] == nullptr) {
-      auto cost = nodeCost(graph_, op, shards.back(), cluster_, edges_);
-      if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
-      nodeSeconds.push_back(cost->seconds);
-      continue;
-    }
-    auto seconds = table_.nodeSeconds(op.id, *chosen_[op.id]);
-    if (!seconds) return seconds.error().in(fmt::format("op '{}'", op.name));
+    auto seconds = nodeSecondsOf(op, shards.back(), chosen_[op.id]);
+    if (!seconds) return seconds;
     nodeSeconds.push_back(*seconds);
   }
   return assignmentSeconds(graph_, shards, cluster_, edges_, &nodeSeconds);
@@ -273,16 +267,21 @@ std::optional<layout::TensorLayout> Propagator::decidedSourceLayout(const ir::Te
   return std::nullopt;
 }
 
+Expected<double> Propagator::nodeSecondsOf(const ir::Op& op, const rules::ShardedOp& shard,
+                                           CandidateTable::Candidate* candidate) {
+  if (candidate != nullptr) {
+    auto seconds = table_.nodeSeconds(op.id, *candidate);
+    if (!seconds) return seconds.error().in(fmt::format("op '{}'", op.name));
+    return seconds;
+  }
+  auto cost = nodeCost(graph_, op, shard, cluster_, edges_);
+  if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
+  return cost->seconds;
+}
+
 Expected<double> Propagator::localSeconds(const ir::Op& node, const rules::ShardedOp& shard,
                                           CandidateTable::Candidate* candidate) {
-  Expected<double> own = Error{""};
-  if (candidate != nullptr) {
-    own = table_.nodeSeconds(node.id, *candidate);
-  } else if (auto cost = nodeCost(graph_, node, shard, cluster_, edges_)) {
-    own = cost->seconds;
-  } else {
-    own = cost.error();
-  }
+  auto own = nodeSecondsOf(node, shard, candidate);
   if (!own) return own;
   auto edge = edgeSeconds(node.id, shard);
   if (!edge) return edge;

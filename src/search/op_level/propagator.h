@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -87,6 +88,29 @@ class CandidateTable {
     if (!cost) return cost.error();
     candidate.nodeSeconds = cost->seconds;
     return cost->seconds;
+  }
+
+  /// The op's candidates of least node cost, at most `count`, `skip` left out (on a tie, the one
+  /// listed first).
+  Expected<std::vector<Candidate*>> leastNodeCost(ir::OpId op, size_t count,
+                                                  const Candidate* skip = nullptr) {
+    auto list = candidates(op);
+    if (!list) return list.error().in(fmt::format("op '{}'", graph_.op(op).name));
+    std::vector<std::pair<double, Candidate*>> ranked;
+    for (Candidate& candidate : **list) {
+      if (&candidate == skip) continue;
+      auto seconds = nodeSeconds(op, candidate);
+      if (!seconds) return seconds.error().in(fmt::format("op '{}'", graph_.op(op).name));
+      ranked.emplace_back(*seconds, &candidate);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Candidate*> least;
+    for (const auto& [seconds, candidate] : ranked) {
+      if (least.size() == count) break;
+      least.push_back(candidate);
+    }
+    return least;
   }
 
  private:
@@ -212,14 +236,17 @@ class Propagator {
   /// one, and returns its start (null: none, everything as it was).
   Expected<CandidateTable::Candidate*> respread(
       const std::vector<ir::OpId>& ops, const std::vector<CandidateTable::Candidate*>& starts,
-      const std::function<bool(CandidateTable::Candidate*)>& seed);
+      const std::function<Expected<bool>(CandidateTable::Candidate*)>& seed);
 
   /// The part of the objective (objective.h) that `ops`' strategies change: their node costs and
   /// the redistribution on every edge with an end among them.
-  Expected<double> regionSeconds(const std::vector<ir::OpId>& ops);
+  /// `in` marks `ops` (by OpId).
+  Expected<double> regionSeconds(const std::vector<ir::OpId>& ops, const std::vector<bool>& in);
 
-  /// The candidates of `op` ranked by node cost, the current choice left out, at most `count`.
-  Expected<std::vector<CandidateTable::Candidate*>> startsOf(ir::OpId op, size_t count);
+  /// The op's node cost (objective.h) under `shard`: from the table when `candidate` is the
+  /// table's entry for it.
+  Expected<double> nodeSecondsOf(const ir::Op& op, const rules::ShardedOp& shard,
+                                 CandidateTable::Candidate* candidate);
 
   std::optional<ir::OpId> heaviestUndecided() const;
 

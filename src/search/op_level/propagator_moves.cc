@@ -98,11 +98,11 @@ Expected<bool> Propagator::respreadComponents(ir::OpId anchor, PropagationResult
         *std::max_element(component.begin(), component.end(), [&](ir::OpId a, ir::OpId b) {
           return graph_.forwardFlops(graph_.op(a)) < graph_.forwardFlops(graph_.op(b));
         });
-    auto starts = startsOf(heaviest, kComponentStarts);
+    auto starts = table_.leastNodeCost(heaviest, kComponentStarts, chosen_[heaviest]);
     if (!starts) return starts.error();
     auto better = respread(component, *starts, [&](CandidateTable::Candidate* start) {
       choose(heaviest, *start);
-      return true;
+      return Expected<bool>(true);
     });
     if (!better) return better.error();
     if (*better == nullptr) continue;
@@ -164,26 +164,6 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestComponents(ir::OpId ancho
   return heaviestGroups(graph_, std::move(components), kComponentMoves);
 }
 
-Expected<std::vector<CandidateTable::Candidate*>> Propagator::startsOf(ir::OpId op, size_t count) {
-  auto candidates = table_.candidates(op);
-  if (!candidates) return candidates.error().in(fmt::format("op '{}'", graph_.op(op).name));
-  std::vector<std::pair<double, CandidateTable::Candidate*>> ranked;
-  for (CandidateTable::Candidate& candidate : **candidates) {
-    if (&candidate == chosen_[op]) continue;
-    auto seconds = table_.nodeSeconds(op, candidate);
-    if (!seconds) return seconds.error();
-    ranked.emplace_back(*seconds, &candidate);
-  }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<CandidateTable::Candidate*> starts;
-  for (const auto& [seconds, candidate] : ranked) {
-    if (starts.size() == count) break;
-    starts.push_back(candidate);
-  }
-  return starts;
-}
-
 std::vector<std::vector<ir::OpId>> Propagator::heaviestRoles(ir::OpId anchor) const {
   // A repeated block is one whose tag ends in ".<number>"; its kind is the tag before that.
   std::map<std::pair<std::string, size_t>, std::vector<ir::OpId>> roles;
@@ -229,20 +209,20 @@ std::vector<ir::OpId> Propagator::region(const std::vector<ir::OpId>& ops, int r
 Expected<bool> Propagator::respreadRoles(ir::OpId anchor, PropagationResult& result) {
   bool moved = false;
   for (const std::vector<ir::OpId>& members : heaviestRoles(anchor)) {
-    auto starts = startsOf(members.front(), kComponentStarts);
+    auto starts = table_.leastNodeCost(members.front(), kComponentStarts, chosen_[members.front()]);
     if (!starts) return starts.error();
     const std::vector<ir::OpId> around = region(members, kRoleRadius, anchor);
     auto better = respread(around, *starts, [&](CandidateTable::Candidate* start) {
       for (ir::OpId member : members) {
         // The members are alike, so each lists a strategy of the same cuts.
         auto candidates = table_.candidates(member);
-        if (!candidates) return false;
+        if (!candidates) return Expected<bool>(candidates.error());
         auto same = std::find_if((*candidates)->begin(), (*candidates)->end(),
                                  [&](const auto& c) { return c.cuts == start->cuts; });
-        if (same == (*candidates)->end()) return false;
+        if (same == (*candidates)->end()) return Expected<bool>(false);
         choose(member, *same);
       }
-      return true;
+      return Expected<bool>(true);
     });
     if (!better) return better.error();
     if (*better == nullptr) continue;
@@ -256,8 +236,10 @@ Expected<bool> Propagator::respreadRoles(ir::OpId anchor, PropagationResult& res
 
 Expected<CandidateTable::Candidate*> Propagator::respread(
     const std::vector<ir::OpId>& ops, const std::vector<CandidateTable::Candidate*>& starts,
-    const std::function<bool(CandidateTable::Candidate*)>& seed) {
-  auto before = regionSeconds(ops);
+    const std::function<Expected<bool>(CandidateTable::Candidate*)>& seed) {
+  std::vector<bool> in(graph_.ops().size(), false);
+  for (ir::OpId op : ops) in[op] = true;
+  auto before = regionSeconds(ops, in);
   if (!before) return before.error();
   const Assignment kept = assignmentOf(ops);
   double bestSeconds = *before * (1 - kRefineGain);
@@ -265,10 +247,12 @@ Expected<CandidateTable::Candidate*> Propagator::respread(
   std::optional<Assignment> best;
   for (CandidateTable::Candidate* start : starts) {
     for (ir::OpId op : ops) undecide(op);
-    if (seed(start)) {
+    auto seeded = seed(start);
+    if (!seeded) return seeded.error();
+    if (*seeded) {
       PropagationResult scratch;
       if (auto status = spread(scratch); !status) return status.error();
-      auto seconds = regionSeconds(ops);
+      auto seconds = regionSeconds(ops, in);
       if (!seconds) return seconds.error();
       if (*seconds < bestSeconds) {
         bestSeconds = *seconds;
@@ -282,21 +266,14 @@ Expected<CandidateTable::Candidate*> Propagator::respread(
   return bestStart;
 }
 
-Expected<double> Propagator::regionSeconds(const std::vector<ir::OpId>& ops) {
-  std::vector<bool> in(graph_.ops().size(), false);
-  for (ir::OpId op : ops) in[op] = true;
+Expected<double> Propagator::regionSeconds(const std::vector<ir::OpId>& ops,
+                                           const std::vector<bool>& in) {
   double total = 0;
   for (ir::OpId id : ops) {
     const ir::Op& op = graph_.op(id);
-    if (chosen_[id] != nullptr) {
-      auto node = table_.nodeSeconds(id, *chosen_[id]);
-      if (!node) return node.error().in(fmt::format("op '{}'", op.name));
-      total += *node;
-    } else {
-      auto node = nodeCost(graph_, op, *shards_[id], cluster_, edges_);
-      if (!node) return node.error().in(fmt::format("op '{}'", op.name));
-      total += node->seconds;
-    }
+    auto node = nodeSecondsOf(op, *shards_[id], chosen_[id]);
+    if (!node) return node;
+    total += *node;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const ir::OpId producer = graph_.tensor(op.inputs[i]).producer;
       if (producer == ir::kNoOp) continue;

@@ -89,10 +89,10 @@ layout::TensorLayout slicedOverReplicas(layout::TensorLayout layout) {
 
 struct Accumulator {
   const ActivationInputs& in;
-  ActivationCost cost;
-  std::set<std::pair<ir::TensorId, int>> counted;  ///< (tensor, stage)
+  ActivationCost cost{};
+  std::set<std::pair<ir::TensorId, int>> counted{};  ///< (tensor, stage)
   /// (tensor, stage) -> the layouts its replayed forward redistribution was charged into.
-  std::map<std::pair<ir::TensorId, int>, std::vector<layout::TensorLayout>> replayed;
+  std::map<std::pair<ir::TensorId, int>, std::vector<layout::TensorLayout>> replayed{};
 
   int64_t bytesOf(const layout::TensorLayout& layout, ir::TensorId tensor,
                   std::optional<ir::DType> keptAs = std::nullopt) const {
@@ -277,7 +277,7 @@ bool neededInRegion(const ActivationInputs& in, ir::TensorId tensor, int region)
 
 ActivationCost keptActivations(const ActivationInputs& inputs) {
   const auto stages = static_cast<size_t>(inputs.stages);
-  Accumulator acc{inputs, {}, {}};
+  Accumulator acc{.in = inputs};
   acc.cost.bytes.assign(stages, 0);
   acc.cost.gatheredParameters.assign(stages, 0);
   acc.cost.replaySeconds.assign(stages, 0.0);

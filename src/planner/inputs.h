@@ -27,7 +27,7 @@ struct ModelOptions {
   /// Megatron-style annotation of a transformer: tp, dp, cp, ep and sequence parallel (the
   /// pipeline, schedule, recompute and ZeRO stage are the training flags'). Unset: no
   /// annotation, every device data parallel.
-  std::optional<ir::ParallelConfig> parallel;
+  std::optional<ir::ParallelConfig> parallel{};
   /// With `parallel`: its dp is the devices tp x cp leave (--tp without --dp), not parallel->dp.
   bool dataParallelFromDevices = false;
   /// The transformer's compute type (bf16, fp16, fp8); unset: the preset's (bf16).
@@ -56,7 +56,7 @@ struct LoadedModel {
   int64_t graphBatch = 0;
   /// The Megatron-style annotation the transformer was built with (ModelOptions::parallel, its
   /// dp resolved); unset when not annotated.
-  std::optional<ir::ParallelConfig> parallel;
+  std::optional<ir::ParallelConfig> parallel{};
 };
 
 /// `model` is a preset name (see `autopar models`), a .json file (a Hugging Face config.json or

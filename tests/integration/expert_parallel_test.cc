@@ -54,8 +54,11 @@ Evaluated evaluate(const frontend::TransformerConfig& config) {
   // Megatron-Core's token dispatcher moves tokens to their experts' ranks with all-to-all.
   planner::PlanOptions options;
   options.enableAllToAll = true;
-  auto evaluated = planner::evaluateModel(
-      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, options, *cluster);
+  auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = *graph,
+                                                               .source = config.name,
+                                                               .microBatch = config.microBatch,
+                                                               .sequence = config.seq},
+                                          options, *cluster);
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
   return {std::move(*graph), std::move(evaluated->report)};
 }

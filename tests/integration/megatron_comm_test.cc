@@ -46,8 +46,11 @@ void expectMegatronCounts(frontend::TransformerConfig config) {
   ASSERT_TRUE(graph.ok()) << graph.error().message;
   auto four = planner::loadCluster("dgx-a100-80g", 1, kTensorParallel);
   ASSERT_TRUE(four.ok());
-  auto evaluated = planner::evaluateModel(
-      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, {}, *four);
+  auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = *graph,
+                                                               .source = config.name,
+                                                               .microBatch = config.microBatch,
+                                                               .sequence = config.seq},
+                                          {}, *four);
   ASSERT_TRUE(evaluated.ok()) << evaluated.error().message;
   const cost::CostReport* report = &evaluated->report;
   std::vector<int> ranks(kTensorParallel);

@@ -25,8 +25,11 @@ cost::CostReport tensorParallelOnAscend(int64_t copies) {
   EXPECT_TRUE(cluster.ok());
   planner::PlanOptions options;
   options.training.interleavedCopies = copies;
-  auto evaluated = planner::evaluateModel(
-      planner::LoadedModel{std::move(*graph), "llama2-7b", 2, config->seq}, options, *cluster);
+  auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = std::move(*graph),
+                                                               .source = "llama2-7b",
+                                                               .microBatch = 2,
+                                                               .sequence = config->seq},
+                                          options, *cluster);
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
   return evaluated->report;
 }

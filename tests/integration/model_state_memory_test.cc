@@ -53,7 +53,10 @@ OneDevice llama2OnOneDevice() {
   EXPECT_TRUE(cluster.ok());
   auto one = cluster::takeDevices(*cluster, 1);
   EXPECT_TRUE(one.ok());
-  planner::LoadedModel model{std::move(*graph), "llama2-7b", config->microBatch, config->seq};
+  planner::LoadedModel model{.graph = std::move(*graph),
+                             .source = "llama2-7b",
+                             .microBatch = config->microBatch,
+                             .sequence = config->seq};
   return OneDevice{llamaParameterCount(*config), std::move(model), std::move(*one)};
 }
 

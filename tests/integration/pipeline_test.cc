@@ -58,7 +58,8 @@ Simulated run(const sim::PipelineConfig& config) {
   options.training.microBatches = config.microBatches;
   options.training.schedule = std::string(ir::scheduleName(config.schedule));
   auto evaluated =
-      planner::evaluateModel({uniformToy(), "toy", 0, 0}, options, freeLinks(config.stages));
+      planner::evaluateModel(planner::LoadedModel{.graph = uniformToy(), .source = "toy"}, options,
+                             freeLinks(config.stages));
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
   return Simulated{std::move(evaluated->report), std::move(evaluated->estimate)};
 }

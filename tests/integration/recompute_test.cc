@@ -38,7 +38,9 @@ cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute r
   options.training.recompute = std::string(ir::recomputeName(recompute));
   options.training.recomputeSliceActivation = sliceActivation;
   auto evaluated = planner::evaluateModel(
-      planner::LoadedModel{std::move(*graph), "gpt3-175b", 1, 2048}, options, *cluster);
+      planner::LoadedModel{
+          .graph = std::move(*graph), .source = "gpt3-175b", .microBatch = 1, .sequence = 2048},
+      options, *cluster);
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
   return evaluated->report;
 }

@@ -27,7 +27,10 @@ class RecursiveMemCoeff : public ::testing::Test {
     config->microBatch = 8;  // one sample per device
     auto graph = frontend::buildTransformer(*config);
     ASSERT_TRUE(graph.ok()) << graph.error().message;
-    model_ = planner::LoadedModel{std::move(*graph), "llama2-7b", 1, config->seq};
+    model_ = planner::LoadedModel{.graph = std::move(*graph),
+                                  .source = "llama2-7b",
+                                  .microBatch = 1,
+                                  .sequence = config->seq};
     cluster_ = *cluster::clusterPreset("dgx-a100-80g");
     dataParallel_ = plan("data_parallel", 0).strategies;
   }
@@ -95,8 +98,11 @@ TEST(RecursiveProgrammingBytes, Qwen14bMovesAtMostTwiceMegatronTp8OnEightAscendD
     planner::PlanOptions options;
     options.search = search;
     options.memCoeff = memCoeff;
-    auto evaluated = planner::evaluateModel(
-        planner::LoadedModel{std::move(*graph), "qwen-14b", 1, built.seq}, options, ascend);
+    auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = std::move(*graph),
+                                                                 .source = "qwen-14b",
+                                                                 .microBatch = 1,
+                                                                 .sequence = built.seq},
+                                            options, ascend);
     EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
     return evaluated ? movedBytes(*evaluated) : 0;
   };

@@ -110,8 +110,11 @@ Evaluated evaluate(const frontend::TransformerConfig& config) {
   EXPECT_TRUE(graph.ok()) << graph.error().message;
   auto cluster = planner::loadCluster("dgx-a100-80g", 1, static_cast<int>(kTensorParallel));
   EXPECT_TRUE(cluster.ok());
-  auto evaluated = planner::evaluateModel(
-      planner::LoadedModel{*graph, config.name, config.microBatch, config.seq}, {}, *cluster);
+  auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = *graph,
+                                                               .source = config.name,
+                                                               .microBatch = config.microBatch,
+                                                               .sequence = config.seq},
+                                          {}, *cluster);
   EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
   return {std::move(*graph), std::move(evaluated->report)};
 }

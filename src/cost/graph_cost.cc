@@ -138,6 +138,12 @@ void costOps(Context& ctx) {
                            !fused.continuesKernel[index]);
     StageCost& stage = ctx.stage(op.id);
     if (op.placement == ir::Placement::kHost) cost = hostOpCost(ctx, op, cost, stage);
+    if (!ctx.options.fuseElementwise) {
+      const double eager =
+          memorySeconds(ctx.cluster.device, eagerRotaryBytes(ctx.graph, op, ctx.sharded[op.id]));
+      cost.forwardSeconds += eager;
+      cost.backwardSeconds += eager;
+    }
     if (ctx.options.ringMergesInFp32) {
       const RingMergeBytes merges = ringMergeBytes(op, ctx.sharded[op.id]);
       cost.forwardSeconds += memorySeconds(ctx.cluster.device, merges.forward);

@@ -111,6 +111,21 @@ RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard) {
           elements * (4 * cp + 42)};
 }
 
+// torchtitan's apply_rotary_emb (torchtitan/models/llama/model.py) upcasts the query or key to
+// fp32 (reading each element, writing 4 bytes), multiplies it as complex pairs by the rotation
+// (4 + 4), and casts the product back (4 + the element's bytes); its backward runs the same three
+// kernels on the gradient. One fused kernel (torch.compile's, Transformer Engine's fused RoPE,
+// Megatron-Core's apply_rope_fusion) reads and writes each element once, which the op's own
+// bytes count: the eager path adds 16 bytes an element each way. Measured on an H100, the eager
+// forward took 0.145 ms on 16.8 M elements (bench/gpu_kernels.py, BENCHMARKS.md).
+double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard) {
+  if (op.kind != ir::OpKind::kRotary || shard.outputs.empty()) return 0;
+  const ir::DType dtype = graph.tensor(op.outputs.front()).type.dtype;
+  if (dtype == ir::DType::kF32) return 0;
+  constexpr double kFp32PassBytes = 16;
+  return kFp32PassBytes * static_cast<double>(shard.outputs.front().sliceElements());
+}
+
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                 const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
   const double share = localIoShare(graph, op, shard);

@@ -42,4 +42,9 @@ struct RingMergeBytes {
 };
 RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard);
 
+/// The memory traffic a rotary embedding adds, each way (forward, and again backward), when it
+/// runs as PyTorch eager runs torchtitan's apply_rotary_emb instead of as one fused kernel: 0
+/// unless `op` is a Rotary. EvaluateOptions::fuseElementwise off adds it at the HBM bandwidth.
+double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard);
+
 }  // namespace autopar::cost

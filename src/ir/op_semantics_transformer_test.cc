@@ -110,6 +110,7 @@ TEST(RotarySemantics, SameTypeThreeFlopsPerElement) {
   EXPECT_EQ(op.backward.flops, 49152);
   EXPECT_EQ(savedToString(op.backward), "");
   EXPECT_EQ(op.bytes, 2 * 16384 * 2);
+  EXPECT_EQ(op.backward.bytes, 2 * 16384 * 2);  // the gradient read and written once
 }
 
 TEST(RotarySemantics, Errors) {
@@ -132,7 +133,15 @@ TEST(CrossEntropySemantics, ScalarFp32Loss) {
   EXPECT_EQ(op.flops, 16000);          // 5 per logit
   EXPECT_EQ(op.backward.flops, 6400);  // 2 per logit
   EXPECT_EQ(savedToString(op.backward), "in0 in1");
-  EXPECT_EQ(op.bytes, 6400 + 256 + 4);  // logits, labels, the fp32 loss
+  // Per bf16 logit: the upcast (2 + 4) and log_softmax's fp32 passes (16) forward; the fp32
+  // gradient, log_softmax's backward (4 + 12) and the cast back (4 + 2) backward. Then the
+  // labels and the fp32 loss.
+  EXPECT_EQ(op.bytes, 3200 * 22 + 256 + 4);
+  EXPECT_EQ(op.backward.bytes, 3200 * 22 + 256);
+  // fp32 logits need no upcast.
+  auto fp32 = semantics(OpKind::kCrossEntropy, {}, {type({4, 8, 100}), type({4, 8}, DType::kI64)});
+  EXPECT_EQ(fp32.bytes, 3200 * 16 + 256 + 4);
+  EXPECT_EQ(fp32.backward.bytes, 3200 * 16 + 256);
   EXPECT_EQ(semantics(OpKind::kCrossEntropy, {}, {type({50}), type({}, DType::kI32)}).output,
             type({}, DType::kF32));
 }

@@ -4,7 +4,8 @@
 // matmuls (--tp-comm-overlap both passes, --async-tensor-model-parallel-allreduce backward only),
 // and weight-gradient accumulation by a separate kernel (--no-gradient-accumulation-fusion); the
 // mixture-of-experts token exchange, which only its own switch overlaps; what a fused SwiGLU
-// keeps for its backward; and the gradient sync run in place in the gradient buffer.
+// keeps for its backward; the rotary embedding's eager fp32 passes; and the gradient sync run in
+// place in the gradient buffer.
 
 #include <gtest/gtest.h>
 
@@ -232,6 +233,30 @@ TEST(MegatronKernels, FusedSwigluKeepsTheGateAndTheUpProjectionOnly) {
   const int64_t gptEager = evaluate(gpt, gptOptions).stages[0].memory.activationBytes;
   gptOptions.fuseElementwise = true;
   EXPECT_EQ(evaluate(gpt, gptOptions).stages[0].memory.activationBytes, gptEager);
+}
+
+TEST(MegatronKernels, EagerRotaryMakesThreeFp32Passes) {
+  const Layer layer = llamaLayer();
+  cost::EvaluateOptions options;
+  const cost::CostReport eager = evaluate(layer, options);
+  options.fuseElementwise = true;
+  const cost::CostReport fused = evaluate(layer, options);
+  const double bandwidth =
+      layer.cluster.device.memoryBytesPerSecond *
+      cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+  int rotaries = 0;
+  for (const ir::Op& op : layer.graph.ops()) {
+    if (op.kind != ir::OpKind::kRotary) continue;
+    ++rotaries;
+    const auto index = static_cast<size_t>(op.id);
+    // torchtitan's apply_rotary_emb in eager mode: the bf16 query or key upcast to fp32, the
+    // complex product, the cast back; one fused kernel reads and writes each element once.
+    const auto elements = static_cast<double>(layer.sharding.ops[index].outputs[0].sliceElements());
+    const double extra = 16 * elements / bandwidth;
+    EXPECT_NEAR(eager.ops[index].forwardSeconds - fused.ops[index].forwardSeconds, extra, 1e-12);
+    EXPECT_NEAR(eager.ops[index].backwardSeconds - fused.ops[index].backwardSeconds, extra, 1e-12);
+  }
+  EXPECT_EQ(rotaries, 2);  // the query's and the key's
 }
 
 TEST(MegatronKernels, GradientSyncInPlaceNeedsNoCommunicationBuffer) {

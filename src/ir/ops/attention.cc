@@ -175,8 +175,13 @@ constexpr double kRotaryFlopsPerElement = 3;
 
 double rotaryFlops(const TypedOp& op) { return kRotaryFlopsPerElement * elements(op.output); }
 
-// The gradient is the rotation by -theta: the same 3 per element, and nothing to keep.
-BackwardRule rotaryBackward(const TypedOp& op) { return BackwardRule{rotaryFlops(op), {}}; }
+// The gradient is the rotation by -theta: the same 3 per element, nothing to keep, and one pass
+// (the output gradient read, the input gradient written), as the forward's.
+BackwardRule rotaryBackward(const TypedOp& op) {
+  BackwardRule rule{rotaryFlops(op), {}};
+  rule.bytes = streamingBytes(op);
+  return rule;
+}
 
 constexpr FamilySemantics kAttention{inferAttention, attentionFlops, attentionBytes,
                                      attentionBackward};

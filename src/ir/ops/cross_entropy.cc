@@ -36,17 +36,45 @@ double crossEntropyFlops(const TypedOp& op) {
   return kForwardFlopsPerLogit * elements(op.inputs[0]);
 }
 
+// The frameworks run the loss over an fp32 copy of the logits, in several passes: PyTorch's
+// F.cross_entropy(logits.float(), labels) (torchtitan's loss) upcasts them (reading each logit
+// and writing 4 bytes) and runs log_softmax (three fp32 reads and one write: 16 bytes) forward;
+// backward nll_loss writes a dense fp32 gradient (4), log_softmax's backward reads two fp32
+// tensors and writes one (12), and the upcast's backward casts back (4 + the logit's bytes).
+// That is 22 + 22 bytes a bf16 logit, and one kernel reading the logits once would move 2:
+// measured on an H100, the forward ran at 24.7 and the backward at 26.8 bytes a logit at
+// 3.0 TB/s (bench/gpu_kernels.py, BENCHMARKS.md). Megatron's vocab-parallel cross entropy moves
+// about as much (megatron/core/tensor_parallel/cross_entropy.py: .float(), max, the in-place
+// subtract, exp and divide, 38 bytes forward; the in-place gradient and the cast back, 14).
+constexpr int64_t kFp32PassBytesForward = 16;
+constexpr int64_t kFp32PassBytesBackward = 16;
+constexpr int64_t kFp32Bytes = 4;
+
+/// Bytes a logit's upcast to fp32 moves, each way: none when the logits are fp32 already.
+int64_t upcastBytes(const TensorType& logits) {
+  return logits.dtype == DType::kF32 ? 0 : dtypeBytes(logits.dtype) + kFp32Bytes;
+}
+
+int64_t crossEntropyBytes(const TypedOp& op) {
+  const auto logits = static_cast<int64_t>(elements(op.inputs[0]));
+  return logits * (upcastBytes(op.inputs[0]) + kFp32PassBytesForward) + op.inputs[1].bytes() +
+         op.output.bytes();
+}
+
 // Keeps the softmax of the logits in fp32 whatever their dtype, and the labels (which select
 // the one-hot entry; 1/v of the logits' size). Megatron's vocab-parallel cross entropy upcasts
 // the logits and keeps that copy, exponentiated and normalised in place, as the softmax
 // (megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max, save_for_backward);
 // PyTorch's log_softmax keeps its fp32 output (torchtitan upcasts the logits with .float()).
 BackwardRule crossEntropyBackward(const TypedOp& op) {
-  return BackwardRule{kBackwardFlopsPerLogit * elements(op.inputs[0]),
-                      {savedInputAs(0, DType::kF32), savedInput(1)}};
+  BackwardRule rule{kBackwardFlopsPerLogit * elements(op.inputs[0]),
+                    {savedInputAs(0, DType::kF32), savedInput(1)}};
+  const auto logits = static_cast<int64_t>(elements(op.inputs[0]));
+  rule.bytes = logits * (kFp32PassBytesBackward + upcastBytes(op.inputs[0])) + op.inputs[1].bytes();
+  return rule;
 }
 
-constexpr FamilySemantics kCrossEntropy{inferCrossEntropy, crossEntropyFlops, streamingBytes,
+constexpr FamilySemantics kCrossEntropy{inferCrossEntropy, crossEntropyFlops, crossEntropyBytes,
                                         crossEntropyBackward};
 
 }  // namespace

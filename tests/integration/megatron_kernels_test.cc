@@ -94,6 +94,25 @@ cost::CostReport evaluate(const Layer& layer, const cost::EvaluateOptions& optio
   return std::move(*report);
 }
 
+/// The HBM bandwidth the cost model prices memory-bound work at on the layer's device.
+double fittedBandwidth(const Layer& layer) {
+  return layer.cluster.device.memoryBytesPerSecond *
+         cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+}
+
+/// The layer costed with one kernel per op (PyTorch eager), then with elementwise fusion.
+struct EagerAndFused {
+  cost::CostReport eager;
+  cost::CostReport fused;
+};
+EagerAndFused eagerAndFused(const Layer& layer) {
+  cost::EvaluateOptions options;
+  EagerAndFused both{evaluate(layer, options), {}};
+  options.fuseElementwise = true;
+  both.fused = evaluate(layer, options);
+  return both;
+}
+
 double forwardSecondsOf(const Layer& layer, const cost::CostReport& report,
                         const std::string& name) {
   const auto id = layer.graph.findOp(name);
@@ -103,10 +122,7 @@ double forwardSecondsOf(const Layer& layer, const cost::CostReport& report,
 
 TEST(MegatronKernels, BiasDropoutAddRunsAsOneKernel) {
   const Layer layer = gptLayer();
-  cost::EvaluateOptions options;
-  const cost::CostReport unfused = evaluate(layer, options);
-  options.fuseElementwise = true;
-  const cost::CostReport fused = evaluate(layer, options);
+  const auto [unfused, fused] = eagerAndFused(layer);
   // The MLP's bias add, dropout and residual add: the two intermediates between them are
   // neither written nor read back, so each op moves less, and the dropout and the residual add
   // run inside the bias add's kernel (no launch of their own).
@@ -208,9 +224,7 @@ TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatc
     bytes16 += elements * 3 * weight;
   }
   ASSERT_GT(bytes32, 0.0);
-  const double bandwidth =
-      layer.cluster.device.memoryBytesPerSecond *
-      cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+  const double bandwidth = fittedBandwidth(layer);
   const double base = fused.stages[0].backwardComputeSeconds;
   EXPECT_NEAR(unfused.stages[0].backwardComputeSeconds - base, bytes32 / bandwidth, 1e-12);
   EXPECT_NEAR(unfused16.stages[0].backwardComputeSeconds - base, bytes16 / bandwidth, 1e-12);
@@ -237,13 +251,8 @@ TEST(MegatronKernels, FusedSwigluKeepsTheGateAndTheUpProjectionOnly) {
 
 TEST(MegatronKernels, EagerRotaryMakesThreeFp32Passes) {
   const Layer layer = llamaLayer();
-  cost::EvaluateOptions options;
-  const cost::CostReport eager = evaluate(layer, options);
-  options.fuseElementwise = true;
-  const cost::CostReport fused = evaluate(layer, options);
-  const double bandwidth =
-      layer.cluster.device.memoryBytesPerSecond *
-      cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+  const auto [eager, fused] = eagerAndFused(layer);
+  const double bandwidth = fittedBandwidth(layer);
   int rotaries = 0;
   for (const ir::Op& op : layer.graph.ops()) {
     if (op.kind != ir::OpKind::kRotary) continue;

@@ -52,7 +52,13 @@ double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>
   // waves, the pipeline's fill along the depth): each extent x costs a factor x / (x + tileDim).
   // The product is symmetric in the extents, so the backward's two GEMMs, which permute them,
   // run at the forward's efficiency.
-  double efficiency = op.attrs.fp8 ? constants.fp8MatmulEfficiency : constants.matmulEfficiency;
+  double efficiency = constants.matmulEfficiency;
+  // An fp8 GEMM runs fp8MatmulSpeedup times faster than its bf16 twin where the device has fp8
+  // tensor cores (rooflineSeconds divides by the fp8 peak); elsewhere it runs as the bf16 one.
+  const double fp8Peak = peakFlops(device, cluster::Precision::kFP8);
+  const double bf16Peak = peakFlops(device, cluster::Precision::kBF16);
+  if (op.attrs.fp8 && fp8Peak > bf16Peak)
+    efficiency *= constants.fp8MatmulSpeedup * bf16Peak / fp8Peak;
   if (gemm) {
     for (double extent : {gemm->rows, gemm->columns, gemm->depth}) {
       efficiency *= extent / (extent + constants.tileDim);

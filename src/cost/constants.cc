@@ -65,7 +65,7 @@ Status readConstants(const nlohmann::json& document, bool optional, CostConstant
   };
   const Field fields[] = {
       {"matmul_efficiency", 1, &constants.matmulEfficiency},
-      {"fp8_matmul_efficiency", 1, &constants.fp8MatmulEfficiency},
+      {"fp8_matmul_speedup", 4, &constants.fp8MatmulSpeedup},
       {"attention_efficiency", 1, &constants.attentionEfficiency},
       {"cudnn_attention_efficiency", 1, &constants.cudnnAttentionEfficiency, true},
       {"vector_efficiency", 1, &constants.vectorEfficiency},

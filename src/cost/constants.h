@@ -13,8 +13,10 @@ namespace autopar::cost {
 
 struct CostConstants {
   double matmulEfficiency = 0;  ///< large GEMMs, share of dense peak
-  /// Large fp8 GEMMs (Transformer Engine's, ir::OpAttrs::fp8), share of the fp8 dense peak.
-  double fp8MatmulEfficiency = 0;
+  /// How many times faster an fp8 GEMM (Transformer Engine's, ir::OpAttrs::fp8) runs than the
+  /// same GEMM in bf16, on a device with fp8 tensor cores: measured, not fitted
+  /// (bench/gpu_fp8_gemms.py).
+  double fp8MatmulSpeedup = 0;
   double attentionEfficiency = 0;  ///< FlashAttention-2's kernel, share of dense peak
   /// cuDNN's fused attention (Transformer Engine's, ir::OpAttrs::cudnnKernel), share of dense
   /// peak; 0 (the file does not give it): FlashAttention-2's, as cuDNN runs on Ampere.

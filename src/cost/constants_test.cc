@@ -18,10 +18,10 @@ TEST(CostConstants, CompiledInFileParses) {
 TEST(CostConstants, BadFieldsAreNamed) {
   EXPECT_EQ(parseCostConstants("[1]").error().message, "expected a JSON object");
   EXPECT_EQ(parseCostConstants(R"({"matmul_efficiency": 0.7})").error().message,
-            "missing field 'fp8_matmul_efficiency'");
+            "missing field 'fp8_matmul_speedup'");
   EXPECT_EQ(
       parseCostConstants(
-          R"({"matmul_efficiency": 1.5, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.6,
+          R"({"matmul_efficiency": 1.5, "fp8_matmul_speedup": 1.8, "attention_efficiency": 0.6,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
       "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05})")
           .error()
@@ -30,7 +30,7 @@ TEST(CostConstants, BadFieldsAreNamed) {
 }
 
 TEST(CostConstants, AnArchitecturesOverridesHoldForItsEverySku) {
-  const std::string base = R"("matmul_efficiency": 0.7, "fp8_matmul_efficiency": 0.6,
+  const std::string base = R"("matmul_efficiency": 0.7, "fp8_matmul_speedup": 1.8,
       "attention_efficiency": 0.4, "vector_efficiency": 0.2, "memory_efficiency": 0.8,
       "tile_dim": 128, "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6,
       "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05)";
@@ -47,7 +47,7 @@ TEST(CostConstants, AnArchitecturesOverridesHoldForItsEverySku) {
 
 TEST(CostConstants, DevicesOverrideSomeConstants) {
   const std::string base =
-      R"("matmul_efficiency": 0.7, "fp8_matmul_efficiency": 0.6, "attention_efficiency": 0.4,
+      R"("matmul_efficiency": 0.7, "fp8_matmul_speedup": 1.8, "attention_efficiency": 0.4,
       "vector_efficiency": 0.2, "memory_efficiency": 0.8, "tile_dim": 128,
       "list_collective_copy_seconds": 5e-6, "kernel_launch_seconds": 4e-6, "queued_kernel_seconds": 4e-6, "cuda_context_bytes": 1e9, "nccl_group_bytes": 1e8, "allocator_reserve": 0.05)";
   auto constants = parseCostConstants(

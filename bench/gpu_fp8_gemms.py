@@ -18,7 +18,6 @@ same rate). Results: BENCHMARKS.md.
 """
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,26 +46,14 @@ def gemms(m, k, n):
 
 
 def measure(out_path):
+    import gpu_timing
     import torch
 
     device = torch.device("cuda")
     torch.manual_seed(0)
 
-    def timed(fn, repeats=7, inner=20):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(repeats):
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(inner):
-                fn()
-            stop.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(stop) / 1e3 / inner)
-        return statistics.median(samples)
+    def timed(fn):
+        return gpu_timing.timed(fn, repeats=7, inner=20, warmup=5)
 
     rows = []
     for model, layer, m, k, n in LINEARS:

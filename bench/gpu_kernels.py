@@ -143,6 +143,7 @@ def shapes(spec):
 # On the GPU machine (PyTorch only).
 
 def measure(spec_path, out_path):
+    import gpu_timing
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -152,22 +153,8 @@ def measure(spec_path, out_path):
     torch.manual_seed(0)
     backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
-    def timed(fn, repeats=5, inner=10):
-        """Median over `repeats` of the mean time of `inner` back-to-back calls, in seconds."""
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(repeats):
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(inner):
-                fn()
-            stop.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(stop) / 1e3 / inner)
-        return statistics.median(samples)
+    def timed(fn):
+        return gpu_timing.timed(fn, repeats=5, inner=10, warmup=3)
 
     gqa_mode = {}
 

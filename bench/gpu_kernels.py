@@ -112,14 +112,13 @@ def make_spec(autopar):
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode not in (0, 3):  # 3: does not fit, which per-op times do not need
             sys.exit(f"{name}: {done.stderr.strip()}")
-        plan = json.loads(done.stdout)
-        ops = [local_op(op, dims, micro_batch, dims["seq"]) for op in plan["ops"]
-               if op["block"] in (FIRST_LAYER, "embedding", "head")]
+        planned = [op for op in json.loads(done.stdout)["ops"]
+                   if op["block"] in (FIRST_LAYER, "embedding", "head")]
         cases.append({"case": name, "command": " ".join(command[1:]), "attention": attention,
                       "fused_elementwise": framework in FUSED_ELEMENTWISE,
-                      "layer": FIRST_LAYER, "ops": ops,
-                      "blocks": {op["name"]: op["block"] for op in plan["ops"]
-                                 if op["block"] in (FIRST_LAYER, "embedding", "head")}})
+                      "layer": FIRST_LAYER,
+                      "ops": [local_op(op, dims, micro_batch, dims["seq"]) for op in planned],
+                      "blocks": {op["name"]: op["block"] for op in planned}})
     return {"cluster": CLUSTER, "cases": cases}
 
 
@@ -180,6 +179,11 @@ def measure(spec_path, out_path):
     def rand(*shape, grad=True):
         return torch.randn(*shape, device=device, dtype=dtype, requires_grad=grad)
 
+    def rotation(s, head_dim):
+        """A random rotation per position and pair, as complex numbers (torchtitan's freqs_cis)."""
+        return torch.polar(torch.ones(s, 1, head_dim // 2, device=device),
+                           torch.rand(s, 1, head_dim // 2, device=device))
+
     def rotary(x, head_dim, freqs):
         """torchtitan's apply_rotary_emb: pairs as complex numbers, times the rotation."""
         b, s, width = x.shape
@@ -212,8 +216,7 @@ def measure(spec_path, out_path):
             return (lambda: F.rms_norm(x, (op["width"],), weight, 1e-5)), [x, weight]
         if kind == "Rotary":
             d = op["head_dim"]
-            freqs = torch.polar(torch.ones(op["s"], 1, d // 2, device=device),
-                                torch.rand(op["s"], 1, d // 2, device=device))
+            freqs = rotation(op["s"], d)
             return (lambda: rotary(x, d, freqs)), [x]
         if kind == "SiLU":
             return (lambda: F.silu(x)), [x]
@@ -238,15 +241,13 @@ def measure(spec_path, out_path):
         """The first layer as one eager module (torchtitan's TransformerBlock order)."""
         ops = {op["name"].split(".", 1)[1] if "." in op["name"] else op["name"]: op
                for op in case["ops"] if case["blocks"][op["name"]] == case["layer"]}
-        q_op, k_op = ops["attn.q_proj"], ops["attn.k_proj"]
         attn_op = ops["attn.flash_attention"]
         b, s, d = attn_op["b"], attn_op["s"], attn_op["head_dim"]
-        hidden = q_op["k"]
+        hidden = ops["attn.q_proj"]["k"]
         weights = {name: rand(op["k"], op["n"]) for name, op in ops.items()
                    if op["kind"] == "MatMul"}
         norms = {name: rand(hidden) for name in ("attn_norm", "mlp_norm")}
-        freqs = torch.polar(torch.ones(s, 1, d // 2, device=device),
-                            torch.rand(s, 1, d // 2, device=device))
+        freqs = rotation(s, d)
         x = rand(b, s, hidden)
 
         def layer():
@@ -338,6 +339,7 @@ def compare(autopar, spec_path, measured_path):
                 print(f"| {op['name']} | {op['kind']} | {shape} | {pf * 1e3:.3f} / {pb * 1e3:.3f} | "
                       f"{mf * 1e3:.3f} / {mb * 1e3:.3f} eager | fused in this profile |")
                 continue
+            by_kind.setdefault(op["kind"], []).append((pf / mf, pb / mb))
             print(f"| {op['name']} | {op['kind']} | {shape} | {pf * 1e3:.3f} / {pb * 1e3:.3f} | "
                   f"{mf * 1e3:.3f} / {mb * 1e3:.3f} | {pf / mf:.2f} / {pb / mb:.2f} |")
         layer = result["layer"]
@@ -353,12 +355,6 @@ def compare(autopar, spec_path, measured_path):
                   f"{pf / layer['forward_s']:.2f} / {pb / layer['backward_s']:.2f}); it keeps "
                   f"{layer['saved_bytes'] / 2**20:.0f} MiB for its backward. Grouped K and V: "
                   f"{result['gqa']}.\n")
-        for op in case["ops"]:
-            got = times[op["name"]]
-            fused = case["fused_elementwise"] and op["kind"] in ELEMENTWISE
-            if "error" not in got and not fused:
-                by_kind.setdefault(op["kind"], []).append(
-                    (op["forward_s"] / got["forward_s"], op["backward_s"] / got["backward_s"]))
     print("### Every case, by kind: median ratio predicted / measured (forward, backward)\n")
     print("| kind | ops | forward | backward |")
     print("|---|---|---|---|")

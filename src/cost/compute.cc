@@ -53,12 +53,6 @@ double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>
   // The product is symmetric in the extents, so the backward's two GEMMs, which permute them,
   // run at the forward's efficiency.
   double efficiency = constants.matmulEfficiency;
-  // An fp8 GEMM runs fp8MatmulSpeedup times faster than its bf16 twin where the device has fp8
-  // tensor cores (rooflineSeconds divides by the fp8 peak); elsewhere it runs as the bf16 one.
-  const double fp8Peak = peakFlops(device, cluster::Precision::kFP8);
-  const double bf16Peak = peakFlops(device, cluster::Precision::kBF16);
-  if (op.attrs.fp8 && fp8Peak > bf16Peak)
-    efficiency *= constants.fp8MatmulSpeedup * bf16Peak / fp8Peak;
   if (gemm) {
     for (double extent : {gemm->rows, gemm->columns, gemm->depth}) {
       efficiency *= extent / (extent + constants.tileDim);
@@ -89,9 +83,15 @@ double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, d
                        const cluster::DeviceSpec& device) {
   double computeSeconds = 0;
   if (flops > 0) {
-    const double peak =
-        peakFlops(device, op.attrs.fp8 ? cluster::Precision::kFP8 : precisionOf(graph, op));
-    computeSeconds = flops / (peak * computeEfficiency(op, gemm, device));
+    // An fp8 GEMM (Transformer Engine's) takes its bf16 twin's time divided by the measured
+    // fp8_matmul_speedup where the device has fp8 tensor cores, and the bf16 time elsewhere.
+    const cluster::Precision precision =
+        op.attrs.fp8 ? cluster::Precision::kBF16 : precisionOf(graph, op);
+    computeSeconds = flops / (peakFlops(device, precision) * computeEfficiency(op, gemm, device));
+    if (op.attrs.fp8 && peakFlops(device, cluster::Precision::kFP8) >
+                            peakFlops(device, cluster::Precision::kBF16)) {
+      computeSeconds /= costConstants().forDevice(device.name).fp8MatmulSpeedup;
+    }
   }
   return std::max(computeSeconds, memorySeconds(device, bytes));
 }

@@ -43,5 +43,32 @@ TEST(ComputeEfficiency, OtherFamiliesTakeTheirOwnConstant) {
                    constants.vectorEfficiency);
 }
 
+TEST(RooflineSeconds, AnFp8GemmTakesItsBf16TwinsTimeOverTheMeasuredSpeedup) {
+  ir::Graph graph;
+  auto x = graph.addTensor("x", {{4096, 4096}, ir::DType::kBF16}, ir::TensorRole::kInput);
+  auto w = graph.addTensor("w", {{4096, 4096}, ir::DType::kBF16}, ir::TensorRole::kParameter);
+  ASSERT_TRUE(x.ok() && w.ok());
+  ir::OpAttrs fp8;
+  fp8.fp8 = true;
+  auto bf16Id = graph.addOp("bf16", ir::OpKind::kMatMul, {}, {*x, *w}, {"y"});
+  auto fp8Id = graph.addOp("fp8", ir::OpKind::kMatMul, fp8, {*x, *w}, {"y8"});
+  ASSERT_TRUE(bf16Id.ok() && fp8Id.ok());
+  const rules::LocalGemm gemm{4096, 4096, 4096};
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  auto seconds = [&](ir::OpId id, const cluster::DeviceSpec& device) {
+    return rooflineSeconds(graph, graph.op(id), flops, 0, gemm, device);
+  };
+  // A device with fp8 tensor cores: the measured speed-up, whatever its fp8 peak.
+  cluster::DeviceSpec h100{"H100-SXM5-80GB", {}, 0, 0};
+  h100.peakFlopsPerSecond = {{cluster::Precision::kBF16, 989e12},
+                             {cluster::Precision::kFP8, 1979e12}};
+  EXPECT_DOUBLE_EQ(seconds(*bf16Id, h100) / seconds(*fp8Id, h100),
+                   costConstants().forDevice(h100.name).fp8MatmulSpeedup);
+  // Without them, the fp8 GEMM runs as the bf16 one.
+  cluster::DeviceSpec a100{"A100-SXM4-80GB", {}, 0, 0};
+  a100.peakFlopsPerSecond = {{cluster::Precision::kBF16, 312e12}};
+  EXPECT_DOUBLE_EQ(seconds(*fp8Id, a100), seconds(*bf16Id, a100));
+}
+
 }  // namespace
 }  // namespace autopar::cost

@@ -5,13 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/json_fields.h"
 #include "frontend/model_config.h"
 #include "fuzz_check.h"
+#include "util/json_fields.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace autopar;
-  auto document = frontend::parseJsonText(fuzz::textOf(data, size));
+  auto document = json::parseJsonText(fuzz::textOf(data, size));
   if (!fuzz::accepted(document)) return 0;
   auto config = frontend::modelConfigFromJson(*document);
   if (!fuzz::accepted(config)) return 0;

@@ -8,13 +8,26 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "frontend/json_fields.h"
 #include "frontend/op_attrs_json.h"
 #include "frontend/shard_json.h"
 #include "ir/op_semantics.h"
+#include "util/json_fields.h"
 #include "util/text_file.h"
 
 namespace autopar::frontend {
+
+using autopar::json::checkObject;
+using autopar::json::childPath;
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::parseJsonText;
+using autopar::json::readBool;
+using autopar::json::readInt;
+using autopar::json::readIntList;
+using autopar::json::readPositiveIntList;
+using autopar::json::readString;
+using autopar::json::readStringList;
+using autopar::json::requireField;
 
 using nlohmann::json;
 

@@ -7,10 +7,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 #include "util/limits.h"
 
 namespace autopar::frontend {
+
+using autopar::json::childPath;
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::parseJsonText;
+using autopar::json::readIntList;
+using autopar::json::requireField;
 
 using nlohmann::json;
 

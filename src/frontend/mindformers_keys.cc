@@ -7,10 +7,13 @@
 #include <string_view>
 #include <vector>
 
-#include "frontend/json_fields.h"
 #include "frontend/yaml_fields.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::childPath;
+using autopar::json::indexPath;
 
 namespace {
 

@@ -2,11 +2,20 @@
 
 #include <fmt/format.h>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 #include "util/limits.h"
 #include "util/text_file.h"
 
 namespace autopar::frontend {
+
+using autopar::json::checkObject;
+using autopar::json::childPath;
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::parseJsonText;
+using autopar::json::readInt;
+using autopar::json::readPositiveIntList;
+using autopar::json::requireField;
 
 namespace {
 

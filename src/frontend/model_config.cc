@@ -2,9 +2,18 @@
 
 #include <fmt/format.h>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::checkObject;
+using autopar::json::childPath;
+using autopar::json::jsonTypeName;
+using autopar::json::readBool;
+using autopar::json::readNumber;
+using autopar::json::readPositiveInt;
+using autopar::json::readString;
+using autopar::json::requireField;
 
 namespace {
 

@@ -5,10 +5,12 @@
 #include <fstream>
 #include <iterator>
 
-#include "frontend/json_fields.h"
 #include "frontend/model_presets.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::parseJsonText;
 namespace {
 
 using nlohmann::json;

@@ -5,11 +5,24 @@
 #include <algorithm>
 #include <array>
 
-#include "frontend/json_fields.h"
 #include "ir/dtype.h"
 #include "ir/op_kind.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::checkObject;
+using autopar::json::childPath;
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::readBool;
+using autopar::json::readInt;
+using autopar::json::readIntList;
+using autopar::json::readNumber;
+using autopar::json::readPositiveInt;
+using autopar::json::readPositiveIntList;
+using autopar::json::readString;
+using autopar::json::requireField;
 
 using nlohmann::json;
 

@@ -4,9 +4,14 @@
 
 #include <regex>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::parseJsonText;
+using autopar::json::readPositiveIntList;
 
 using nlohmann::json;
 

@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <utility>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 
 namespace autopar::frontend {
+
+using autopar::json::childPath;
 
 namespace {
 

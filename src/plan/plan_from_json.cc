@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "plan/plan_json.h"
 #include "util/json_fields.h"
@@ -13,18 +14,94 @@ namespace {
 
 using Json = nlohmann::json;
 
+/// How a field is read (a reader from util/json_fields.h) and what plan's errors call its type.
+template <class T>
+struct FieldType {
+  Expected<T> (*read)(const Json& value, const std::string& path);
+  const char* expected;
+};
+
+/// A list of integers each narrowed to int, as the plan's axis and rank lists hold them.
+Expected<std::vector<int>> readSmallIntList(const Json& value, const std::string& path) {
+  auto list = json::readIntList(value, path);
+  if (!list) return list.error();
+  std::vector<int> items;
+  items.reserve(list->size());
+  for (int64_t item : *list) items.push_back(static_cast<int>(item));
+  return items;
+}
+
+/// A list of rows, each read with `readRow`.
+template <class Row, Expected<Row> (*readRow)(const Json&, const std::string&)>
+Expected<std::vector<Row>> readRows(const Json& value, const std::string& path) {
+  if (!value.is_array()) {
+    return Error{
+        fmt::format("{}: expected an array of arrays, got {}", path, json::jsonTypeName(value))};
+  }
+  std::vector<Row> rows;
+  rows.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    auto row = readRow(value[i], json::indexPath(path, i));
+    if (!row) return row.error();
+    rows.push_back(std::move(*row));
+  }
+  return rows;
+}
+
+constexpr FieldType<std::string> kString{json::readString, "a string"};
+constexpr FieldType<bool> kBool{json::readBool, "true or false"};
+constexpr FieldType<int64_t> kInt{json::readInt, "an integer"};
+constexpr FieldType<double> kNumber{json::readNumber, "a number"};
+constexpr FieldType<std::vector<int64_t>> kIntList{json::readIntList, "a list of integers"};
+constexpr FieldType<std::vector<int>> kSmallIntList{readSmallIntList, "a list of integers"};
+constexpr FieldType<std::vector<std::vector<int64_t>>> kIntLists{
+    readRows<std::vector<int64_t>, json::readIntList>, "a list of lists of integers"};
+constexpr FieldType<std::vector<std::vector<int>>> kSmallIntLists{
+    readRows<std::vector<int>, readSmallIntList>, "a list of lists of integers"};
+
+// Plan files keep their own error wording, older than the shared reader's: "ops[2].name: missing;
+// expected a string" and "ops[2].stage: expected an integer", where the reader would say
+// "ops[2]: missing required field 'name'" and "ops[2].stage: expected an integer, got string".
+// The reader's error is replaced by plan's (the path is the same).
+
+/// `value` (at `path`) read as `type`.
+template <class T>
+Expected<T> readField(const Json& value, const std::string& path, const FieldType<T>& type) {
+  auto read = type.read(value, path);
+  if (!read) return Error{fmt::format("{}: expected {}", path, type.expected)};
+  return read;
+}
+
+/// The member `key` of `object` (at `path`), which must be there.
+template <class T>
+Expected<T> requiredField(const Json& object, std::string_view key, const std::string& path,
+                          const FieldType<T>& type) {
+  const std::string where = json::childPath(path, key);
+  auto field = json::requireField(object, path, key);
+  if (!field) return Error{fmt::format("{}: missing; expected {}", where, type.expected)};
+  return readField(**field, where, type);
+}
+
+/// The member `key` of `object` (at `path`), or `fallback` when there is none (or `object` is
+/// not an object).
+template <class T>
+Expected<T> optionalField(const Json& object, std::string_view key, const std::string& path,
+                          const FieldType<T>& type, std::type_identity_t<T> fallback) {
+  auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  return readField(*it, json::childPath(path, key), type);
+}
+
 /// Reads a list member element by element with `readItem(item, path)`.
 template <class T, class ReadItem>
 Expected<std::vector<T>> readList(const Json& object, std::string_view key, const std::string& path,
                                   ReadItem readItem) {
   const std::string where = json::childPath(path, key);
-  if (!object.contains(key) || !object.at(std::string(key)).is_array()) {
-    return Error{where + ": expected a list"};
-  }
+  auto list = object.find(key);
+  if (list == object.end() || !list->is_array()) return Error{where + ": expected a list"};
   std::vector<T> items;
-  const Json& list = object.at(std::string(key));
-  for (size_t i = 0; i < list.size(); ++i) {
-    auto item = readItem(list[i], fmt::format("{}[{}]", where, i));
+  for (size_t i = 0; i < list->size(); ++i) {
+    auto item = readItem((*list)[i], json::indexPath(where, i));
     if (!item) return item.error();
     items.push_back(std::move(*item));
   }
@@ -33,30 +110,30 @@ Expected<std::vector<T>> readList(const Json& object, std::string_view key, cons
 
 Expected<LayoutRecord> readLayout(const Json& object, const std::string& path) {
   LayoutRecord layout;
-  auto tensor = json::required<std::string>(object, "tensor", path);
+  auto tensor = requiredField(object, "tensor", path, kString);
   if (!tensor) return tensor.error();
-  auto matrix = json::required<std::vector<int64_t>>(object, "device_matrix", path);
+  auto matrix = requiredField(object, "device_matrix", path, kIntList);
   if (!matrix) return matrix.error();
-  auto dimAxes = json::required<std::vector<std::vector<int>>>(object, "dim_axes", path);
+  auto dimAxes = requiredField(object, "dim_axes", path, kSmallIntLists);
   if (!dimAxes) return dimAxes.error();
-  auto tensorMap = json::optional<std::vector<int64_t>>(object, "tensor_map", path, {});
+  auto tensorMap = optionalField(object, "tensor_map", path, kIntList, {});
   if (!tensorMap) return tensorMap.error();
-  auto partial = json::optional<std::vector<int>>(object, "partial_axes", path, {});
+  auto partial = optionalField(object, "partial_axes", path, kSmallIntList, {});
   if (!partial) return partial.error();
   return LayoutRecord{*tensor, *matrix, *dimAxes, *tensorMap, *partial};
 }
 
 Expected<ParameterRecord> readParameter(const Json& object, const std::string& path) {
-  auto name = json::required<std::string>(object, "name", path);
+  auto name = requiredField(object, "name", path, kString);
   if (!name) return name.error();
-  auto shards = json::optional<int64_t>(object, "optimizer_shards", path, 1);
+  auto shards = optionalField(object, "optimizer_shards", path, kInt, 1);
   if (!shards) return shards.error();
   if (*shards < 1) return Error{path + ".optimizer_shards: expected a positive integer"};
-  auto dim = json::optional<int64_t>(object, "shard_dim", path, -1);
+  auto dim = optionalField(object, "shard_dim", path, kInt, -1);
   if (!dim) return dim.error();
-  auto placement = json::optional<std::string>(object, "placement", path, "device");
+  auto placement = optionalField(object, "placement", path, kString, "device");
   if (!placement) return placement.error();
-  auto note = json::optional<std::string>(object, "note", path, "");
+  auto note = optionalField(object, "note", path, kString, "");
   if (!note) return note.error();
   return ParameterRecord{*name, *shards, static_cast<int>(*dim), *placement, *note};
 }
@@ -67,13 +144,13 @@ Expected<PipelineRecord> readPipeline(const Json& features) {
   if (!features.contains("pipeline")) return pipeline;
   const Json& object = features.at("pipeline");
   const std::string path = "features.pipeline";
-  auto stages = json::optional<int64_t>(object, "stages", path, 1);
+  auto stages = optionalField(object, "stages", path, kInt, 1);
   if (!stages) return stages.error();
-  auto virtualStages = json::optional<int64_t>(object, "virtual_stages", path, 1);
+  auto virtualStages = optionalField(object, "virtual_stages", path, kInt, 1);
   if (!virtualStages) return virtualStages.error();
-  auto microBatches = json::optional<int64_t>(object, "micro_batches", path, 1);
+  auto microBatches = optionalField(object, "micro_batches", path, kInt, 1);
   if (!microBatches) return microBatches.error();
-  auto scheduleName = json::optional<std::string>(object, "schedule", path, "1f1b");
+  auto scheduleName = optionalField(object, "schedule", path, kString, "1f1b");
   if (!scheduleName) return scheduleName.error();
   auto schedule = ir::parseSchedule(*scheduleName);
   if (!schedule) return schedule.error().in(path + ".schedule");
@@ -99,7 +176,7 @@ Expected<ir::ParallelConfig> readParallelConfig(const Json& object) {
                                                       {"vpp", &config.vpp},
                                                       {"micro_batch_size", &config.mbs}};
   for (const auto& [key, value] : degrees) {
-    auto read = json::optional<int64_t>(object, key, path, 1);
+    auto read = optionalField(object, key, path, kInt, 1);
     if (!read) return read.error();
     if (*read < 1 || *read > kMaxDegree) {
       return Error{
@@ -107,20 +184,20 @@ Expected<ir::ParallelConfig> readParallelConfig(const Json& object) {
     }
     *value = *read;
   }
-  auto schedule = json::optional<std::string>(object, "schedule", path, "1f1b");
+  auto schedule = optionalField(object, "schedule", path, kString, "1f1b");
   if (!schedule) return schedule.error();
   auto parsedSchedule = ir::parseSchedule(*schedule);
   if (!parsedSchedule) return parsedSchedule.error().in(path + ".schedule");
   config.schedule = *parsedSchedule;
-  auto recompute = json::optional<std::string>(object, "recompute", path, "none");
+  auto recompute = optionalField(object, "recompute", path, kString, "none");
   if (!recompute) return recompute.error();
   auto parsedRecompute = ir::parseRecompute(*recompute);
   if (!parsedRecompute) return parsedRecompute.error().in(path + ".recompute");
   config.recompute = *parsedRecompute;
-  auto sequenceParallel = json::optional<bool>(object, "sequence_parallel", path, false);
+  auto sequenceParallel = optionalField(object, "sequence_parallel", path, kBool, false);
   if (!sequenceParallel) return sequenceParallel.error();
   config.sequenceParallel = *sequenceParallel;
-  auto zero = json::optional<int64_t>(object, "zero_stage", path, 0);
+  auto zero = optionalField(object, "zero_stage", path, kInt, 0);
   if (!zero) return zero.error();
   if (*zero < 0 || *zero > 3) {
     return Error{fmt::format("{}.zero_stage: {}: expected 0, 1, 2 or 3", path, *zero)};
@@ -133,7 +210,7 @@ Expected<ir::ParallelConfig> readParallelConfig(const Json& object) {
 Expected<ir::Recompute> readLayerRecompute(const Json& features) {
   if (!features.contains("recompute")) return ir::Recompute::kNone;
   const std::string path = "features.recompute";
-  auto name = json::optional<std::string>(features.at("recompute"), "layers", path, "none");
+  auto name = optionalField(features.at("recompute"), "layers", path, kString, "none");
   if (!name) return name.error();
   auto recompute = ir::parseRecompute(*name);
   if (!recompute) return recompute.error().in(path + ".layers");
@@ -142,23 +219,23 @@ Expected<ir::Recompute> readLayerRecompute(const Json& features) {
 
 Expected<OpRecord> readOp(const Json& object, const std::string& path) {
   OpRecord op;
-  auto name = json::required<std::string>(object, "name", path);
+  auto name = requiredField(object, "name", path, kString);
   if (!name) return name.error();
-  auto kind = json::required<std::string>(object, "kind", path);
+  auto kind = requiredField(object, "kind", path, kString);
   if (!kind) return kind.error();
-  auto strategy = json::required<std::vector<std::vector<int64_t>>>(object, "strategy", path);
+  auto strategy = requiredField(object, "strategy", path, kIntLists);
   if (!strategy) return strategy.error();
-  auto block = json::optional<std::string>(object, "block", path, "");
+  auto block = optionalField(object, "block", path, kString, "");
   if (!block) return block.error();
-  auto source = json::optional<std::string>(object, "strategy_source", path, "");
+  auto source = optionalField(object, "strategy_source", path, kString, "");
   if (!source) return source.error();
-  auto matrix = json::optional<std::vector<int64_t>>(object, "device_matrix", path, {});
+  auto matrix = optionalField(object, "device_matrix", path, kIntList, {});
   if (!matrix) return matrix.error();
-  auto stage = json::optional<int64_t>(object, "stage", path, 0);
+  auto stage = optionalField(object, "stage", path, kInt, 0);
   if (!stage) return stage.error();
-  auto chunk = json::optional<int64_t>(object, "chunk", path, 0);
+  auto chunk = optionalField(object, "chunk", path, kInt, 0);
   if (!chunk) return chunk.error();
-  auto recomputed = json::optional<bool>(object, "recompute", path, false);
+  auto recomputed = optionalField(object, "recompute", path, kBool, false);
   if (!recomputed) return recomputed.error();
   op.stage = static_cast<int>(*stage);
   op.chunk = static_cast<int>(*chunk);
@@ -183,15 +260,15 @@ Expected<OpRecord> readOp(const Json& object, const std::string& path) {
 }
 
 Status readEstimate(const Json& object, const std::string& path, EstimateRecord& estimate) {
-  auto stepTime = json::required<double>(object, "step_time_s", path);
+  auto stepTime = requiredField(object, "step_time_s", path, kNumber);
   if (!stepTime) return stepTime.error();
-  auto peak = json::required<int64_t>(object, "peak_memory_bytes", path);
+  auto peak = requiredField(object, "peak_memory_bytes", path, kInt);
   if (!peak) return peak.error();
-  auto byDevice = json::required<std::vector<int64_t>>(object, "memory_by_device", path);
+  auto byDevice = requiredField(object, "memory_by_device", path, kIntList);
   if (!byDevice) return byDevice.error();
-  auto device = json::optional<int64_t>(object, "device_memory_bytes", path, 0);
+  auto device = optionalField(object, "device_memory_bytes", path, kInt, 0);
   if (!device) return device.error();
-  auto fits = json::optional<bool>(object, "fits", path, true);
+  auto fits = optionalField(object, "fits", path, kBool, true);
   if (!fits) return fits.error();
   estimate.stepTimeSeconds = *stepTime;
   estimate.peakMemoryBytes = *peak;
@@ -205,22 +282,22 @@ Status readEstimate(const Json& object, const std::string& path, EstimateRecord&
 
 Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   auto fail = [&](const Error& error) { return error.in(sourceName); };
-  auto format = json::required<std::string>(object, "format", "");
+  auto format = requiredField(object, "format", "", kString);
   if (!format) return fail(format.error());
   if (*format != "autopar.plan") return fail(Error{"format: expected \"autopar.plan\""});
-  auto version = json::required<int>(object, "version", "");
+  auto version = requiredField(object, "version", "", kInt);
   if (!version) return fail(version.error());
   if (*version != kPlanFormatVersion) {
     return fail(Error{
         fmt::format("version: {} is not supported; expected {}", *version, kPlanFormatVersion)});
   }
   Plan plan;
-  auto devices = json::required<int64_t>(object, "devices", "");
+  auto devices = requiredField(object, "devices", "", kInt);
   if (!devices) return fail(devices.error());
   if (*devices < 1) return fail(Error{"devices: expected a positive integer"});
-  auto search = json::optional<std::string>(object, "search", "", "semi_auto");
+  auto search = optionalField(object, "search", "", kString, "semi_auto");
   if (!search) return fail(search.error());
-  auto ranks = json::optional<std::vector<int>>(object, "ranks", "", {});
+  auto ranks = optionalField(object, "ranks", "", kSmallIntList, {});
   if (!ranks) return fail(ranks.error());
   auto ops = readList<OpRecord>(object, "ops", "", readOp);
   if (!ops) return fail(ops.error());
@@ -248,17 +325,17 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   }
   if (object.contains("inputs")) {
     const Json& inputs = object.at("inputs");
-    auto model = json::optional<std::string>(inputs, "model", "inputs", "");
+    auto model = optionalField(inputs, "model", "inputs", kString, "");
     if (!model) return fail(model.error());
-    auto microBatch = json::optional<int64_t>(inputs, "micro_batch", "inputs", 0);
+    auto microBatch = optionalField(inputs, "micro_batch", "inputs", kInt, 0);
     if (!microBatch) return fail(microBatch.error());
-    auto sequence = json::optional<int64_t>(inputs, "sequence", "inputs", 0);
+    auto sequence = optionalField(inputs, "sequence", "inputs", kInt, 0);
     if (!sequence) return fail(sequence.error());
-    auto modelHash = json::optional<std::string>(inputs, "model_hash", "inputs", "");
+    auto modelHash = optionalField(inputs, "model_hash", "inputs", kString, "");
     if (!modelHash) return fail(modelHash.error());
-    auto cluster = json::optional<std::string>(inputs, "cluster", "inputs", "");
+    auto cluster = optionalField(inputs, "cluster", "inputs", kString, "");
     if (!cluster) return fail(cluster.error());
-    auto clusterHash = json::optional<std::string>(inputs, "cluster_hash", "inputs", "");
+    auto clusterHash = optionalField(inputs, "cluster_hash", "inputs", kString, "");
     if (!clusterHash) return fail(clusterHash.error());
     plan.inputs.model = *model;
     plan.inputs.modelHash = *modelHash;

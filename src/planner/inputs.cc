@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "frontend/graph_json.h"
-#include "frontend/json_fields.h"
 #include "frontend/model_config.h"
 #include "frontend/model_presets.h"
 #include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
+#include "util/json_fields.h"
 #include "util/text_file.h"
 
 namespace autopar::planner {
@@ -53,7 +53,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     // anything else is a graph.
     auto text = readTextFile(model);
     if (!text) return text.error();
-    auto document = frontend::parseJsonText(*text);
+    auto document = json::parseJsonText(*text);
     if (!document || !frontend::isModelConfig(*document)) {
       auto graph = frontend::parseGraphJson(*text, model);
       if (!graph) return graph.error();
@@ -101,7 +101,7 @@ bool isGraphModel(const std::string& model) {
   if (!endsWith(model, ".json")) return false;
   auto text = readTextFile(model);
   if (!text) return false;
-  auto document = frontend::parseJsonText(*text);
+  auto document = json::parseJsonText(*text);
   return document && !frontend::isModelConfig(*document);
 }
 
@@ -109,7 +109,7 @@ Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& mod
   if (endsWith(model, ".json")) {
     auto text = readTextFile(model);
     if (!text) return text.error();
-    auto document = frontend::parseJsonText(*text);
+    auto document = json::parseJsonText(*text);
     if (!document) return document.error().in(model);
     if (!frontend::isModelConfig(*document)) {
       return Error{fmt::format(

@@ -7,43 +7,53 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 #include "util/text_file.h"
 
 namespace autopar::planner {
+
+using autopar::json::checkObject;
+using autopar::json::childPath;
+using autopar::json::indexPath;
+using autopar::json::jsonTypeName;
+using autopar::json::parseJsonText;
+using autopar::json::readBool;
+using autopar::json::readInt;
+using autopar::json::readNumber;
+using autopar::json::readPositiveInt;
+using autopar::json::readString;
+using autopar::json::requireField;
 
 namespace {
 
 using nlohmann::json;
 
 Expected<double> seconds(const json& object, const std::string& path, const char* key) {
-  auto field = frontend::requireField(object, path, key);
+  auto field = requireField(object, path, key);
   if (!field) return field.error();
-  auto value = frontend::readNumber(**field, frontend::childPath(path, key));
+  auto value = readNumber(**field, childPath(path, key));
   if (!value) return value.error();
   if (*value < 0) {
-    return Error{
-        fmt::format("{}: expected seconds >= 0, got {}", frontend::childPath(path, key), *value)};
+    return Error{fmt::format("{}: expected seconds >= 0, got {}", childPath(path, key), *value)};
   }
   return *value;
 }
 
 Expected<int64_t> bytes(const json& object, const std::string& path, const char* key) {
-  auto field = frontend::requireField(object, path, key);
+  auto field = requireField(object, path, key);
   if (!field) return field.error();
-  auto value = frontend::readInt(**field, frontend::childPath(path, key));
+  auto value = readInt(**field, childPath(path, key));
   if (!value) return value.error();
   if (*value < 0) {
-    return Error{
-        fmt::format("{}: expected bytes >= 0, got {}", frontend::childPath(path, key), *value)};
+    return Error{fmt::format("{}: expected bytes >= 0, got {}", childPath(path, key), *value)};
   }
   return *value;
 }
 
 Expected<MeasuredPart> readPart(const json& object, const std::string& path) {
-  if (auto status = frontend::checkObject(object, path,
-                                          {"forward_s", "backward_s", "activation_bytes",
-                                           "recompute_s", "recomputed_activation_bytes"});
+  if (auto status = checkObject(object, path,
+                                {"forward_s", "backward_s", "activation_bytes", "recompute_s",
+                                 "recomputed_activation_bytes"});
       !status) {
     return status.error();
   }
@@ -72,26 +82,25 @@ Expected<BlockSetting> readSetting(const json& entry, const std::string& path) {
   BlockSetting setting;
   for (auto [key, target] : {std::pair{"tp", &setting.tp}, std::pair{"cp", &setting.cp},
                              std::pair{"mbs", &setting.mbs}}) {
-    auto field = frontend::requireField(entry, path, key);
+    auto field = requireField(entry, path, key);
     if (!field) return field.error();
-    auto value = frontend::readPositiveInt(**field, frontend::childPath(path, key));
+    auto value = readPositiveInt(**field, childPath(path, key));
     if (!value) return value.error();
     *target = *value;
   }
   if (entry.contains("sequence_parallel")) {
-    auto flag = frontend::readBool(entry.at("sequence_parallel"),
-                                   frontend::childPath(path, "sequence_parallel"));
+    auto flag = readBool(entry.at("sequence_parallel"), childPath(path, "sequence_parallel"));
     if (!flag) return flag.error();
     setting.sequenceParallel = *flag;
   }
   if (entry.contains("recompute")) {
-    auto name = frontend::readString(entry.at("recompute"), frontend::childPath(path, "recompute"));
+    auto name = readString(entry.at("recompute"), childPath(path, "recompute"));
     if (!name) return name.error();
     if (*name != "none" && *name != "selective") {
       return Error{
           fmt::format("{}: expected none or selective (full recompute is measured by "
                       "recompute_s per layer), got '{}'",
-                      frontend::childPath(path, "recompute"), *name)};
+                      childPath(path, "recompute"), *name)};
     }
     setting.recompute = *name == "selective" ? ir::Recompute::kSelective : ir::Recompute::kNone;
   }
@@ -100,14 +109,14 @@ Expected<BlockSetting> readSetting(const json& entry, const std::string& path) {
 
 Expected<MeasuredBlocks> readBlocks(const json& entry, const std::string& path) {
   MeasuredBlocks blocks;
-  auto layers = frontend::requireField(entry, path, "layers");
+  auto layers = requireField(entry, path, "layers");
   if (!layers) return layers.error();
-  const std::string layersPath = frontend::childPath(path, "layers");
-  if (auto status = frontend::checkObject(**layers, layersPath, {"llm", "vit"}); !status) {
+  const std::string layersPath = childPath(path, "layers");
+  if (auto status = checkObject(**layers, layersPath, {"llm", "vit"}); !status) {
     return status.error();
   }
   for (const auto& [stack, part] : (*layers)->items()) {
-    auto measured = readPart(part, frontend::childPath(layersPath, stack));
+    auto measured = readPart(part, childPath(layersPath, stack));
     if (!measured) return measured.error();
     blocks.layers.emplace(stack, *measured);
   }
@@ -116,7 +125,7 @@ Expected<MeasuredBlocks> readBlocks(const json& entry, const std::string& path) 
   }
   for (auto [key, target] : {std::pair{"first", &blocks.first}, std::pair{"last", &blocks.last}}) {
     if (!entry.contains(key)) continue;
-    auto measured = readPart(entry.at(key), frontend::childPath(path, key));
+    auto measured = readPart(entry.at(key), childPath(path, key));
     if (!measured) return measured.error();
     *target = *measured;
   }
@@ -125,14 +134,13 @@ Expected<MeasuredBlocks> readBlocks(const json& entry, const std::string& path) 
 
 /// The sampling cluster: "sampling": {"nnodes": N, "nproc_per_node": M}.
 Status readSampling(const json& sampling, ProfileTable& table) {
-  if (auto status = frontend::checkObject(sampling, "sampling", {"nnodes", "nproc_per_node"});
-      !status) {
+  if (auto status = checkObject(sampling, "sampling", {"nnodes", "nproc_per_node"}); !status) {
     return status;
   }
   for (auto [key, target] :
        {std::pair{"nnodes", &table.nnodes}, std::pair{"nproc_per_node", &table.nprocPerNode}}) {
     if (!sampling.contains(key)) continue;
-    auto value = frontend::readPositiveInt(sampling.at(key), frontend::childPath("sampling", key));
+    auto value = readPositiveInt(sampling.at(key), childPath("sampling", key));
     if (!value) return value.error();
     *target = static_cast<int>(*value);
   }
@@ -140,15 +148,14 @@ Status readSampling(const json& sampling, ProfileTable& table) {
 }
 
 Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPerNode) {
-  if (auto status =
-          frontend::checkObject(document, "", {"format", "model", "device", "sampling", "entries"});
+  if (auto status = checkObject(document, "", {"format", "model", "device", "sampling", "entries"});
       !status) {
     return status.error();
   }
   ProfileTable table;
-  auto device = frontend::requireField(document, "", "device");
+  auto device = requireField(document, "", "device");
   if (!device) return device.error();
-  auto name = frontend::readString(**device, "device");
+  auto name = readString(**device, "device");
   if (!name) return name.error();
   table.device = *name;
   if (document.contains("sampling")) {
@@ -161,16 +168,15 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
         "sampling.nproc_per_node: required (or --nproc-per-node): the devices per node of the "
         "cluster the blocks were measured on"};
   }
-  auto entries = frontend::requireField(document, "", "entries");
+  auto entries = requireField(document, "", "entries");
   if (!entries) return entries.error();
   if (!(*entries)->is_array()) {
-    return Error{
-        fmt::format("entries: expected an array, got {}", frontend::jsonTypeName(**entries))};
+    return Error{fmt::format("entries: expected an array, got {}", jsonTypeName(**entries))};
   }
   for (size_t i = 0; i < (*entries)->size(); ++i) {
-    const std::string path = frontend::indexPath("entries", i);
+    const std::string path = indexPath("entries", i);
     const json& entry = (**entries)[i];
-    if (auto status = frontend::checkObject(
+    if (auto status = checkObject(
             entry, path,
             {"tp", "cp", "sequence_parallel", "mbs", "recompute", "layers", "first", "last"});
         !status) {
@@ -197,7 +203,7 @@ Expected<ProfileTable> parseTable(const json& document, int nnodes, int nprocPer
 
 Expected<ProfileTable> parseProfileTable(const std::string& text, const std::string& sourceName,
                                          const std::string& device, int nnodes, int nprocPerNode) {
-  auto document = frontend::parseJsonText(text);
+  auto document = parseJsonText(text);
   if (!document) return document.error().in(sourceName);
   auto table = parseTable(*document, nnodes, nprocPerNode);
   if (!table) return table.error().in(sourceName);

@@ -1,88 +1,62 @@
 #pragma once
 /// \file
-/// Typed access to JSON object fields with one-line errors that carry the field's path, e.g.
-///   auto name = json::required<std::string>(op, "name", "ops[2]");
-///   // on failure: "ops[2].name: expected a string"
-/// nlohmann::json checks types with exceptions; these wrap them into Expected values.
+/// Typed access to the fields of a parsed JSON document, with errors that name the JSON path of
+/// the offending field. Every reader of JSON (graph JSON, HF config.json, IOPDDL, profile tables,
+/// plan files) uses these so that its messages read alike:
+///   "ops[3].inputs[1]: expected a string, got number"
+///   "tensors[0]: missing required field 'shape'"
+/// The caller prefixes the source name ("ffn.json: ...") once, at the top.
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "util/expected.h"
 
 namespace autopar::json {
 
-template <class T>
-constexpr const char* describe() {
-  if constexpr (std::is_same_v<T, std::string>)
-    return "a string";
-  else if constexpr (std::is_same_v<T, bool>)
-    return "true or false";
-  else if constexpr (std::is_integral_v<T>)
-    return "an integer";
-  else if constexpr (std::is_floating_point_v<T>)
-    return "a number";
-  else if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<int>>)
-    return "a list of integers";
-  else if constexpr (std::is_same_v<T, std::vector<std::vector<int64_t>>> ||
-                     std::is_same_v<T, std::vector<std::vector<int>>>)
-    return "a list of lists of integers";
-  else
-    return "a value of another type";
-}
+/// Path of a member: childPath("ops[3]", "inputs") is "ops[3].inputs"; at the root ("") it is
+/// just the key.
+std::string childPath(const std::string& path, std::string_view key);
 
-/// `path` + "." + `key`, or just `key` at the top level.
-inline std::string childPath(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
+/// Path of an array element: indexPath("ops", 3) is "ops[3]".
+std::string indexPath(const std::string& path, size_t index);
 
-template <class T>
-bool holds(const nlohmann::json& value) {
-  if constexpr (std::is_same_v<T, std::string>)
-    return value.is_string();
-  else if constexpr (std::is_same_v<T, bool>)
-    return value.is_boolean();
-  else if constexpr (std::is_integral_v<T>)
-    return value.is_number_integer();
-  else if constexpr (std::is_floating_point_v<T>)
-    return value.is_number();
-  else {
-    try {
-      (void)value.get<T>();
-      return true;
-    } catch (const nlohmann::json::exception&) {
-      return false;
-    }
-  }
-}
+/// "object", "array", "string", "number", "boolean" or "null".
+std::string jsonTypeName(const nlohmann::json& value);
 
-/// Converts `value` (found at `path`) to T.
-template <class T>
-Expected<T> as(const nlohmann::json& value, const std::string& path) {
-  if (!holds<T>(value)) return Error{path + ": expected " + std::string(describe<T>())};
-  return value.get<T>();
-}
+/// Parses JSON text. A syntax error becomes one line with the line number computed from the
+/// byte position nlohmann reports, e.g. "line 4: JSON parse error: syntax error while parsing
+/// value - unexpected '}'; expected '[', '{', or a literal". No source name is prefixed.
+Expected<nlohmann::json> parseJsonText(const std::string& text);
 
-/// The member `key` of `object` (at `path`), which must exist.
-template <class T>
-Expected<T> required(const nlohmann::json& object, std::string_view key, const std::string& path) {
-  const std::string where = childPath(path, key);
-  if (!object.is_object() || !object.contains(key)) {
-    return Error{where + ": missing; expected " + std::string(describe<T>())};
-  }
-  return as<T>(object.at(std::string(key)), where);
-}
+/// Fails unless `value` is an object whose keys are all in `allowed`:
+/// "ops[2]: unknown field 'atrs' (expected one of: name, kind, inputs, ...)".
+Status checkObject(const nlohmann::json& value, const std::string& path,
+                   std::initializer_list<std::string_view> allowed);
 
-/// The member `key` of `object`, or `fallback` when absent.
-template <class T>
-Expected<T> optional(const nlohmann::json& object, std::string_view key, const std::string& path,
-                     T fallback) {
-  if (!object.is_object() || !object.contains(key)) return fallback;
-  return as<T>(object.at(std::string(key)), childPath(path, key));
-}
+/// The member `key` of object `object`, or "path: missing required field 'key'".
+Expected<const nlohmann::json*> requireField(const nlohmann::json& object, const std::string& path,
+                                             std::string_view key);
+
+/// Scalars: "path: expected a string, got number" and the like.
+Expected<std::string> readString(const nlohmann::json& value, const std::string& path);
+Expected<bool> readBool(const nlohmann::json& value, const std::string& path);
+/// An integer (3.0 and "3" are rejected) that fits in int64.
+Expected<int64_t> readInt(const nlohmann::json& value, const std::string& path);
+/// An integer >= 1: "path: expected a positive integer, got 0".
+Expected<int64_t> readPositiveInt(const nlohmann::json& value, const std::string& path);
+/// Any JSON number.
+Expected<double> readNumber(const nlohmann::json& value, const std::string& path);
+
+/// Arrays: each element is read with the scalar reader; errors name the element's path.
+Expected<std::vector<int64_t>> readIntList(const nlohmann::json& value, const std::string& path);
+Expected<std::vector<int64_t>> readPositiveIntList(const nlohmann::json& value,
+                                                   const std::string& path);
+Expected<std::vector<std::string>> readStringList(const nlohmann::json& value,
+                                                  const std::string& path);
 
 }  // namespace autopar::json

@@ -1,13 +1,13 @@
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
-namespace autopar::frontend {
+namespace autopar::json {
 
-using nlohmann::json;
+using Json = nlohmann::json;
 
 std::string childPath(const std::string& path, std::string_view key) {
   if (path.empty()) return std::string(key);
@@ -18,7 +18,7 @@ std::string indexPath(const std::string& path, size_t index) {
   return fmt::format("{}[{}]", path, index);
 }
 
-std::string jsonTypeName(const json& value) {
+std::string jsonTypeName(const Json& value) {
   if (value.is_number()) return "number";
   return value.type_name();
 }
@@ -41,29 +41,29 @@ size_t lineOfByte(const std::string& text, size_t byte) {
   return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + end, '\n'));
 }
 
-Error typeError(const std::string& path, std::string_view expected, const json& value) {
+Error typeError(const std::string& path, std::string_view expected, const Json& value) {
   return Error{fmt::format("{}: expected {}, got {}", path, expected, jsonTypeName(value))};
 }
 
 }  // namespace
 
-Expected<json> parseJsonText(const std::string& text) {
+Expected<Json> parseJsonText(const std::string& text) {
   // nlohmann's parser ends its input at a NUL byte; what follows would go unread.
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
     return Error{fmt::format("line {}: JSON parse error: a NUL byte", lineOfByte(text, nul + 1))};
   }
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& error) {
+    return Json::parse(text);
+  } catch (const Json::parse_error& error) {
     return Error{fmt::format("line {}: JSON parse error: {}", lineOfByte(text, error.byte),
                              parseErrorDetail(error.what()))};
-  } catch (const json::exception& error) {
+  } catch (const Json::exception& error) {
     // A number beyond double's range ("1e400"): nlohmann reports it as out_of_range.
     return Error{fmt::format("JSON parse error: {}", error.what())};
   }
 }
 
-Status checkObject(const json& value, const std::string& path,
+Status checkObject(const Json& value, const std::string& path,
                    std::initializer_list<std::string_view> allowed) {
   const std::string where = path.empty() ? "top level" : path;
   if (!value.is_object()) return typeError(where, "an object", value);
@@ -75,7 +75,7 @@ Status checkObject(const json& value, const std::string& path,
   return {};
 }
 
-Expected<const json*> requireField(const json& object, const std::string& path,
+Expected<const Json*> requireField(const Json& object, const std::string& path,
                                    std::string_view key) {
   auto it = object.find(key);
   if (it == object.end()) {
@@ -85,17 +85,17 @@ Expected<const json*> requireField(const json& object, const std::string& path,
   return &*it;
 }
 
-Expected<std::string> readString(const json& value, const std::string& path) {
+Expected<std::string> readString(const Json& value, const std::string& path) {
   if (!value.is_string()) return typeError(path, "a string", value);
   return value.get<std::string>();
 }
 
-Expected<bool> readBool(const json& value, const std::string& path) {
+Expected<bool> readBool(const Json& value, const std::string& path) {
   if (!value.is_boolean()) return typeError(path, "true or false", value);
   return value.get<bool>();
 }
 
-Expected<int64_t> readInt(const json& value, const std::string& path) {
+Expected<int64_t> readInt(const Json& value, const std::string& path) {
   if (value.is_number_unsigned()) {
     const auto unsignedValue = value.get<uint64_t>();
     if (unsignedValue > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -110,7 +110,7 @@ Expected<int64_t> readInt(const json& value, const std::string& path) {
   return typeError(path, "an integer", value);
 }
 
-Expected<int64_t> readPositiveInt(const json& value, const std::string& path) {
+Expected<int64_t> readPositiveInt(const Json& value, const std::string& path) {
   auto number = readInt(value, path);
   if (!number) return number;
   if (*number < 1)
@@ -118,7 +118,7 @@ Expected<int64_t> readPositiveInt(const json& value, const std::string& path) {
   return number;
 }
 
-Expected<double> readNumber(const json& value, const std::string& path) {
+Expected<double> readNumber(const Json& value, const std::string& path) {
   if (!value.is_number()) return typeError(path, "a number", value);
   return value.get<double>();
 }
@@ -126,7 +126,7 @@ Expected<double> readNumber(const json& value, const std::string& path) {
 namespace {
 
 template <class T, class ReadElement>
-Expected<std::vector<T>> readList(const json& value, const std::string& path,
+Expected<std::vector<T>> readList(const Json& value, const std::string& path,
                                   std::string_view expected, ReadElement readElement) {
   if (!value.is_array()) return typeError(path, expected, value);
   std::vector<T> elements;
@@ -141,16 +141,16 @@ Expected<std::vector<T>> readList(const json& value, const std::string& path,
 
 }  // namespace
 
-Expected<std::vector<int64_t>> readIntList(const json& value, const std::string& path) {
+Expected<std::vector<int64_t>> readIntList(const Json& value, const std::string& path) {
   return readList<int64_t>(value, path, "an array of integers", readInt);
 }
 
-Expected<std::vector<int64_t>> readPositiveIntList(const json& value, const std::string& path) {
+Expected<std::vector<int64_t>> readPositiveIntList(const Json& value, const std::string& path) {
   return readList<int64_t>(value, path, "an array of positive integers", readPositiveInt);
 }
 
-Expected<std::vector<std::string>> readStringList(const json& value, const std::string& path) {
+Expected<std::vector<std::string>> readStringList(const Json& value, const std::string& path) {
   return readList<std::string>(value, path, "an array of strings", readString);
 }
 
-}  // namespace autopar::frontend
+}  // namespace autopar::json

@@ -1,11 +1,11 @@
-#include "frontend/json_fields.h"
+#include "util/json_fields.h"
 
 #include <gtest/gtest.h>
 
-namespace autopar::frontend {
+namespace autopar::json {
 namespace {
 
-using nlohmann::json;
+using Json = nlohmann::json;
 
 TEST(JsonFields, Paths) {
   EXPECT_EQ(childPath("", "ops"), "ops");
@@ -25,31 +25,31 @@ TEST(JsonFields, ParseErrorLineCountsNewlinesBeforeTheFailingByte) {
 }
 
 TEST(JsonFields, Integers) {
-  EXPECT_EQ(*readInt(json(-3), "x"), -3);
-  EXPECT_EQ(*readInt(json(9'223'372'036'854'775'807ULL), "x"), 9'223'372'036'854'775'807LL);
-  EXPECT_EQ(readInt(json(9'223'372'036'854'775'808ULL), "x").error().message,
+  EXPECT_EQ(*readInt(Json(-3), "x"), -3);
+  EXPECT_EQ(*readInt(Json(9'223'372'036'854'775'807ULL), "x"), 9'223'372'036'854'775'807LL);
+  EXPECT_EQ(readInt(Json(9'223'372'036'854'775'808ULL), "x").error().message,
             "x: 9223372036854775808 does not fit in a 64-bit integer");
-  EXPECT_EQ(readInt(json(2.0), "x").error().message, "x: expected an integer, got 2.0");
-  EXPECT_EQ(readInt(json("2"), "x").error().message, "x: expected an integer, got string");
-  EXPECT_EQ(readPositiveInt(json(-1), "x").error().message,
+  EXPECT_EQ(readInt(Json(2.0), "x").error().message, "x: expected an integer, got 2.0");
+  EXPECT_EQ(readInt(Json("2"), "x").error().message, "x: expected an integer, got string");
+  EXPECT_EQ(readPositiveInt(Json(-1), "x").error().message,
             "x: expected a positive integer, got -1");
 }
 
 TEST(JsonFields, ListsAndObjects) {
-  EXPECT_EQ(*readStringList(json::parse(R"(["a", "b"])"), "xs"),
+  EXPECT_EQ(*readStringList(Json::parse(R"(["a", "b"])"), "xs"),
             (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(readStringList(json::parse(R"({"a": 1})"), "xs").error().message,
+  EXPECT_EQ(readStringList(Json::parse(R"({"a": 1})"), "xs").error().message,
             "xs: expected an array of strings, got object");
-  EXPECT_EQ(readPositiveIntList(json::parse("[1, 0]"), "shape").error().message,
+  EXPECT_EQ(readPositiveIntList(Json::parse("[1, 0]"), "shape").error().message,
             "shape[1]: expected a positive integer, got 0");
-  EXPECT_TRUE(checkObject(json::parse(R"({"a": 1})"), "obj", {"a", "b"}));
-  EXPECT_EQ(checkObject(json::parse(R"({"c": 1})"), "obj", {"a", "b"}).error().message,
+  EXPECT_TRUE(checkObject(Json::parse(R"({"a": 1})"), "obj", {"a", "b"}));
+  EXPECT_EQ(checkObject(Json::parse(R"({"c": 1})"), "obj", {"a", "b"}).error().message,
             "obj: unknown field 'c' (expected one of: a, b)");
-  EXPECT_EQ(requireField(json::object(), "obj", "a").error().message,
+  EXPECT_EQ(requireField(Json::object(), "obj", "a").error().message,
             "obj: missing required field 'a'");
-  EXPECT_EQ(readBool(json(nullptr), "flag").error().message,
+  EXPECT_EQ(readBool(Json(nullptr), "flag").error().message,
             "flag: expected true or false, got null");
 }
 
 }  // namespace
-}  // namespace autopar::frontend
+}  // namespace autopar::json

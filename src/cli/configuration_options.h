@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
+#include "cost/framework.h"
 #include "planner/configuration_estimate.h"
 
 namespace autopar::cli {
@@ -17,13 +19,10 @@ struct ConfigurationFlags {
   std::string framework = "megatron-core";
   double memoryMarginGib = 0;           ///< --memory-margin
   std::string optimizerState = "fp32";  ///< --optimizer-state
-  /// Changes to the framework's code path: CLI11 counts --overlap-grad-reduce as +1 and
-  /// --no-overlap-grad-reduce as -1, so 0 keeps the profile's setting.
-  int overlapGradReduce = 0, overlapParamGather = 0, tpCommOverlap = 0, asyncTpAllreduce = 0,
-      listCollectives = 0, gradientAccumulationFusion = 0, fusedElementwise = 0,
-      inPlaceLossGradient = 0, stashGatheredInputs = 0, pipelineKeepsOutputs = 0,
-      ringMergesInFp32 = 0, fsdpRootStaysGathered = 0, selectiveOpPolicy = 0, overlapExpertComm = 0,
-      gradReduceInBf16 = 0, gradientSyncInPlace = 0, fp8WeightCache = 0;
+  /// Changes to the framework's code path, one per cost::codePathSwitches() entry: CLI11 counts
+  /// --overlap-grad-reduce as +1 and --no-overlap-grad-reduce as -1, so 0 keeps the profile's
+  /// setting.
+  std::vector<int> codePathSwitches = std::vector<int>(cost::codePathSwitches().size(), 0);
   std::string attention;  ///< flash | cudnn | unfused; empty: the profile's
 };
 

@@ -1,4 +1,4 @@
-/// `autopar models` and `autopar clusters`: the built-in presets.
+/// `autopar models`, `autopar clusters` and `autopar frameworks`: the built-in presets.
 
 #include <fmt/format.h>
 
@@ -36,6 +36,19 @@ void addListVerbs(CLI::App& app, Action& action) {
   clusters->add_flag("--json", *clustersJson, "print JSON");
   clusters->callback(
       [&action, clustersJson] { action = [clustersJson] { return listClusters(*clustersJson); }; });
+
+  auto markdown = std::make_shared<bool>(false);
+  CLI::App* frameworks = app.add_subcommand(
+      "frameworks", "List the framework profiles --framework takes (docs/frameworks.md)");
+  frameworks->add_flag("--markdown", *markdown,
+                       "print docs/frameworks.md's tables: the code-path switches and each "
+                       "profile's settings");
+  frameworks->callback([&action, markdown] {
+    action = [markdown] {
+      fmt::print("{}", exporters::formatFrameworks(*markdown));
+      return kExitOk;
+    };
+  });
 }
 
 }  // namespace autopar::cli

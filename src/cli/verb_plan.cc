@@ -218,7 +218,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--framework", *frameworkName,
                    "price the plan with this framework's code path (docs/frameworks.md): " +
-                       planner::frameworkNames() + "; default: the plan's features only");
+                       cost::frameworkNames() + "; default: the plan's features only");
   verb->add_option("--out", options->out, "write the plan JSON here");
   verb->add_option("--mindspore-strategy", options->mindsporeStrategyOut,
                    "also write the op strategies as the JSON MindSpore loads with "
@@ -240,7 +240,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
         return reportError(status.error());
       }
       if (!frameworkName->empty()) {
-        auto framework = planner::parseFramework(*frameworkName);
+        auto framework = cost::parseFramework(*frameworkName);
         if (!framework) return reportError(framework.error());
         options->framework = *framework;
       }

@@ -63,9 +63,9 @@ struct ActivationInputs {
   /// Seconds of redistributing a tensor from one layout to another (the gather of a kept slice).
   std::function<double(ir::TensorId, const layout::TensorLayout&, const layout::TensorLayout&)>
       redistributionSeconds;
-  bool stashGatheredInputs = true;  ///< EvaluateOptions::stashGatheredInputs
-  /// Per tensor: read by its one consumer inside its producer's kernel (EvaluateOptions::
-  /// fuseElementwise, as the op costs fuse it); empty when nothing is fused. A fused kernel's
+  bool stashGatheredInputs = true;  ///< CodePath::stashGatheredInputs
+  /// Per tensor: read by its one consumer inside its producer's kernel (CodePath::
+  /// fusedElementwise, as the op costs fuse it); empty when nothing is fused. A fused kernel's
   /// backward makes an activation's output again from the input the activation keeps, so the
   /// consumer does not keep it (see "Fused chains" above).
   std::vector<bool> inFusedKernel = {};

@@ -38,10 +38,9 @@ cluster::Precision precisionOf(const ir::Graph& graph, const ir::Op& op) {
 }
 
 double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>& gemm,
-                         const cluster::DeviceSpec& device) {
+                         const CostConstants& constants) {
   const ir::OpFamily family = ir::familyOf(op.kind);
   // The constants and their sources are in data/cost_model.json.
-  const CostConstants& constants = costConstants().forDevice(device.name);
   if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
   // Fused attention runs fixed tiles along the sequence; its fitted efficiency covers its sizes.
   if (family == ir::OpFamily::kAttention) {
@@ -72,25 +71,24 @@ double peakFlops(const cluster::DeviceSpec& device, cluster::Precision precision
   return best;
 }
 
-double memorySeconds(const cluster::DeviceSpec& device, double bytes) {
-  if (bytes <= 0 || device.memoryBytesPerSecond <= 0) return 0;
-  return bytes /
-         (device.memoryBytesPerSecond * costConstants().forDevice(device.name).memoryEfficiency);
+double memorySeconds(const DeviceModel& device, double bytes) {
+  if (bytes <= 0 || device.spec.memoryBytesPerSecond <= 0) return 0;
+  return bytes / (device.spec.memoryBytesPerSecond * device.constants.memoryEfficiency);
 }
 
 double rooflineSeconds(const ir::Graph& graph, const ir::Op& op, double flops, double bytes,
-                       const std::optional<rules::LocalGemm>& gemm,
-                       const cluster::DeviceSpec& device) {
+                       const std::optional<rules::LocalGemm>& gemm, const DeviceModel& device) {
   double computeSeconds = 0;
   if (flops > 0) {
     // An fp8 GEMM (Transformer Engine's) takes its bf16 twin's time divided by the measured
     // fp8_matmul_speedup where the device has fp8 tensor cores, and the bf16 time elsewhere.
     const cluster::Precision precision =
         op.attrs.fp8 ? cluster::Precision::kBF16 : precisionOf(graph, op);
-    computeSeconds = flops / (peakFlops(device, precision) * computeEfficiency(op, gemm, device));
-    if (op.attrs.fp8 && peakFlops(device, cluster::Precision::kFP8) >
-                            peakFlops(device, cluster::Precision::kBF16)) {
-      computeSeconds /= costConstants().forDevice(device.name).fp8MatmulSpeedup;
+    computeSeconds =
+        flops / (peakFlops(device.spec, precision) * computeEfficiency(op, gemm, device.constants));
+    if (op.attrs.fp8 && peakFlops(device.spec, cluster::Precision::kFP8) >
+                            peakFlops(device.spec, cluster::Precision::kBF16)) {
+      computeSeconds /= device.constants.fp8MatmulSpeedup;
     }
   }
   return std::max(computeSeconds, memorySeconds(device, bytes));

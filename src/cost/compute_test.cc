@@ -18,28 +18,28 @@ ir::Op opOf(ir::OpKind kind) {
 double fill(double extent, double tileDim) { return extent / (extent + tileDim); }
 
 TEST(ComputeEfficiency, AGemmLosesEfficiencyAlongEachExtent) {
-  const CostConstants& constants = costConstants().forDevice(kA100.name);
+  const CostConstants& constants = shippedCostModel()->forDevice(kA100.name);
   const ir::Op matmul = opOf(ir::OpKind::kMatMul);
   const rules::LocalGemm gemm{2048, 9600, 25600};
-  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, gemm, kA100),
+  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, gemm, constants),
                    constants.matmulEfficiency * fill(2048, constants.tileDim) *
                        fill(9600, constants.tileDim) * fill(25600, constants.tileDim));
   // A thin depth costs more than the same work in a square GEMM.
-  const double thin = computeEfficiency(matmul, rules::LocalGemm{4096, 4096, 256}, kA100);
-  const double square = computeEfficiency(matmul, rules::LocalGemm{1024, 1024, 4096}, kA100);
+  const double thin = computeEfficiency(matmul, rules::LocalGemm{4096, 4096, 256}, constants);
+  const double square = computeEfficiency(matmul, rules::LocalGemm{1024, 1024, 4096}, constants);
   EXPECT_LT(thin, square);
   // The backward's GEMMs permute the extents and run at the forward's efficiency.
-  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, rules::LocalGemm{25600, 2048, 9600}, kA100),
-                   computeEfficiency(matmul, gemm, kA100));
+  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, rules::LocalGemm{25600, 2048, 9600}, constants),
+                   computeEfficiency(matmul, gemm, constants));
   // Without a GEMM shape (not a contraction) the op runs at the plain matmul efficiency.
-  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, std::nullopt, kA100), constants.matmulEfficiency);
+  EXPECT_DOUBLE_EQ(computeEfficiency(matmul, std::nullopt, constants), constants.matmulEfficiency);
 }
 
 TEST(ComputeEfficiency, OtherFamiliesTakeTheirOwnConstant) {
-  const CostConstants& constants = costConstants().forDevice(kA100.name);
-  EXPECT_DOUBLE_EQ(computeEfficiency(opOf(ir::OpKind::kFlashAttention), std::nullopt, kA100),
+  const CostConstants& constants = shippedCostModel()->forDevice(kA100.name);
+  EXPECT_DOUBLE_EQ(computeEfficiency(opOf(ir::OpKind::kFlashAttention), std::nullopt, constants),
                    constants.attentionEfficiency);
-  EXPECT_DOUBLE_EQ(computeEfficiency(opOf(ir::OpKind::kAdd), std::nullopt, kA100),
+  EXPECT_DOUBLE_EQ(computeEfficiency(opOf(ir::OpKind::kAdd), std::nullopt, constants),
                    constants.vectorEfficiency);
 }
 
@@ -56,14 +56,15 @@ TEST(RooflineSeconds, AnFp8GemmTakesItsBf16TwinsTimeOverTheMeasuredSpeedup) {
   const rules::LocalGemm gemm{4096, 4096, 4096};
   const double flops = 2.0 * 4096 * 4096 * 4096;
   auto seconds = [&](ir::OpId id, const cluster::DeviceSpec& device) {
-    return rooflineSeconds(graph, graph.op(id), flops, 0, gemm, device);
+    return rooflineSeconds(graph, graph.op(id), flops, 0, gemm,
+                           deviceModel(device, *shippedCostModel()));
   };
   // A device with fp8 tensor cores: the measured speed-up, whatever its fp8 peak.
   cluster::DeviceSpec h100{"H100-SXM5-80GB", {}, 0, 0};
   h100.peakFlopsPerSecond = {{cluster::Precision::kBF16, 989e12},
                              {cluster::Precision::kFP8, 1979e12}};
   EXPECT_DOUBLE_EQ(seconds(*bf16Id, h100) / seconds(*fp8Id, h100),
-                   costConstants().forDevice(h100.name).fp8MatmulSpeedup);
+                   shippedCostModel()->forDevice(h100.name).fp8MatmulSpeedup);
   // Without them, the fp8 GEMM runs as the bf16 one.
   cluster::DeviceSpec a100{"A100-SXM4-80GB", {}, 0, 0};
   a100.peakFlopsPerSecond = {{cluster::Precision::kBF16, 312e12}};

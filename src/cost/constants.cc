@@ -23,18 +23,16 @@ Expected<double> readShare(const nlohmann::json& document, const char* key, doub
   return value.get<double>();
 }
 
-CostConstants& active() {
-  static CostConstants constants = [] {
-    auto parsed = parseCostConstants(kCostModelJson);
-    // The compiled-in file is checked by a unit test; a broken one cannot reach a release.
-    return parsed ? *parsed : CostConstants{};
-  }();
-  return constants;
-}
-
 }  // namespace
 
-const CostConstants& costConstants() { return active(); }
+const CostModel& shippedCostModel() {
+  static const CostModel shipped = [] {
+    auto parsed = parseCostConstants(kCostModelJson);
+    // The compiled-in file is checked by a unit test; a broken one cannot reach a release.
+    return std::make_shared<const CostConstants>(parsed ? *parsed : CostConstants{});
+  }();
+  return shipped;
+}
 
 const CostConstants& CostConstants::forDevice(const std::string& device) const {
   if (auto it = devices.find(device); it != devices.end()) return it->second;
@@ -109,13 +107,12 @@ Expected<CostConstants> parseCostConstants(const std::string& text) {
   return constants;
 }
 
-Status useCostModelFile(const std::string& path) {
+Expected<CostModel> readCostModelFile(const std::string& path) {
   auto text = readTextFile(path);
   if (!text) return text.error();
   auto constants = parseCostConstants(*text);
   if (!constants) return constants.error().in(path);
-  active() = *constants;
-  return {};
+  return std::make_shared<const CostConstants>(std::move(*constants));
 }
 
 }  // namespace autopar::cost

@@ -1,10 +1,15 @@
 #pragma once
 /// \file
 /// The efficiency constants of the analytic compute model, kept in the versioned data file
-/// data/cost_model.json (compiled in) and refitted by bench/calibration.py --fit. A run can
-/// replace them with another file (`--cost-model FILE`), which is how the fit tries candidates.
+/// data/cost_model.json (compiled in) and refitted by bench/calibration.py --fit. The cost model
+/// is a value: a request prices with the shipped constants unless it brings its own
+/// (`--cost-model FILE`, which is how the fit tries candidates), and two requests in one process
+/// may price with different ones.
+///   CostModel mine = *readCostModelFile("fitted.json");
+///   options.costModel = mine;  // cost::EvaluateOptions, search::SearchRequest, ...
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "util/expected.h"
@@ -48,15 +53,19 @@ struct CostConstants {
   [[nodiscard]] const CostConstants& forDevice(const std::string& device) const;
 };
 
-/// The constants in force: data/cost_model.json unless useCostModelFile replaced them.
-const CostConstants& costConstants();
+/// A cost model as requests hold it: immutable constants, shared by the options and results
+/// that price with them.
+using CostModel = std::shared_ptr<const CostConstants>;
+
+/// The compiled-in constants (data/cost_model.json).
+const CostModel& shippedCostModel();
 
 /// Parses a cost-model JSON document; errors name the field ("matmul_efficiency: expected a
 /// number in (0, 1], got 1.5", "devices.H100-SXM5-80GB.attention_efficiency: ..."). A device
 /// entry may override any of the constants.
 Expected<CostConstants> parseCostConstants(const std::string& text);
 
-/// Reads `path` and puts its constants in force for the rest of the process.
-Status useCostModelFile(const std::string& path);
+/// Reads a cost-model file; errors name the path and the field.
+Expected<CostModel> readCostModelFile(const std::string& path);
 
 }  // namespace autopar::cost

@@ -12,7 +12,7 @@ TEST(CostConstants, CompiledInFileParses) {
   ASSERT_TRUE(constants.ok()) << constants.error().message;
   EXPECT_GT(constants->matmulEfficiency, 0);
   EXPECT_LE(constants->matmulEfficiency, 1);
-  EXPECT_EQ(costConstants().matmulEfficiency, constants->matmulEfficiency);
+  EXPECT_EQ(shippedCostModel()->matmulEfficiency, constants->matmulEfficiency);
 }
 
 TEST(CostConstants, BadFieldsAreNamed) {

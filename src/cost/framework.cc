@@ -1,38 +1,149 @@
-#include "planner/framework.h"
+#include "cost/framework.h"
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
 
-namespace autopar::planner {
+namespace autopar::cost {
 
 namespace {
 
-// The settings and their sources are in docs/frameworks.md, one row per profile.
-constexpr std::array<FrameworkProfile, 8> kProfiles{{
+// The settings and their sources are in docs/frameworks.md. Each switch's settings are listed
+// by profile, in Framework's order:
+//   megatron-lm-2021, megatron-lm, megatron-core, megatron-deepspeed,
+//   pytorch-fsdp, torchtitan, mindspore, mindspeed
+constexpr CodePathSwitch kSwitches[] = {
+    {"overlap-grad-reduce",
+     "DP grad reduce overlapped",
+     "reduce data-parallel gradients in buckets during the backward",
+     &CodePath::overlapGradReduce,
+     {false, false, true, false, true, true, true, true}},
+    {"overlap-param-gather",
+     "param gather overlapped",
+     "all-gather sharded parameters during the forward (distributed optimizer, FSDP prefetch)",
+     &CodePath::overlapParamGather,
+     {false, false, true, false, true, true, true, true}},
+    {"tp-comm-overlap",
+     "TP comm overlap",
+     "overlap tensor-parallel communication with the GEMMs forward and backward (Transformer "
+     "Engine's userbuffers)",
+     &CodePath::tpCommOverlap,
+     {false, false, true, false, false, false, false, false}},
+    {"async-tensor-model-parallel-allreduce",
+     "async TP",
+     "overlap the backward's tensor-parallel communication with the backward GEMMs",
+     &CodePath::asyncTpAllreduce,
+     {false, true, true, false, false, false, false, true}},
+    {"overlap-moe-expert-parallel-comm",
+     "MoE token exchange overlapped",
+     "overlap the mixture-of-experts token all-to-all with another micro-batch's compute "
+     "(Megatron-Core 0.14); without it, the dispatcher waits on it",
+     &CodePath::overlapExpertComm,
+     {false, false, false, false, false, false, false, false}},
+    {"grad-reduce-in-bf16",
+     "grads reduced in bf16",
+     "accumulate and reduce gradients in bf16, not fp32 (bf16 and fp8 precision): half the "
+     "gradient buffer and half the data-parallel traffic",
+     &CodePath::gradReduceInBf16,
+     {false, false, false, false, false, false, false, false}},
+    {"list-collectives",
+     "list collectives",
+     "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)",
+     &CodePath::listCollectives,
+     {false, false, false, true, false, false, false, false}},
+    {"gradient-accumulation-fusion",
+     "GA fusion",
+     "weight-gradient GEMMs accumulate into the fp32 gradient buffer in place; without it, an add "
+     "kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022)",
+     &CodePath::gradientAccumulationFusion,
+     {false, true, true, false, false, false, true, true}},
+    {"fused-elementwise",
+     "fused elementwise",
+     "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile); under "
+     "--selective-op-policy, torch.compile also keeps only the saved outputs the backward needs",
+     &CodePath::fusedElementwise,
+     {true, true, true, true, false, false, true, true}},
+    {"in-place-loss-gradient",
+     "in-place loss gradient",
+     "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); without it, "
+     "two fp32 logits-sized buffers (PyTorch's log_softmax)",
+     &CodePath::inPlaceLossGradient,
+     {true, true, true, true, false, false, true, true}},
+    {"stash-gathered-inputs",
+     "gathered inputs stashed",
+     "a GEMM that reads a gathered activation keeps its sharded source and gathers it again in "
+     "the backward (Megatron-LM); without it, the gathered input is kept (PyTorch DTensor)",
+     &CodePath::stashGatheredInputs,
+     {true, true, true, true, false, false, true, true}},
+    {"pipeline-keeps-outputs",
+     "stage outputs kept under PP",
+     "under pipeline parallelism every micro-batch's stage output is kept until the step ends, "
+     "the last stage's fp32 logits (torch.distributed.pipelining)",
+     &CodePath::pipelineKeepsOutputs,
+     {false, false, false, false, false, true, false, false}},
+    {"ring-merges-in-fp32",
+     "CP steps merged in fp32",
+     "under --cp each ring step's attention output is merged by separate fp32 kernels and the "
+     "query and key/value gradients accumulate in fp32 (PyTorch's context_parallel)",
+     &CodePath::ringMergesInFp32,
+     {false, false, false, false, false, true, false, false}},
+    {"fsdp-root-stays-gathered",
+     "FSDP root stays gathered",
+     "under --zero 3 the parameters outside the layers and the last layer's stay gathered from "
+     "forward to backward (FSDP2's root, torchtitan's last block)",
+     &CodePath::fsdpRootStaysGathered,
+     {false, false, false, false, false, true, false, false}},
+    {"selective-op-policy",
+     "selective = per-op policy",
+     "--recompute selective keeps the attention and every other matmul's output and recomputes "
+     "the rest of each layer (torchtitan); without it, the attention core alone is recomputed "
+     "(Megatron)",
+     &CodePath::selectiveOpPolicy,
+     {false, false, false, false, false, true, false, false}},
+    {"fsdp-unsharded-under-pipeline",
+     "FSDP unsharded under PP",
+     "under pipeline parallelism FSDP gathers the parameters once and reduces the gradients at "
+     "the last backward (torch.distributed.pipelining): ZeRO 2 and 3 run as ZeRO 1",
+     &CodePath::fsdpUnshardedUnderPipeline,
+     {false, false, false, false, false, true, false, false}},
+    {"grad-sync-in-place",
+     "grad sync in place",
+     "the data-parallel gradient sync runs in place in one contiguous gradient buffer (Megatron's "
+     "DDP and distributed optimizer); without it, a communication buffer per sync",
+     &CodePath::gradientSyncInPlace,
+     {false, true, true, false, false, false, false, true}},
+    {"fp8-weight-cache",
+     "fp8 weight cache",
+     "under --precision fp8 each fp8 GEMM's weight is kept cast to fp8, with its transpose, for "
+     "the whole step (Transformer Engine); without it, cast anew at every use (torchao)",
+     &CodePath::fp8WeightCache,
+     {false, false, true, false, false, false, false, false}},
+};
+
+struct ProfileEntry {
+  Framework framework;
+  std::string_view name;
+  std::string_view summary;
+  ir::AttentionKernel attention;
+  Capabilities can;
+};
+
+constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     {Framework::kMegatronLm2021,
      "megatron-lm-2021",
      "Megatron-LM at the SC'21 paper's commit 6985e589 (Narayanan et al. 2021)",
-     {.attention = frontend::AttentionKernel::kUnfused, .gradientAccumulationFusion = false},
+     ir::AttentionKernel::kUnfused,
      {.zeroStages = 0b0001}},
     {Framework::kMegatronLm,
      "megatron-lm",
      "Megatron-LM 2022 (v3.0; Korthikanti et al. 2022): sequence parallelism, selective "
      "recompute, the distributed optimizer",
-     {.attention = frontend::AttentionKernel::kUnfused,
-      .asyncTpAllreduce = true,
-      .gradientSyncInPlace = true},
+     ir::AttentionKernel::kUnfused,
      {.zeroBubble = true, .zeroStages = 0b0011}},
     {Framework::kMegatronCore,
      "megatron-core",
      "Megatron-Core, NeMo and Megatron-Bridge from 2024 (Transformer Engine)",
-     {.attention = frontend::AttentionKernel::kCudnn,
-      .asyncTpAllreduce = true,
-      .tpCommOverlap = true,
-      .overlapGradReduce = true,
-      .overlapParamGather = true,
-      .gradientSyncInPlace = true,
-      .fp8WeightCache = true},
+     ir::AttentionKernel::kCudnn,
      {.contextParallel = true,
       .expertParallel = true,
       .zeroBubble = true,
@@ -41,19 +152,12 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
     {Framework::kMegatronDeepSpeed,
      "megatron-deepspeed",
      "Megatron-DeepSpeed with DeepSpeed's ZeRO (2021-22)",
-     {.attention = frontend::AttentionKernel::kUnfused,
-      .gradientAccumulationFusion = false,
-      .listCollectives = true},
+     ir::AttentionKernel::kUnfused,
      {.interleaved = false, .expertParallel = true, .zeroStages = 0b1111}},
     {Framework::kPytorchFsdp,
      "pytorch-fsdp",
      "PyTorch FullyShardedDataParallel (FSDP1): data parallelism with sharded states",
-     {.gradientAccumulationFusion = false,
-      .overlapGradReduce = true,
-      .overlapParamGather = true,
-      .fusedElementwise = false,
-      .inPlaceLossGradient = false,
-      .stashGatheredInputs = false},
+     ir::AttentionKernel::kFlash,
      {.tensorParallel = false,
       .pipelineParallel = false,
       .interleaved = false,
@@ -62,38 +166,51 @@ constexpr std::array<FrameworkProfile, 8> kProfiles{{
      "torchtitan",
      "torchtitan: FSDP2, DTensor tensor parallelism, torch.distributed.pipelining, context "
      "parallelism, float8 linears",
-     {.gradientAccumulationFusion = false,
-      .overlapGradReduce = true,
-      .overlapParamGather = true,
-      .fusedElementwise = false,
-      .inPlaceLossGradient = false,
-      .stashGatheredInputs = false,
-      .pipelineKeepsOutputs = true,
-      .ringMergesInFp32 = true,
-      .fsdpRootStaysGathered = true,
-      .selectiveOpPolicy = true,
-      .fsdpUnshardedUnderPipeline = true},
+     ir::AttentionKernel::kFlash,
      {.contextParallel = true, .fp8 = true, .zeroStages = 0b1101}},
     {Framework::kMindSpore,
      "mindspore",
      "MindSpore / MindFormers auto-parallel on Ascend (graph mode)",
-     {.overlapGradReduce = true, .overlapParamGather = true},
+     ir::AttentionKernel::kFlash,
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0111}},
     {Framework::kMindSpeed,
      "mindspeed",
      "MindSpeed (Megatron-Core on Ascend)",
-     {.asyncTpAllreduce = true,
-      .overlapGradReduce = true,
-      .overlapParamGather = true,
-      .gradientSyncInPlace = true},
+     ir::AttentionKernel::kFlash,
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0011}},
-}};
+};
+
+/// The profiles, their code paths set from the switches' table.
+const std::array<FrameworkProfile, kFrameworkCount>& profiles() {
+  static const std::array<FrameworkProfile, kFrameworkCount> made = [] {
+    std::array<FrameworkProfile, kFrameworkCount> out{};
+    for (size_t f = 0; f < kFrameworkCount; ++f) {
+      const ProfileEntry& entry = kProfileEntries[f];
+      CodePath code;
+      code.attention = entry.attention;
+      for (const CodePathSwitch& codeSwitch : kSwitches) {
+        code.*codeSwitch.field = codeSwitch.byProfile[f];
+      }
+      out[f] = {entry.framework, entry.name, entry.summary, code, entry.can};
+    }
+    return out;
+  }();
+  return made;
+}
 
 }  // namespace
 
+std::span<const CodePathSwitch> codePathSwitches() { return kSwitches; }
+
+std::string yamlKey(const CodePathSwitch& codeSwitch) {
+  std::string key(codeSwitch.flag);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
 std::string frameworkNames() {
   std::string names;
-  for (const auto& profile : kProfiles) {
+  for (const auto& profile : profiles()) {
     names += names.empty() ? "" : ", ";
     names += profile.name;
   }
@@ -101,14 +218,14 @@ std::string frameworkNames() {
 }
 
 Expected<Framework> parseFramework(std::string_view name) {
-  for (const auto& profile : kProfiles) {
+  for (const auto& profile : profiles()) {
     if (profile.name == name) return profile.framework;
   }
   return Error{fmt::format("--framework '{}': expected one of {}", name, frameworkNames())};
 }
 
 const FrameworkProfile& frameworkProfile(Framework framework) {
-  return kProfiles[static_cast<size_t>(framework)];
+  return profiles()[static_cast<size_t>(framework)];
 }
 
 Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
@@ -131,4 +248,4 @@ Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& 
   return {};
 }
 
-}  // namespace autopar::planner
+}  // namespace autopar::cost

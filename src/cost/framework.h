@@ -7,16 +7,24 @@
 /// the gradient reduce and the parameter gather overlapped). docs/frameworks.md gives the
 /// framework source or documentation behind every setting.
 ///   frameworkProfile(Framework::kMegatronCore).codePath.overlapGradReduce == true
+///
+/// Every switch of the code path is declared once, in codePathSwitches(): its flag, its doc line
+/// and its default under each profile. The command line's --SWITCH / --no-SWITCH flags, their
+/// --help, the profiles' code paths and docs/frameworks.md's table are made from it, and the cost
+/// model reads the CodePath the request carries (cost::EvaluateOptions::codePath).
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "frontend/transformer.h"
+#include "ir/op.h"
 #include "ir/parallel_config.h"
 #include "util/expected.h"
 
-namespace autopar::planner {
+namespace autopar::cost {
 
 enum class Framework {
   kMegatronLm2021,     ///< Megatron-LM at the SC'21 paper's commit (Narayanan et al. 2021)
@@ -28,14 +36,18 @@ enum class Framework {
   kMindSpore,          ///< MindSpore / MindFormers auto-parallel on Ascend
   kMindSpeed,          ///< MindSpeed (Megatron-Core on Ascend)
 };
+inline constexpr size_t kFrameworkCount = 8;
 
 /// The code path's switches the cost model reads. Each is a framework behaviour, not a fitted
-/// constant: which kernels run and which communications overlap with compute.
+/// constant: which kernels run and which communications overlap with compute. The defaults here
+/// price a plan with its own features only (`autopar plan` without --framework, as the seeds
+/// describe MindSpore's): one kernel per op, nothing overlapped; each profile's settings are
+/// codePathSwitches()' table.
 struct CodePath {
   /// The attention kernel: FlashAttention-2 (PyTorch's scaled_dot_product_attention, Ascend's
   /// FlashAttentionScore), cuDNN's fused attention (Transformer Engine's), or the score matrix
   /// in memory (Megatron-LM's CoreAttention before 2023).
-  frontend::AttentionKernel attention = frontend::AttentionKernel::kFlash;
+  ir::AttentionKernel attention = ir::AttentionKernel::kFlash;
   /// The weight-gradient GEMM accumulates into the fp32 gradient buffer in place; false: a
   /// separate add kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022).
   bool gradientAccumulationFusion = true;
@@ -57,10 +69,10 @@ struct CodePath {
   /// Chains of elementwise ops run as one kernel (Megatron's bias-GeLU and bias-dropout-add,
   /// Transformer Engine's, torch.compile's); false: one kernel per op, as PyTorch eager runs
   /// them, each intermediate written and read back.
-  bool fusedElementwise = true;
+  bool fusedElementwise = false;
   /// The cross entropy writes its gradient into the fp32 softmax it kept (Megatron's
   /// vocab-parallel cross entropy); false: PyTorch's log_softmax and nll_loss backward allocate
-  /// two fp32 buffers the size of the logits (cost::EvaluateOptions::inPlaceLossGradient).
+  /// two fp32 buffers the size of the logits .
   bool inPlaceLossGradient = true;
   /// A linear that reads a gathered activation (the sequence-parallel input of a column-parallel
   /// GEMM) keeps its sharded source for the backward and gathers it again there (Megatron-LM's
@@ -68,19 +80,19 @@ struct CodePath {
   /// it was given (PyTorch's DTensor ColwiseParallel).
   bool stashGatheredInputs = true;
   /// Under pipeline parallelism every micro-batch's stage output is kept until the step ends
-  /// (cost::EvaluateOptions::pipelineKeepsOutputs: torch.distributed.pipelining).
+  /// (torch.distributed.pipelining).
   bool pipelineKeepsOutputs = false;
   /// Under context parallelism each ring step's attention output is merged into the running
   /// output by separate fp32 kernels, and the query and key/value gradients accumulate in fp32
-  /// (cost::EvaluateOptions::ringMergesInFp32: PyTorch's context_parallel).
+  /// (PyTorch's context_parallel; cost/op_cost.h, ringMergeBytes).
   bool ringMergesInFp32 = false;
   /// ZeRO 3 keeps the root module's parameters (embedding, final norm, output projection) and
-  /// the last layer's gathered through the forward and backward (cost::RecomputeOptions::
+  /// the last layer's gathered through the forward and backward (RecomputeOptions::
   /// rootStaysGathered: FSDP2 as torchtitan wraps it).
   bool fsdpRootStaysGathered = false;
   /// Selective recompute is PyTorch's per-op policy (torchtitan's: keep the attention and every
   /// other matmul's output, recompute the rest of the layer); false: Megatron's, the attention
-  /// core alone (cost::RecomputeOptions::selectiveOpPolicy).
+  /// core alone (RecomputeOptions::selectiveOpPolicy).
   bool selectiveOpPolicy = false;
   /// Under pipeline parallelism FSDP gathers the parameters once and keeps them, and accumulates
   /// the micro-batches' gradients unsharded in fp32, reducing them once at the last backward
@@ -93,15 +105,33 @@ struct CodePath {
   /// traffic. Off in every profile, as in each framework's defaults.
   bool gradReduceInBf16 = false;
   /// The data-parallel gradient sync runs in place in one contiguous gradient buffer
-  /// (cost::EvaluateOptions::gradientSyncInPlace: Megatron's DistributedDataParallel and its
+  /// (Megatron's DistributedDataParallel and its
   /// distributed optimizer); false: a communication buffer per sync.
   bool gradientSyncInPlace = false;
   /// Under fp8 each fp8 GEMM's weight is cached in fp8 with its transpose for the whole step
-  /// (cost::EvaluateOptions::fp8WeightCacheBytes: Transformer Engine under Megatron-Core); false:
+  /// (EvaluateOptions::fp8WeightCacheBytes: Transformer Engine under Megatron-Core); false:
   /// cast anew at every use (torchao's float8 linears).
   bool fp8WeightCache = false;
   auto operator<=>(const CodePath&) const = default;
 };
+
+/// One switch of the code path, declared once.
+struct CodePathSwitch {
+  std::string_view
+      flag;  ///< "overlap-grad-reduce": --overlap-grad-reduce, --no-overlap-grad-reduce
+  std::string_view column;  ///< its column in docs/frameworks.md's table
+  std::string_view doc;     ///< what it does, one line (--help, docs)
+  bool CodePath::*field;
+  /// Its setting under each profile, by Framework.
+  std::array<bool, kFrameworkCount> byProfile;
+};
+
+/// Every switch, in --help's order.
+std::span<const CodePathSwitch> codePathSwitches();
+
+/// The key a yaml or JSON config spells the switch with: its flag in snake case, as Megatron-LM's
+/// arguments and NeMo's configs spell theirs ("overlap_grad_reduce").
+std::string yamlKey(const CodePathSwitch& codeSwitch);
 
 /// What the framework can run.
 struct Capabilities {
@@ -125,7 +155,7 @@ struct FrameworkProfile {
   Framework framework;
   std::string_view name;     ///< the --framework value
   std::string_view summary;  ///< what it stands for, one line
-  CodePath codePath;
+  CodePath codePath;         ///< the attention kernel and codePathSwitches()' settings
   Capabilities can;
 };
 
@@ -142,4 +172,4 @@ std::string frameworkNames();
 Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
                      std::string_view precision);
 
-}  // namespace autopar::planner
+}  // namespace autopar::cost

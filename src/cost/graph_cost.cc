@@ -83,7 +83,7 @@ bool isElementwise(const ir::Op& op) {
          (family == ir::OpFamily::kElementwiseUnary || family == ir::OpFamily::kElementwiseBinary);
 }
 
-/// What elementwise fusion (EvaluateOptions::fuseElementwise) does to each op: an intermediate
+/// What elementwise fusion (CodePath::fusedElementwise) does to each op: an intermediate
 /// from one elementwise op to the next is neither written by the producer nor read by the
 /// consumer (`savedBytes`, per device), and the consumer runs inside the producer's kernel
 /// (`continuesKernel`); per tensor, whether it is such an intermediate (`inKernel`, which the
@@ -107,7 +107,7 @@ Fusion fusion(const Context& ctx) {
                 std::vector<bool>(ctx.graph.ops().size(), false),
                 std::vector<bool>(ctx.graph.tensors().size(), false)};
   std::vector<double>& saved = result.savedBytes;
-  if (!ctx.options.fuseElementwise) return result;
+  if (!ctx.options.codePath.fusedElementwise) return result;
   for (const ir::Op& consumer : ctx.graph.ops()) {
     if (!isElementwise(consumer)) continue;
     for (size_t i = 0; i < consumer.inputs.size(); ++i) {
@@ -134,20 +134,20 @@ void costOps(Context& ctx) {
   Fusion fused = fusion(ctx);
   for (const ir::Op& op : ctx.graph.ops()) {
     const auto index = static_cast<size_t>(op.id);
-    OpCost cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, fused.savedBytes[index],
-                           !fused.continuesKernel[index]);
+    OpCost cost = costOfOp(ctx.graph, op, ctx.sharded[op.id], ctx.cluster, ctx.device.constants,
+                           fused.savedBytes[index], !fused.continuesKernel[index]);
     StageCost& stage = ctx.stage(op.id);
     if (op.placement == ir::Placement::kHost) cost = hostOpCost(ctx, op, cost, stage);
-    if (!ctx.options.fuseElementwise) {
+    if (!ctx.options.codePath.fusedElementwise) {
       const double eager =
-          memorySeconds(ctx.cluster.device, eagerRotaryBytes(ctx.graph, op, ctx.sharded[op.id]));
+          memorySeconds(ctx.device, eagerRotaryBytes(ctx.graph, op, ctx.sharded[op.id]));
       cost.forwardSeconds += eager;
       cost.backwardSeconds += eager;
     }
-    if (ctx.options.ringMergesInFp32) {
+    if (ctx.options.codePath.ringMergesInFp32) {
       const RingMergeBytes merges = ringMergeBytes(op, ctx.sharded[op.id]);
-      cost.forwardSeconds += memorySeconds(ctx.cluster.device, merges.forward);
-      cost.backwardSeconds += memorySeconds(ctx.cluster.device, merges.backward);
+      cost.forwardSeconds += memorySeconds(ctx.device, merges.forward);
+      cost.backwardSeconds += memorySeconds(ctx.device, merges.backward);
     }
     stage.forwardComputeSeconds += cost.forwardSeconds;
     stage.backwardComputeSeconds += cost.backwardSeconds;
@@ -182,12 +182,12 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
 }
 
 /// One micro-batch's unfused gradient accumulation over `elements` weight elements of `dtype`
-/// (EvaluateOptions::unfusedGradientAccumulation): read the new gradient, read and write the
+/// (CodePath::gradientAccumulationFusion): read the new gradient, read and write the
 /// accumulator (fp32, or the weight's dtype when gradients are kept in it).
 double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
   const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
   const double accumulatorBytes = ctx.options.optimizer.fp32Gradients ? 4.0 : weightBytes;
-  return memorySeconds(ctx.cluster.device,
+  return memorySeconds(ctx.device,
                        static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes));
 }
 
@@ -221,7 +221,7 @@ Status costParameters(Context& ctx) {
         continue;
       }
       stage.optimizerParallelSavedBytes += whole.total() - state.total();
-      if (options.unfusedGradientAccumulation) {
+      if (!options.codePath.gradientAccumulationFusion) {
         stage.backwardComputeSeconds +=
             accumulationSeconds(ctx, placement.use.sliceElements(), tensor.type.dtype);
       }
@@ -231,9 +231,8 @@ Status costParameters(Context& ctx) {
       }
       stage.memory.gradientBytes += state.gradient;
       stage.memory.optimizerBytes += state.optimizer;
-      stage.optimizerSeconds +=
-          memorySeconds(ctx.cluster.device,
-                        elements * optimizerBytesPerElement(tensor.type.dtype, options.optimizer));
+      stage.optimizerSeconds += memorySeconds(
+          ctx.device, elements * optimizerBytesPerElement(tensor.type.dtype, options.optimizer));
       if (stages.size() > 1) {
         const double shared = sendSeconds(ctx, *stages.begin(), *stages.rbegin(), state.weight);
         stage.gradientSyncSeconds += shared;
@@ -286,11 +285,11 @@ void costStageSends(Context& ctx) {
       StageCost& stage = ctx.report.stages[static_cast<size_t>(s)];
       stage.sendBytes += scatter ? bytes / pieces : bytes;
       gatherSeconds[static_cast<size_t>(s)] += gather;
-      // Every stage it passes through outputs it (EvaluateOptions::pipelineKeepsOutputs).
-      if (ctx.options.pipelineKeepsOutputs) stage.keptOutputBytes += bytes;
+      // Every stage it passes through outputs it (CodePath::pipelineKeepsOutputs).
+      if (ctx.options.codePath.pipelineKeepsOutputs) stage.keptOutputBytes += bytes;
     }
   }
-  if (ctx.options.pipelineKeepsOutputs && ctx.options.stages > 1) {
+  if (ctx.options.codePath.pipelineKeepsOutputs && ctx.options.stages > 1) {
     for (const ir::Op& op : ctx.graph.ops()) {
       if (op.kind != ir::OpKind::kCrossEntropy) continue;
       constexpr int64_t kFp32Bytes = 4;
@@ -335,7 +334,7 @@ void costActivations(Context& ctx) {
         auto moved = ctx.redistributions.plan(from, to, elementBytes(ctx.graph, t));
         return moved ? moved->seconds : 0.0;
       },
-      ctx.options.stashGatheredInputs,
+      ctx.options.codePath.stashGatheredInputs,
       ctx.inFusedKernel};
   const ActivationCost kept = keptActivations(inputs);
   ctx.report.recomputeRegionOf = regions.regionOf;
@@ -355,19 +354,19 @@ void costActivations(Context& ctx) {
     stage.recomputeComputeSeconds += cost.forwardSeconds;
     if (ctx.options.recompute.mpCommRecompute) stage.recomputeSeconds += cost.internalCommSeconds;
   }
-  const std::vector<int64_t> workspace =
-      backwardWorkspace(inputs, ctx.options.inPlaceLossGradient, ctx.options.ringMergesInFp32);
+  const std::vector<int64_t> workspace = backwardWorkspace(
+      inputs, ctx.options.codePath.inPlaceLossGradient, ctx.options.codePath.ringMergesInFp32);
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
     ctx.report.stages[s].memory.workspaceBytes = workspace[s];
   }
 }
 
 /// Transient collective buffers reuse one slot per stage: the largest step's. A gradient sync
-/// run in place in the gradient buffer (EvaluateOptions::gradientSyncInPlace) needs none.
+/// run in place in the gradient buffer (CodePath::gradientSyncInPlace) needs none.
 void costCommunicationBuffers(Context& ctx) {
   std::vector<int64_t> largest(ctx.report.stages.size(), 0);
   for (const auto& edge : ctx.report.redistributions) {
-    if (edge.isGradientSync && ctx.options.gradientSyncInPlace) continue;
+    if (edge.isGradientSync && ctx.options.codePath.gradientSyncInPlace) continue;
     int64_t& slot = largest[static_cast<size_t>(ctx.stageOf[edge.consumer])];
     for (const auto& step : edge.redistribution.steps) slot = std::max(slot, step.bytesPerDevice);
   }
@@ -440,12 +439,12 @@ double exposedComm(double comm, double exchange, double compute, bool overlapCom
 /// the compute stays exposed.
 void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   stage.forwardCommSeconds = exposedComm(stage.forwardCommSeconds, stage.forwardExchangeSeconds,
-                                         stage.forwardComputeSeconds, options.overlapActivationComm,
-                                         options.overlapExpertExchange);
-  if (!options.overlapActivationComm) {
+                                         stage.forwardComputeSeconds, options.hidesActivationComm(),
+                                         options.codePath.overlapExpertComm);
+  if (!options.hidesActivationComm()) {
     stage.backwardCommSeconds = exposedComm(
         stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardComputeSeconds,
-        options.overlapBackwardActivationComm, options.overlapExpertExchange);
+        options.codePath.asyncTpAllreduce, options.codePath.overlapExpertComm);
     return;
   }
   // The activations' replayed redistributions (a recomputed region's, and the gathers of
@@ -458,7 +457,7 @@ void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   stage.backwardCommSeconds =
       exposedComm(stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
                   stage.backwardComputeSeconds + stage.recomputeComputeSeconds, true,
-                  options.overlapExpertExchange);
+                  options.codePath.overlapExpertComm);
   stage.recomputeSeconds = stage.recomputeComputeSeconds + stage.parameterReplaySeconds;
 }
 
@@ -475,7 +474,7 @@ void summarise(Context& ctx) {
                                  stage.recomputeSeconds + stage.hostTransferSeconds +
                                  stage.sendSeconds;
     stage.exposedParameterGatherSeconds =
-        ctx.options.overlapParameterGather
+        ctx.options.codePath.overlapParamGather
             ? std::max(0.0, stage.parameterGatherSeconds - stage.forwardSeconds)
             : stage.parameterGatherSeconds;
     time.gradientSyncSeconds = std::max(time.gradientSyncSeconds, stage.exposedGradientSyncSeconds);
@@ -498,10 +497,12 @@ Expected<CostReport> evaluateGraph(const ir::Graph& graph,
                              graph.ops().size())};
   }
   if (graph.ops().empty()) return Error{fmt::format("graph '{}': has no ops", graph.name())};
+  if (!options.costModel) return Error{"evaluateGraph: no cost model"};
   Context ctx{graph,
               sharded,
               cluster,
               options,
+              deviceModel(cluster.device, *options.costModel),
               {},
               {},
               {},

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/framework.h"
 #include "cost/fusion.h"
 #include "cost/memory.h"
 #include "cost/op_cost.h"
@@ -36,6 +37,8 @@
 namespace autopar::cost {
 
 struct EvaluateOptions {
+  /// The constants every op and memory pass is priced with (cost/constants.h).
+  CostModel costModel = shippedCostModel();
   OptimizerSpec optimizer;
   layout::RedistributionOptions redistribution;
   OptimizerParallelOptions optimizerParallel;
@@ -48,70 +51,19 @@ struct EvaluateOptions {
   /// interleaved schedule runs on stage k % physicalStages. The sharded ops' ranks are stage 0's.
   int rankStride = 0;
   int physicalStages = 1;
-  /// Megatron-Core's --overlap-param-gather: the updated parameters' all-gather runs during the
-  /// next step's first forward, bucket by bucket; only what outlasts one micro-batch's forward
-  /// is exposed.
-  bool overlapParameterGather = false;
-  /// Megatron-Core's --tp-comm-overlap: a stage's activation communication (tensor- and
-  /// sequence-parallel all-gathers and reduce-scatters) runs in chunks under the matmuls it
-  /// feeds or follows; only what outlasts the stage's compute in each pass is exposed. MindSpore's
-  /// micro_batch_interleave_num hides it the same way: the batch runs as interleaved copies, one
-  /// copy's communication under another's compute.
-  bool overlapActivationComm = false;
+  /// What the framework's code runs (cost/framework.h: which kernels, which overlaps), each switch
+  /// declared once in codePathSwitches(). The passes read it as they price: the optimizer
+  /// step's parameter all-gather (overlapParamGather: only what outlasts one micro-batch's
+  /// forward is exposed), the activation collectives (tpCommOverlap, asyncTpAllreduce,
+  /// overlapExpertComm), the elementwise chains (fusedElementwise), the gradient accumulation
+  /// (gradientAccumulationFusion), the loss's and the ring attention's buffers, the stashed
+  /// gathers, the pipeline's kept outputs and the gradient sync's buffers.
+  CodePath codePath;
   /// The graph is one of `copies` interleaved copies of each micro-batch (MindSpore's
   /// micro_batch_interleave_num; the model code runs every copy's forward, then the backward):
   /// their compute, activation communication, recompute and kept activations add up; the
   /// parameter collectives, the model states and the backward workspace do not.
   int64_t copies = 1;
-  /// Megatron-LM's --async-tensor-model-parallel-allreduce (2022): in backward, a
-  /// column-parallel linear's input-gradient all-reduce (or, with sequence parallelism, its
-  /// reduce-scatter and the all-gather of its kept input) runs while the weight-gradient and
-  /// input-gradient matmuls compute; only the backward communication that outlasts the
-  /// backward compute is exposed. The forward pass is unchanged.
-  bool overlapBackwardActivationComm = false;
-  /// Megatron-Core 0.14's --overlap-moe-expert-parallel-comm: the mixture-of-experts token
-  /// exchange (the all-to-all to the experts' ranks and back, with the expert tensor-parallel
-  /// gather and scatter that go with it) runs under another micro-batch's compute. False: the
-  /// exchange is exposed even where overlapActivationComm hides the rest, as in Megatron-Core
-  /// before 0.14, whose dispatcher waits on it (megatron/core/transformer/moe/README.md).
-  bool overlapExpertExchange = false;
-  /// Chains of elementwise ops run as one kernel, as Megatron-LM's fused bias-GeLU and
-  /// bias-dropout-add kernels (and XLA's or TorchInductor's elementwise fusion) run them: an
-  /// intermediate made by an elementwise op and read only by the next one on the same stage, in
-  /// the same layout, is neither written nor read back.
-  bool fuseElementwise = false;
-  /// Each micro-batch's weight gradients are written by their matmul and then added into the
-  /// gradient accumulation buffer by a separate kernel, as Megatron-LM did before gradient-
-  /// accumulation fusion (2022; its local DDP's main_grad.add_ hook): per parameter element and
-  /// micro-batch the backward streams the gradient in the weight's dtype and reads and writes
-  /// the accumulator. False: the weight-gradient matmul accumulates into the buffer itself.
-  bool unfusedGradientAccumulation = false;
-  /// The cross entropy's backward writes its gradient into the fp32 softmax it kept, as
-  /// Megatron's vocab-parallel cross entropy does; its only buffer is the gradient cast to the
-  /// logits' dtype. False: PyTorch's log_softmax and nll_loss backward each allocate an fp32
-  /// buffer the size of the logits (torchtitan, plain PyTorch training loops).
-  bool inPlaceLossGradient = true;
-  /// A consumer that saves a gathered activation keeps its sharded source and gathers it again in
-  /// backward (Megatron-LM); false: it keeps the gathered tensor (PyTorch's DTensor). See
-  /// cost/activations.h, "Stashing".
-  bool stashGatheredInputs = true;
-  /// Under pipeline parallelism each stage keeps every micro-batch's output until the step ends,
-  /// the last stage its fp32 logits (torch.distributed.pipelining's PipelineStage appends each
-  /// forward's output to output_chunks, which the schedule merges after the last backward; the
-  /// model returns `self.output(h).float()` in torchtitan).
-  bool pipelineKeepsOutputs = false;
-  /// Under context parallelism the attention runs one kernel per ring step and merges each
-  /// step's output into the running output with separate elementwise kernels in fp32, and its
-  /// backward accumulates the query and key/value gradients in fp32 (PyTorch's context_parallel;
-  /// see cost/op_cost.h, ringMergeBytes). False: the merges are part of the attention kernels'
-  /// fitted efficiency, as in Transformer Engine's ring attention.
-  bool ringMergesInFp32 = false;
-  /// The data-parallel gradient sync runs in place in one contiguous gradient buffer, as
-  /// Megatron's DistributedDataParallel all-reduces (or, under the distributed optimizer,
-  /// reduce-scatters) its grad buffer's buckets: no transient copy of a gradient is made for the
-  /// collective. False: each sync stages its gradient in a communication buffer (DeepSpeed's and
-  /// MindSpore's fused buckets, FSDP's reduce-scatter input).
-  bool gradientSyncInPlace = false;
   /// Bytes per element an fp8 GEMM's weight keeps beside itself for the whole step: Transformer
   /// Engine caches the weight cast to fp8 and its transpose across a step's micro-batches (its
   /// is_first_microbatch cache, which Megatron-Core turns on): 2. Zero where each GEMM casts its
@@ -121,6 +73,12 @@ struct EvaluateOptions {
   /// The weights of fp8 GEMMs are stored in fp8 (Megatron-Core's --fp8-param-gather, NeMo's
   /// fp8_params): the distributed optimizer's parameter all-gather moves 1 byte an element.
   bool fp8Parameters = false;
+
+  /// A stage's activation communication runs in chunks under the matmuls it feeds or follows,
+  /// and only what outlasts the stage's compute in each pass is exposed: Megatron-Core's
+  /// --tp-comm-overlap, or MindSpore's micro_batch_interleave_num, whose copies hide one
+  /// another's communication.
+  [[nodiscard]] bool hidesActivationComm() const { return codePath.tpCommOverlap || copies > 1; }
 };
 
 enum class EdgeDirection { kForward, kBackward };
@@ -158,7 +116,7 @@ struct StageCost {
   double forwardCommSeconds = 0;
   double backwardCommSeconds = 0;
   /// The part of forwardCommSeconds and backwardCommSeconds that carries mixture-of-experts
-  /// tokens to their experts and back (EvaluateOptions::overlapExpertExchange).
+  /// tokens to their experts and back (CodePath::overlapExpertComm).
   double forwardExchangeSeconds = 0;
   double backwardExchangeSeconds = 0;
   double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd
@@ -166,14 +124,14 @@ struct StageCost {
   int64_t sendBytes = 0;
   double sendSeconds = 0;
   /// One micro-batch's output of this virtual stage that the pipeline runtime keeps until the
-  /// step ends (EvaluateOptions::pipelineKeepsOutputs); 0 otherwise.
+  /// step ends (CodePath::pipelineKeepsOutputs); 0 otherwise.
   int64_t keptOutputBytes = 0;
   /// Once per step.
   double gradientSyncSeconds = 0;
   double exposedGradientSyncSeconds = 0;
   double optimizerSeconds = 0;
   /// Group update: the updated parameters broadcast or all-gathered after the optimizer step,
-  /// and what of it the step exposes (EvaluateOptions::overlapParameterGather).
+  /// and what of it the step exposes (CodePath::overlapParamGather).
   double parameterGatherSeconds = 0;
   double exposedParameterGatherSeconds = 0;
   /// activationBytes holds one micro-batch; the schedule decides how many are in flight.

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/compute.h"
 #include "cost/graph_cost.h"
 #include "layout/redistribution_cache.h"
 
@@ -18,6 +19,7 @@ struct Context {
   const std::vector<rules::ShardedOp>& sharded;
   const cluster::Cluster& cluster;
   const EvaluateOptions& options;
+  DeviceModel device;                         ///< the cluster's device under options.costModel
   std::vector<int> stageOf;                   ///< per op
   std::vector<layout::TensorLayout> sources;  ///< per tensor with consumers
   /// Per parameter: the layout its gradient is reduced into (ParameterPlacement::gradientTarget).

@@ -70,7 +70,7 @@ struct MemoryBreakdown {
   int64_t optimizerBytes = 0;
   int64_t activationBytes = 0;
   /// Of activationBytes, the stage outputs the pipeline runtime keeps to the end of the step
-  /// (EvaluateOptions::pipelineKeepsOutputs), at the stage's peak.
+  /// (CodePath::pipelineKeepsOutputs), at the stage's peak.
   int64_t keptOutputBytes = 0;
   /// The largest transient buffer a collective needs, plus the optimizer-parallel parameter
   /// copies kept gathered from forward to backward.

@@ -127,7 +127,9 @@ double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::S
 }
 
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                const cluster::Cluster& cluster, double fusedBytes, bool ownKernel) {
+                const cluster::Cluster& cluster, const CostConstants& deviceConstants,
+                double fusedBytes, bool ownKernel) {
+  const DeviceModel device{cluster.device, deviceConstants};
   const double share = localIoShare(graph, op, shard);
   const double unfusedBytes = static_cast<double>(graph.forwardBytes(op)) * share;
   const double forwardBytes = std::max(unfusedBytes - fusedBytes, 0.0);
@@ -137,27 +139,25 @@ OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp
   cost.forwardFlops = graph.forwardFlops(op) * shard.computeFraction;
   cost.backwardFlops = backward.flops * shard.computeFraction;
   const std::optional<rules::LocalGemm>& gemm = shard.gemm;
-  cost.forwardSeconds =
-      rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes, gemm, cluster.device);
+  cost.forwardSeconds = rooflineSeconds(graph, op, cost.forwardFlops, forwardBytes, gemm, device);
   // Backward reads the saved tensors and the output gradient and writes the input gradients: the
   // traffic the op's family gives, else about twice the forward traffic.
   const double backwardBytes = backward.bytes >= 0
                                    ? static_cast<double>(backward.bytes) * share * keptShare
                                    : 2 * forwardBytes;
   cost.backwardSeconds =
-      rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes, gemm, cluster.device);
+      rooflineSeconds(graph, op, cost.backwardFlops, backwardBytes, gemm, device);
   // Every kernel takes at least a launch's time: the op's forward kernel, and backward one per
   // input it propagates a gradient to (a GEMM's data- and weight-gradient GEMMs). An op fused
   // into the kernel before it pays none.
-  const CostConstants& constants = costConstants().forDevice(cluster.device.name);
-  const double launch = ownKernel ? constants.kernelLaunchSeconds : 0.0;
+  const double launch = ownKernel ? deviceConstants.kernelLaunchSeconds : 0.0;
   const auto gradientKernels = static_cast<double>(std::clamp<size_t>(op.inputs.size(), 1, 3));
   cost.forwardSeconds = std::max(cost.forwardSeconds, launch);
   cost.backwardSeconds = std::max(cost.backwardSeconds, launch * gradientKernels);
   const ExtraKernels extra = extraKernels(graph, op, shard);
-  cost.forwardSeconds += extra.forward * constants.queuedKernelSeconds;
-  cost.backwardSeconds += extra.backward * constants.queuedKernelSeconds +
-                          memorySeconds(cluster.device, extra.backwardBytes);
+  cost.forwardSeconds += extra.forward * deviceConstants.queuedKernelSeconds;
+  cost.backwardSeconds += extra.backward * deviceConstants.queuedKernelSeconds +
+                          memorySeconds(device, extra.backwardBytes);
   if (op.attrs.fp8) {
     // Transformer Engine casts each GEMM operand to fp8 with a kernel of its own (cast and
     // transpose, the amax fused in): the input activation forward, the output gradient backward,
@@ -167,7 +167,7 @@ OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp
     constexpr double kCastBytesPerElement = 4;
     auto castSeconds = [&](const layout::TensorLayout& operand) {
       const double bytes = kCastBytesPerElement * static_cast<double>(operand.sliceElements());
-      return std::max(launch, memorySeconds(cluster.device, bytes));
+      return std::max(launch, memorySeconds(device, bytes));
     };
     cost.forwardSeconds += castSeconds(shard.inputs[0]);
     cost.backwardSeconds += castSeconds(shard.outputs[0]);

@@ -5,6 +5,7 @@
 /// by graph_cost.h; searches call costOfOp to compare an op's candidate strategies.
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
 #include "util/expected.h"
@@ -28,13 +29,15 @@ struct OpCost {
 /// saves by running fused with its neighbours (intermediates it no longer writes or reads,
 /// cost/graph_cost.h); its backward saves the same share of its traffic. `ownKernel` false: the op
 /// runs inside the kernel of the fused op before it, so it pays no kernel launch of its own.
+/// `deviceConstants` are the cost model's for the cluster's device (CostConstants::forDevice).
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                const cluster::Cluster& cluster, double fusedBytes = 0, bool ownKernel = true);
+                const cluster::Cluster& cluster, const CostConstants& deviceConstants,
+                double fusedBytes = 0, bool ownKernel = true);
 
 /// Bytes of the elementwise kernels PyTorch's context parallelism runs around one attention op
 /// whose query sequence is split `cp` ways (torch/distributed/tensor/experimental/_attention.py
 /// at torch 2.6, the release torchtitan's Dec 2024 benchmarks ran): 0 unless `op` is an attention
-/// with its sequence split. EvaluateOptions::ringMergesInFp32 adds them at the HBM bandwidth.
+/// with its sequence split. CodePath::ringMergesInFp32 adds them at the HBM bandwidth.
 struct RingMergeBytes {
   double forward = 0;
   double backward = 0;
@@ -44,7 +47,7 @@ RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard);
 
 /// The memory traffic a rotary embedding adds, each way (forward, and again backward), when it
 /// runs as PyTorch eager runs torchtitan's apply_rotary_emb instead of as one fused kernel: 0
-/// unless `op` is a Rotary. EvaluateOptions::fuseElementwise off adds it at the HBM bandwidth.
+/// unless `op` is a Rotary. CodePath::fusedElementwise off adds it at the HBM bandwidth.
 double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard);
 
 }  // namespace autopar::cost

@@ -92,7 +92,7 @@ std::string megatronScript(const planner::MegatronConfig& config,
                   "--train-iters \"$TRAIN_ITERS\" --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style "
                   "cosine --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0");
   std::string extra;
-  if (config.framework == planner::Framework::kMegatronDeepSpeed) {
+  if (config.framework == cost::Framework::kMegatronDeepSpeed) {
     script += fmt::format(
         "DS_CONFIG=$(mktemp)\n"
         "cat > \"$DS_CONFIG\" <<'JSON'\n"
@@ -137,10 +137,10 @@ Expected<std::string> launchScript(const planner::MegatronConfig& config,
         "(examples/ in MindSpeed-MM); use the printed MindSpeed-MM settings"};
   }
   switch (config.framework) {
-    case planner::Framework::kPytorchFsdp:
-    case planner::Framework::kTorchtitan:
+    case cost::Framework::kPytorchFsdp:
+    case cost::Framework::kTorchtitan:
       return torchtitanScript(config, nodes, devicesPerNode);
-    case planner::Framework::kMindSpore:
+    case cost::Framework::kMindSpore:
       return Error{
           "--launch-script: MindSpore's MindFormers starts from its run yaml (msrun ... "
           "run_mindformer.py --config FILE); use the printed MindFormers parallel_config"};

@@ -37,7 +37,7 @@ std::string layerArguments(const planner::MegatronConfig& config,
 /// gradient-accumulation fusion), or DeepSpeed's stage under Megatron-DeepSpeed.
 std::string shardingArguments(const planner::MegatronConfig& config) {
   if (config.zero == 0) return "";
-  if (config.framework == planner::Framework::kMegatronDeepSpeed) {
+  if (config.framework == cost::Framework::kMegatronDeepSpeed) {
     return fmt::format(" --deepspeed --zero-stage {}", config.zero);
   }
   if (config.zero == 1) return " --use-distributed-optimizer";
@@ -50,7 +50,7 @@ std::string shardingArguments(const planner::MegatronConfig& config) {
 /// The switches of the profile's code path that are not the framework's defaults: Megatron-Core's
 /// overlaps (off by default there), unfused attention, no gradient-accumulation fusion.
 std::string codePathArguments(const planner::MegatronConfig& config) {
-  const planner::CodePath& code = config.codePath;
+  const cost::CodePath& code = config.codePath;
   std::string args;
   if (code.overlapGradReduce && config.dp * config.cp > 1) args += " --overlap-grad-reduce";
   if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
@@ -60,8 +60,8 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.overlapExpertComm && config.ep > 1) {
     args += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
   }
-  const bool core = config.framework == planner::Framework::kMegatronCore ||
-                    config.framework == planner::Framework::kMindSpeed;
+  const bool core = config.framework == cost::Framework::kMegatronCore ||
+                    config.framework == cost::Framework::kMindSpeed;
   const bool unfused = code.attention == frontend::AttentionKernel::kUnfused;
   if (core && unfused) args += " --attention-backend unfused";
   if (core && code.attention == frontend::AttentionKernel::kFlash) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/cluster.h"
+#include "cost/framework.h"
 #include "frontend/model_presets.h"
 #include "planner/inputs.h"
 
@@ -63,6 +64,60 @@ Expected<std::string> formatClusterPresets(bool json) {
                         fmt::join(levelText, ", "));
   }
   return json ? list.dump(2) + "\n" : text;
+}
+
+namespace {
+
+std::string_view attentionName(ir::AttentionKernel kernel) {
+  switch (kernel) {
+    case ir::AttentionKernel::kFlash:
+      return "FA2";
+    case ir::AttentionKernel::kCudnn:
+      return "cuDNN";
+    case ir::AttentionKernel::kUnfused:
+      return "unfused";
+  }
+  return "?";
+}
+
+std::string switchTable() {
+  std::string table = "| switch | yaml key | what it does |\n|---|---|---|\n";
+  for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
+    table += fmt::format("| `--{}` | `{}` | {} |\n", codeSwitch.flag, cost::yamlKey(codeSwitch),
+                         codeSwitch.doc);
+  }
+  return table;
+}
+
+std::string codePathTable() {
+  std::string table = "| profile | attention kernel |";
+  std::string rule = "|---|---|";
+  for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
+    table += fmt::format(" {} |", codeSwitch.column);
+    rule += "---|";
+  }
+  table += "\n" + rule + "\n";
+  for (size_t f = 0; f < cost::kFrameworkCount; ++f) {
+    const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
+    table += fmt::format("| `{}` | {} |", profile.name, attentionName(profile.codePath.attention));
+    for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
+      table += profile.codePath.*codeSwitch.field ? " yes |" : " no |";
+    }
+    table += "\n";
+  }
+  return table;
+}
+
+}  // namespace
+
+std::string formatFrameworks(bool markdown) {
+  if (markdown) return switchTable() + "\n" + codePathTable();
+  std::string text;
+  for (size_t f = 0; f < cost::kFrameworkCount; ++f) {
+    const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
+    text += fmt::format("{:<19} {}\n", profile.name, profile.summary);
+  }
+  return text;
 }
 
 }  // namespace autopar::exporters

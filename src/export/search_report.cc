@@ -138,10 +138,10 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
   out = std::back_inserter(text);
   // The launch settings of the framework the plan is for, and MindFormers' yaml beside them.
   switch (best.framework) {
-    case planner::Framework::kTorchtitan:
+    case cost::Framework::kTorchtitan:
       fmt::format_to(out, "\ntorchtitan (job config TOML):\n{}", torchtitanConfig(best));
       break;
-    case planner::Framework::kPytorchFsdp:
+    case cost::Framework::kPytorchFsdp:
       fmt::format_to(out, "\nPyTorch FSDP: sharding_strategy={}\n",
                      best.zero == 3   ? "FULL_SHARD"
                      : best.zero == 2 ? "SHARD_GRAD_OP"

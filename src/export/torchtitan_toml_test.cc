@@ -12,7 +12,7 @@ planner::MegatronConfig fsdpConfig() {
   config.dp = 4;
   config.gbs = 32;
   config.zero = 3;
-  config.framework = planner::Framework::kTorchtitan;
+  config.framework = cost::Framework::kTorchtitan;
   return config;
 }
 

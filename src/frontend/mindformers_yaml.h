@@ -119,7 +119,7 @@ struct MindFormersConfig {
   /// `model.arch.type`, the MindFormers class that runs the model (its family's code path).
   std::optional<std::string> archType;
   /// The top-level `framework` key, autopar's (not MindFormers'): the framework whose code path
-  /// the plan is priced for (planner/framework.h checks the name); unset when absent.
+  /// the plan is priced for (cost/framework.h checks the name); unset when absent.
   std::optional<std::string> framework;
 };
 

@@ -104,16 +104,7 @@
 
 namespace autopar::frontend {
 
-/// The kernel that runs the attention core. The three run the same math at different speeds and
-/// memory: the fused kernels keep the score matrix on chip, and cuDNN's reaches a larger share of
-/// Hopper's peak than FlashAttention-2's (docs/frameworks.md).
-enum class AttentionKernel : uint8_t {
-  kFlash,  ///< FlashAttention-2's kernel, as PyTorch's scaled_dot_product_attention runs it
-  kCudnn,  ///< cuDNN's fused attention, as Transformer Engine runs it (ir::OpAttrs::cudnnKernel)
-  /// The score matrix computed and kept in memory, as Megatron-LM's CoreAttention ran attention
-  /// until 2023 (ir::OpAttrs::scoresInMemory).
-  kUnfused,
-};
+using ir::AttentionKernel;
 
 struct TransformerConfig {
   enum class Mlp { kSwiGLU, kGeLU };
@@ -164,7 +155,7 @@ struct TransformerConfig {
   /// Dropout rate on the attention and MLP outputs before each residual add (Megatron-LM's
   /// hidden_dropout); 0 adds no Dropout ops.
   double hiddenDropout = 0.0;
-  /// The kernel that runs the attention core (a framework profile's, planner/framework.h).
+  /// The kernel that runs the attention core (a framework profile's, cost/framework.h).
   AttentionKernel attention = AttentionKernel::kFlash;
   /// The compute type; fp8 is Transformer Engine's recipe: the layers' linear GEMMs in fp8, every
   /// tensor stored in bf16 and communicated in bf16 except the gathers next to those GEMMs, which

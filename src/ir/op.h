@@ -14,6 +14,17 @@
 
 namespace autopar::ir {
 
+/// The kernel that runs the attention core. The three run the same math at different speeds and
+/// memory: the fused kernels keep the score matrix on chip, and cuDNN's reaches a larger share of
+/// Hopper's peak than FlashAttention-2's (docs/frameworks.md).
+enum class AttentionKernel : uint8_t {
+  kFlash,  ///< FlashAttention-2's kernel, as PyTorch's scaled_dot_product_attention runs it
+  kCudnn,  ///< cuDNN's fused attention, as Transformer Engine runs it (OpAttrs::cudnnKernel)
+  /// The score matrix computed and kept in memory, as Megatron-LM's CoreAttention ran attention
+  /// until 2023 (OpAttrs::scoresInMemory).
+  kUnfused,
+};
+
 /// Attributes of all op kinds in one plain struct; each kind reads only the fields its comment in
 /// op_kind.h names. Defaults are the common case.
 struct OpAttrs {

@@ -136,7 +136,7 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   // The probe is a measuring device (two pipeline stages to tell the ends from the layers), not
   // a configuration the framework must run: it keeps the framework's code path but not its
   // limits (FSDP has no pipeline parallelism).
-  small.framework = Framework::kMegatronCore;
+  small.framework = cost::Framework::kMegatronCore;
   small.transformer = transformer_;
   small.transformer->layers = 2 * perStage;
   const bool vision = transformer_.vision.layers > 0;
@@ -306,8 +306,10 @@ Expected<search::AnalyticEstimate> closedFormEstimate(const MegatronConfig& conf
   for (size_t s = 0; s < estimate.peakBytes.size(); ++s) {
     const search::StateBytes& state = estimate.stateBytes[s];
     int64_t& peak = estimate.peakBytes[s];
-    peak += runtimeReserveBytes(config, transientStageBytes(config.codePath, peak, state.weights,
-                                                            state.gradients, state.optimizer));
+    peak += runtimeReserveBytes(
+        config,
+        transientStageBytes(config.codePath, peak, state.weights, state.gradients, state.optimizer),
+        *config.costModel);
   }
   return estimate;
 }
@@ -323,10 +325,11 @@ Expected<std::optional<search::Placement>> placeOnClosedForm(const MegatronConfi
   // allocator's reserve over it (runtimeReserveBytes). Its state counts once, gradients
   // included, which the full model counts as transient outside a contiguous buffer: a placement
   // can come out a little over there, and the full model then says so.
-  const int64_t budget = std::max<int64_t>(
-      profiler.deviceBytes() - config.memoryMarginBytes - runtimeReserveBytes(config, 0), 0);
+  const int64_t budget = std::max<int64_t>(profiler.deviceBytes() - config.memoryMarginBytes -
+                                               runtimeReserveBytes(config, 0, *config.costModel),
+                                           0);
   auto problem = search::placementProblemOf(*profile, candidateOf(config), profiler.stacks(),
-                                            budget, 1.0 + cost::costConstants().allocatorReserve);
+                                            budget, 1.0 + config.costModel->allocatorReserve);
   if (!problem) return problem.error();
   auto placement = search::placeLayers(*problem);
   if (!placement) return placement.error();

@@ -49,7 +49,8 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.zeroBubble() && (config.pp < 2 || config.vpp > 1)) {
     return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
   }
-  if (auto runnable = checkRunnable(frameworkProfile(config.framework), config, config.precision);
+  if (auto runnable =
+          cost::checkRunnable(cost::frameworkProfile(config.framework), config, config.precision);
       !runnable) {
     return runnable.error();
   }
@@ -162,8 +163,8 @@ int64_t gradientBucketBytes(const MegatronConfig& config) {
   return static_cast<int64_t>(elements * (fp32Gradients(config) ? 4 : 2));
 }
 
-int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes) {
-  const cost::CostConstants& constants = cost::costConstants();
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes,
+                            const cost::CostConstants& constants) {
   int groups = 0;
   for (int64_t degree : {config.tp, config.pp, config.dp, config.cp, config.ep}) {
     groups += degree > 1 ? 1 : 0;
@@ -172,7 +173,7 @@ int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientB
                               constants.allocatorReserve * static_cast<double>(transientBytes));
 }
 
-int64_t transientStageBytes(const CodePath& code, int64_t total, int64_t parameters,
+int64_t transientStageBytes(const cost::CodePath& code, int64_t total, int64_t parameters,
                             int64_t gradients, int64_t optimizer) {
   return total - parameters - optimizer - (code.gradientSyncInPlace ? gradients : 0);
 }
@@ -188,6 +189,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   PlanOptions options;
   options.model = config.model;
   options.cluster = config.cluster;
+  options.costModel = config.costModel;
   options.modelOptions.microBatch = config.mbs;
   options.modelOptions.sequence = config.seq;
   options.modelOptions.parallel = static_cast<const ir::ParallelConfig&>(config);
@@ -207,7 +209,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.transformer = config.transformer;
   training.fp32Gradients = fp32Gradients(config);
   training.optimizerState = config.optimizerState;
-  applyCodePath(config.codePath, training);
+  training.codePath = config.codePath;
   // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8
   // parameters are those two bytes themselves, in place of the bf16 weight.
   const bool fp8 = config.precision == "fp8";
@@ -324,12 +326,6 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
   return std::pair{std::move(layers), std::move(recomputed)};
 }
 
-Status applyCostModel(const std::string& path) {
-  if (path.empty()) return {};
-  if (auto status = cost::useCostModelFile(path); !status) return status.error().in("--cost-model");
-  return {};
-}
-
 StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages, std::string_view stack) {
   StageLayers result{std::vector<int64_t>(static_cast<size_t>(stages), 0),
                      std::vector<int64_t>(static_cast<size_t>(stages), 0)};
@@ -383,7 +379,8 @@ Expected<std::optional<Evaluated>> evaluateOpSearch(const MegatronConfig& config
     if (!transformer) return transformer.error();
     transformer->dtype = dtype;
     transformer->attention = config.codePath.attention;
-    oracle = std::make_shared<BlockShardingOracle>(std::move(*transformer), cluster);
+    oracle =
+        std::make_shared<BlockShardingOracle>(std::move(*transformer), cluster, config.costModel);
   }
   auto blocks = oracle->shard({config.opSearch, config.tp, config.cp, config.mbs, config.seq});
   if (!blocks) return blocks.error();
@@ -443,8 +440,10 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
   for (auto& stage : result.evaluated.estimate.stages) {
     const cost::MemoryBreakdown& memory = stage.memory;
     stage.memory.runtimeBytes = runtimeReserveBytes(
-        config, transientStageBytes(config.codePath, memory.total(), memory.parameterBytes,
-                                    memory.gradientBytes, memory.optimizerBytes));
+        config,
+        transientStageBytes(config.codePath, memory.total(), memory.parameterBytes,
+                            memory.gradientBytes, memory.optimizerBytes),
+        *config.costModel);
     result.peakMemoryBytes.push_back(stage.memory.total());
   }
   result.memoryMarginBytes = config.memoryMarginBytes;

@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/framework.h"
 #include "frontend/transformer.h"
 #include "ir/parallel_config.h"
-#include "planner/framework.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "search/layer_level/layer_placement.h"
@@ -65,10 +65,10 @@ struct MegatronConfig : ir::ParallelConfig {
   std::string precision = "bf16";
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
   /// The framework that runs the configuration (--framework) and its code path: which kernels
-  /// run and which communications overlap (planner/framework.h). Flags such as
+  /// run and which communications overlap (cost/framework.h). Flags such as
   /// --overlap-grad-reduce or --attention unfused change the code path the profile gives.
-  Framework framework = Framework::kMegatronCore;
-  CodePath codePath = frameworkProfile(Framework::kMegatronCore).codePath;
+  cost::Framework framework = cost::Framework::kMegatronCore;
+  cost::CodePath codePath = cost::frameworkProfile(cost::Framework::kMegatronCore).codePath;
   /// Non-uniform placement: BLOCK=STAGE assignments, BLOCK=CHUNK when interleaved, and blocks
   /// recomputed in full (the layer placement search fills these; empty splits layers evenly).
   std::vector<std::string> stages;
@@ -96,6 +96,9 @@ struct MegatronConfig : ir::ParallelConfig {
   /// Device memory kept free (--memory-margin): a configuration fits when every stage's peak is
   /// at most the device's memory less this.
   int64_t memoryMarginBytes = 0;
+
+  /// The constants the configuration is priced with (--cost-model; cost/constants.h).
+  cost::CostModel costModel = cost::shippedCostModel();
 
   /// With `nodes` given, a configuration using fewer devices than they hold is refused, naming
   /// the idle devices (--allow-idle: planned on the devices it uses).
@@ -140,7 +143,7 @@ struct ConfigEstimate {
 int64_t gradientBucketBytes(const MegatronConfig& config);
 
 /// The ZeRO stage the framework runs the configuration with: under pipeline parallelism a
-/// profile with CodePath::fsdpUnshardedUnderPipeline runs ZeRO 2 and 3 as ZeRO 1.
+/// profile with cost::CodePath::fsdpUnshardedUnderPipeline runs ZeRO 2 and 3 as ZeRO 1.
 int zeroStageAsRun(const MegatronConfig& config);
 
 /// What a training process holds beyond its tensors (data/cost_model.json's sources): the CUDA
@@ -149,14 +152,15 @@ int zeroStageAsRun(const MegatronConfig& config);
 /// `transientBytes` (transientStageBytes). Both step models add it to every stage's peak.
 ///   TP 8 PP 4 DP 2, 40 GiB made and freed in the step: 1 GiB + 3 x 128 MiB + 10% of 40 GiB
 ///   = 5.38 GiB
-int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes);
+int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes,
+                            const cost::CostConstants& costModel);
 
 /// Of a stage's tensors (`total` bytes, with these parameters, gradients and optimizer states),
 /// those the step allocates and frees: all but the state allocated once at start-up, the
 /// parameters and optimizer states and, kept in one contiguous buffer
-/// (CodePath::gradientSyncInPlace), the gradients. PyTorch's caching allocator fragments the
+/// (cost::CodePath::gradientSyncInPlace), the gradients. PyTorch's caching allocator fragments the
 /// former; the latter are exact-sized blocks that stay.
-int64_t transientStageBytes(const CodePath& code, int64_t total, int64_t parameters,
+int64_t transientStageBytes(const cost::CodePath& code, int64_t total, int64_t parameters,
                             int64_t gradients, int64_t optimizer);
 
 /// What a stage's peak may reach: the device's memory less --memory-margin. Both step models
@@ -210,9 +214,6 @@ struct GivenPlacement {
 Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
     const GivenPlacement& given, const MegatronConfig& config,
     const frontend::TransformerConfig& transformer);
-
-/// Puts a --cost-model file's constants in force (nothing when `path` is empty).
-Status applyCostModel(const std::string& path);
 
 /// Layers of one stack (blocks "<stack>.layer.<i>": "llm" or "vit") per pipeline stage, in stage
 /// order, and how many of them are recomputed in full (every layer under --recompute full, else

@@ -59,7 +59,8 @@ class SearchRun {
     frontend::TransformerConfig probed = model;
     probed.dtype = parsePrecision(request.base.precision).value();  // checked by the caller
     probed.attention = request.base.codePath.attention;
-    return std::make_shared<BlockShardingOracle>(std::move(probed), cluster);
+    return std::make_shared<BlockShardingOracle>(std::move(probed), cluster,
+                                                 request.base.costModel);
   }
   /// Each ranked configuration evaluated again with its blocks sharded by the op-level search
   /// (the faster of its sharding and Megatron's, planner/configuration_estimate.h), then ranked
@@ -306,7 +307,7 @@ bool SearchRun::scheduleAllowed(ir::Schedule schedule) const {
     case ir::Schedule::k1F1B:
       return true;
     case ir::Schedule::kInterleaved:
-      return frameworkProfile(request_.base.framework).can.interleaved;
+      return cost::frameworkProfile(request_.base.framework).can.interleaved;
     case ir::Schedule::kZeroBubbleH1:
       return request_.zeroBubble;
     case ir::Schedule::kGPipe:
@@ -322,8 +323,8 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   space.globalBatch = request_.base.gbs;
   space.admits = [this](const search::HybridCandidate& candidate) {
     if (candidate.pp > 1 && !scheduleAllowed(candidate.schedule)) return false;
-    return checkRunnable(frameworkProfile(request_.base.framework), candidate,
-                         request_.base.precision)
+    return cost::checkRunnable(cost::frameworkProfile(request_.base.framework), candidate,
+                               request_.base.precision)
         .ok();
   };
   auto result = search::searchHybrid(

@@ -35,7 +35,7 @@ struct SearchRequest {
   int samplingNodes = 0;  ///< the cluster the table was measured on (0: the table's)
   int samplingDevicesPerNode = 0;
   /// Consider the zero-bubble H1 schedule, which runs only with Qi et al.'s patch to
-  /// Megatron-LM / Megatron-Core (planner/framework.h); off, the search picks what the stock
+  /// Megatron-LM / Megatron-Core (cost/framework.h); off, the search picks what the stock
   /// framework runs.
   bool zeroBubble = false;
   /// The pipeline schedules the search may pick (--schedules); empty: the ones the framework ships

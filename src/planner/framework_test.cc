@@ -1,4 +1,4 @@
-#include "planner/framework.h"
+#include "cost/framework.h"
 
 #include <gtest/gtest.h>
 
@@ -24,18 +24,19 @@ double stepSecondsOf(const MegatronConfig& config) {
 }
 
 TEST(Framework, EveryProfileParsesByItsOwnName) {
-  for (Framework framework :
-       {Framework::kMegatronLm2021, Framework::kMegatronLm, Framework::kMegatronCore,
-        Framework::kMegatronDeepSpeed, Framework::kPytorchFsdp, Framework::kTorchtitan,
-        Framework::kMindSpore, Framework::kMindSpeed}) {
-    const FrameworkProfile& profile = frameworkProfile(framework);
+  for (cost::Framework framework :
+       {cost::Framework::kMegatronLm2021, cost::Framework::kMegatronLm,
+        cost::Framework::kMegatronCore, cost::Framework::kMegatronDeepSpeed,
+        cost::Framework::kPytorchFsdp, cost::Framework::kTorchtitan, cost::Framework::kMindSpore,
+        cost::Framework::kMindSpeed}) {
+    const cost::FrameworkProfile& profile = cost::frameworkProfile(framework);
     EXPECT_EQ(profile.framework, framework);
-    auto parsed = parseFramework(profile.name);
+    auto parsed = cost::parseFramework(profile.name);
     ASSERT_TRUE(parsed) << profile.name;
     EXPECT_EQ(*parsed, framework);
     EXPECT_TRUE(profile.can.runsZero(0)) << profile.name << ": plain data parallelism";
   }
-  auto unknown = parseFramework("deepspeed");
+  auto unknown = cost::parseFramework("deepspeed");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().message,
             "--framework 'deepspeed': expected one of megatron-lm-2021, megatron-lm, "
@@ -43,38 +44,42 @@ TEST(Framework, EveryProfileParsesByItsOwnName) {
 }
 
 TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
-  const auto& lm = frameworkProfile(Framework::kMegatronLm);
-  EXPECT_TRUE(checkRunnable(lm, {.tp = 8, .pp = 4, .dp = 2, .zero = 1}, "bf16"));
-  EXPECT_EQ(checkRunnable(lm, {.tp = 8, .cp = 2}, "bf16").error().message.substr(0, 45),
+  const auto& lm = cost::frameworkProfile(cost::Framework::kMegatronLm);
+  EXPECT_TRUE(cost::checkRunnable(lm, {.tp = 8, .pp = 4, .dp = 2, .zero = 1}, "bf16"));
+  EXPECT_EQ(cost::checkRunnable(lm, {.tp = 8, .cp = 2}, "bf16").error().message.substr(0, 45),
             "--framework megatron-lm: cannot run --cp 2 (M");
-  EXPECT_FALSE(checkRunnable(lm, {.tp = 8}, "fp8")) << "Transformer Engine came in 2023";
-  EXPECT_FALSE(checkRunnable(lm, {.dp = 8, .zero = 3}, "bf16"));
-  const auto& fsdp = frameworkProfile(Framework::kPytorchFsdp);
-  EXPECT_TRUE(checkRunnable(fsdp, {.dp = 8, .zero = 3}, "bf16"));
-  EXPECT_FALSE(checkRunnable(fsdp, {.tp = 2, .dp = 4, .zero = 3}, "bf16"));
-  const auto& titan = frameworkProfile(Framework::kTorchtitan);
-  EXPECT_TRUE(checkRunnable(titan, {.tp = 2, .pp = 2, .dp = 2, .cp = 2, .zero = 3}, "fp8"));
-  EXPECT_FALSE(checkRunnable(titan, {.pp = 4, .schedule = ir::Schedule::kZeroBubbleH1}, "bf16"));
+  EXPECT_FALSE(cost::checkRunnable(lm, {.tp = 8}, "fp8")) << "Transformer Engine came in 2023";
+  EXPECT_FALSE(cost::checkRunnable(lm, {.dp = 8, .zero = 3}, "bf16"));
+  const auto& fsdp = cost::frameworkProfile(cost::Framework::kPytorchFsdp);
+  EXPECT_TRUE(cost::checkRunnable(fsdp, {.dp = 8, .zero = 3}, "bf16"));
+  EXPECT_FALSE(cost::checkRunnable(fsdp, {.tp = 2, .dp = 4, .zero = 3}, "bf16"));
+  const auto& titan = cost::frameworkProfile(cost::Framework::kTorchtitan);
+  EXPECT_TRUE(cost::checkRunnable(titan, {.tp = 2, .pp = 2, .dp = 2, .cp = 2, .zero = 3}, "fp8"));
+  EXPECT_FALSE(
+      cost::checkRunnable(titan, {.pp = 4, .schedule = ir::Schedule::kZeroBubbleH1}, "bf16"));
 }
 
 /// The code path is what separates the profiles' step times: the 2021 Megatron-LM (unfused
 /// attention, a separate gradient-accumulation kernel, nothing overlapped) is the slowest, and
 /// each of Megatron-Core's overlaps, switched off alone, makes the step slower.
 TEST(Framework, CodePathsOrderTheStepTimes) {
-  auto stepOf = [](Framework framework, void (*change)(CodePath&)) {
+  auto stepOf = [](cost::Framework framework, void (*change)(cost::CodePath&)) {
     MegatronConfig config = llama7bTp2Dp4();
     config.framework = framework;
-    config.codePath = frameworkProfile(framework).codePath;
+    config.codePath = cost::frameworkProfile(framework).codePath;
     if (change != nullptr) change(config.codePath);
     return stepSecondsOf(config);
   };
-  const double core = stepOf(Framework::kMegatronCore, nullptr);
-  EXPECT_GT(stepOf(Framework::kMegatronLm2021, nullptr), 1.2 * core);
-  EXPECT_GT(stepOf(Framework::kMegatronCore, [](CodePath& c) { c.overlapGradReduce = false; }),
+  const double core = stepOf(cost::Framework::kMegatronCore, nullptr);
+  EXPECT_GT(stepOf(cost::Framework::kMegatronLm2021, nullptr), 1.2 * core);
+  EXPECT_GT(stepOf(cost::Framework::kMegatronCore,
+                   [](cost::CodePath& c) { c.overlapGradReduce = false; }),
             core);
-  EXPECT_GT(stepOf(Framework::kMegatronCore, [](CodePath& c) { c.tpCommOverlap = false; }), core);
-  EXPECT_GT(stepOf(Framework::kMegatronCore,
-                   [](CodePath& c) { c.attention = frontend::AttentionKernel::kUnfused; }),
+  EXPECT_GT(
+      stepOf(cost::Framework::kMegatronCore, [](cost::CodePath& c) { c.tpCommOverlap = false; }),
+      core);
+  EXPECT_GT(stepOf(cost::Framework::kMegatronCore,
+                   [](cost::CodePath& c) { c.attention = frontend::AttentionKernel::kUnfused; }),
             core);
 }
 
@@ -83,9 +88,12 @@ TEST(Framework, CodePathsOrderTheStepTimes) {
 /// faster (cost::CostConstants::cudnnAttentionEfficiency); on A100 the two run alike.
 TEST(Framework, TheAttentionKernelIsTheProfilesAndPricedPerArchitecture) {
   using frontend::AttentionKernel;
-  EXPECT_EQ(frameworkProfile(Framework::kMegatronCore).codePath.attention, AttentionKernel::kCudnn);
-  EXPECT_EQ(frameworkProfile(Framework::kTorchtitan).codePath.attention, AttentionKernel::kFlash);
-  EXPECT_EQ(frameworkProfile(Framework::kMegatronLm).codePath.attention, AttentionKernel::kUnfused);
+  EXPECT_EQ(cost::frameworkProfile(cost::Framework::kMegatronCore).codePath.attention,
+            AttentionKernel::kCudnn);
+  EXPECT_EQ(cost::frameworkProfile(cost::Framework::kTorchtitan).codePath.attention,
+            AttentionKernel::kFlash);
+  EXPECT_EQ(cost::frameworkProfile(cost::Framework::kMegatronLm).codePath.attention,
+            AttentionKernel::kUnfused);
   auto stepOn = [](const char* cluster, AttentionKernel kernel) {
     MegatronConfig config = llama7bTp2Dp4();
     config.cluster = cluster;
@@ -132,9 +140,9 @@ namespace {
 
 /// LLaMA2-7B on 8 devices under `framework`, no recompute unless given: the estimate of its peak
 /// stage's memory.
-cost::MemoryBreakdown memoryUnder(Framework framework, ir::Recompute recompute, int64_t pp = 1,
-                                  int zero = 0, void (*change)(CodePath&) = nullptr,
-                                  int64_t tp = 1) {
+cost::MemoryBreakdown memoryUnder(cost::Framework framework, ir::Recompute recompute,
+                                  int64_t pp = 1, int zero = 0,
+                                  void (*change)(cost::CodePath&) = nullptr, int64_t tp = 1) {
   MegatronConfig config;
   config.model = "llama2-7b";
   config.tp = tp;
@@ -145,7 +153,7 @@ cost::MemoryBreakdown memoryUnder(Framework framework, ir::Recompute recompute, 
   config.recompute = recompute;
   config.zero = zero;
   config.framework = framework;
-  config.codePath = frameworkProfile(framework).codePath;
+  config.codePath = cost::frameworkProfile(framework).codePath;
   if (change != nullptr) change(config.codePath);
   auto estimate = estimateConfig(config);
   EXPECT_TRUE(estimate) << estimate.error().message;
@@ -157,10 +165,10 @@ cost::MemoryBreakdown memoryUnder(Framework framework, ir::Recompute recompute, 
 /// two fp32 buffers (8 bytes a logit). One micro-batch of 4,096 tokens, 32,000 logits each.
 TEST(Framework, LossGradientBuffersFollowTheFramework) {
   constexpr int64_t kLogits = int64_t{4096} * 32000;
-  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone);
+  const auto megatron = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone);
   EXPECT_EQ(megatron.workspaceBytes, 2 * kLogits);
-  const auto pytorch = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
-                                   [](CodePath& code) { code.inPlaceLossGradient = false; });
+  const auto pytorch = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+                                   [](cost::CodePath& code) { code.inPlaceLossGradient = false; });
   EXPECT_EQ(pytorch.workspaceBytes, 8 * kLogits);
   EXPECT_EQ(pytorch.activationBytes, megatron.activationBytes);
 }
@@ -170,8 +178,8 @@ TEST(Framework, LossGradientBuffersFollowTheFramework) {
 TEST(Framework, LossParallelHoldsThreeFp32Buffers) {
   constexpr int64_t kLocalLogits = int64_t{4096} * 32000 / 2;
   const auto pytorch = memoryUnder(
-      Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
-      [](CodePath& code) { code.inPlaceLossGradient = false; }, 2);
+      cost::Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+      [](cost::CodePath& code) { code.inPlaceLossGradient = false; }, 2);
   EXPECT_EQ(pytorch.workspaceBytes, 3 * 4 * kLocalLogits);
 }
 
@@ -179,10 +187,10 @@ TEST(Framework, LossParallelHoldsThreeFp32Buffers) {
 /// PyTorch's DTensor keeps the gathered input.
 TEST(Framework, DtensorKeepsGatheredInputs) {
   const auto megatron =
-      memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 0, nullptr, 2);
+      memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 1, 0, nullptr, 2);
   const auto dtensor = memoryUnder(
-      Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
-      [](CodePath& code) { code.stashGatheredInputs = false; }, 2);
+      cost::Framework::kMegatronCore, ir::Recompute::kNone, 1, 0,
+      [](cost::CodePath& code) { code.stashGatheredInputs = false; }, 2);
   // The column-parallel GEMMs read two gathered tensors per layer (the attention's and the
   // MLP's normalised inputs) and the head one: each kept whole instead of its half.
   constexpr int64_t kHalfHidden = int64_t{4096} * 4096 * 2 / 2;
@@ -194,9 +202,9 @@ TEST(Framework, DtensorKeepsGatheredInputs) {
 /// last backward runs.
 TEST(Framework, PipeliningKeepsEveryMicroBatchsOutput) {
   constexpr int64_t kLogits = int64_t{4096} * 32000;
-  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2);
-  const auto kept = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2, 0,
-                                [](CodePath& code) { code.pipelineKeepsOutputs = true; });
+  const auto megatron = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 2);
+  const auto kept = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 2, 0,
+                                [](cost::CodePath& code) { code.pipelineKeepsOutputs = true; });
   EXPECT_EQ(megatron.keptOutputBytes, 0);
   EXPECT_EQ(kept.keptOutputBytes, 2 * 4 * kLogits);
   EXPECT_EQ(kept.activationBytes - megatron.activationBytes, 2 * 4 * kLogits);
@@ -207,9 +215,10 @@ TEST(Framework, PipeliningKeepsEveryMicroBatchsOutput) {
 TEST(Framework, Fsdp2RootAndLastBlockStayGathered) {
   constexpr int64_t kEmbeddingAndOutput = 2 * int64_t{32000} * 4096 * 2;
   constexpr int64_t kOneLayer = (4 * int64_t{4096} * 4096 + 3 * int64_t{4096} * 11008) * 2;
-  const auto resharded = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3,
-                                     [](CodePath& code) { code.fsdpRootStaysGathered = false; });
-  const auto titan = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
+  const auto resharded =
+      memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone, 1, 3,
+                  [](cost::CodePath& code) { code.fsdpRootStaysGathered = false; });
+  const auto titan = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
   const int64_t gathered = titan.communicationBytes - resharded.communicationBytes;
   EXPECT_GE(gathered, kEmbeddingAndOutput + kOneLayer);
   EXPECT_LT(gathered, kEmbeddingAndOutput + kOneLayer + (1 << 20)) << "norms only beyond those";
@@ -218,8 +227,8 @@ TEST(Framework, Fsdp2RootAndLastBlockStayGathered) {
 /// Full recompute makes each layer again in the backward: its activations are a workspace of
 /// their own, larger here than the loss's gradient.
 TEST(Framework, FullRecomputeHoldsOneLayerAgain) {
-  const auto none = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone);
-  const auto full = memoryUnder(Framework::kMegatronCore, ir::Recompute::kFull);
+  const auto none = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone);
+  const auto full = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kFull);
   EXPECT_GT(full.workspaceBytes, none.workspaceBytes);
   EXPECT_LT(full.workspaceBytes, none.activationBytes / 8) << "one layer of 32";
 }
@@ -228,10 +237,10 @@ TEST(Framework, FullRecomputeHoldsOneLayerAgain) {
 /// recomputes the rest of each layer: less than Megatron's selective recompute (the attention
 /// core alone) keeps, more than full recompute keeps.
 TEST(Framework, TorchtitanSelectiveIsThePerOpPolicy) {
-  const auto megatron = memoryUnder(Framework::kMegatronCore, ir::Recompute::kSelective);
-  const auto full = memoryUnder(Framework::kMegatronCore, ir::Recompute::kFull);
-  const auto titan = memoryUnder(Framework::kMegatronCore, ir::Recompute::kSelective, 1, 0,
-                                 [](CodePath& code) { code.selectiveOpPolicy = true; });
+  const auto megatron = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kSelective);
+  const auto full = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kFull);
+  const auto titan = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kSelective, 1, 0,
+                                 [](cost::CodePath& code) { code.selectiveOpPolicy = true; });
   EXPECT_LT(titan.activationBytes, megatron.activationBytes);
   EXPECT_GT(titan.activationBytes, full.activationBytes);
 }
@@ -242,22 +251,24 @@ TEST(Framework, TorchtitanSelectiveIsThePerOpPolicy) {
 /// 4,096 x 4,096 bf16 tensor per layer, 32 layers.
 TEST(Framework, CompiledPerOpPolicyKeepsOnlyWhatBackwardNeeds) {
   constexpr int64_t kDownOutputs = int64_t{32} * 4096 * 4096 * 2;
-  const auto eager = memoryUnder(Framework::kTorchtitan, ir::Recompute::kSelective);
-  const auto compiled = memoryUnder(Framework::kTorchtitan, ir::Recompute::kSelective, 1, 0,
-                                    [](CodePath& code) { code.fusedElementwise = true; });
+  const auto eager = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kSelective);
+  const auto compiled = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kSelective, 1, 0,
+                                    [](cost::CodePath& code) { code.fusedElementwise = true; });
   EXPECT_EQ(eager.activationBytes - compiled.activationBytes, kDownOutputs);
 }
 
 /// Under pipeline parallelism torchtitan's FSDP keeps the parameters gathered and accumulates
 /// unsharded gradients: ZeRO 3 has ZeRO 1's memory; without pipelining it shards them.
 TEST(Framework, TorchtitanFsdpUnderPipelineKeepsZeroOnesMemory) {
-  const auto zero1 = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 2, 1);
-  const auto titan = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 2, 3);
+  const auto zero1 = memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 2, 1);
+  const auto titan = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone, 2, 3);
   EXPECT_EQ(titan.parameterBytes, zero1.parameterBytes);
   EXPECT_EQ(titan.gradientBytes, zero1.gradientBytes);
   EXPECT_EQ(titan.optimizerBytes, zero1.optimizerBytes);
-  const auto titanNoPipeline = memoryUnder(Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
-  const auto zero1NoPipeline = memoryUnder(Framework::kMegatronCore, ir::Recompute::kNone, 1, 1);
+  const auto titanNoPipeline =
+      memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone, 1, 3);
+  const auto zero1NoPipeline =
+      memoryUnder(cost::Framework::kMegatronCore, ir::Recompute::kNone, 1, 1);
   EXPECT_LT(titanNoPipeline.parameterBytes, zero1NoPipeline.parameterBytes / 4);
 }
 

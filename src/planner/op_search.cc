@@ -104,8 +104,10 @@ Expected<std::vector<rules::FactorCuts>> liftBlockSharding(const BlockSharding& 
 }
 
 BlockShardingOracle::BlockShardingOracle(frontend::TransformerConfig transformer,
-                                         cluster::Cluster cluster)
-    : transformer_(std::move(transformer)), cluster_(std::move(cluster)) {}
+                                         cluster::Cluster cluster, cost::CostModel costModel)
+    : transformer_(std::move(transformer)),
+      cluster_(std::move(cluster)),
+      costModel_(std::move(costModel)) {}
 
 int BlockShardingOracle::probes() const { return static_cast<int>(cache_.size()); }
 
@@ -144,6 +146,7 @@ Expected<BlockSharding> BlockShardingOracle::probe(const BlockShardingQuery& que
   request.mode = searchModeOf(query.search);
   request.memoryLimitBytes = cluster_.device.memoryBytes;
   request.timeLimitSeconds = kProbeIlpSeconds;
+  request.costModel = costModel_;
   auto outcome = search::searchStrategies(*graph, ranks, cluster_, request);
   if (!outcome) return outcome.error();
   BlockSharding sharding;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "frontend/transformer.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
@@ -77,8 +78,10 @@ struct BlockShardingQuery {
 class BlockShardingOracle {
  public:
   /// `transformer` is the model (its dtype and dimensions as evaluated); `cluster` the cluster
-  /// the configurations run on (its first TP x CP devices are the submesh).
-  BlockShardingOracle(frontend::TransformerConfig transformer, cluster::Cluster cluster);
+  /// the configurations run on (its first TP x CP devices are the submesh); `costModel` the
+  /// constants the probes price ops with.
+  BlockShardingOracle(frontend::TransformerConfig transformer, cluster::Cluster cluster,
+                      cost::CostModel costModel);
 
   /// The sharding for `query`, searched once and then read from the cache.
   Expected<std::shared_ptr<const BlockSharding>> shard(const BlockShardingQuery& query);
@@ -90,6 +93,7 @@ class BlockShardingOracle {
 
   frontend::TransformerConfig transformer_;
   cluster::Cluster cluster_;
+  cost::CostModel costModel_;
   std::map<BlockShardingQuery, std::shared_ptr<const BlockSharding>> cache_;
 };
 

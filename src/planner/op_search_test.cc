@@ -107,7 +107,7 @@ TEST(LiftBlockSharding, NamesTheOpWhosePlaceWasNotProbed) {
 TEST(BlockShardingOracle, SearchesEachQueryOnceAndUsesTheWholeSubmesh) {
   auto cluster = cluster::clusterPreset("dgx-a100-80g");
   ASSERT_TRUE(cluster);
-  BlockShardingOracle oracle(smallLlama(4), *cluster);
+  BlockShardingOracle oracle(smallLlama(4), *cluster, cost::shippedCostModel());
   const BlockShardingQuery query{OpSearch::kIlp, 2, 1, 2, 0};
   auto first = oracle.shard(query);
   ASSERT_TRUE(first) << first.error().message;

@@ -68,14 +68,14 @@ Expected<search::SearchOutcome> shardByBlocks(const BlockSharding& blocks, const
 
 namespace {
 
-/// The options with the framework's code path in force (applyCodePath), and Megatron-Core's
+/// The options with the framework's code path in force, and Megatron-Core's
 /// 40M-element gradient buckets where it overlaps the gradient reduce and no bucketing was asked
 /// for. The attention kernel is the model's: evaluate() builds it with the profile's.
 PlanOptions withFramework(PlanOptions options) {
   if (!options.framework) return options;
-  const CodePath& code = frameworkProfile(*options.framework).codePath;
+  const cost::CodePath& code = cost::frameworkProfile(*options.framework).codePath;
   TrainingFlags& training = options.training;
-  applyCodePath(code, training);
+  training.codePath = code;
   if (code.overlapGradReduce && training.bucketing == "none" && training.fusion.empty()) {
     training.bucketing = "size";
     training.bucketMb = 40e6 * 4 / (1024.0 * 1024.0);  // 40M fp32 elements
@@ -93,7 +93,7 @@ Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) 
     config.vpp = std::max(options.training.virtualStages, 2);
   }
   const std::string precision(model.dtype ? ir::dtypeName(*model.dtype) : "bf16");
-  return checkRunnable(frameworkProfile(*options.framework), config, precision);
+  return cost::checkRunnable(cost::frameworkProfile(*options.framework), config, precision);
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
   if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
   ModelOptions modelOptions = givenModel;
   if (options.framework && !modelOptions.attention) {
-    modelOptions.attention = frameworkProfile(*options.framework).codePath.attention;
+    modelOptions.attention = cost::frameworkProfile(*options.framework).codePath.attention;
   }
   auto pipeline = pipelineConfig(options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
@@ -141,6 +141,7 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
   request.memoryLimitBytes = cluster.device.memoryBytes;
   request.timeLimitSeconds = options.ilpTimeLimit;
   request.tieLayers = options.ilpTieLayers;
+  request.costModel = options.costModel;
   std::vector<int> ranks(static_cast<size_t>(devicesPerStage));
   std::iota(ranks.begin(), ranks.end(), 0);
   auto outcome = options.blockSharding
@@ -149,7 +150,8 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
   if (!outcome) return outcome.error();
   auto evaluateOptions = planner::evaluateOptions(
       options.training,
-      options.training.groupUpdate || request.mode == search::SearchMode::kDataParallel);
+      options.training.groupUpdate || request.mode == search::SearchMode::kDataParallel,
+      options.costModel);
   if (!evaluateOptions) return evaluateOptions.error();
   evaluateOptions->redistribution.enableAllToAll = options.enableAllToAll;
   evaluateOptions->optimizerParallel.accumulates = pipeline->microBatches > 1;

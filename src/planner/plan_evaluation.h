@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/framework.h"
 #include "cost/graph_cost.h"
 #include "frontend/mindformers_yaml.h"
-#include "planner/framework.h"
 #include "planner/inputs.h"
 #include "planner/op_search.h"
 #include "planner/training_options.h"
@@ -28,6 +28,8 @@ namespace autopar::planner {
 struct PlanOptions {
   std::string model;
   std::string cluster = "dgx-a100-80g";
+  /// The constants the plan is priced with (cost/constants.h).
+  cost::CostModel costModel = cost::shippedCostModel();
   int nodes = 1;
   int devices = 0;
   ModelOptions modelOptions;
@@ -59,9 +61,9 @@ struct PlanOptions {
   /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
   /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
   std::shared_ptr<const BlockSharding> blockSharding;
-  /// The framework whose code path prices the plan (planner/framework.h: its overlaps, attention
+  /// The framework whose code path prices the plan (cost/framework.h: its overlaps, attention
   /// kernel, fusions); unset: the plan's own features only, as the seeds describe MindSpore's.
-  std::optional<Framework> framework;
+  std::optional<cost::Framework> framework;
 };
 
 struct Evaluated {

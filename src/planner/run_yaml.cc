@@ -163,10 +163,10 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   if (auto status = frontend::checkDeviceCount(*config, numDevices); !status) return status.error();
   // A --framework given on the command line wins over the yaml's.
   if (config->framework && !options.framework) {
-    auto framework = parseFramework(*config->framework);
+    auto framework = cost::parseFramework(*config->framework);
     if (!framework) {
       return Error{fmt::format("{}: framework: '{}': expected one of {}", options.config,
-                               *config->framework, frameworkNames())};
+                               *config->framework, cost::frameworkNames())};
     }
     options.framework = *framework;
   }

@@ -22,7 +22,7 @@ MegatronConfig llama7b() {
 TEST(RuntimeReserve, EveryStagePeakHoldsContextNcclAndAllocatorReserve) {
   auto estimate = estimateConfig(llama7b());
   ASSERT_TRUE(estimate) << estimate.error().message;
-  const cost::CostConstants& constants = cost::costConstants();
+  const cost::CostConstants& constants = *cost::shippedCostModel();
   const cost::MemoryBreakdown& memory = estimate->evaluated.estimate.peakMemory();
   const int64_t transient =
       memory.activationBytes + memory.workspaceBytes + memory.communicationBytes;

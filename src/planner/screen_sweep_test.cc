@@ -130,15 +130,15 @@ TEST(ScreenSweep, ExpertParallelConfigurationsWithinTwoPercentOfTheFullModel) {
   expectScreenMatches(configs);
 }
 
-/// torchtitan pipelines FSDP as ZeRO 1 (CodePath::fsdpUnshardedUnderPipeline) and keeps every
+/// torchtitan pipelines FSDP as ZeRO 1 (cost::CodePath::fsdpUnshardedUnderPipeline) and keeps every
 /// micro-batch's stage output: the screen runs the configuration as the full model does.
 TEST(ScreenSweep, TorchtitanPipelinedFsdpWithinTwoPercentOfTheFullModel) {
   std::vector<MegatronConfig> configs;
   for (const Shape& shape : {Shape{1, 2, 4, 1, 1}, Shape{2, 4, 1, 1, 1}}) {
     for (ir::Recompute recompute : {ir::Recompute::kNone, ir::Recompute::kFull}) {
       MegatronConfig config = sweepConfig("llama2-7b", shape, recompute, shape.dp > 1 ? 3 : 0);
-      config.framework = Framework::kTorchtitan;
-      config.codePath = frameworkProfile(Framework::kTorchtitan).codePath;
+      config.framework = cost::Framework::kTorchtitan;
+      config.codePath = cost::frameworkProfile(cost::Framework::kTorchtitan).codePath;
       configs.push_back(config);
     }
   }

@@ -157,8 +157,10 @@ Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t
   return config;
 }
 
-Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate) {
+Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate,
+                                                const cost::CostModel& costModel) {
   cost::EvaluateOptions options;
+  options.costModel = costModel;
   auto recompute = cost::parseLayerRecompute(flags.recompute);
   if (!recompute) return recompute.error().in("--recompute");
   options.recompute.layers = *recompute;
@@ -166,7 +168,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
   options.recompute.sliceActivation = flags.recomputeSliceActivation;
   options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
-  options.recompute.rootStaysGathered = flags.rootStaysGathered;
+  options.recompute.rootStaysGathered = flags.codePath.fsdpRootStaysGathered;
   options.optimizerParallel.enabled = flags.optimizerParallel;
   options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
   options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
@@ -175,49 +177,22 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.optimizerParallel.distributedOptimizer = flags.distributedOptimizer;
   options.optimizer.fp32Gradients = flags.fp32Gradients;
   options.optimizer.state = flags.optimizerState;
-  options.overlapParameterGather = flags.overlapParameterGather;
-  options.overlapActivationComm = flags.overlapActivationComm || flags.interleavedCopies > 1;
+  options.codePath = flags.codePath;
   options.copies = flags.interleavedCopies;
-  options.overlapBackwardActivationComm = flags.overlapBackwardActivationComm;
-  options.overlapExpertExchange = flags.overlapExpertExchange;
-  options.fuseElementwise = flags.fuseElementwise;
-  options.unfusedGradientAccumulation = flags.unfusedGradientAccumulation;
-  options.inPlaceLossGradient = flags.inPlaceLossGradient;
-  options.stashGatheredInputs = flags.stashGatheredInputs;
-  options.pipelineKeepsOutputs = flags.pipelineKeepsOutputs;
-  options.ringMergesInFp32 = flags.ringMergesInFp32;
-  options.gradientSyncInPlace = flags.gradientSyncInPlace;
   options.fp8WeightCacheBytes = flags.fp8WeightCacheBytes;
   options.fp8Parameters = flags.fp8Parameters;
-  options.recompute.selectiveOpPolicy = flags.selectiveOpPolicy;
+  options.recompute.selectiveOpPolicy = flags.codePath.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
   // partitioner also decides what the per-op policy saves.
-  options.recompute.policyKeepsOnlyRead = flags.fuseElementwise;
-  if (flags.listCollectives) {
-    options.redistribution.perRankCopySeconds = cost::costConstants().listCollectiveCopySeconds;
+  options.recompute.policyKeepsOnlyRead = flags.codePath.fusedElementwise;
+  if (flags.codePath.listCollectives) {
+    options.redistribution.perRankCopySeconds = costModel->listCollectiveCopySeconds;
   }
   auto bucketing = cost::parseBucketing(flags.bucketing);
   if (!bucketing) return bucketing.error().in("--bucketing");
   options.fusion.bucketing = *bucketing;
   options.fusion.bucketBytes = static_cast<int64_t>(flags.bucketMb * 1024 * 1024);
   return options;
-}
-
-void applyCodePath(const CodePath& code, TrainingFlags& flags) {
-  flags.overlapParameterGather = code.overlapParamGather;
-  flags.overlapActivationComm = code.tpCommOverlap;
-  flags.overlapBackwardActivationComm = code.asyncTpAllreduce;
-  flags.overlapExpertExchange = code.overlapExpertComm;
-  flags.fuseElementwise = code.fusedElementwise;
-  flags.unfusedGradientAccumulation = !code.gradientAccumulationFusion;
-  flags.listCollectives = code.listCollectives;
-  flags.inPlaceLossGradient = code.inPlaceLossGradient;
-  flags.stashGatheredInputs = code.stashGatheredInputs;
-  flags.pipelineKeepsOutputs = code.pipelineKeepsOutputs;
-  flags.ringMergesInFp32 = code.ringMergesInFp32;
-  flags.gradientSyncInPlace = code.gradientSyncInPlace;
-  flags.rootStaysGathered = code.fsdpRootStaysGathered;
-  flags.selectiveOpPolicy = code.selectiveOpPolicy;
 }
 
 }  // namespace autopar::planner

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "cost/framework.h"
 #include "cost/graph_cost.h"
 #include "ir/graph.h"
-#include "planner/framework.h"
 #include "sim/step_estimate.h"
 #include "util/expected.h"
 
@@ -41,29 +41,18 @@ struct TrainingFlags {
   bool padToShard = false;
   /// Set by `autopar estimate` from its Megatron-style options, not flags of their own:
   bool parallelOptimizerRegather = false;  ///< ZeRO-3 (cost::RecomputeOptions)
-  bool rootStaysGathered = false;          ///< cost::RecomputeOptions
   bool distributedOptimizer = false;       ///< cost::OptimizerParallelOptions
   bool fp32Gradients = true;               ///< cost::OptimizerSpec
   cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;  ///< cost::OptimizerSpec
-  bool overlapParameterGather = false;                                ///< cost::EvaluateOptions
-  bool overlapActivationComm = false;                                 ///< cost::EvaluateOptions
+  /// The framework's code path (cost/framework.h); its defaults price the plan's own features
+  /// only.
+  cost::CodePath codePath;
   /// MindSpore's micro_batch_interleave_num: the graph is one of this many copies of each
   /// micro-batch (cost::EvaluateOptions::copies), and one copy's model-parallel communication runs
-  /// under another's compute (overlapActivationComm).
+  /// under another's compute (cost::EvaluateOptions::hidesActivationComm).
   int64_t interleavedCopies = 1;
-  bool overlapBackwardActivationComm = false;  ///< cost::EvaluateOptions
-  bool overlapExpertExchange = false;          ///< cost::EvaluateOptions
-  bool fuseElementwise = false;                ///< cost::EvaluateOptions
-  bool unfusedGradientAccumulation = false;    ///< cost::EvaluateOptions
-  bool inPlaceLossGradient = true;             ///< cost::EvaluateOptions
-  bool stashGatheredInputs = true;             ///< cost::EvaluateOptions
-  bool pipelineKeepsOutputs = false;           ///< cost::EvaluateOptions
-  bool ringMergesInFp32 = false;               ///< cost::EvaluateOptions
-  bool gradientSyncInPlace = false;            ///< cost::EvaluateOptions
-  int fp8WeightCacheBytes = 0;                 ///< cost::EvaluateOptions
-  bool fp8Parameters = false;                  ///< cost::EvaluateOptions
-  bool selectiveOpPolicy = false;              ///< cost::RecomputeOptions
-  bool listCollectives = false;     ///< layout::RedistributionOptions::perRankCopySeconds
+  int fp8WeightCacheBytes = 0;      ///< cost::EvaluateOptions
+  bool fp8Parameters = false;       ///< cost::EvaluateOptions
   std::vector<std::string> fusion;  ///< BLOCK=ID
   std::string bucketing = "none";
   double bucketMb = 25;
@@ -78,12 +67,9 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph);
 /// is unknown, or the devices do not split into the stages.
 Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t numDevices);
 
-/// Global options; `groupUpdate` is optimizer parallel's data-parallel-mode variant.
-Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate);
-
-/// Puts a framework's code path (planner/framework.h) into the flags: its overlaps, elementwise
-/// fusion, gradient accumulation and list collectives. The attention kernel is the model's
-/// (ModelOptions::attention) and the gradient buckets the caller's.
-void applyCodePath(const CodePath& code, TrainingFlags& flags);
+/// Global options, priced with `costModel`; `groupUpdate` is optimizer parallel's
+/// data-parallel-mode variant.
+Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate,
+                                                const cost::CostModel& costModel);
 
 }  // namespace autopar::planner

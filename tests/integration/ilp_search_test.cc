@@ -16,6 +16,9 @@
 namespace autopar {
 namespace {
 
+/// The compiled-in cost model every search here prices with.
+const cost::CostConstants& kShipped = *cost::shippedCostModel();
+
 /// Solver options without the brace list, which leaves the later fields to warnings.
 search::SolveOptions solveOptions(double seconds, int64_t iterations, uint64_t seed, int threads) {
   search::SolveOptions options;
@@ -64,8 +67,8 @@ int64_t problemCost(const search::IlpExtraction& extraction, const rules::GraphS
 TEST(IlpSearch, OptimumBoundsTheFastSearchesAndUnannotatedPropagationComesClose) {
   for (int devices : {4, 8}) {
     const Block block = llamaBlock(devices);
-    auto extraction =
-        search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
+    auto extraction = search::extractIntraOpProblem(block.graph, block.ranks, block.cluster,
+                                                    kShipped, {}, -1, false);
     ASSERT_TRUE(extraction.ok()) << extraction.error().message;
     auto solved = search::solveIlp(extraction->problem, solveOptions(60, 200, 1, 1));
     ASSERT_TRUE(solved.ok());
@@ -83,7 +86,8 @@ TEST(IlpSearch, OptimumBoundsTheFastSearchesAndUnannotatedPropagationComesClose)
       EXPECT_LE(optimum, static_cast<double>(cost)) << search::searchModeName(mode);
       search::EdgeCostCache edges(block.cluster, {});
       auto seconds =
-          search::assignmentSeconds(block.graph, outcome->sharding.ops, block.cluster, edges);
+          search::assignmentSeconds(block.graph, outcome->sharding.ops, block.cluster,
+                                    kShipped.forDevice(block.cluster.device.name), edges);
       ASSERT_TRUE(seconds.ok());
       // The problem rounds each node and edge cost to a nanosecond.
       EXPECT_NEAR(*seconds * 1e9, static_cast<double>(cost),
@@ -102,16 +106,16 @@ TEST(IlpSearch, OptimumBoundsTheFastSearchesAndUnannotatedPropagationComesClose)
 
 TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
   const Block block = llamaBlock(8);
-  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+  auto free = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, -1,
                                 solveOptions(60, 200, 1, 1));
   ASSERT_TRUE(free.ok());
   const int64_t used = free->solve.evaluation.peakUsage;
-  auto tight = search::searchIlp(block.graph, block.ranks, block.cluster, {}, used * 3 / 4,
-                                 solveOptions(60, 200, 1, 1));
+  auto tight = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {},
+                                 used * 3 / 4, solveOptions(60, 200, 1, 1));
   ASSERT_TRUE(tight.ok()) << tight.error().message;
   EXPECT_LE(tight->solve.evaluation.peakUsage, used * 3 / 4);
   EXPECT_GE(tight->solve.evaluation.cost, free->solve.evaluation.cost);
-  auto impossible = search::searchIlp(block.graph, block.ranks, block.cluster, {}, 1,
+  auto impossible = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, 1,
                                       solveOptions(60, 200, 1, 1));
   ASSERT_FALSE(impossible.ok());
   EXPECT_EQ(impossible.error().message,
@@ -127,16 +131,16 @@ namespace {
 
 TEST(IlpSearch, TiedLayersShareOneDecisionAndNeverBeatTheUntiedOptimum) {
   const Block block = llamaBlock(8);
-  auto extraction =
-      search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, {}, -1, false);
+  auto extraction = search::extractIntraOpProblem(block.graph, block.ranks, block.cluster, kShipped,
+                                                  {}, -1, false);
   ASSERT_TRUE(extraction.ok());
   const search::TiedProblem tied = search::tieRepeatedLayers(block.graph, *extraction);
   // Two layers of 16 ops tie to one; the 4 ops outside the stack stay.
   EXPECT_EQ(tied.problem.nodes.size(), 20u);
   EXPECT_EQ(tied.representative.size(), block.graph.ops().size());
-  auto untied = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+  auto untied = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, -1,
                                   solveOptions(60, 200, 1, 1));
-  auto shared = search::searchIlp(block.graph, block.ranks, block.cluster, {}, -1,
+  auto shared = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, -1,
                                   solveOptions(60, 200, 1, 1), false, true);
   ASSERT_TRUE(untied.ok() && shared.ok());
   EXPECT_GE(shared->solve.evaluation.cost, untied->solve.evaluation.cost);

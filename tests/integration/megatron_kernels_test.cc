@@ -97,7 +97,7 @@ cost::CostReport evaluate(const Layer& layer, const cost::EvaluateOptions& optio
 /// The HBM bandwidth the cost model prices memory-bound work at on the layer's device.
 double fittedBandwidth(const Layer& layer) {
   return layer.cluster.device.memoryBytesPerSecond *
-         cost::costConstants().forDevice(layer.cluster.device.name).memoryEfficiency;
+         cost::shippedCostModel()->forDevice(layer.cluster.device.name).memoryEfficiency;
 }
 
 /// The layer costed with one kernel per op (PyTorch eager), then with elementwise fusion.
@@ -108,7 +108,7 @@ struct EagerAndFused {
 EagerAndFused eagerAndFused(const Layer& layer) {
   cost::EvaluateOptions options;
   EagerAndFused both{evaluate(layer, options), {}};
-  options.fuseElementwise = true;
+  options.codePath.fusedElementwise = true;
   both.fused = evaluate(layer, options);
   return both;
 }
@@ -153,13 +153,13 @@ TEST(MegatronKernels, CommunicationOverlapHidesTensorParallelTraffic) {
   const cost::CostReport plain = evaluate(layer, options);
   ASSERT_GT(plain.stages[0].forwardCommSeconds, 0.0);
   ASSERT_GT(plain.stages[0].backwardCommSeconds, 0.0);
-  options.overlapBackwardActivationComm = true;
+  options.codePath.asyncTpAllreduce = true;
   const cost::CostReport backwardOnly = evaluate(layer, options);
   // The backward all-reduces run under the backward matmuls, which take longer; the forward's
   // stay exposed.
   EXPECT_EQ(backwardOnly.stages[0].forwardCommSeconds, plain.stages[0].forwardCommSeconds);
   EXPECT_EQ(backwardOnly.stages[0].backwardCommSeconds, 0.0);
-  options.overlapActivationComm = true;
+  options.codePath.tpCommOverlap = true;
   const cost::CostReport both = evaluate(layer, options);
   EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
   EXPECT_LT(both.stages[0].forwardSeconds, plain.stages[0].forwardSeconds);
@@ -175,11 +175,11 @@ TEST(MegatronKernels, ExpertExchangeStaysExposedUnderTensorParallelOverlap) {
   ASSERT_GT(stage.forwardExchangeSeconds, 0.0);
   ASSERT_GT(stage.backwardExchangeSeconds, 0.0);
   ASSERT_GT(stage.forwardCommSeconds, stage.forwardExchangeSeconds);
-  options.overlapActivationComm = true;
+  options.codePath.tpCommOverlap = true;
   const cost::CostReport tpOverlap = evaluate(layer, options);
   EXPECT_DOUBLE_EQ(tpOverlap.stages[0].forwardCommSeconds, stage.forwardExchangeSeconds);
   EXPECT_DOUBLE_EQ(tpOverlap.stages[0].backwardCommSeconds, stage.backwardExchangeSeconds);
-  options.overlapExpertExchange = true;
+  options.codePath.overlapExpertComm = true;
   const cost::CostReport both = evaluate(layer, options);
   EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
   EXPECT_EQ(both.stages[0].backwardCommSeconds, 0.0);
@@ -190,7 +190,7 @@ TEST(MegatronKernels, ExpertExchangeStaysExposedUnderTensorParallelOverlap) {
 TEST(MegatronKernels, RouterDispatcherAndSequentialExpertsPayTheirSmallKernels) {
   const Layer layer = moeLayer();
   const cost::CostReport report = evaluate(layer, cost::EvaluateOptions{});
-  const double queued = cost::costConstants().queuedKernelSeconds;
+  const double queued = cost::shippedCostModel()->queuedKernelSeconds;
   ASSERT_GT(queued, 0.0);
   const auto dispatch = layer.graph.findOp("layer0.moe.dispatch");
   const auto combine = layer.graph.findOp("layer0.moe.combine");
@@ -208,7 +208,7 @@ TEST(MegatronKernels, UnfusedGradientAccumulationStreamsEveryWeightEachMicroBatc
   const Layer layer = gptLayer();
   cost::EvaluateOptions options;
   const cost::CostReport fused = evaluate(layer, options);
-  options.unfusedGradientAccumulation = true;
+  options.codePath.gradientAccumulationFusion = false;
   const cost::CostReport unfused = evaluate(layer, options);
   options.optimizer.fp32Gradients = false;
   const cost::CostReport unfused16 = evaluate(layer, options);
@@ -235,7 +235,7 @@ TEST(MegatronKernels, FusedSwigluKeepsTheGateAndTheUpProjectionOnly) {
   const Layer layer = llamaLayer();
   cost::EvaluateOptions options;
   const int64_t eager = evaluate(layer, options).stages[0].memory.activationBytes;
-  options.fuseElementwise = true;
+  options.codePath.fusedElementwise = true;
   const int64_t fused = evaluate(layer, options).stages[0].memory.activationBytes;
   // silu(gate) is made again from the gate in the fused kernel's backward, so the product no
   // longer keeps it: one [b/dp, s, ffn/tp] bf16 tensor less per device.
@@ -245,7 +245,7 @@ TEST(MegatronKernels, FusedSwigluKeepsTheGateAndTheUpProjectionOnly) {
   const Layer gpt = gptLayer();
   cost::EvaluateOptions gptOptions;
   const int64_t gptEager = evaluate(gpt, gptOptions).stages[0].memory.activationBytes;
-  gptOptions.fuseElementwise = true;
+  gptOptions.codePath.fusedElementwise = true;
   EXPECT_EQ(evaluate(gpt, gptOptions).stages[0].memory.activationBytes, gptEager);
 }
 
@@ -272,7 +272,7 @@ TEST(MegatronKernels, GradientSyncInPlaceNeedsNoCommunicationBuffer) {
   const Layer layer = llamaLayer();
   cost::EvaluateOptions options;
   const cost::CostReport staged = evaluate(layer, options);
-  options.gradientSyncInPlace = true;
+  options.codePath.gradientSyncInPlace = true;
   const cost::CostReport inPlace = evaluate(layer, options);
   int64_t largestGradientStep = 0;
   int64_t largestActivationStep = 0;

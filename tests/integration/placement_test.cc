@@ -138,7 +138,7 @@ TEST(RecomputeOptions, OverlappedCommunicationHidesTheReplayUnderTheBackward) {
   const cost::StageCost exposed = evaluate(graph, 4, options).stages[0];
   const double replay = exposed.recomputeSeconds - exposed.recomputeComputeSeconds;
   ASSERT_GT(replay, 0.0);
-  options.overlapActivationComm = true;
+  options.codePath.tpCommOverlap = true;
   const cost::StageCost hidden = evaluate(graph, 4, options).stages[0];
   EXPECT_DOUBLE_EQ(hidden.recomputeSeconds, hidden.recomputeComputeSeconds);
   // The backward's compute (with the recomputed forward's) outlasts its communication and the

@@ -87,18 +87,19 @@ TEST(RingMerges, PricedOnTheAttentionAtTheHbmBandwidth) {
   if (HasFailure()) return;
   cost::EvaluateOptions options;
   auto without = cost::evaluateGraph(layer.graph, layer.sharding.ops, layer.cluster, options);
-  options.ringMergesInFp32 = true;
+  options.codePath.ringMergesInFp32 = true;
   auto with = cost::evaluateGraph(layer.graph, layer.sharding.ops, layer.cluster, options);
   ASSERT_TRUE(without.ok() && with.ok());
   const ir::OpId attention = attentionOf(layer.graph);
   const cost::RingMergeBytes bytes =
       cost::ringMergeBytes(layer.graph.op(attention), layer.sharding.ops[attention]);
+  const cost::DeviceModel device = cost::deviceModel(layer.cluster.device, *options.costModel);
   const cost::OpCost& before = without->ops[attention];
   const cost::OpCost& after = with->ops[attention];
   EXPECT_NEAR(after.forwardSeconds - before.forwardSeconds,
-              cost::memorySeconds(layer.cluster.device, bytes.forward), 1e-12);
+              cost::memorySeconds(device, bytes.forward), 1e-12);
   EXPECT_NEAR(after.backwardSeconds - before.backwardSeconds,
-              cost::memorySeconds(layer.cluster.device, bytes.backward), 1e-12);
+              cost::memorySeconds(device, bytes.backward), 1e-12);
   // Without recompute the ring's buffers are the largest transient of the backward: more than the
   // loss's, which is all there was before.
   EXPECT_EQ(with->stages[0].memory.workspaceBytes, static_cast<int64_t>(bytes.backwardWorkspace));

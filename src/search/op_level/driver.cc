@@ -47,8 +47,10 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
                                     const cluster::Cluster& cluster, const SearchRequest& request) {
   auto fixed = rules::annotatedCuts(graph, request.overrides);
   if (!fixed) return fixed.error();
-  auto result = propagateStrategies(graph, ranks, cluster, *fixed,
-                                    PropagationOptions{request.enableAllToAll});
+  PropagationOptions options;
+  options.enableAllToAll = request.enableAllToAll;
+  options.costModel = request.costModel;
+  auto result = propagateStrategies(graph, ranks, cluster, *fixed, options);
   if (!result) return result.error();
   const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
@@ -62,6 +64,7 @@ Expected<SearchOutcome> recursive(const ir::Graph& graph, const std::vector<int>
   options.memCoeff = request.memCoeff;
   options.explain = request.explain;
   options.enableAllToAll = request.enableAllToAll;
+  options.costModel = request.costModel;
   auto result = recursiveProgramming(graph, ranks, cluster, options);
   if (!result) return result.error();
   std::vector<rules::StrategySource> sources(graph.ops().size(), rules::StrategySource::kSearch);
@@ -80,8 +83,9 @@ Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& rank
   if (!fixed) return fixed.error();
   SolveOptions options;
   options.timeLimitSeconds = request.timeLimitSeconds;
-  auto result = searchIlp(graph, ranks, cluster, *fixed, request.memoryLimitBytes, options,
-                          request.enableAllToAll, request.tieLayers);
+  auto result =
+      searchIlp(graph, ranks, cluster, *request.costModel, *fixed, request.memoryLimitBytes,
+                options, request.enableAllToAll, request.tieLayers);
   if (!result) return result.error();
   const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);

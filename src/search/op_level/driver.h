@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "layout/strategy.h"
 #include "rules/graph_sharding.h"
@@ -46,6 +47,8 @@ struct SearchRequest {
   int64_t memoryLimitBytes = -1;
   double timeLimitSeconds = 60;
   bool tieLayers = false;  ///< ilp: the layers of each stack share one decision
+  /// The constants the searches price ops with (cost/constants.h).
+  cost::CostModel costModel = cost::shippedCostModel();
 };
 
 struct SearchOutcome {

@@ -19,6 +19,7 @@ struct Extractor {
   const ir::Graph& graph;
   const std::vector<int>& ranks;
   const cluster::Cluster& cluster;
+  const cost::CostConstants& deviceConstants;
   EdgeCostCache edges;
   std::vector<rules::ShardingRule> rules;
   std::vector<std::vector<rules::ShardedOp>> sharded;  ///< per op, per candidate
@@ -36,7 +37,7 @@ struct Extractor {
       for (const auto& cuts : candidates) {
         auto shard = rules::applyFactorCuts(*rule, cuts, ranks);
         if (!shard) return shard.error().in(fmt::format("op '{}'", op.name));
-        auto cost = nodeCost(graph, op, *shard, cluster, edges);
+        auto cost = nodeCost(graph, op, *shard, cluster, deviceConstants, edges);
         if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
         node.costs.push_back(nanoseconds(cost->seconds));
         node.usages.push_back(cost->bytes);
@@ -84,11 +85,16 @@ struct Extractor {
 
 Expected<IlpExtraction> extractIntraOpProblem(const ir::Graph& graph, const std::vector<int>& ranks,
                                               const cluster::Cluster& cluster,
+                                              const cost::CostConstants& costModel,
                                               const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                               int64_t memoryLimitBytes, bool enableAllToAll) {
-  Extractor extractor{
-      graph, ranks, cluster, EdgeCostCache(cluster, layout::RedistributionOptions{enableAllToAll}),
-      {},    {}};
+  Extractor extractor{graph,
+                      ranks,
+                      cluster,
+                      costModel.forDevice(cluster.device.name),
+                      EdgeCostCache(cluster, layout::RedistributionOptions{enableAllToAll}),
+                      {},
+                      {}};
   IlpExtraction out;
   out.problem.name = graph.name();
   out.problem.usageLimit = memoryLimitBytes;
@@ -156,11 +162,12 @@ TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extra
 
 Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster,
+                                    const cost::CostConstants& costModel,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
                                     bool enableAllToAll, bool tieLayers) {
-  auto extraction =
-      extractIntraOpProblem(graph, ranks, cluster, fixed, memoryLimitBytes, enableAllToAll);
+  auto extraction = extractIntraOpProblem(graph, ranks, cluster, costModel, fixed, memoryLimitBytes,
+                                          enableAllToAll);
   if (!extraction) return extraction.error();
   Expected<SolveResult> solve = Error{"not solved"};
   if (!tieLayers) {

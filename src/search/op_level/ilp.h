@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "ir/intra_op_problem.h"
 #include "rules/sharded_op.h"
@@ -34,8 +35,10 @@ struct IlpExtraction {
   std::vector<std::vector<rules::FactorCuts>> candidates;  ///< per op, per strategy
 };
 
+/// Each op's candidates priced with `costModel` (cost/constants.h) on the cluster's device.
 Expected<IlpExtraction> extractIntraOpProblem(const ir::Graph& graph, const std::vector<int>& ranks,
                                               const cluster::Cluster& cluster,
+                                              const cost::CostConstants& costModel,
                                               const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                               int64_t memoryLimitBytes, bool enableAllToAll);
 
@@ -59,6 +62,7 @@ struct IlpSearchResult {
 /// Extracts and solves; fails when no assignment fits the memory limit, naming the limit.
 Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster,
+                                    const cost::CostConstants& costModel,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
                                     bool enableAllToAll = false, bool tieLayers = false);

@@ -26,10 +26,13 @@ Expected<double> parameterSyncSeconds(const ir::Graph& graph, const ir::Op& op,
 }
 
 Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                            const cluster::Cluster& cluster, EdgeCostCache& edges) {
+                            const cluster::Cluster& cluster,
+                            const cost::CostConstants& deviceConstants, EdgeCostCache& edges) {
+  const cost::DeviceModel device{cluster.device, deviceConstants};
   auto sync = parameterSyncSeconds(graph, op, shard, edges);
   if (!sync) return sync.error();
-  NodeCost cost{cost::costOfOp(graph, op, shard, cluster).totalSeconds() + *sync, 0};
+  NodeCost cost{cost::costOfOp(graph, op, shard, cluster, deviceConstants).totalSeconds() + *sync,
+                0};
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const ir::Tensor& tensor = graph.tensor(op.inputs[i]);
     if (!tensor.isParameter() || tensor.consumers.front() != op.id) continue;
@@ -37,9 +40,9 @@ Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rule
     cost.bytes += cost::parameterStateBytes(elements, tensor.type.dtype, {}).total();
     // The optimizer updates every element a device keeps: a replicated weight costs each
     // replica the whole update (the step's memory traffic, cost/optimizer_step.h).
-    cost.seconds += cost::memorySeconds(
-        cluster.device,
-        static_cast<double>(elements) * cost::optimizerBytesPerElement(tensor.type.dtype, {}));
+    cost.seconds +=
+        cost::memorySeconds(device, static_cast<double>(elements) *
+                                        cost::optimizerBytesPerElement(tensor.type.dtype, {}));
   }
   for (const ir::SavedTensor& saved : graph.backwardRule(op).saved) {
     using Source = ir::SavedTensor::Source;
@@ -74,14 +77,15 @@ Expected<double> inputEdgeSeconds(const ir::Graph& graph, const ir::Op& consumer
 
 Expected<double> assignmentSeconds(const ir::Graph& graph,
                                    const std::vector<rules::ShardedOp>& shards,
-                                   const cluster::Cluster& cluster, EdgeCostCache& edges,
+                                   const cluster::Cluster& cluster,
+                                   const cost::CostConstants& deviceConstants, EdgeCostCache& edges,
                                    const std::vector<double>* nodeSeconds) {
   double total = 0;
   for (const ir::Op& consumer : graph.ops()) {
     const rules::ShardedOp& shard = shards[consumer.id];
     if (nodeSeconds != nullptr) {
       total += (*nodeSeconds)[consumer.id];
-    } else if (auto node = nodeCost(graph, consumer, shard, cluster, edges)) {
+    } else if (auto node = nodeCost(graph, consumer, shard, cluster, deviceConstants, edges)) {
       total += node->seconds;
     } else {
       return node.error().in(fmt::format("op '{}'", consumer.name));

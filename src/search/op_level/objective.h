@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
 #include "search/op_level/edge_cost.h"
@@ -30,9 +31,11 @@ struct NodeCost {
 };
 
 /// Compute and internal collectives (cost::costOfOp), parameterSyncSeconds and the optimizer
-/// step over the parameter slices, and memory.
+/// step over the parameter slices, and memory. `deviceConstants` are the cost model's for the
+/// cluster's device (cost::CostConstants::forDevice).
 Expected<NodeCost> nodeCost(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
-                            const cluster::Cluster& cluster, EdgeCostCache& edges);
+                            const cluster::Cluster& cluster,
+                            const cost::CostConstants& deviceConstants, EdgeCostCache& edges);
 
 /// Redistributing `consumer`'s input `index` from its producer's output (the producer sharded as
 /// `producer`) to the layout `consumerShard` reads it in, forward and backward. The input must
@@ -46,7 +49,8 @@ Expected<double> inputEdgeSeconds(const ir::Graph& graph, const ir::Op& consumer
 /// `nodeSeconds`, when given, holds the node costs already known (indexed by OpId).
 Expected<double> assignmentSeconds(const ir::Graph& graph,
                                    const std::vector<rules::ShardedOp>& shards,
-                                   const cluster::Cluster& cluster, EdgeCostCache& edges,
+                                   const cluster::Cluster& cluster,
+                                   const cost::CostConstants& deviceConstants, EdgeCostCache& edges,
                                    const std::vector<double>* nodeSeconds = nullptr);
 
 }  // namespace autopar::search

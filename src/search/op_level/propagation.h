@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
 #include "util/expected.h"
@@ -24,6 +25,8 @@ namespace autopar::search {
 struct PropagationOptions {
   /// Let redistribution use all-to-all when costing edges (seed 001's enable_alltoall).
   bool enableAllToAll = false;
+  /// The constants ops are priced with (cost/constants.h).
+  cost::CostModel costModel = cost::shippedCostModel();
   /// A parameter that two fixed ops store in different layouts is an error (annotations must
   /// agree: a parameter has one storage layout). The recursive search turns this off: its main
   /// ops may disagree, and a redistribution reconciles them.

@@ -122,7 +122,8 @@ TEST(ShardingPropagation, WithoutAnnotationsTheHeaviestOpAnchorsAPlanBetterThanD
           *rules::applyFactorCuts(*rules::shardingRuleFor(f.graph, op), cuts[op.id], f.ranks));
     }
     EdgeCostCache edges(f.cluster, {});
-    return *assignmentSeconds(f.graph, shards, f.cluster, edges);
+    return *assignmentSeconds(f.graph, shards, f.cluster,
+                              cost::shippedCostModel()->forDevice(f.cluster.device.name), edges);
   };
   std::vector<rules::FactorCuts> dataParallel;
   for (const ir::Op& op : f.graph.ops()) {

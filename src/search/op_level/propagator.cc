@@ -93,7 +93,8 @@ Expected<double> Propagator::objectiveSeconds() {
     if (!seconds) return seconds;
     nodeSeconds.push_back(*seconds);
   }
-  return assignmentSeconds(graph_, shards, cluster_, edges_, &nodeSeconds);
+  return assignmentSeconds(graph_, shards, cluster_, table_.deviceConstants(), edges_,
+                           &nodeSeconds);
 }
 
 std::string Propagator::strategyText(ir::OpId op) const {
@@ -274,7 +275,7 @@ Expected<double> Propagator::nodeSecondsOf(const ir::Op& op, const rules::Sharde
     if (!seconds) return seconds.error().in(fmt::format("op '{}'", op.name));
     return seconds;
   }
-  auto cost = nodeCost(graph_, op, shard, cluster_, edges_);
+  auto cost = nodeCost(graph_, op, shard, cluster_, table_.deviceConstants(), edges_);
   if (!cost) return cost.error().in(fmt::format("op '{}'", op.name));
   return cost->seconds;
 }

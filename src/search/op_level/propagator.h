@@ -45,6 +45,8 @@ class CandidateTable {
       : graph_(graph),
         ranks_(ranks),
         cluster_(cluster),
+        costModel_(options.costModel),
+        deviceConstants_(costModel_->forDevice(cluster.device.name)),
         edges_(cluster, layout::RedistributionOptions{options.enableAllToAll}) {}
 
   Status loadRules() {
@@ -59,6 +61,8 @@ class CandidateTable {
 
   [[nodiscard]] const rules::ShardingRule& rule(ir::OpId op) const { return rules_[op]; }
   EdgeCostCache& edges() { return edges_; }
+  /// The cost model's constants for the cluster's device.
+  [[nodiscard]] const cost::CostConstants& deviceConstants() const { return deviceConstants_; }
 
   /// The op's full-device strategies that apply (rules::fullDeviceCuts order).
   Expected<std::vector<Candidate>*> candidates(ir::OpId op) {
@@ -68,7 +72,8 @@ class CandidateTable {
     for (auto& cuts : rules::fullDeviceCuts(rules_[op], static_cast<int64_t>(ranks_.size()))) {
       auto shard = rules::applyFactorCuts(rules_[op], cuts, ranks_);
       if (!shard) continue;
-      const double compute = cost::costOfOp(graph_, node, *shard, cluster_).totalSeconds();
+      const double compute =
+          cost::costOfOp(graph_, node, *shard, cluster_, deviceConstants_).totalSeconds();
       list.push_back({std::move(cuts), std::move(*shard), compute, std::nullopt, std::nullopt});
     }
     return &candidates_[op].emplace(std::move(list));
@@ -84,7 +89,8 @@ class CandidateTable {
 
   Expected<double> nodeSeconds(ir::OpId op, Candidate& candidate) {
     if (candidate.nodeSeconds) return *candidate.nodeSeconds;
-    auto cost = nodeCost(graph_, graph_.op(op), candidate.shard, cluster_, edges_);
+    auto cost =
+        nodeCost(graph_, graph_.op(op), candidate.shard, cluster_, deviceConstants_, edges_);
     if (!cost) return cost.error();
     candidate.nodeSeconds = cost->seconds;
     return cost->seconds;
@@ -117,6 +123,8 @@ class CandidateTable {
   const ir::Graph& graph_;
   const std::vector<int>& ranks_;
   const cluster::Cluster& cluster_;
+  cost::CostModel costModel_;  ///< held so that deviceConstants_ outlives the options
+  const cost::CostConstants& deviceConstants_;
   EdgeCostCache edges_;
   std::vector<rules::ShardingRule> rules_;
   std::vector<std::optional<std::vector<Candidate>>> candidates_;

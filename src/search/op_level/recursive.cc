@@ -509,6 +509,7 @@ Expected<RecursiveResult> recursiveProgramming(const ir::Graph& graph,
   if (auto status = search.run(result); !status) return status.error();
   PropagationOptions propagation;
   propagation.enableAllToAll = options.enableAllToAll;
+  propagation.costModel = options.costModel;
   propagation.sharedParameterConflictIsError = false;
   auto spread = propagateStrategies(graph, ranks, cluster, search.mainCuts(), propagation);
   if (!spread) return spread.error();

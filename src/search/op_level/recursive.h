@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cost/constants.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
 #include "util/expected.h"
@@ -60,6 +61,8 @@ struct RecursiveOptions {
   double memCoeff = 0.1;  ///< seed 000's mem_coeff (default 0.1, as in MindFormers)
   bool explain = false;   ///< record seed 000's decision lines per main op and round
   bool enableAllToAll = false;
+  /// The constants the propagation after the rounds prices ops with (cost/constants.h).
+  cost::CostModel costModel = cost::shippedCostModel();
 };
 
 struct RecursiveResult {

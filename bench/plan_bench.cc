@@ -104,7 +104,7 @@ void BM_PipelineFeaturesEstimate(benchmark::State& state) {
     auto assignment = search::assignStages(setup.graph, stages, 1);
     cost::EvaluateOptions options;
     options.optimizerParallel.enabled = true;
-    options.recompute.layers = cost::LayerRecompute::kFull;
+    options.recompute.layers = ir::Recompute::kFull;
     options.fusion.bucketing = cost::Bucketing::kBySize;
     options.stageOfOp = assignment->virtualStageOf;
     options.stages = stages;

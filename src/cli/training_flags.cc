@@ -2,11 +2,73 @@
 
 #include "cli/training_flags.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+
 #include "cli/verbs.h"
 
 namespace autopar::cli {
 
-void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
+namespace {
+
+struct Assignment {
+  std::string name;
+  std::string value;
+};
+
+Expected<Assignment> splitAssignment(const std::string& flag, const std::string& text,
+                                     const std::string& example) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return Error{fmt::format("{} '{}': expected {}", flag, text, example)};
+  }
+  return Assignment{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Expected<int64_t> parseInteger(const std::string& flag, const std::string& text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return Error{fmt::format("{}: '{}' is not an integer", flag, text)};
+  }
+  return value;
+}
+
+/// Each BLOCK=VALUE of `texts` as an assignment that `apply` makes of the value.
+Status addBlocks(const std::vector<std::string>& texts, const std::string& flag,
+                 const std::string& example, void (*apply)(ir::BlockSettings&, int),
+                 std::vector<ir::BlockAssignment>& out) {
+  for (const std::string& text : texts) {
+    auto assignment = splitAssignment(flag, text, example);
+    if (!assignment) return assignment.error();
+    auto value = parseInteger(flag + " " + assignment->name, assignment->value);
+    if (!value) return value.error();
+    ir::BlockAssignment block{assignment->name, {}};
+    apply(block.settings, static_cast<int>(*value));
+    out.push_back(std::move(block));
+  }
+  return {};
+}
+
+Expected<planner::TrainingFlags::ManualSplit> parseManualSplit(const std::string& text) {
+  const std::string flag = "--manual-split";
+  auto assignment = splitAssignment(flag, text, "OP=SIZES, e.g. embedding=10,20,30,4");
+  if (!assignment) return assignment.error();
+  planner::TrainingFlags::ManualSplit split{assignment->name, {}};
+  for (size_t start = 0; start <= assignment->value.size();) {
+    const auto comma = std::min(assignment->value.find(',', start), assignment->value.size());
+    auto part = parseInteger(flag + " " + split.op, assignment->value.substr(start, comma - start));
+    if (!part) return part.error();
+    split.rows.push_back(*part);
+    start = comma + 1;
+  }
+  return split;
+}
+
+}  // namespace
+
+void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFlagText& text) {
   verb.add_option("--pipeline-stages", flags.pipelineStages,
                   "pipeline stages (MindSpore pipeline_stages); layers split evenly unless "
                   "--stage places blocks")
@@ -20,15 +82,15 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
   verb.add_option("--virtual-stages", flags.virtualStages,
                   "model chunks per stage for the interleaved schedule (default 2)")
       ->check(positiveAtMost(limits::kMaxLayers));
-  verb.add_option("--stage", flags.stages,
+  verb.add_option("--stage", text.stages,
                   "BLOCK=STAGE: run a block on a stage (Cell.pipeline_stage)");
-  verb.add_option("--chunk", flags.chunks,
+  verb.add_option("--chunk", text.chunks,
                   "BLOCK=CHUNK: run a block as a stage's model chunk under the interleaved "
                   "schedule (MindSpore's pipeline segment; default 0)");
-  verb.add_option("--recompute", flags.recompute,
+  verb.add_option("--recompute", text.recompute,
                   "layer recompute: none | selective (attention core) | full (every layer)")
       ->capture_default_str();
-  verb.add_option("--recompute-block", flags.recomputeBlocks, "recompute a block (Cell.recompute)");
+  verb.add_option("--recompute-block", text.recomputeBlocks, "recompute a block (Cell.recompute)");
   verb.add_option("--recompute-op", flags.recomputeOps, "recompute one op (primitive recompute)");
   verb.add_flag("--no-mp-comm-recompute", flags.noMpCommRecompute,
                 "keep model-parallel communication outputs of recomputed blocks");
@@ -46,7 +108,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
       ->capture_default_str();
   verb.add_flag("--gradient-accumulation-shard", flags.gradientAccumulationShard,
                 "shard accumulated gradients too (reduce-scatter every micro-batch)");
-  verb.add_option("--comm-fusion", flags.fusion,
+  verb.add_option("--comm-fusion", text.fusion,
                   "BLOCK=ID: fuse the parameter collectives of blocks with the same id "
                   "(set_comm_fusion)");
   verb.add_option("--bucketing", flags.bucketing,
@@ -59,8 +121,47 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags) {
       "--host-op", flags.hostOps,
       "run an op on the host with its parameters in host memory (primitive_target CPU)");
   verb.add_option(
-      "--manual-split", flags.manualSplits,
+      "--manual-split", text.manualSplits,
       "OP=SIZES: non-uniform split of a Gather's table rows, e.g. embedding=10,20,30,4");
+}
+
+Status applyTrainingFlagText(const TrainingFlagText& text, planner::TrainingFlags& flags) {
+  auto recompute = ir::parseRecompute(text.recompute);
+  if (!recompute) {
+    return Error{
+        fmt::format("--recompute: '{}': expected none, selective or full", text.recompute)};
+  }
+  flags.recompute = *recompute;
+  std::vector<ir::BlockAssignment>& out = flags.blocks;
+  if (auto status = addBlocks(
+          text.stages, "--stage", "BLOCK=STAGE, e.g. llm.layer.3=1",
+          [](ir::BlockSettings& s, int v) { s.pipelineStage = v; }, out);
+      !status) {
+    return status;
+  }
+  if (auto status = addBlocks(
+          text.chunks, "--chunk", "BLOCK=CHUNK, e.g. llm.layer.3=1",
+          [](ir::BlockSettings& s, int v) { s.pipelineSegment = v; }, out);
+      !status) {
+    return status;
+  }
+  if (auto status = addBlocks(
+          text.fusion, "--comm-fusion", "BLOCK=ID, e.g. layer1=0",
+          [](ir::BlockSettings& s, int v) { s.commFusion = v; }, out);
+      !status) {
+    return status;
+  }
+  for (const std::string& block : text.recomputeBlocks) {
+    ir::BlockSettings settings;
+    settings.recompute = true;
+    out.push_back({block, settings});
+  }
+  for (const std::string& given : text.manualSplits) {
+    auto split = parseManualSplit(given);
+    if (!split) return split.error();
+    flags.manualSplits.push_back(std::move(*split));
+  }
+  return {};
 }
 
 }  // namespace autopar::cli

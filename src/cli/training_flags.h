@@ -4,11 +4,28 @@
 /// host placement, manual split) on a verb.
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "planner/training_options.h"
 
 namespace autopar::cli {
 
-void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags);
+/// The flags given as names or BLOCK=VALUE / OP=VALUES text, which applyTrainingFlagText types.
+struct TrainingFlagText {
+  std::string recompute = "none";            ///< --recompute none | selective | full
+  std::vector<std::string> stages;           ///< --stage BLOCK=STAGE
+  std::vector<std::string> chunks;           ///< --chunk BLOCK=CHUNK
+  std::vector<std::string> fusion;           ///< --comm-fusion BLOCK=ID
+  std::vector<std::string> recomputeBlocks;  ///< --recompute-block BLOCK
+  std::vector<std::string> manualSplits;     ///< --manual-split OP=10,20,30,4
+};
+
+void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFlagText& blocks);
+
+/// Puts `text` into `flags` typed: the layer recompute, the block assignments in the order the
+/// graph takes them (stages, chunks, fusion ids, recomputed blocks) and the manual splits.
+/// Errors name the flag: "--stage 'layer1': expected BLOCK=STAGE, e.g. llm.layer.3=1".
+Status applyTrainingFlagText(const TrainingFlagText& text, planner::TrainingFlags& flags);
 
 }  // namespace autopar::cli

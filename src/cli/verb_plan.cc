@@ -15,10 +15,7 @@
 #include "export/plan_report.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
-#include "planner/mem_coeff_auto.h"
-#include "planner/plan_assembly.h"
-#include "planner/plan_evaluation.h"
-#include "planner/run_yaml.h"
+#include "planner/plan_request.h"
 #include "util/atomic_file.h"
 
 namespace autopar::cli {
@@ -46,88 +43,57 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
   return {};
 }
 
-/// Plans `options`, with a progress line for a search; under --mem-coeff auto, the rung chosen
-/// (planner/mem_coeff_auto.h), whose options replace `options` and whose line goes to `note`.
-Expected<planner::Evaluated> evaluatePlan(planner::PlanOptions& options,
-                                          const cluster::Cluster& cluster, std::string& note) {
-  if (options.memCoeffRule != frontend::MemCoeffRule::kGiven) {
-    const ProgressLine progress("choosing mem_coeff (planning each rung)", 0);
-    auto choice = planner::chooseMemCoeff(options, cluster);
-    if (!choice) return choice.error();
-    options = std::move(choice->options);
-    note = std::move(choice->summary);
-    return std::move(choice->evaluated);
-  }
-  std::optional<ProgressLine> progress;
-  if (options.search == "ilp") {
-    progress.emplace("solving the ILP", options.ilpTimeLimit);
-  } else if (options.search != "semi_auto") {
-    progress.emplace(fmt::format("searching ({})", options.search), 0);
-  }
-  return planner::evaluate(options, cluster, options.modelOptions);
-}
-
 int runPlan(planner::PlanOptions options, const std::string& reportPath) {
-  auto cluster = planner::loadCluster(options.cluster, options.nodes, options.devices);
-  if (!cluster) return reportError(cluster.error());
-  if (!options.config.empty()) {
-    auto config = planner::applyRunYaml(options, cluster->numDevices);
-    if (!config) return reportError(config.error());
-    planner::capDeviceMemory(options, *cluster);
-    planner::applyAutoPipeline(options, *config, *cluster);
-  }
-  if (options.model.empty())
-    return reportError(Error{"--model: required (or --config with a model)"});
-  std::string memCoeffNote;
-  auto evaluated = evaluatePlan(options, *cluster, memCoeffNote);
-  if (!evaluated) return reportError(evaluated.error());
-  plan::Plan result = planner::planOf(*evaluated, options, *cluster);
-  std::optional<planner::FitAdvice> advice;
-  if (!result.estimate.fits) {
-    // Re-planning can take seconds on large models: a progress line when stderr is a terminal.
-    const bool terminal = isatty(STDERR_FILENO) != 0;
-    advice = planner::adviseFit(options, *cluster, [terminal](int planned) {
-      if (terminal) {
-        fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {} plans", planned);
-      }
-    });
-    if (terminal) fmt::print(stderr, "\r\033[K");
-    result.fixes = advice->fixes;
-  }
+  // A progress line for each step that can take seconds, and while re-planning with fixes (on
+  // large models that takes seconds), when stderr is a terminal.
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  planner::PlanObserver observer;
+  observer.step = [](const std::string& step, double limitSeconds) {
+    return std::make_shared<ProgressLine>(step, limitSeconds);
+  };
+  observer.fixes = [terminal](int planned) {
+    if (terminal) fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {} plans", planned);
+  };
+  auto planned = planner::planRequest(std::move(options), observer);
+  if (!planned) return reportError(planned.error());
+  if (planned->advice && terminal) fmt::print(stderr, "\r\033[K");
+  const planner::PlanOptions& request = planned->options;
+  const plan::Plan& result = planned->plan;
+  const cluster::Cluster& cluster = planned->cluster;
   // The plan JSON only where it is written or printed: LLaMA2-70B over 1,024 devices plans in
   // 0.41 s without it and 0.53 s with it (a 5 MB file).
-  const bool writes = !options.out.empty() && result.estimate.fits;
-  const std::string json = writes || options.json ? plan::planToJson(result).dump(2) : "";
+  const bool writes = !request.out.empty() && result.estimate.fits;
+  const std::string json = writes || request.json ? plan::planToJson(result).dump(2) : "";
   // A plan that does not fit is not written: it would replace a good one the user has there.
   if (writes) {
-    if (auto written = writeFileAtomically(options.out, json + "\n"); !written) {
+    if (auto written = writeFileAtomically(request.out, json + "\n"); !written) {
       return reportError(written.error().in("--out"));
     }
   }
-  if (!options.mindsporeStrategyOut.empty() && result.estimate.fits) {
+  if (!request.mindsporeStrategyOut.empty() && result.estimate.fits) {
     const std::string strategies = exporters::mindsporeOpStrategy(result).dump() + "\n";
-    if (auto written = writeFileAtomically(options.mindsporeStrategyOut, strategies); !written) {
+    if (auto written = writeFileAtomically(request.mindsporeStrategyOut, strategies); !written) {
       return reportError(written.error().in("--mindspore-strategy"));
     }
   }
-  const exporters::ReportHeader header{options.model, cluster->name, cluster->device.name,
-                                       evaluated->model.graph.parameterCount()};
+  const exporters::ReportHeader header{request.model, cluster.name, cluster.device.name,
+                                       planned->evaluated.model.graph.parameterCount()};
   if (!reportPath.empty()) {
-    if (auto written =
-            writeHtmlReport(reportPath, exporters::planHtmlReport(result, *evaluated, header));
+    if (auto written = writeHtmlReport(
+            reportPath, exporters::planHtmlReport(result, planned->evaluated, header));
         !written) {
       return reportError(written.error());
     }
   }
-  if (options.json) {
+  if (request.json) {
     fmt::print("{}\n", json);
   } else {
-    if (options.explain) {
-      for (const auto& line : evaluated->outcome.explanation) fmt::print("{}\n", line);
+    if (request.explain) {
+      for (const auto& line : planned->evaluated.outcome.explanation) fmt::print("{}\n", line);
       fmt::print("\n");
     }
-    if (!options.configNote.empty()) fmt::print("{}\n\n", options.configNote);
-    if (!memCoeffNote.empty()) fmt::print("{}\n\n", memCoeffNote);
+    if (!request.configNote.empty()) fmt::print("{}\n\n", request.configNote);
+    if (!planned->memCoeffNote.empty()) fmt::print("{}\n\n", planned->memCoeffNote);
     fmt::print("{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
@@ -136,16 +102,16 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
       "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
       "gradients+optimizer states {}, activations {})\n",
       planner::formatBytes(result.estimate.peakMemoryBytes),
-      planner::formatBytes(cluster->device.memoryBytes), cluster->device.name,
+      planner::formatBytes(cluster.device.memoryBytes), cluster.device.name,
       planner::formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
                            result.estimate.memory.optimizerStates),
       planner::formatBytes(result.estimate.memory.activations));
-  if (advice->fixes.empty()) fmt::print(stderr, "autopar: {}\n", advice->unmet);
-  for (size_t i = 0; i < advice->fixes.size(); ++i) {
+  if (planned->advice->fixes.empty()) fmt::print(stderr, "autopar: {}\n", planned->advice->unmet);
+  for (size_t i = 0; i < planned->advice->fixes.size(); ++i) {
     fmt::print(stderr, "{} {}\n", i == 0 ? "autopar: fits with" : "                or",
-               planner::formatFix(advice->fixes[i]));
+               planner::formatFix(planned->advice->fixes[i]));
   }
-  if (!options.out.empty()) fmt::print(stderr, "autopar: {} not written\n", options.out);
+  if (!request.out.empty()) fmt::print(stderr, "autopar: {} not written\n", request.out);
   return kExitDoesNotFit;
 }
 
@@ -181,7 +147,8 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->check(positive());
   verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
-  verb->add_option("--search", options->search,
+  auto searchName = std::make_shared<std::string>("semi_auto");
+  verb->add_option("--search", *searchName,
                    "data_parallel | semi_auto | sharding_propagation | recursive_programming | ilp")
       ->capture_default_str();
   verb->add_flag("--ilp-tie-layers", options->ilpTieLayers,
@@ -213,7 +180,8 @@ void addPlanVerb(CLI::App& app, Action& action) {
           "POSITIVE, auto or fastest"))
       ->default_str("0.1");
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
-  addTrainingFlags(*verb, options->training);
+  auto text = std::make_shared<TrainingFlagText>();
+  addTrainingFlags(*verb, options->training, *text);
   verb->add_flag("--sequence-parallel", degrees->sequenceParallel,
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--framework", *frameworkName,
@@ -229,16 +197,22 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   auto reportPath = std::make_shared<std::string>();
   addReportOption(*verb, *reportPath);
-  verb->callback([&action, options, frameworkName, degrees, reportPath, verb] {
+  verb->callback([&action, options, frameworkName, searchName, text, degrees, reportPath, verb] {
     for (const CLI::Option* option : verb->get_options()) {
       if (option->count() > 0 && !option->get_lnames().empty()) {
         options->givenFlags.insert("--" + option->get_lnames().front());
       }
     }
-    action = [options, frameworkName, degrees, reportPath] {
+    action = [options, frameworkName, searchName, text, degrees, reportPath] {
       if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
         return reportError(status.error());
       }
+      if (auto status = applyTrainingFlagText(*text, options->training); !status) {
+        return reportError(status.error());
+      }
+      auto mode = search::parseSearchMode(*searchName);
+      if (!mode) return reportError(mode.error().in("--search"));
+      options->search = *mode;
       if (!frameworkName->empty()) {
         auto framework = cost::parseFramework(*frameworkName);
         if (!framework) return reportError(framework.error());

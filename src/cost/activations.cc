@@ -26,8 +26,8 @@ int findRoot(std::vector<int>& parent, int op) {
 
 RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions& options) {
   const auto& ops = graph.ops();
-  const LayerRecompute layers = options.layers;
-  const bool opPolicy = layers == LayerRecompute::kSelective && options.selectiveOpPolicy;
+  const ir::Recompute layers = options.layers;
+  const bool opPolicy = layers == ir::Recompute::kSelective && options.selectiveOpPolicy;
   RecomputeRegions regions;
   regions.regionOf.assign(ops.size(), -1);
   regions.dropsOutput.assign(ops.size(), false);
@@ -37,7 +37,7 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions
   std::vector<int> parent(ops.size());
   std::iota(parent.begin(), parent.end(), 0);
   for (const ir::Op& op : ops) {
-    const bool wholeLayer = layers == LayerRecompute::kFull || opPolicy;
+    const bool wholeLayer = layers == ir::Recompute::kFull || opPolicy;
     const bool blockRecompute =
         graph.settingsOf(op).recompute || (wholeLayer && ir::isStackLayer(op.block));
     if (blockRecompute) {
@@ -57,7 +57,7 @@ RecomputeRegions recomputeRegions(const ir::Graph& graph, const RecomputeOptions
           parent[static_cast<size_t>(findRoot(parent, op.id))] = findRoot(parent, producer);
         }
       }
-    } else if (layers == LayerRecompute::kSelective && ir::isAttentionCore(op.kind)) {
+    } else if (layers == ir::Recompute::kSelective && ir::isAttentionCore(op.kind)) {
       regions.regionOf[static_cast<size_t>(op.id)] = regions.count++;
     }
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ir/parallel_config.h"
 #include "util/expected.h"
 
 namespace autopar::cost {
@@ -39,18 +40,12 @@ struct OptimizerParallelOptions {
   bool distributedOptimizer = false;
 };
 
-enum class LayerRecompute {
-  kNone,
-  /// Korthikanti et al. 2022's selective recompute: the attention core of every op kind
-  /// ir::isAttentionCore names is recomputed, keeping its inputs and output.
-  kSelective,
-  /// Every layer of a stack (a block tagged "<prefix>.<index>") is recomputed from its input.
-  kFull,
-};
-
 /// Seed 001's recompute options.
 struct RecomputeOptions {
-  LayerRecompute layers = LayerRecompute::kNone;
+  /// kSelective: Korthikanti et al. 2022's selective recompute, the attention core of every op
+  /// kind ir::isAttentionCore names recomputed, keeping its inputs and output; kFull: every
+  /// layer of a stack (a block tagged "<prefix>.<index>") recomputed from its input.
+  ir::Recompute layers = ir::Recompute::kNone;
   /// Inside recomputed blocks, model-parallel communication is replayed in backward instead of
   /// keeping its output (MindSpore's default true).
   bool mpCommRecompute = true;
@@ -98,8 +93,6 @@ struct FusionOptions {
   int64_t bucketBytes = int64_t{25} << 20;
 };
 
-Expected<LayerRecompute> parseLayerRecompute(std::string_view text);
-std::string_view layerRecomputeName(LayerRecompute recompute);
 Expected<Bucketing> parseBucketing(std::string_view text);
 std::string_view bucketingName(Bucketing bucketing);
 

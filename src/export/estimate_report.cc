@@ -27,10 +27,10 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
       config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
       config.zeroBubble() ? ", zero-bubble H1" : "");
   const std::string_view recomputed = ir::recomputeName(config.recompute);
-  const std::string recompute =
-      config.recomputeBlocks.empty()
-          ? std::string(recomputed)
-          : fmt::format("{}, full on {} placed layers", recomputed, config.recomputeBlocks.size());
+  const size_t placedRecompute = ir::recomputedBlocks(config.placement);
+  const std::string recompute = placedRecompute == 0 ? std::string(recomputed)
+                                                     : fmt::format("{}, full on {} placed layers",
+                                                                   recomputed, placedRecompute);
   fmt::format_to(out, "  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
   if (estimate.opSearchStepSeconds > 0) {
     const std::string searched =

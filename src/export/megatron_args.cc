@@ -116,12 +116,12 @@ std::vector<std::string> megatronNotes(const planner::MegatronConfig& config) {
         "the zero-bubble H1 schedule needs Qi et al.'s patch "
         "(sail-sg/zero-bubble-pipeline-parallelism); stock Megatron-LM runs 1F1B");
   }
-  if (!config.recomputeBlocks.empty()) {
+  if (const size_t recomputed = ir::recomputedBlocks(config.placement); recomputed > 0) {
     notes.push_back(fmt::format(
         "full recompute of {} layers, the first of each stage (llm_layer_recompute): "
         "--recompute-granularity full --recompute-method block --recompute-num-layers N, N per "
         "stage",
-        config.recomputeBlocks.size()));
+        recomputed));
   }
   if (config.optimizerState != cost::OptimizerState::kFp32) {
     notes.emplace_back(

@@ -39,6 +39,21 @@ struct BlockSettings {
   bool operator==(const BlockSettings&) const = default;
 };
 
+/// Settings for the blocks in a scope, typed: what `--stage llm.layer.3=1` or a layer placement
+/// ("layer 3 on stage 1, recomputed") says. Graph::setBlockSettings merges them in order.
+struct BlockAssignment {
+  std::string scope;
+  BlockSettings settings;
+  bool operator==(const BlockAssignment&) const = default;
+};
+
+/// How many of `assignments` recompute their block.
+inline size_t recomputedBlocks(const std::vector<BlockAssignment>& assignments) {
+  size_t count = 0;
+  for (const BlockAssignment& assignment : assignments) count += assignment.settings.recompute;
+  return count;
+}
+
 /// True when `block` is `scope` or nested in it: "llm.layer.3" is in "llm.layer.3" and in "llm",
 /// not in "llm.layer.30" nor "llm.lay".
 bool blockInScope(std::string_view block, std::string_view scope);

@@ -67,6 +67,15 @@ TEST(PlanJsonTest, BadParallelConfigNamesTheField) {
   EXPECT_NE(read.error().message.find("parallel_config.schedule"), std::string::npos);
 }
 
+// An integer past int64 is refused, not wrapped: 2^64 - 1 used to be read as -1.
+TEST(PlanJsonTest, IntegersPastInt64AreRefused) {
+  auto json = planToJson(annotatedPlan());
+  json["parallel_config"]["tp"] = UINT64_MAX;
+  auto read = parsePlanJson(json.dump(), "p.json");
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().message, "p.json: parallel_config.tp: expected an integer");
+}
+
 TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
   const ir::Graph empty;
   Plan plan = annotatedPlan();

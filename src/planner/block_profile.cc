@@ -220,29 +220,27 @@ Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& co
 
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
                     MegatronConfig& config) {
-  config.stages.clear();
-  config.chunks.clear();
-  config.recomputeBlocks.clear();
+  config.placement.clear();
   const auto stages = static_cast<size_t>(config.pp);
   const size_t virtualStages = layers.front().size();
   const bool interleaved = virtualStages > stages;
   // Virtual stage v runs on stage v mod P as its chunk v / P.
-  const auto place = [&](const std::string& block, size_t v) {
-    config.stages.push_back(fmt::format("{}={}", block, v % stages));
-    if (interleaved) config.chunks.push_back(fmt::format("{}={}", block, v / stages));
+  const auto place = [&](std::string block, size_t v, bool recompute) {
+    ir::BlockSettings settings;
+    settings.pipelineStage = static_cast<int>(v % stages);
+    if (interleaved) settings.pipelineSegment = static_cast<int>(v / stages);
+    settings.recompute = recompute;
+    config.placement.push_back({std::move(block), settings});
   };
-  place("embedding", 0);
-  place("head", virtualStages - 1);
+  place("embedding", 0, false);
+  place("head", virtualStages - 1, false);
   const char* names[] = {"vit", "llm"};
   for (size_t k = 0; k < layers.size(); ++k) {
     const char* stack = names[k + 2 - layers.size()];  // one stack is the LLM
     int64_t layer = 0;
     for (size_t v = 0; v < virtualStages; ++v) {
       for (int64_t i = 0; i < layers[k][v]; ++i, ++layer) {
-        place(fmt::format("{}.layer.{}", stack, layer), v);
-        if (i < recomputed[k][v]) {
-          config.recomputeBlocks.push_back(fmt::format("{}.layer.{}", stack, layer));
-        }
+        place(fmt::format("{}.layer.{}", stack, layer), v, i < recomputed[k][v]);
       }
     }
   }

@@ -202,10 +202,8 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.microBatches = static_cast<int>(config.microBatches());
   training.schedule = std::string(ir::scheduleName(config.schedule));
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
-  training.recompute = std::string(ir::recomputeName(config.recompute));
-  training.stages = config.stages;
-  training.chunks = config.chunks;
-  training.recomputeBlocks = config.recomputeBlocks;
+  training.recompute = config.recompute;
+  training.blocks = config.placement;
   options.modelOptions.transformer = config.transformer;
   training.fp32Gradients = fp32Gradients(config);
   training.optimizerState = config.optimizerState;
@@ -332,7 +330,7 @@ StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages, std::
   const ir::Graph& graph = estimate.evaluated.model.graph;
   const auto& stageOf = estimate.evaluated.stages.virtualStageOf;
   const bool allRecomputed =
-      estimate.evaluated.evaluateOptions.recompute.layers == cost::LayerRecompute::kFull;
+      estimate.evaluated.evaluateOptions.recompute.layers == ir::Recompute::kFull;
   std::set<std::string> seen;
   for (const ir::Op& op : graph.ops()) {
     if (!ir::isStackLayer(op.block) || !op.block.starts_with(fmt::format("{}.", stack)) ||

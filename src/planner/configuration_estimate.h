@@ -69,11 +69,9 @@ struct MegatronConfig : ir::ParallelConfig {
   /// --overlap-grad-reduce or --attention unfused change the code path the profile gives.
   cost::Framework framework = cost::Framework::kMegatronCore;
   cost::CodePath codePath = cost::frameworkProfile(cost::Framework::kMegatronCore).codePath;
-  /// Non-uniform placement: BLOCK=STAGE assignments, BLOCK=CHUNK when interleaved, and blocks
-  /// recomputed in full (the layer placement search fills these; empty splits layers evenly).
-  std::vector<std::string> stages;
-  std::vector<std::string> chunks;
-  std::vector<std::string> recomputeBlocks;
+  /// Non-uniform placement: each block's stage, its chunk when interleaved, and whether it is
+  /// recomputed in full (the layer placement search fills it; empty splits layers evenly).
+  std::vector<ir::BlockAssignment> placement;
   /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
   std::optional<frontend::TransformerConfig> transformer;
   /// Who shards each block on its TP x CP submesh (planner/op_search.h): Megatron-LM's

@@ -5,19 +5,12 @@
 #include "cost/constants.h"
 #include "planner/configuration_estimate.h"
 #include "planner/plan_evaluation.h"
+#include "planner/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {
 
-MegatronConfig llama7b() {
-  MegatronConfig config;
-  config.model = "llama2-7b";
-  config.tp = 2;
-  config.dp = 4;
-  config.gbs = 32;
-  config.zero = 1;
-  return config;
-}
+MegatronConfig llama7b() { return testing::llama7bTp2Dp4(1); }
 
 /// The shipped constants with every GEMM and attention kernel at half the efficiency and a
 /// larger allocator reserve: a user's calibration of a slower software stack.

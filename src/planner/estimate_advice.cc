@@ -31,7 +31,7 @@ std::vector<Candidate> candidatesOf(const MegatronConfig& config) {
     add(fmt::format("--zero {}", zero), [&](MegatronConfig& c) { c.zero = zero; });
   }
   for (ir::Recompute recompute : {ir::Recompute::kSelective, ir::Recompute::kFull}) {
-    if (recompute <= config.recompute || !config.recomputeBlocks.empty()) continue;
+    if (recompute <= config.recompute || ir::recomputedBlocks(config.placement) > 0) continue;
     add(fmt::format("--recompute {}", recompute),
         [&](MegatronConfig& c) { c.recompute = recompute; });
   }
@@ -45,7 +45,7 @@ std::vector<Candidate> candidatesOf(const MegatronConfig& config) {
       c.tp *= 2;
       c.dp = dp;
     });
-    if (config.stages.empty() && config.chunks.empty()) {
+    if (config.placement.empty()) {
       add(fmt::format("--pp {} --dp {}", 2 * config.pp, dp), [&](MegatronConfig& c) {
         c.pp *= 2;
         c.dp = dp;

@@ -110,15 +110,15 @@ Change optimizerParallelChange() {
 }
 
 void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
-  const std::string& recompute = options.training.recompute;
-  if (recompute == "none") {
+  const ir::Recompute recompute = options.training.recompute;
+  if (recompute == ir::Recompute::kNone) {
     out.push_back({Lever::kRecompute,
                    {{"--recompute", "selective"}, {{"recompute_config.select_recompute", "True"}}},
-                   [](PlanOptions& o) { o.training.recompute = "selective"; }});
+                   [](PlanOptions& o) { o.training.recompute = ir::Recompute::kSelective; }});
   }
-  if (recompute != "full") {
+  if (recompute != ir::Recompute::kFull) {
     out.push_back({Lever::kRecompute, fullRecomputeChange(),
-                   [](PlanOptions& o) { o.training.recompute = "full"; }});
+                   [](PlanOptions& o) { o.training.recompute = ir::Recompute::kFull; }});
   }
 }
 
@@ -176,7 +176,7 @@ void addTensorParallel(const PlanOptions& options, int64_t numDevices, std::vect
 
 /// Seed 000's lever: a higher mem_coeff trades data parallelism for memory (by factors of 4).
 void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
-  if (options.search != "recursive_programming") return;
+  if (options.search != search::SearchMode::kRecursiveProgramming) return;
   for (double memCoeff = options.memCoeff * 4; memCoeff <= options.memCoeff * 1024; memCoeff *= 4) {
     const std::string value = fmt::format("{:g}", memCoeff);
     out.push_back({Lever::kMemCoeff,
@@ -194,7 +194,7 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
 /// recursive_programming` prints both).
 std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster::Cluster& cluster,
                                        const FitProgress& progress) {
-  if (options.search != "recursive_programming" ||
+  if (options.search != search::SearchMode::kRecursiveProgramming ||
       options.memCoeffRule != frontend::MemCoeffRule::kGiven) {
     return std::nullopt;
   }

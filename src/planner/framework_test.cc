@@ -3,19 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "planner/configuration_estimate.h"
+#include "planner/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {
 
-/// LLaMA2-7B at TP 2 DP 4, global batch 32: the configuration the code-path tests price.
-MegatronConfig llama7bTp2Dp4() {
-  MegatronConfig config;
-  config.model = "llama2-7b";
-  config.tp = 2;
-  config.dp = 4;
-  config.gbs = 32;
-  return config;
-}
+using testing::llama7bTp2Dp4;
 
 double stepSecondsOf(const MegatronConfig& config) {
   auto estimate = estimateConfig(config);

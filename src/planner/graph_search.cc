@@ -53,15 +53,14 @@ PlanOptions optionsOf(const GraphSearchRequest& request, const GraphCandidate& c
   options.model = request.model;
   options.cluster = request.cluster;
   options.nodes = request.nodes;
-  options.search = request.opSearch == OpSearch::kMegatron
-                       ? "semi_auto"
-                       : std::string(opSearchName(request.opSearch));
+  options.search = request.opSearch == OpSearch::kMegatron ? search::SearchMode::kSemiAuto
+                                                           : searchModeOf(request.opSearch);
   options.ilpTimeLimit = request.ilpTimeLimit;
   options.ilpTieLayers = true;  // every block of a stack shares one decision
   options.training.pipelineStages = candidate.stages;
   options.training.microBatches = static_cast<int>(microBatches);
   options.training.schedule = std::string(ir::scheduleName(candidate.schedule));
-  options.training.recompute = std::string(ir::recomputeName(candidate.recompute));
+  options.training.recompute = candidate.recompute;
   return options;
 }
 

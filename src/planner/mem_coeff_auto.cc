@@ -36,7 +36,7 @@ struct Levers {
   }
   void apply(PlanOptions& options) const {
     if (optimizerParallel) options.training.optimizerParallel = true;
-    if (fullRecompute) options.training.recompute = "full";
+    if (fullRecompute) options.training.recompute = ir::Recompute::kFull;
   }
 };
 
@@ -46,7 +46,7 @@ std::vector<Levers> leverSets(const PlanOptions& options) {
   const bool optimizerParallel = !options.training.optimizerParallel;
   std::vector<Levers> sets{{}};
   if (optimizerParallel) sets.push_back({true, false});
-  if (options.training.recompute == "none") sets.push_back({optimizerParallel, true});
+  if (options.training.recompute == ir::Recompute::kNone) sets.push_back({optimizerParallel, true});
   return sets;
 }
 
@@ -211,10 +211,10 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
   const frontend::MemCoeffRule rule = options.memCoeffRule == frontend::MemCoeffRule::kFastest
                                           ? frontend::MemCoeffRule::kFastest
                                           : frontend::MemCoeffRule::kAuto;
-  if (options.search != "recursive_programming") {
+  if (options.search != search::SearchMode::kRecursiveProgramming) {
     return Error{fmt::format(
         "--mem-coeff {}: only --search recursive_programming has a mem_coeff (the search is {})",
-        frontend::memCoeffRuleName(rule), options.search)};
+        frontend::memCoeffRuleName(rule), search::searchModeName(options.search))};
   }
   Climb climb(rule, cluster, progress);
   const std::vector<Levers> sets = leverSets(options);

@@ -18,7 +18,7 @@ TEST(MemCoeffAuto, LadderIsSeedZerosFactorsOfFour) {
 PlanOptions llama7bRecursive(frontend::MemCoeffRule rule) {
   PlanOptions options;
   options.model = "llama2-7b";
-  options.search = "recursive_programming";
+  options.search = search::SearchMode::kRecursiveProgramming;
   options.memCoeffRule = rule;
   return options;
 }

@@ -19,6 +19,12 @@ constexpr std::pair<OpSearch, std::string_view> kOpSearchNames[] = {
     {OpSearch::kIlp, "ilp"},
 };
 
+/// The seconds CBC may take on one probe; a probe is one layer of each stack and the model's
+/// ends (tens of ops), which it solves in well under a second.
+constexpr double kProbeIlpSeconds = 30;
+
+}  // namespace
+
 search::SearchMode searchModeOf(OpSearch search) {
   switch (search) {
     case OpSearch::kShardingPropagation:
@@ -31,12 +37,6 @@ search::SearchMode searchModeOf(OpSearch search) {
   }
   return search::SearchMode::kIlp;
 }
-
-/// The seconds CBC may take on one probe; a probe is one layer of each stack and the model's
-/// ends (tens of ops), which it solves in well under a second.
-constexpr double kProbeIlpSeconds = 30;
-
-}  // namespace
 
 std::string_view opSearchName(OpSearch search) {
   for (const auto& [candidate, name] : kOpSearchNames) {

@@ -31,6 +31,7 @@
 #include "frontend/transformer.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
+#include "search/op_level/driver.h"
 #include "util/expected.h"
 
 namespace autopar::planner {
@@ -41,6 +42,9 @@ enum class OpSearch { kMegatron, kShardingPropagation, kRecursiveProgramming, kI
 
 /// "megatron", "sharding_propagation", "recursive_programming", "ilp".
 std::string_view opSearchName(OpSearch search);
+/// The op-level search that runs `search` on a submesh (kMegatron, which annotates instead, maps
+/// to the exact ILP: a probe of Megatron's annotation needs no search).
+search::SearchMode searchModeOf(OpSearch search);
 /// The error names the flag and the accepted names:
 ///   "--op-search: expected megatron, sharding_propagation, recursive_programming or ilp, got x"
 Expected<OpSearch> parseOpSearch(std::string_view name);

@@ -169,9 +169,7 @@ plan::FeaturesRecord featuresRecord(const cost::EvaluateOptions& options) {
   features.optimizerThresholdKb = options.optimizerParallel.thresholdKb;
   features.gradientAccumulationShard = options.optimizerParallel.gradientAccumulationShard;
   features.optimizerGroupUpdate = options.optimizerParallel.groupUpdate;
-  // cost::LayerRecompute and ir::Recompute share their names (none, selective, full).
-  features.recompute =
-      ir::parseRecompute(cost::layerRecomputeName(options.recompute.layers)).value();
+  features.recompute = options.recompute.layers;
   features.mpCommRecompute = options.recompute.mpCommRecompute;
   features.parallelOptimizerCommRecompute = options.recompute.parallelOptimizerCommRecompute;
   features.recomputeSliceActivation = options.recompute.sliceActivation;
@@ -291,7 +289,7 @@ plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
                             static_cast<size_t>(evaluated.devicesPerStage)};
   plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
                                    context, cluster, options.cluster);
-  result.search = options.search;
+  result.search = std::string(search::searchModeName(options.search));
   if (evaluated.model.parallel)
     result.parallel = parallelConfigOf(*evaluated.model.parallel, result);
   for (const auto& conflict : evaluated.outcome.conflicts) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -76,7 +77,10 @@ PlanOptions withFramework(PlanOptions options) {
   const cost::CodePath& code = cost::frameworkProfile(*options.framework).codePath;
   TrainingFlags& training = options.training;
   training.codePath = code;
-  if (code.overlapGradReduce && training.bucketing == "none" && training.fusion.empty()) {
+  const bool fusionIds = std::any_of(
+      training.blocks.begin(), training.blocks.end(),
+      [](const ir::BlockAssignment& block) { return block.settings.commFusion.has_value(); });
+  if (code.overlapGradReduce && training.bucketing == "none" && !fusionIds) {
     training.bucketing = "size";
     training.bucketMb = 40e6 * 4 / (1024.0 * 1024.0);  // 40M fp32 elements
   }
@@ -125,9 +129,7 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
   auto stages = search::assignStages(loaded.graph, pipeline->stages, pipeline->virtualStages);
   if (!stages) return stages.error();
   search::SearchRequest request;
-  auto mode = search::parseSearchMode(options.search);
-  if (!mode) return mode.error().in("--search");
-  request.mode = *mode;
+  request.mode = options.search;
   auto overrides = parseShards(options.shards);
   if (!overrides) return overrides.error();
   if (!options.strategyFile.empty()) {

@@ -41,7 +41,7 @@ struct PlanOptions {
   std::string mindsporeStrategyOut;  ///< --mindspore-strategy: MindSpore's op-strategy JSON
   bool json = false;
   bool enableAllToAll = false;
-  std::string search = "semi_auto";
+  search::SearchMode search = search::SearchMode::kSemiAuto;
   bool explain = false;
   double memCoeff = 0.1;
   /// --mem-coeff auto or fastest: mem_coeff chosen by planning its ladder

@@ -32,9 +32,9 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
   fromYaml(options, "--gradient-accumulation-shard", training.gradientAccumulationShard,
            parallel.gradientAccumulationShard);
   fromYaml(options, "--recompute", training.recompute,
-           std::string(parallel.recompute         ? "full"
-                       : parallel.selectRecompute ? "selective"
-                                                  : "none"));
+           parallel.recompute         ? ir::Recompute::kFull
+           : parallel.selectRecompute ? ir::Recompute::kSelective
+                                      : ir::Recompute::kNone);
   fromYaml(options, "--no-mp-comm-recompute", training.noMpCommRecompute,
            !parallel.mpCommRecompute);
   fromYaml(options, "--parallel-optimizer-comm-recompute", training.parallelOptimizerCommRecompute,
@@ -94,7 +94,8 @@ std::string configSummary(const PlanOptions& options, const frontend::MindFormer
                           int64_t numDevices) {
   const frontend::ParallelSettings& parallel = config.parallel;
   return fmt::format("{}: {}, search {}, mem_coeff {}{}; {}", options.config,
-                     frontend::parallelModeName(parallel.parallelMode), options.search,
+                     frontend::parallelModeName(parallel.parallelMode),
+                     search::searchModeName(options.search),
                      options.memCoeffRule != frontend::MemCoeffRule::kGiven
                          ? std::string(frontend::memCoeffRuleName(options.memCoeffRule))
                          : fmt::format("{:g}", options.memCoeff),
@@ -179,14 +180,16 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   }
   switch (parallel.parallelMode) {
     case frontend::ParallelMode::kDataParallel:
-      fromYaml(options, "--search", options.search, std::string("data_parallel"));
+      fromYaml(options, "--search", options.search, search::SearchMode::kDataParallel);
       break;
     case frontend::ParallelMode::kSemiAuto:
-      fromYaml(options, "--search", options.search, std::string("semi_auto"));
+      fromYaml(options, "--search", options.search, search::SearchMode::kSemiAuto);
       break;
     case frontend::ParallelMode::kAuto:
       fromYaml(options, "--search", options.search,
-               std::string(frontend::searchModeName(parallel.searchMode)));
+               parallel.searchMode == frontend::SearchMode::kShardingPropagation
+                   ? search::SearchMode::kShardingPropagation
+                   : search::SearchMode::kRecursiveProgramming);
       break;
   }
   // Semi-auto annotates every op; sharding_propagation MindFormers' key operators.

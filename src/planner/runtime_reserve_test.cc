@@ -2,19 +2,12 @@
 
 #include "cost/constants.h"
 #include "planner/configuration_estimate.h"
+#include "planner/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {
 
-MegatronConfig llama7b() {
-  MegatronConfig config;
-  config.model = "llama2-7b";
-  config.tp = 2;
-  config.dp = 4;
-  config.gbs = 32;
-  config.zero = 1;
-  return config;
-}
+MegatronConfig llama7b() { return testing::llama7bTp2Dp4(1); }
 
 /// Every stage's peak holds the CUDA context, NCCL's buffers for each parallel dimension wider
 /// than 1 (here TP and DP) and the allocator's reserve over what the step allocates and frees:

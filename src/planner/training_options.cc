@@ -2,37 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "cost/constants.h"
 #include "ir/op_semantics.h"
 
 namespace autopar::planner {
 
 namespace {
-
-struct Assignment {
-  std::string name;
-  std::string value;
-};
-
-Expected<Assignment> splitAssignment(const std::string& flag, const std::string& text,
-                                     const std::string& example) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    return Error{fmt::format("{} '{}': expected {}", flag, text, example)};
-  }
-  return Assignment{text.substr(0, eq), text.substr(eq + 1)};
-}
-
-Expected<int64_t> parseInteger(const std::string& flag, const std::string& text) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    return Error{fmt::format("{}: '{}' is not an integer", flag, text)};
-  }
-  return value;
-}
 
 Expected<ir::OpId> findOp(const ir::Graph& graph, const std::string& flag,
                           const std::string& name) {
@@ -42,41 +17,25 @@ Expected<ir::OpId> findOp(const ir::Graph& graph, const std::string& flag,
   return *id;
 }
 
-Status setBlock(ir::Graph& graph, const std::string& flag, const std::string& text,
-                const std::string& example, void (*apply)(ir::BlockSettings&, int64_t)) {
-  auto assignment = splitAssignment(flag, text, example);
-  if (!assignment) return assignment.error();
-  auto value = parseInteger(flag + " " + assignment->name, assignment->value);
-  if (!value) return value.error();
-  ir::BlockSettings settings;
-  apply(settings, *value);
-  auto status = graph.setBlockSettings(assignment->name, settings);
-  if (!status) return status.error().in(flag);
-  return {};
+/// The flag that gives a block assignment, for its errors.
+std::string_view flagOf(const ir::BlockSettings& settings) {
+  if (settings.pipelineStage) return "--stage";
+  if (settings.pipelineSegment) return "--chunk";
+  if (settings.commFusion) return "--comm-fusion";
+  return "--recompute-block";
 }
 
-Status setManualSplit(ir::Graph& graph, const std::string& text) {
+Status setManualSplit(ir::Graph& graph, const TrainingFlags::ManualSplit& split) {
   const std::string flag = "--manual-split";
-  auto assignment = splitAssignment(flag, text, "OP=SIZES, e.g. embedding=10,20,30,4");
-  if (!assignment) return assignment.error();
-  auto id = findOp(graph, flag, assignment->name);
+  auto id = findOp(graph, flag, split.op);
   if (!id) return id.error();
   ir::Op& op = graph.mutableOp(*id);
   if (op.kind != ir::OpKind::kGather) {
     return Error{fmt::format("{} {}: manual_split applies to Gather, not {}", flag, op.name,
                              ir::opKindName(op.kind))};
   }
-  std::vector<int64_t> parts;
-  size_t start = 0;
-  while (start <= assignment->value.size()) {
-    const auto comma = std::min(assignment->value.find(',', start), assignment->value.size());
-    auto part = parseInteger(flag + " " + op.name, assignment->value.substr(start, comma - start));
-    if (!part) return part.error();
-    parts.push_back(*part);
-    start = comma + 1;
-  }
   ir::OpAttrs attrs = op.attrs;
-  attrs.manualSplit = parts;
+  attrs.manualSplit = split.rows;
   auto inferred = ir::inferOutputTypes(op.kind, attrs, graph.inputTypes(op));
   if (!inferred) return inferred.error().in(fmt::format("{} {}", flag, op.name));
   op.attrs = std::move(attrs);
@@ -86,29 +45,9 @@ Status setManualSplit(ir::Graph& graph, const std::string& text) {
 }  // namespace
 
 Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
-  for (const auto& text : flags.stages) {
-    auto status =
-        setBlock(graph, "--stage", text, "BLOCK=STAGE, e.g. llm.layer.3=1",
-                 [](ir::BlockSettings& s, int64_t v) { s.pipelineStage = static_cast<int>(v); });
-    if (!status) return status;
-  }
-  for (const auto& text : flags.chunks) {
-    auto status =
-        setBlock(graph, "--chunk", text, "BLOCK=CHUNK, e.g. llm.layer.3=1",
-                 [](ir::BlockSettings& s, int64_t v) { s.pipelineSegment = static_cast<int>(v); });
-    if (!status) return status;
-  }
-  for (const auto& text : flags.fusion) {
-    auto status =
-        setBlock(graph, "--comm-fusion", text, "BLOCK=ID, e.g. layer1=0",
-                 [](ir::BlockSettings& s, int64_t v) { s.commFusion = static_cast<int>(v); });
-    if (!status) return status;
-  }
-  for (const auto& block : flags.recomputeBlocks) {
-    ir::BlockSettings settings;
-    settings.recompute = true;
-    if (auto status = graph.setBlockSettings(block, settings); !status) {
-      return status.error().in("--recompute-block");
+  for (const ir::BlockAssignment& block : flags.blocks) {
+    if (auto status = graph.setBlockSettings(block.scope, block.settings); !status) {
+      return status.error().in(std::string(flagOf(block.settings)));
     }
   }
   for (const auto& name : flags.recomputeOps) {
@@ -121,8 +60,8 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
     if (!id) return id.error();
     graph.mutableOp(*id).placement = ir::Placement::kHost;
   }
-  for (const auto& text : flags.manualSplits) {
-    if (auto status = setManualSplit(graph, text); !status) return status;
+  for (const auto& split : flags.manualSplits) {
+    if (auto status = setManualSplit(graph, split); !status) return status;
   }
   return {};
 }
@@ -161,9 +100,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
                                                 const cost::CostModel& costModel) {
   cost::EvaluateOptions options;
   options.costModel = costModel;
-  auto recompute = cost::parseLayerRecompute(flags.recompute);
-  if (!recompute) return recompute.error().in("--recompute");
-  options.recompute.layers = *recompute;
+  options.recompute.layers = flags.recompute;
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
   options.recompute.sliceActivation = flags.recomputeSliceActivation;

@@ -21,11 +21,11 @@ struct TrainingFlags {
   int pipelineStages = 1;
   int microBatches = 0;  ///< 0: one per step without pipelining, else required
   std::string schedule = "1f1b";
-  int virtualStages = 0;            ///< 0: 2 for the interleaved schedule, else 1
-  std::vector<std::string> stages;  ///< BLOCK=STAGE
-  std::vector<std::string> chunks;  ///< BLOCK=CHUNK (interleaved)
-  std::string recompute = "none";
-  std::vector<std::string> recomputeBlocks;
+  int virtualStages = 0;  ///< 0: 2 for the interleaved schedule, else 1
+  /// Per-block settings in order: stage, chunk (interleaved), communication fusion id and
+  /// recompute (--stage, --chunk, --comm-fusion, --recompute-block; a layer placement's).
+  std::vector<ir::BlockAssignment> blocks;
+  ir::Recompute recompute = ir::Recompute::kNone;
   std::vector<std::string> recomputeOps;
   bool noMpCommRecompute = false;
   bool parallelOptimizerCommRecompute = false;
@@ -51,13 +51,17 @@ struct TrainingFlags {
   /// micro-batch (cost::EvaluateOptions::copies), and one copy's model-parallel communication runs
   /// under another's compute (cost::EvaluateOptions::hidesActivationComm).
   int64_t interleavedCopies = 1;
-  int fp8WeightCacheBytes = 0;      ///< cost::EvaluateOptions
-  bool fp8Parameters = false;       ///< cost::EvaluateOptions
-  std::vector<std::string> fusion;  ///< BLOCK=ID
+  int fp8WeightCacheBytes = 0;  ///< cost::EvaluateOptions
+  bool fp8Parameters = false;   ///< cost::EvaluateOptions
   std::string bucketing = "none";
   double bucketMb = 25;
   std::vector<std::string> hostOps;
-  std::vector<std::string> manualSplits;  ///< OP=10,20,30,4
+  /// Gather's manual_split: the op and its table's row counts (--manual-split OP=10,20,30,4).
+  struct ManualSplit {
+    std::string op;
+    std::vector<int64_t> rows;
+  };
+  std::vector<ManualSplit> manualSplits;
 };
 
 /// Writes the per-block and per-op flags into `graph`. Errors name the flag and what is wrong.

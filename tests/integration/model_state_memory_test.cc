@@ -36,7 +36,7 @@ struct OneDevice {
 
   [[nodiscard]] cost::CostReport evaluate(const planner::TrainingFlags& training) const {
     planner::PlanOptions options;
-    options.search = "data_parallel";
+    options.search = search::SearchMode::kDataParallel;
     options.training = training;
     auto evaluated = planner::evaluateModel(model, options, device);
     EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;

@@ -38,7 +38,7 @@ class RecursiveMemCoeff : public ::testing::Test {
   /// The planner's whole pipeline: search, shard, cost and simulate one step.
   Searched plan(const std::string& search, double memCoeff) {
     planner::PlanOptions options;
-    options.search = search;
+    options.search = *search::parseSearchMode(search);
     options.memCoeff = memCoeff;
     auto evaluated = planner::evaluateModel(model_, options, cluster_);
     EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
@@ -96,7 +96,7 @@ TEST(RecursiveProgrammingBytes, Qwen14bMovesAtMostTwiceMegatronTp8OnEightAscendD
     EXPECT_TRUE(graph.ok()) << graph.error().message;
     if (!graph) return 0;
     planner::PlanOptions options;
-    options.search = search;
+    options.search = *search::parseSearchMode(search);
     options.memCoeff = memCoeff;
     auto evaluated = planner::evaluateModel(planner::LoadedModel{.graph = std::move(*graph),
                                                                  .source = "qwen-14b",

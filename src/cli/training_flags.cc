@@ -76,7 +76,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
   verb.add_option("--micro-batches", flags.microBatches,
                   "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
       ->check(positiveAtMost(limits::kMaxMicroBatches));
-  verb.add_option("--schedule", flags.schedule,
+  verb.add_option("--schedule", text.schedule,
                   "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();
   verb.add_option("--virtual-stages", flags.virtualStages,
@@ -111,7 +111,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
   verb.add_option("--comm-fusion", text.fusion,
                   "BLOCK=ID: fuse the parameter collectives of blocks with the same id "
                   "(set_comm_fusion)");
-  verb.add_option("--bucketing", flags.bucketing,
+  verb.add_option("--bucketing", text.bucketing,
                   "automatic gradient buckets when no fusion ids are given: none | size | layer")
       ->capture_default_str();
   verb.add_option("--bucket-mb", flags.bucketMb, "bucket size for --bucketing size, MiB")
@@ -132,6 +132,12 @@ Status applyTrainingFlagText(const TrainingFlagText& text, planner::TrainingFlag
         fmt::format("--recompute: '{}': expected none, selective or full", text.recompute)};
   }
   flags.recompute = *recompute;
+  auto schedule = ir::parseSchedule(text.schedule);
+  if (!schedule) return schedule.error().in("--schedule");
+  flags.schedule = *schedule;
+  auto bucketing = cost::parseBucketing(text.bucketing);
+  if (!bucketing) return bucketing.error().in("--bucketing");
+  flags.bucketing = *bucketing;
   std::vector<ir::BlockAssignment>& out = flags.blocks;
   if (auto status = addBlocks(
           text.stages, "--stage", "BLOCK=STAGE, e.g. llm.layer.3=1",

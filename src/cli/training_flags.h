@@ -13,7 +13,9 @@ namespace autopar::cli {
 
 /// The flags given as names or BLOCK=VALUE / OP=VALUES text, which applyTrainingFlagText types.
 struct TrainingFlagText {
+  std::string schedule = "1f1b";             ///< --schedule 1f1b | interleaved | gpipe | zb-h1
   std::string recompute = "none";            ///< --recompute none | selective | full
+  std::string bucketing = "none";            ///< --bucketing none | size | layer
   std::vector<std::string> stages;           ///< --stage BLOCK=STAGE
   std::vector<std::string> chunks;           ///< --chunk BLOCK=CHUNK
   std::vector<std::string> fusion;           ///< --comm-fusion BLOCK=ID
@@ -23,7 +25,8 @@ struct TrainingFlagText {
 
 void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFlagText& blocks);
 
-/// Puts `text` into `flags` typed: the layer recompute, the block assignments in the order the
+/// Puts `text` into `flags` typed: the schedule, the layer recompute, the gradient bucketing, the
+/// block assignments in the order the
 /// graph takes them (stages, chunks, fusion ids, recomputed blocks) and the manual splits.
 /// Errors name the flag: "--stage 'layer1': expected BLOCK=STAGE, e.g. llm.layer.3=1".
 Status applyTrainingFlagText(const TrainingFlagText& text, planner::TrainingFlags& flags);

@@ -200,7 +200,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.microBatches());
-  training.schedule = std::string(ir::scheduleName(config.schedule));
+  training.schedule = config.schedule;
   training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
   training.recompute = config.recompute;
   training.blocks = config.placement;
@@ -214,7 +214,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   training.fp8WeightCacheBytes =
       fp8 && config.codePath.fp8WeightCache && !config.fp8ParamGather ? 2 : 0;
   training.fp8Parameters = fp8 && config.fp8ParamGather;
-  training.bucketing = "size";
+  training.bucketing = cost::Bucketing::kBySize;
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
                                  : 1e9;  // 1 PiB: one bucket holds any model's gradients

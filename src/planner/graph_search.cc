@@ -59,7 +59,7 @@ PlanOptions optionsOf(const GraphSearchRequest& request, const GraphCandidate& c
   options.ilpTieLayers = true;  // every block of a stack shares one decision
   options.training.pipelineStages = candidate.stages;
   options.training.microBatches = static_cast<int>(microBatches);
-  options.training.schedule = std::string(ir::scheduleName(candidate.schedule));
+  options.training.schedule = candidate.schedule;
   options.training.recompute = candidate.recompute;
   return options;
 }

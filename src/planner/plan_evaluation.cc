@@ -80,8 +80,8 @@ PlanOptions withFramework(PlanOptions options) {
   const bool fusionIds = std::any_of(
       training.blocks.begin(), training.blocks.end(),
       [](const ir::BlockAssignment& block) { return block.settings.commFusion.has_value(); });
-  if (code.overlapGradReduce && training.bucketing == "none" && !fusionIds) {
-    training.bucketing = "size";
+  if (code.overlapGradReduce && training.bucketing == cost::Bucketing::kNone && !fusionIds) {
+    training.bucketing = cost::Bucketing::kBySize;
     training.bucketMb = 40e6 * 4 / (1024.0 * 1024.0);  // 40M fp32 elements
   }
   return options;
@@ -92,7 +92,7 @@ Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) 
   if (!options.framework) return {};
   ir::ParallelConfig config = model.parallel.value_or(ir::ParallelConfig{});
   config.pp = options.training.pipelineStages;
-  if (auto schedule = ir::parseSchedule(options.training.schedule)) config.schedule = *schedule;
+  config.schedule = options.training.schedule;
   if (config.schedule == ir::Schedule::kInterleaved) {
     config.vpp = std::max(options.training.virtualStages, 2);
   }

@@ -48,7 +48,7 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
   training.optimizerState = cost::OptimizerState::kFp32Moments;
   training.fp32Gradients = false;
   if (parallel.ppInterleaveNum > 1) {
-    fromYaml(options, "--schedule", training.schedule, std::string("interleaved"));
+    fromYaml(options, "--schedule", training.schedule, ir::Schedule::kInterleaved);
     fromYaml(options, "--virtual-stages", training.virtualStages,
              static_cast<int>(parallel.ppInterleaveNum));
   }

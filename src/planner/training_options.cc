@@ -68,13 +68,11 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
 
 Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t numDevices) {
   sim::PipelineConfig config;
-  auto schedule = ir::parseSchedule(flags.schedule);
-  if (!schedule) return schedule.error().in("--schedule");
-  config.schedule = *schedule;
+  config.schedule = flags.schedule;
   config.stages = flags.pipelineStages;
-  config.virtualStages = flags.virtualStages > 0                        ? flags.virtualStages
-                         : *schedule == sim::ScheduleKind::kInterleaved ? 2
-                                                                        : 1;
+  config.virtualStages = flags.virtualStages > 0                             ? flags.virtualStages
+                         : flags.schedule == sim::ScheduleKind::kInterleaved ? 2
+                                                                             : 1;
   config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
   if (numDevices % config.stages != 0) {
     return Error{
@@ -125,9 +123,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   if (flags.codePath.listCollectives) {
     options.redistribution.perRankCopySeconds = costModel->listCollectiveCopySeconds;
   }
-  auto bucketing = cost::parseBucketing(flags.bucketing);
-  if (!bucketing) return bucketing.error().in("--bucketing");
-  options.fusion.bucketing = *bucketing;
+  options.fusion.bucketing = flags.bucketing;
   options.fusion.bucketBytes = static_cast<int64_t>(flags.bucketMb * 1024 * 1024);
   return options;
 }

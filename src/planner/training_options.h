@@ -20,7 +20,7 @@ namespace autopar::planner {
 struct TrainingFlags {
   int pipelineStages = 1;
   int microBatches = 0;  ///< 0: one per step without pipelining, else required
-  std::string schedule = "1f1b";
+  ir::Schedule schedule = ir::Schedule::k1F1B;
   int virtualStages = 0;  ///< 0: 2 for the interleaved schedule, else 1
   /// Per-block settings in order: stage, chunk (interleaved), communication fusion id and
   /// recompute (--stage, --chunk, --comm-fusion, --recompute-block; a layer placement's).
@@ -53,7 +53,8 @@ struct TrainingFlags {
   int64_t interleavedCopies = 1;
   int fp8WeightCacheBytes = 0;  ///< cost::EvaluateOptions
   bool fp8Parameters = false;   ///< cost::EvaluateOptions
-  std::string bucketing = "none";
+  /// Automatic gradient buckets where no block has a fusion id.
+  cost::Bucketing bucketing = cost::Bucketing::kNone;
   double bucketMb = 25;
   std::vector<std::string> hostOps;
   /// Gather's manual_split: the op and its table's row counts (--manual-split OP=10,20,30,4).

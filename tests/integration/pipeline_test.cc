@@ -56,7 +56,7 @@ Simulated run(const sim::PipelineConfig& config) {
   options.training.pipelineStages = config.stages;
   options.training.virtualStages = config.virtualStages;
   options.training.microBatches = config.microBatches;
-  options.training.schedule = std::string(ir::scheduleName(config.schedule));
+  options.training.schedule = config.schedule;
   auto evaluated =
       planner::evaluateModel(planner::LoadedModel{.graph = uniformToy(), .source = "toy"}, options,
                              freeLinks(config.stages));

@@ -7,7 +7,7 @@
 #include "cli/verbs.h"
 #include "export/layout_report.h"
 #include "layout/strategy.h"
-#include "planner/layout_inputs.h"
+#include "cli/layout_inputs.h"
 #include "rules/sharded_op.h"
 #include "rules/sharding_rule.h"
 
@@ -26,9 +26,9 @@ struct LayoutOptions {
 int runLayout(const LayoutOptions& options) {
   auto strategy = layout::parseStrategy(options.strategy);
   if (!strategy) return reportError(strategy.error().in("--strategy"));
-  auto shapes = planner::parseShapes(options.shapes);
+  auto shapes = parseShapes(options.shapes);
   if (!shapes) return reportError(shapes.error());
-  auto graph = planner::singleOpGraph(options.op, *shapes);
+  auto graph = singleOpGraph(options.op, *shapes);
   if (!graph) return reportError(graph.error());
   const ir::Op& op = graph->op(0);
   auto rule = rules::shardingRuleFor(*graph, op);

@@ -5,16 +5,22 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
+#include <string_view>
 
 #include "cli/html_report_file.h"
 #include "cli/progress_line.h"
 #include "cli/training_flags.h"
 #include "cli/verbs.h"
 #include "export/html_report_content.h"
+#include "export/megatron_args.h"
 #include "export/mindspore_strategy.h"
 #include "export/plan_report.h"
+#include "layout/strategy.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
+#include "planner/megatron_setup.h"
 #include "planner/plan_request.h"
 #include "util/atomic_file.h"
 
@@ -41,6 +47,63 @@ Status applyDegreeFlags(const DegreeFlags& flags, planner::ModelOptions& model) 
                                       .sequenceParallel = flags.sequenceParallel};
   model.dataParallelFromDevices = flags.dp == 0;
   return {};
+}
+
+/// --shard OP=STRATEGY, each a strategy override by op.
+Status parseShards(const std::vector<std::string>& shards, planner::PlanOptions& options) {
+  for (const std::string& text : shards) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error{fmt::format(
+          "--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))", text)};
+    }
+    auto strategy = layout::parseStrategy(text.substr(eq + 1));
+    if (!strategy) return strategy.error().in(fmt::format("--shard {}", text.substr(0, eq)));
+    options.shards[text.substr(0, eq)] = std::move(*strategy);
+  }
+  return {};
+}
+
+/// The run-yaml setting a flag gives, which the yaml then leaves as the flag set it.
+std::optional<planner::Setting> yamlSettingOf(std::string_view flag) {
+  using planner::Setting;
+  static const std::map<std::string_view, Setting> settings{
+      {"tp", Setting::kTp},
+      {"sequence-parallel", Setting::kSequenceParallel},
+      {"pipeline-stages", Setting::kPipelineStages},
+      {"micro-batch", Setting::kMicroBatch},
+      {"micro-batches", Setting::kMicroBatches},
+      {"schedule", Setting::kSchedule},
+      {"virtual-stages", Setting::kVirtualStages},
+      {"recompute", Setting::kRecompute},
+      {"no-mp-comm-recompute", Setting::kMpCommRecompute},
+      {"parallel-optimizer-comm-recompute", Setting::kParallelOptimizerCommRecompute},
+      {"recompute-slice-activation", Setting::kRecomputeSliceActivation},
+      {"optimizer-parallel", Setting::kOptimizerParallel},
+      {"optimizer-threshold", Setting::kOptimizerThreshold},
+      {"gradient-accumulation-shard", Setting::kGradientAccumulationShard},
+      {"alltoall", Setting::kAllToAll},
+      {"search", Setting::kSearch},
+      {"mem-coeff", Setting::kMemCoeff}};
+  const auto found = settings.find(flag);
+  if (found == settings.end()) return std::nullopt;
+  return found->second;
+}
+
+/// Megatron-LM's arguments for the plan, one line, with what they cannot say on stderr.
+Status writeMegatronArguments(const planner::PlannedRequest& planned) {
+  plan::Plan exported = planned.plan;
+  if (auto status =
+          planner::withMegatronSetup(exported, planned.options, planned.evaluated.model.graphBatch);
+      !status) {
+    return status;
+  }
+  auto arguments = exporters::megatronArguments(exported);
+  if (!arguments) return arguments.error();
+  for (const std::string& note : exporters::megatronNotes(*exported.setup)) {
+    fmt::print(stderr, "autopar: --megatron-args: note: {}\n", note);
+  }
+  return writeFileAtomically(planned.options.megatronArgsOut, *arguments + "\n");
 }
 
 int runPlan(planner::PlanOptions options, const std::string& reportPath) {
@@ -74,6 +137,11 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
     const std::string strategies = exporters::mindsporeOpStrategy(result).dump() + "\n";
     if (auto written = writeFileAtomically(request.mindsporeStrategyOut, strategies); !written) {
       return reportError(written.error().in("--mindspore-strategy"));
+    }
+  }
+  if (!request.megatronArgsOut.empty() && result.estimate.fits) {
+    if (auto written = writeMegatronArguments(*planned); !written) {
+      return reportError(written.error().in("--megatron-args"));
     }
   }
   const exporters::ReportHeader header{request.model, cluster.name, cluster.device.name,
@@ -145,7 +213,8 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--dp", degrees->dp, "data-parallel degree with --tp (default: devices / tp)")
       ->check(positive());
-  verb->add_option("--shard", options->shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
+  auto shards = std::make_shared<std::vector<std::string>>();
+  verb->add_option("--shard", *shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");
   auto searchName = std::make_shared<std::string>("semi_auto");
   verb->add_option("--search", *searchName,
@@ -191,36 +260,44 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--mindspore-strategy", options->mindsporeStrategyOut,
                    "also write the op strategies as the JSON MindSpore loads with "
                    "set_op_strategy_config(mode=\"LOAD\", path=...) (when the plan fits)");
+  verb->add_option("--megatron-args", options->megatronArgsOut,
+                   "also write Megatron-LM's arguments for the plan, one line (when it fits; an "
+                   "op-level search's plan when its shardings are Megatron's)");
   verb->add_option("--strategy-file", options->strategyFile,
                    "read op strategies from such a MindSpore JSON as annotations (--shard of the "
                    "same op wins)");
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   auto reportPath = std::make_shared<std::string>();
   addReportOption(*verb, *reportPath);
-  verb->callback([&action, options, frameworkName, searchName, text, degrees, reportPath, verb] {
-    for (const CLI::Option* option : verb->get_options()) {
-      if (option->count() > 0 && !option->get_lnames().empty()) {
-        options->givenFlags.insert("--" + option->get_lnames().front());
-      }
-    }
-    action = [options, frameworkName, searchName, text, degrees, reportPath] {
-      if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
-        return reportError(status.error());
-      }
-      if (auto status = applyTrainingFlagText(*text, options->training); !status) {
-        return reportError(status.error());
-      }
-      auto mode = search::parseSearchMode(*searchName);
-      if (!mode) return reportError(mode.error().in("--search"));
-      options->search = *mode;
-      if (!frameworkName->empty()) {
-        auto framework = cost::parseFramework(*frameworkName);
-        if (!framework) return reportError(framework.error());
-        options->framework = *framework;
-      }
-      return runPlan(*options, *reportPath);
-    };
-  });
+  verb->callback(
+      [&action, options, frameworkName, searchName, text, degrees, shards, reportPath, verb] {
+        for (const CLI::Option* option : verb->get_options()) {
+          if (option->count() == 0 || option->get_lnames().empty()) continue;
+          if (auto setting = yamlSettingOf(option->get_lnames().front())) {
+            options->givenSettings.insert(*setting);
+          }
+        }
+        action = [options, frameworkName, searchName, text, degrees, shards, reportPath] {
+          if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
+            return reportError(status.error());
+          }
+          if (auto status = parseShards(*shards, *options); !status) {
+            return reportError(status.error());
+          }
+          if (auto status = applyTrainingFlagText(*text, options->training); !status) {
+            return reportError(status.error());
+          }
+          auto mode = search::parseSearchMode(*searchName);
+          if (!mode) return reportError(mode.error().in("--search"));
+          options->search = *mode;
+          if (!frameworkName->empty()) {
+            auto framework = cost::parseFramework(*frameworkName);
+            if (!framework) return reportError(framework.error());
+            options->framework = *framework;
+          }
+          return runPlan(*options, *reportPath);
+        };
+      });
 }
 
 }  // namespace autopar::cli

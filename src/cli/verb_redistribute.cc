@@ -7,7 +7,7 @@
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
 #include "planner/inputs.h"
-#include "planner/layout_inputs.h"
+#include "cli/layout_inputs.h"
 
 namespace autopar::cli {
 
@@ -15,8 +15,8 @@ namespace {
 
 struct RedistributeOptions {
   std::string shape;
-  planner::LayoutText from;
-  planner::LayoutText to;
+  LayoutText from;
+  LayoutText to;
   int devices = 0;
   std::string cluster = "dgx-a100-80g";
   int nodes = 1;
@@ -26,11 +26,11 @@ struct RedistributeOptions {
 };
 
 int runRedistribute(const RedistributeOptions& options) {
-  auto shape = planner::parseShapeList(options.shape, "--shape");
+  auto shape = parseShapeList(options.shape, "--shape");
   if (!shape) return reportError(shape.error());
-  auto from = planner::parseLayoutText(options.from, *shape, "from");
+  auto from = parseLayoutText(options.from, *shape, "from");
   if (!from) return reportError(from.error());
-  auto to = planner::parseLayoutText(options.to, *shape, "to");
+  auto to = parseLayoutText(options.to, *shape, "to");
   if (!to) return reportError(to.error());
   const int64_t numDevices = from->deviceMatrix.numDevices();
   if (options.devices > 0 && options.devices != numDevices) {

@@ -29,6 +29,14 @@ namespace autopar::cli {
 
 namespace {
 
+/// The model and cluster an export names.
+plan::InputsRecord namesOf(const planner::MegatronConfig& config) {
+  plan::InputsRecord inputs;
+  inputs.model = config.model;
+  inputs.cluster = config.cluster;
+  return inputs;
+}
+
 constexpr const char* kOptimalConfigFile = "auto_parallel_search_optimal_config.json";
 constexpr const char* kGraphPlanFile = "autopar_plan.json";
 /// Where --auto-parallel-mm keeps the blocks it measured (beside --out).
@@ -95,8 +103,9 @@ Status writeLaunchScript(const std::string& path, const planner::MegatronConfig&
   auto model = planner::transformerOf(best);
   if (!model) return model.error();
   const int64_t perNode = std::min<int64_t>(estimate.cluster.devicesPerNode, estimate.worldSize);
-  auto script = exporters::launchScript(best, *model, planner::layersPerVirtualStage(estimate),
-                                        estimate.worldSize / perNode, perNode);
+  auto script =
+      exporters::launchScript(best, namesOf(best), *model, planner::layersPerVirtualStage(estimate),
+                              estimate.worldSize / perNode, perNode);
   if (!script) return script.error();
   if (auto written = writeFileAtomically(path, *script); !written) {
     return written.error().in("--launch-script");
@@ -109,8 +118,8 @@ Status writeMindFormersYaml(const std::string& path, const planner::MegatronConf
                             const planner::ConfigEstimate& estimate) {
   auto model = planner::transformerOf(best);
   if (!model) return model.error();
-  const std::string yaml =
-      exporters::mindformersRunYaml(best, *model, estimate.microBatches, estimate.sequence);
+  const std::string yaml = exporters::mindformersRunYaml(best, namesOf(best), *model,
+                                                         estimate.microBatches, estimate.sequence);
   if (auto written = writeFileAtomically(path, yaml); !written) {
     return written.error().in("--mindformers-yaml");
   }
@@ -211,8 +220,10 @@ int runSearch(SearchArgs args) {
     return reportError(
         Error{planner::nothingFitsAdvice(*found, std::max(args.request.base.nodes, 1))});
   }
-  const nlohmann::ordered_json optimal =
-      exporters::mindspeedOptimalConfig(*found->best, *found->estimate, found->bestSeconds);
+  const nlohmann::ordered_json optimal = exporters::mindspeedOptimalConfig(
+      *found->best, planner::layersPerStage(*found->estimate, found->best->pp, "llm"),
+      planner::layersPerStage(*found->estimate, found->best->pp, "vit"), found->estimate->sequence,
+      found->estimate->worldSize, found->bestSeconds);
   if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
     return reportError(written.error().in("--out"));
   }

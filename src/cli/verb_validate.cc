@@ -29,7 +29,9 @@ int runValidate(const ValidateOptions& options) {
   planner::ModelOptions modelOptions = options.modelOptions;
   if (modelOptions.microBatch == 0) modelOptions.microBatch = loaded->inputs.microBatch;
   if (modelOptions.sequence == 0) modelOptions.sequence = loaded->inputs.sequence;
-  modelOptions.parallel = loaded->parallel;  // the annotation the plan was made with
+  if (loaded->setup) {  // the annotation the plan was made with
+    modelOptions.parallel = static_cast<const ir::ParallelConfig&>(*loaded->setup);
+  }
   auto model = planner::loadModel(options.model, modelOptions, loaded->devices);
   if (!model) return reportError(model.error());
   if (auto status = plan::validatePlan(*loaded, model->graph, loaded->devices); !status) {

@@ -11,27 +11,12 @@
 #include <string_view>
 
 #include "ir/dtype.h"
+#include "ir/training_setup.h"
 #include "util/expected.h"
 
 namespace autopar::cost {
 
-/// How Adam holds its state for a 16-bit weight.
-enum class OptimizerState {
-  /// An fp32 master copy and fp32 moments: 12 bytes (Megatron's distributed optimizer, PyTorch's
-  /// AdamW under mixed precision).
-  kFp32,
-  /// fp32 moments, and the master copy as the 16 bits a bf16 weight lacks of its fp32 value: 10
-  /// bytes (Apex's DistributedFusedAdam with store_param_remainders, which NeMo's
-  /// distributed_fused_adam sets under bf16).
-  kRemainders,
-  /// bf16 moments and no master copy, the weight updated in place: 4 bytes (NeMo's
-  /// distributed_fused_adam with optim.dtype: bf16).
-  kBf16,
-  /// fp32 moments and no master copy, the 16-bit weight updated in place: 8 bytes (MindFormers'
-  /// AdamW, AdamWeightDecayX and FP32StateAdamWeightDecay, whose clone_state makes fp32
-  /// moments beside float16 parameters).
-  kFp32Moments,
-};
+using ir::OptimizerState;
 
 struct OptimizerSpec {
   /// Gradients accumulate in fp32 (Megatron-LM's default main_grad): 18 bytes/param, else 16.

@@ -48,7 +48,8 @@ std::string torchrunLine(int64_t nodes, int64_t devicesPerNode) {
       nodes, devicesPerNode);
 }
 
-std::string header(const planner::MegatronConfig& config, int64_t nodes) {
+std::string header(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
+                   int64_t nodes) {
   return fmt::format(
       "#!/usr/bin/env bash\n"
       "# Written by autopar for {} on {} x {} (TP {} CP {} PP {} DP {}, micro-batch {}, global "
@@ -60,7 +61,7 @@ std::string header(const planner::MegatronConfig& config, int64_t nodes) {
       "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\n"
       "MASTER_PORT=${{MASTER_PORT:-6000}}\n"
       "TRAIN_ITERS=${{TRAIN_ITERS:-20}}\n",
-      config.model, nodes, config.cluster, config.tp, config.cp, config.pp, config.dp, config.mbs,
+      inputs.model, nodes, inputs.cluster, config.tp, config.cp, config.pp, config.dp, config.mbs,
       config.gbs, nodes, nodes - 1);
 }
 
@@ -69,12 +70,12 @@ std::string array(const std::string& name, const std::string& arguments) {
   return fmt::format("{}=({})\n", name, arguments);
 }
 
-std::string megatronScript(const planner::MegatronConfig& config,
+std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
                            const frontend::TransformerConfig& model,
                            const std::vector<int64_t>& virtualStageLayers, int64_t nodes,
                            int64_t devicesPerNode) {
   const int64_t seq = config.seq > 0 ? config.seq : model.seq;
-  std::string script = header(config, nodes);
+  std::string script = header(config, inputs, nodes);
   script +=
       ": \"${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout (MindSpeed: with "
       "mindspeed installed)}\"\n"
@@ -92,7 +93,7 @@ std::string megatronScript(const planner::MegatronConfig& config,
                   "--train-iters \"$TRAIN_ITERS\" --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style "
                   "cosine --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0");
   std::string extra;
-  if (config.framework == cost::Framework::kMegatronDeepSpeed) {
+  if (config.framework == ir::Framework::kMegatronDeepSpeed) {
     script += fmt::format(
         "DS_CONFIG=$(mktemp)\n"
         "cat > \"$DS_CONFIG\" <<'JSON'\n"
@@ -109,9 +110,9 @@ std::string megatronScript(const planner::MegatronConfig& config,
   return script;
 }
 
-std::string torchtitanScript(const planner::MegatronConfig& config, int64_t nodes,
-                             int64_t devicesPerNode) {
-  std::string script = header(config, nodes);
+std::string torchtitanScript(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
+                             int64_t nodes, int64_t devicesPerNode) {
+  std::string script = header(config, inputs, nodes);
   script +=
       "# torchtitan's trainer (pip install torchtitan); set the [model] name and flavor that "
       "match this model.\n"
@@ -127,7 +128,8 @@ std::string torchtitanScript(const planner::MegatronConfig& config, int64_t node
 
 }  // namespace
 
-Expected<std::string> launchScript(const planner::MegatronConfig& config,
+Expected<std::string> launchScript(const ir::TrainingSetup& config,
+                                   const plan::InputsRecord& inputs,
                                    const frontend::TransformerConfig& model,
                                    const std::vector<int64_t>& virtualStageLayers, int64_t nodes,
                                    int64_t devicesPerNode) {
@@ -137,15 +139,15 @@ Expected<std::string> launchScript(const planner::MegatronConfig& config,
         "(examples/ in MindSpeed-MM); use the printed MindSpeed-MM settings"};
   }
   switch (config.framework) {
-    case cost::Framework::kPytorchFsdp:
-    case cost::Framework::kTorchtitan:
-      return torchtitanScript(config, nodes, devicesPerNode);
-    case cost::Framework::kMindSpore:
+    case ir::Framework::kPytorchFsdp:
+    case ir::Framework::kTorchtitan:
+      return torchtitanScript(config, inputs, nodes, devicesPerNode);
+    case ir::Framework::kMindSpore:
       return Error{
           "--launch-script: MindSpore's MindFormers starts from its run yaml (msrun ... "
           "run_mindformer.py --config FILE); use the printed MindFormers parallel_config"};
     default:
-      return megatronScript(config, model, virtualStageLayers, nodes, devicesPerNode);
+      return megatronScript(config, inputs, model, virtualStageLayers, nodes, devicesPerNode);
   }
 }
 

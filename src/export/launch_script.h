@@ -17,15 +17,17 @@
 #include <vector>
 
 #include "frontend/transformer.h"
-#include "planner/configuration_estimate.h"
+#include "ir/training_setup.h"
+#include "plan/plan.h"
 #include "util/expected.h"
 
 namespace autopar::exporters {
 
-/// The script for `config` on `nodes` nodes of `devicesPerNode` devices, with
-/// `virtualStageLayers` decoder layers per virtual stage; fails naming the framework or the model
-/// feature it cannot launch.
-Expected<std::string> launchScript(const planner::MegatronConfig& config,
+/// The script for `config` of `model` (named with the cluster in `inputs`) on `nodes` nodes of
+/// `devicesPerNode` devices, with `virtualStageLayers` decoder layers per virtual stage; fails
+/// naming the framework or the model feature it cannot launch.
+Expected<std::string> launchScript(const ir::TrainingSetup& config,
+                                   const plan::InputsRecord& inputs,
                                    const frontend::TransformerConfig& model,
                                    const std::vector<int64_t>& virtualStageLayers, int64_t nodes,
                                    int64_t devicesPerNode);

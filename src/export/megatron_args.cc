@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace autopar::exporters {
 
@@ -13,7 +14,7 @@ namespace {
 /// How Megatron-LM places the layers: evenly by default; uneven first and last stages with
 /// --decoder-first/last-pipeline-num-layers when the middle stages are even and there is one
 /// chunk per stage; any other split with Megatron-Core's --pipeline-model-parallel-layout.
-std::string layerArguments(const planner::MegatronConfig& config,
+std::string layerArguments(const ir::TrainingSetup& config,
                            const std::vector<int64_t>& virtualStageLayers) {
   const auto even = [](auto begin, auto end) {
     return std::adjacent_find(begin, end, std::not_equal_to<>()) == end;
@@ -35,9 +36,9 @@ std::string layerArguments(const planner::MegatronConfig& config,
 /// ZeRO: the distributed optimizer (1), Megatron-Core's Megatron-FSDP for 2 and 3 (its sharding
 /// strategies optim_grads and optim_grads_params need the distributed optimizer and run without
 /// gradient-accumulation fusion), or DeepSpeed's stage under Megatron-DeepSpeed.
-std::string shardingArguments(const planner::MegatronConfig& config) {
+std::string shardingArguments(const ir::TrainingSetup& config) {
   if (config.zero == 0) return "";
-  if (config.framework == cost::Framework::kMegatronDeepSpeed) {
+  if (config.framework == ir::Framework::kMegatronDeepSpeed) {
     return fmt::format(" --deepspeed --zero-stage {}", config.zero);
   }
   if (config.zero == 1) return " --use-distributed-optimizer";
@@ -49,8 +50,8 @@ std::string shardingArguments(const planner::MegatronConfig& config) {
 
 /// The switches of the profile's code path that are not the framework's defaults: Megatron-Core's
 /// overlaps (off by default there), unfused attention, no gradient-accumulation fusion.
-std::string codePathArguments(const planner::MegatronConfig& config) {
-  const cost::CodePath& code = config.codePath;
+std::string codePathArguments(const ir::TrainingSetup& config) {
+  const ir::CodePath& code = config.codePath;
   std::string args;
   if (code.overlapGradReduce && config.dp * config.cp > 1) args += " --overlap-grad-reduce";
   if (code.overlapParamGather && config.zero >= 1) args += " --overlap-param-gather";
@@ -60,11 +61,11 @@ std::string codePathArguments(const planner::MegatronConfig& config) {
   if (code.overlapExpertComm && config.ep > 1) {
     args += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute";
   }
-  const bool core = config.framework == cost::Framework::kMegatronCore ||
-                    config.framework == cost::Framework::kMindSpeed;
-  const bool unfused = code.attention == frontend::AttentionKernel::kUnfused;
+  const bool core = config.framework == ir::Framework::kMegatronCore ||
+                    config.framework == ir::Framework::kMindSpeed;
+  const bool unfused = code.attention == ir::AttentionKernel::kUnfused;
   if (core && unfused) args += " --attention-backend unfused";
-  if (core && code.attention == frontend::AttentionKernel::kFlash) {
+  if (core && code.attention == ir::AttentionKernel::kFlash) {
     args += " --attention-backend flash";
   }
   if (!core && !unfused) args += " --use-flash-attn";
@@ -87,7 +88,7 @@ std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers) {
   return fmt::format("{}", fmt::join(stages, "|"));
 }
 
-std::string megatronArguments(const planner::MegatronConfig& config,
+std::string megatronArguments(const ir::TrainingSetup& config,
                               const std::vector<int64_t>& virtualStageLayers) {
   std::string args = fmt::format(
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} --micro-batch-size {} "
@@ -109,7 +110,31 @@ std::string megatronArguments(const planner::MegatronConfig& config,
   return args;
 }
 
-std::vector<std::string> megatronNotes(const planner::MegatronConfig& config) {
+std::vector<int64_t> virtualStageLayers(const plan::Plan& plan) {
+  const auto stages = static_cast<size_t>(std::max(plan.pipeline.stages, 1));
+  const auto chunks = static_cast<size_t>(std::max(plan.pipeline.virtualStages, 1));
+  std::vector<std::set<std::string>> layers(stages * chunks);
+  for (const plan::OpRecord& op : plan.ops) {
+    if (!ir::isStackLayer(op.block) || !ir::blockInScope(op.block, "llm")) continue;
+    const size_t virtualStage =
+        static_cast<size_t>(op.chunk) * stages + static_cast<size_t>(op.stage);
+    if (virtualStage < layers.size()) layers[virtualStage].insert(op.block);
+  }
+  std::vector<int64_t> counts;
+  for (const auto& blocks : layers) counts.push_back(static_cast<int64_t>(blocks.size()));
+  return counts;
+}
+
+Expected<std::string> megatronArguments(const plan::Plan& plan) {
+  if (!plan.setup) {
+    return Error{
+        "the plan has no training setup for Megatron-LM (an op-level plan gets one "
+        "when its shardings are Megatron's)"};
+  }
+  return megatronArguments(*plan.setup, virtualStageLayers(plan));
+}
+
+std::vector<std::string> megatronNotes(const ir::TrainingSetup& config) {
   std::vector<std::string> notes;
   if (config.zeroBubble()) {
     notes.emplace_back(
@@ -123,7 +148,7 @@ std::vector<std::string> megatronNotes(const planner::MegatronConfig& config) {
         "stage",
         recomputed));
   }
-  if (config.optimizerState != cost::OptimizerState::kFp32) {
+  if (config.optimizerState != ir::OptimizerState::kFp32) {
     notes.emplace_back(
         "the optimizer state was costed as --optimizer-state holds it (NeMo's "
         "distributed_fused_adam, MindFormers' AdamW); Megatron-LM's optimizer keeps an fp32 master "

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// Megatron-LM's command-line arguments for a configuration: the parallel degrees, the batch,
-/// sequence parallelism, recompute, the distributed optimizer and, when the layers are not split
-/// evenly, the flags that place them.
+/// Megatron-LM's command-line arguments for a training setup (a plan's, or a configuration the
+/// search ranks): the parallel degrees, the batch, sequence parallelism, recompute, the
+/// distributed optimizer and, when the layers are not split evenly, the flags that place them.
 ///   TP 8, PP 4, MBS 1, GBS 128, layers 20/20/20/20:
 ///     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4 --micro-batch-size 1
 ///      --global-batch-size 128"
@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/configuration_estimate.h"
+#include "ir/training_setup.h"
+#include "plan/plan.h"
+#include "util/expected.h"
 
 namespace autopar::exporters {
 
@@ -24,11 +26,20 @@ std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers);
 /// stage without interleaving), its ZeRO stage (the distributed optimizer, Megatron-FSDP, or
 /// DeepSpeed's under megatron-deepspeed) and the switches its framework profile's code path
 /// needs (Megatron-Core's overlaps): flags and values only, so the line pastes into a shell.
-std::string megatronArguments(const planner::MegatronConfig& config,
+std::string megatronArguments(const ir::TrainingSetup& config,
                               const std::vector<int64_t>& virtualStageLayers);
+
+/// Decoder layers per virtual stage of a plan: its "llm.layer.<i>" blocks counted by the stage
+/// and chunk their ops run on (chunk c of stage s is the c P + s-th).
+std::vector<int64_t> virtualStageLayers(const plan::Plan& plan);
+
+/// The arguments of a plan that carries its training setup (an annotated plan does;
+/// planner::withMegatronSetup gives an op-level search's plan Megatron-LM's); fails when it has
+/// none.
+Expected<std::string> megatronArguments(const plan::Plan& plan);
 
 /// What the arguments cannot say, one line each (the zero-bubble schedule, per-layer recompute);
 /// empty when they say everything.
-std::vector<std::string> megatronNotes(const planner::MegatronConfig& config);
+std::vector<std::string> megatronNotes(const ir::TrainingSetup& config);
 
 }  // namespace autopar::exporters

@@ -8,7 +8,7 @@
 
 namespace autopar::exporters {
 
-std::string mindformersParallelConfig(const planner::MegatronConfig& config, int64_t microBatches) {
+std::string mindformersParallelConfig(const ir::TrainingSetup& config, int64_t microBatches) {
   return fmt::format(
       "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  context_parallel: {}\n"
       "  expert_parallel: {}\n  pipeline_stage: {}\n  micro_batch_num: {}\n  use_seq_parallel: {}\n"
@@ -33,14 +33,14 @@ const char* computeDtype(const std::string& precision) {
 
 }  // namespace
 
-std::string mindformersRunYaml(const planner::MegatronConfig& config,
+std::string mindformersRunYaml(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
                                const frontend::TransformerConfig& model, int64_t microBatches,
                                int64_t sequence) {
   std::string yaml = fmt::format(
       "# {} on {}: written by autopar (docs/mindformers-yaml.md).\n"
       "# Global batch (full_batch): batch_size x data_parallel x micro_batch_interleave_num x "
       "micro_batch_num = {} x {} x 1 x {} = {}\n\n",
-      config.model, config.cluster, config.mbs, config.dp, microBatches,
+      inputs.model, inputs.cluster, config.mbs, config.dp, microBatches,
       config.mbs * config.dp * microBatches);
   const bool interleaved = config.vpp > 1;
   yaml += fmt::format(
@@ -54,9 +54,9 @@ std::string mindformersRunYaml(const planner::MegatronConfig& config,
   yaml += fmt::format("runner_config:\n  batch_size: {}\nmicro_batch_interleave_num: 1\n\n",
                       config.mbs);
   const std::vector<std::string>& presets = frontend::modelPresetNames();
-  const bool preset = std::find(presets.begin(), presets.end(), config.model) != presets.end();
+  const bool preset = std::find(presets.begin(), presets.end(), inputs.model) != presets.end();
   yaml += "model:\n  model_config:\n    type: LlamaConfig\n";
-  if (preset) yaml += fmt::format("    model_preset: {}  # autopar's key\n", config.model);
+  if (preset) yaml += fmt::format("    model_preset: {}  # autopar's key\n", inputs.model);
   yaml += fmt::format(
       "    num_layers: {}\n    hidden_size: {}\n    num_heads: {}\n    n_kv_heads: {}\n"
       "    intermediate_size: {}\n    vocab_size: {}\n    seq_length: {}\n"

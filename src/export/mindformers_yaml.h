@@ -8,17 +8,20 @@
 #include <cstdint>
 #include <string>
 
-#include "planner/configuration_estimate.h"
+#include "frontend/transformer.h"
+#include "ir/training_setup.h"
+#include "plan/plan.h"
 
 namespace autopar::exporters {
 
-std::string mindformersParallelConfig(const planner::MegatronConfig& config, int64_t microBatches);
+std::string mindformersParallelConfig(const ir::TrainingSetup& config, int64_t microBatches);
 
-/// The complete run yaml of `config` with `model` (its sequence `sequence`), semi-auto parallel
+/// The complete run yaml of `config` with `model` (its sequence `sequence`; named with the
+/// cluster in `inputs`), semi-auto parallel
 /// with full batches, so that batch_size x data_parallel x micro_batch_num is the global batch.
 /// Context and expert parallelism (MindFormers' context_parallel and expert_parallel) are written
 /// as MindFormers takes them; `autopar plan --config` refuses them (it does not model them).
-std::string mindformersRunYaml(const planner::MegatronConfig& config,
+std::string mindformersRunYaml(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
                                const frontend::TransformerConfig& model, int64_t microBatches,
                                int64_t sequence);
 

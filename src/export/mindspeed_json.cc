@@ -14,11 +14,10 @@ std::vector<int64_t> seedRecompute(std::vector<int64_t> counts) {
 
 }  // namespace
 
-nlohmann::ordered_json mindspeedOptimalConfig(const planner::MegatronConfig& config,
-                                              const planner::ConfigEstimate& estimate,
-                                              double stepSeconds) {
-  const auto [layers, recomputed] = planner::layersPerStage(estimate, config.pp, "llm");
-  const auto [vision, visionRecomputed] = planner::layersPerStage(estimate, config.pp, "vit");
+nlohmann::ordered_json mindspeedOptimalConfig(const ir::TrainingSetup& config,
+                                              const ir::StageLayers& llm,
+                                              const ir::StageLayers& vision, int64_t sequence,
+                                              int64_t worldSize, double stepSeconds) {
   return {{"parallel_config",
            {{"PP", config.pp},
             {"TP", config.tp},
@@ -31,13 +30,14 @@ nlohmann::ordered_json mindspeedOptimalConfig(const planner::MegatronConfig& con
             {"ZeRO", config.zero},
             {"schedule", std::string(ir::scheduleName(config.schedule))},
             {"recompute", std::string(ir::recomputeName(config.recompute))}}},
-          {"layer_placement", {{"vit_layer_placement", vision}, {"llm_layer_placement", layers}}},
+          {"layer_placement",
+           {{"vit_layer_placement", vision.layers}, {"llm_layer_placement", llm.layers}}},
           {"layer_recompute",
-           {{"vit_layer_recompute", seedRecompute(visionRecomputed)},
-            {"llm_layer_recompute", seedRecompute(recomputed)}}},
+           {{"vit_layer_recompute", seedRecompute(vision.recomputed)},
+            {"llm_layer_recompute", seedRecompute(llm.recomputed)}}},
           {"e2e_time", stepSeconds * 1e3},
-          {"throughput", static_cast<double>(config.gbs * estimate.sequence) / stepSeconds /
-                             static_cast<double>(estimate.worldSize)}};
+          {"throughput", static_cast<double>(config.gbs * sequence) / stepSeconds /
+                             static_cast<double>(worldSize)}};
 }
 
 }  // namespace autopar::exporters

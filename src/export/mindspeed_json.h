@@ -8,16 +8,18 @@
 /// last (every stage's when the last one recomputes), the first layers of each stage recomputed in
 /// full.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "planner/configuration_estimate.h"
+#include "ir/training_setup.h"
 
 namespace autopar::exporters {
 
-/// The file for `config` as `estimate` evaluated it, with its step time; without a vision tower
-/// the ViT lists are zeros.
-nlohmann::ordered_json mindspeedOptimalConfig(const planner::MegatronConfig& config,
-                                              const planner::ConfigEstimate& estimate,
-                                              double stepSeconds);
+/// The file for `config` with its layers per stage (`llm`, and `vision` for a vision tower: zeros
+/// without one), the sequence it trains, its world size and its step time.
+nlohmann::ordered_json mindspeedOptimalConfig(const ir::TrainingSetup& config,
+                                              const ir::StageLayers& llm,
+                                              const ir::StageLayers& vision, int64_t sequence,
+                                              int64_t worldSize, double stepSeconds);
 
 }  // namespace autopar::exporters

@@ -232,8 +232,8 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
   }
   out += fmt::format("  {:.3f} B parameters{}, {} ops\n",
                      static_cast<double>(header.parameterCount) / 1e9, shape, plan.ops.size());
-  if (plan.parallel) {
-    const ir::ParallelConfig& c = *plan.parallel;
+  if (plan.setup) {
+    const ir::ParallelConfig& c = *plan.setup;
     out += fmt::format("  configuration {}{}, recompute {}, ZeRO {}\n", ir::shapeName(c),
                        c.vpp > 1 ? fmt::format(" VPP {}", c.vpp) : "", c.recompute, c.zero);
   }

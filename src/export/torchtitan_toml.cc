@@ -4,7 +4,7 @@
 
 namespace autopar::exporters {
 
-std::string torchtitanConfig(const planner::MegatronConfig& config) {
+std::string torchtitanConfig(const ir::TrainingSetup& config) {
   // ZeRO 3 is FSDP2's default (parameters resharded after the forward), ZeRO 2 keeps them
   // gathered until the backward ("never"); ZeRO 0 replicates (DDP).
   const bool sharded = config.zero >= 2;

@@ -8,11 +8,11 @@
 
 #include <string>
 
-#include "planner/configuration_estimate.h"
+#include "ir/training_setup.h"
 
 namespace autopar::exporters {
 
 /// The [parallelism], [training], [activation_checkpoint] and (fp8) [model] sections.
-std::string torchtitanConfig(const planner::MegatronConfig& config);
+std::string torchtitanConfig(const ir::TrainingSetup& config);
 
 }  // namespace autopar::exporters

@@ -2,17 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include "cost/framework.h"
+
 namespace autopar::exporters {
 namespace {
 
-planner::MegatronConfig fsdpConfig() {
-  planner::MegatronConfig config;
-  config.model = "llama2-7b";
+ir::TrainingSetup fsdpConfig() {
+  ir::TrainingSetup config;
   config.tp = 2;
   config.dp = 4;
   config.gbs = 32;
   config.zero = 3;
-  config.framework = cost::Framework::kTorchtitan;
+  config.framework = ir::Framework::kTorchtitan;
+  config.codePath = cost::frameworkProfile(config.framework).codePath;
   return config;
 }
 
@@ -27,7 +29,7 @@ TEST(TorchtitanToml, ShardsOverDataParallelUnderZeroThreeAndNamesTheDegrees) {
 
 // The cost model prices PyTorch's all-gather ring attention; the job config asks for it.
 TEST(TorchtitanToml, ContextParallelNamesTheRotateMethodTheCostModelPrices) {
-  planner::MegatronConfig config = fsdpConfig();
+  ir::TrainingSetup config = fsdpConfig();
   config.dp = 2;
   config.cp = 2;
   const std::string text = torchtitanConfig(config);
@@ -38,7 +40,7 @@ TEST(TorchtitanToml, ContextParallelNamesTheRotateMethodTheCostModelPrices) {
 
 // fp8 GEMMs convert the linears to float8; fp8 parameters gather them in float8 under FSDP2.
 TEST(TorchtitanToml, Fp8ParametersAreTheFloat8AllGather) {
-  planner::MegatronConfig config = fsdpConfig();
+  ir::TrainingSetup config = fsdpConfig();
   config.precision = "fp8";
   std::string text = torchtitanConfig(config);
   EXPECT_NE(text.find("converters = [\"float8\"]\n"), std::string::npos) << text;

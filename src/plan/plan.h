@@ -10,6 +10,7 @@
 
 #include "ir/op.h"
 #include "ir/parallel_config.h"
+#include "ir/training_setup.h"
 #include "layout/strategy.h"
 
 namespace autopar::plan {
@@ -199,11 +200,13 @@ struct Plan {
   std::vector<std::string> conflicts;
   PipelineRecord pipeline;
   FeaturesRecord features;
-  /// The layer-level configuration the plan realises, when it has one: a model annotated
-  /// Megatron-style (plan --tp, a semi-auto run yaml) with its pipeline, micro-batch, schedule,
-  /// recompute and ZeRO stage. Unset where an op-level search chose each op's sharding, which has
-  /// no single tensor-parallel degree. Serialised as "parallel_config".
-  std::optional<ir::ParallelConfig> parallel;
+  /// The training setup the plan realises, when it has one: a model annotated Megatron-style
+  /// (plan --tp, a semi-auto run yaml) with its pipeline, micro-batch, schedule, recompute and
+  /// ZeRO stage, its batch, precision, framework and placement; or an op-level search's plan whose
+  /// shardings planner::withMegatronSetup found to be Megatron-LM's. Unset where an op-level
+  /// search chose shardings no single tensor-parallel degree gives. The exporters write it; the
+  /// plan file keeps its parallel part as "parallel_config".
+  std::optional<ir::TrainingSetup> setup;
   std::vector<ParameterRecord> parameters;
   std::vector<FusionGroupRecord> fusionGroups;
   EstimateRecord estimate;

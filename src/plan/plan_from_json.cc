@@ -316,7 +316,8 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
   if (object.contains("parallel_config")) {
     auto parallel = readParallelConfig(object.at("parallel_config"));
     if (!parallel) return fail(parallel.error());
-    plan.parallel = *parallel;
+    plan.setup.emplace();
+    static_cast<ir::ParallelConfig&>(*plan.setup) = *parallel;
   }
   if (object.contains("parameters")) {
     auto parameters = readList<ParameterRecord>(object, "parameters", "", readParameter);

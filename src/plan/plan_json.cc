@@ -230,7 +230,7 @@ OrderedJson planToJson(const Plan& plan) {
                    {"redistributions", redistributions},
                    {"conflicts", plan.conflicts},
                    {"features", featuresToJson(plan)}};
-  if (plan.parallel) json["parallel_config"] = parallelConfigToJson(*plan.parallel);
+  if (plan.setup) json["parallel_config"] = parallelConfigToJson(*plan.setup);
   json["parameters"] = parametersToJson(plan);
   json["fusion_groups"] = fusionGroupsToJson(plan);
   json["estimate"] = estimateToJson(plan.estimate);

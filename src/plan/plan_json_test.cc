@@ -13,13 +13,15 @@ Plan annotatedPlan() {
   plan.devices = 16;
   plan.pipeline = PipelineRecord{2, 1, 8, ir::Schedule::k1F1B};
   plan.features.recompute = ir::Recompute::kSelective;
-  plan.parallel = ir::ParallelConfig{.tp = 2,
-                                     .pp = 2,
-                                     .dp = 4,
-                                     .mbs = 2,
-                                     .sequenceParallel = true,
-                                     .recompute = ir::Recompute::kSelective,
-                                     .zero = 1};
+  plan.setup.emplace();
+  static_cast<ir::ParallelConfig&>(*plan.setup) =
+      ir::ParallelConfig{.tp = 2,
+                         .pp = 2,
+                         .dp = 4,
+                         .mbs = 2,
+                         .sequenceParallel = true,
+                         .recompute = ir::Recompute::kSelective,
+                         .zero = 1};
   return plan;
 }
 
@@ -31,19 +33,20 @@ TEST(PlanJsonTest, ParallelConfigRoundTrips) {
   const Plan plan = annotatedPlan();
   auto read = roundTrip(plan);
   ASSERT_TRUE(read) << read.error().message;
-  ASSERT_TRUE(read->parallel);
-  EXPECT_EQ(*read->parallel, *plan.parallel);
+  ASSERT_TRUE(read->setup);
+  EXPECT_EQ(static_cast<const ir::ParallelConfig&>(*read->setup),
+            static_cast<const ir::ParallelConfig&>(*plan.setup));
   EXPECT_EQ(read->features.recompute, ir::Recompute::kSelective);
 }
 
 TEST(PlanJsonTest, PlanWithoutConfigurationHasNone) {
   Plan plan = annotatedPlan();
-  plan.parallel.reset();
+  plan.setup.reset();
   const auto json = planToJson(plan);
   EXPECT_FALSE(json.contains("parallel_config"));
   auto read = roundTrip(plan);
   ASSERT_TRUE(read);
-  EXPECT_FALSE(read->parallel);
+  EXPECT_FALSE(read->setup);
 }
 
 TEST(PlanJsonTest, BadParallelConfigNamesTheField) {
@@ -81,13 +84,13 @@ TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
   Plan plan = annotatedPlan();
   EXPECT_TRUE(validatePlan(plan, empty, 16));
 
-  plan.parallel->pp = 4;
+  plan.setup->pp = 4;
   auto status = validatePlan(plan, empty, 16);
   ASSERT_FALSE(status);
   EXPECT_EQ(status.error().message, "parallel_config.pp: 4 but features.pipeline.stages is 2");
 
   plan = annotatedPlan();
-  plan.parallel->dp = 3;
+  plan.setup->dp = 3;
   status = validatePlan(plan, empty, 16);
   ASSERT_FALSE(status);
   EXPECT_EQ(status.error().message,
@@ -95,14 +98,14 @@ TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
             "the 8 of each stage");
 
   plan = annotatedPlan();
-  plan.parallel->ep = 8;
+  plan.setup->ep = 8;
   status = validatePlan(plan, empty, 16);
   ASSERT_FALSE(status);
   EXPECT_NE(status.error().message.find("parallel_config.ep: 8 does not divide dp 4"),
             std::string::npos);
 
   plan = annotatedPlan();
-  plan.parallel->recompute = ir::Recompute::kFull;
+  plan.setup->recompute = ir::Recompute::kFull;
   EXPECT_FALSE(validatePlan(plan, empty, 16));
 }
 

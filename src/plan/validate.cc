@@ -46,7 +46,7 @@ Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir
 
 /// The layer-level configuration agrees with the plan's pipeline, recompute and devices.
 Status validateParallelConfig(const Plan& plan, int64_t numDevices) {
-  const ir::ParallelConfig& c = *plan.parallel;
+  const ir::ParallelConfig& c = *plan.setup;
   const auto mismatch = [](const std::string& field, const auto& value, const std::string& other,
                            const auto& otherValue) {
     return Error{
@@ -120,7 +120,7 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
   if (auto repeated = std::adjacent_find(sorted.begin(), sorted.end()); repeated != sorted.end()) {
     return Error{fmt::format("ranks: device {} is listed twice", *repeated)};
   }
-  if (plan.parallel) {
+  if (plan.setup) {
     if (auto status = validateParallelConfig(plan, numDevices); !status) return status;
   }
   if (plan.ops.size() != graph.ops().size()) {

@@ -46,6 +46,7 @@
 #include "cost/framework.h"
 #include "frontend/transformer.h"
 #include "ir/parallel_config.h"
+#include "ir/training_setup.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "search/layer_level/layer_placement.h"
@@ -53,25 +54,17 @@
 
 namespace autopar::planner {
 
-/// A parallel configuration (ir::ParallelConfig: the degrees, micro-batching, schedule, sequence
-/// parallel, recompute, ZeRO) of one model on one cluster, with the framework's switches.
-struct MegatronConfig : ir::ParallelConfig {
+/// A training setup (ir::TrainingSetup: the parallel degrees, batch, precision, framework and code
+/// path, optimizer state, placement) of one model on one cluster, and how to price it.
+struct MegatronConfig : ir::TrainingSetup {
+  /// Under the default framework's (Megatron-Core's) code path.
+  MegatronConfig() { codePath = cost::frameworkProfile(framework).codePath; }
+
   std::string model;  ///< preset, Hugging Face config.json or dimensions JSON
   std::string cluster = "dgx-a100-80g";
-  int nodes = 0;           ///< 0: as many as the world size needs
-  int devicesPerNode = 0;  ///< 0: the preset's
-  int64_t gbs = 0;
-  int64_t seq = 0;  ///< 0: the model's
-  std::string precision = "bf16";
+  int nodes = 0;             ///< 0: as many as the world size needs
+  int devicesPerNode = 0;    ///< 0: the preset's
   double interNodeGbps = 0;  ///< > 0: the inter-node bandwidth per device, Gbit/s
-  /// The framework that runs the configuration (--framework) and its code path: which kernels
-  /// run and which communications overlap (cost/framework.h). Flags such as
-  /// --overlap-grad-reduce or --attention unfused change the code path the profile gives.
-  cost::Framework framework = cost::Framework::kMegatronCore;
-  cost::CodePath codePath = cost::frameworkProfile(cost::Framework::kMegatronCore).codePath;
-  /// Non-uniform placement: each block's stage, its chunk when interleaved, and whether it is
-  /// recomputed in full (the layer placement search fills it; empty splits layers evenly).
-  std::vector<ir::BlockAssignment> placement;
   /// Replaces the model's configuration (the placement search's 2- and 4-layer probes).
   std::optional<frontend::TransformerConfig> transformer;
   /// Who shards each block on its TP x CP submesh (planner/op_search.h): Megatron-LM's
@@ -83,27 +76,12 @@ struct MegatronConfig : ir::ParallelConfig {
   /// first use when empty.
   std::shared_ptr<BlockShardingOracle> blockOracle;
 
-  /// How Adam holds its state (--optimizer-state): Megatron's fp32 master copy and moments, or
-  /// NeMo's distributed_fused_adam with its bf16 remainders or bf16 states (cost/memory.h).
-  cost::OptimizerState optimizerState = cost::OptimizerState::kFp32;
-  /// Under fp8 the fp8 GEMMs' weights are stored in fp8 (--fp8-param-gather, Megatron-Core's
-  /// switch; NeMo's fp8_params): no bf16 copy beside the fp8 cache, and a 1-byte parameter
-  /// all-gather.
-  bool fp8ParamGather = false;
-
-  /// Device memory kept free (--memory-margin): a configuration fits when every stage's peak is
-  /// at most the device's memory less this.
-  int64_t memoryMarginBytes = 0;
-
   /// The constants the configuration is priced with (--cost-model; cost/constants.h).
   cost::CostModel costModel = cost::shippedCostModel();
 
   /// With `nodes` given, a configuration using fewer devices than they hold is refused, naming
   /// the idle devices (--allow-idle: planned on the devices it uses).
   bool allowIdle = true;
-
-  /// Micro-batches per step: gbs / (dp x mbs) (checkConfig checks that it divides).
-  [[nodiscard]] int64_t microBatches() const { return gbs / (dp * mbs); }
 };
 
 struct ConfigEstimate {
@@ -216,10 +194,7 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
 /// Layers of one stack (blocks "<stack>.layer.<i>": "llm" or "vit") per pipeline stage, in stage
 /// order, and how many of them are recomputed in full (every layer under --recompute full, else
 /// the recomputed blocks).
-struct StageLayers {
-  std::vector<int64_t> layers;
-  std::vector<int64_t> recomputed;
-};
+using ir::StageLayers;
 StageLayers layersPerStage(const ConfigEstimate& estimate, int64_t stages,
                            std::string_view stack = "llm");
 

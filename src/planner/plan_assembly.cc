@@ -266,18 +266,29 @@ int zeroStageOf(const plan::FeaturesRecord& features) {
   return features.gradientAccumulationShard ? 2 : 1;
 }
 
-/// The annotation's degrees with the plan's pipeline, micro-batch, recompute and ZeRO stage.
-ir::ParallelConfig parallelConfigOf(ir::ParallelConfig degrees, const plan::Plan& plan) {
-  degrees.pp = plan.pipeline.stages;
-  degrees.vpp = plan.pipeline.virtualStages;
-  degrees.schedule = plan.pipeline.schedule;
-  degrees.mbs = std::max<int64_t>(plan.inputs.microBatch, 1);
-  degrees.recompute = plan.features.recompute;
-  degrees.zero = zeroStageOf(plan.features);
-  return degrees;
-}
-
 }  // namespace
+
+ir::TrainingSetup setupOf(const ir::ParallelConfig& degrees, int64_t microBatch,
+                          const plan::Plan& plan, const PlanOptions& options) {
+  ir::TrainingSetup setup;
+  static_cast<ir::ParallelConfig&>(setup) = degrees;
+  setup.pp = plan.pipeline.stages;
+  setup.vpp = plan.pipeline.virtualStages;
+  setup.schedule = plan.pipeline.schedule;
+  setup.mbs = std::max<int64_t>(microBatch, 1);
+  setup.recompute = plan.features.recompute;
+  setup.zero = zeroStageOf(plan.features);
+  setup.gbs = setup.mbs * setup.dp * plan.pipeline.microBatches;
+  setup.seq = plan.inputs.sequence;
+  if (options.modelOptions.dtype)
+    setup.precision = std::string(ir::dtypeName(*options.modelOptions.dtype));
+  setup.framework = options.framework.value_or(ir::Framework::kMegatronCore);
+  setup.codePath = options.training.codePath;
+  setup.optimizerState = options.training.optimizerState;
+  setup.fp8ParamGather = options.training.fp8Parameters;
+  setup.placement = options.training.blocks;
+  return setup;
+}
 
 plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
                   const cluster::Cluster& cluster) {
@@ -290,8 +301,9 @@ plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
   plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
                                    context, cluster, options.cluster);
   result.search = std::string(search::searchModeName(options.search));
-  if (evaluated.model.parallel)
-    result.parallel = parallelConfigOf(*evaluated.model.parallel, result);
+  if (evaluated.model.parallel) {
+    result.setup = setupOf(*evaluated.model.parallel, result.inputs.microBatch, result, options);
+  }
   for (const auto& conflict : evaluated.outcome.conflicts) {
     result.conflicts.push_back(conflict.description);
   }

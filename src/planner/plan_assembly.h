@@ -26,6 +26,13 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
                         const cost::CostReport& report, const PlanContext& context,
                         const cluster::Cluster& cluster, const std::string& clusterName);
 
+/// The training setup a plan realises with `degrees` (tp, dp, cp, ep, sequence parallel) and
+/// `microBatch` samples per data-parallel replica: the plan's pipeline, recompute, ZeRO stage
+/// and batch, and the options' precision, framework (Megatron-Core when none is given), code
+/// path, optimizer state and block placement.
+ir::TrainingSetup setupOf(const ir::ParallelConfig& degrees, int64_t microBatch,
+                          const plan::Plan& plan, const PlanOptions& options);
+
 /// The Plan of an evaluation (planner/plan_evaluation.h) made with `options`: its strategies,
 /// stages, features and estimate, the search mode and any propagation conflicts.
 plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,

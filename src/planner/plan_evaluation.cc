@@ -13,22 +13,6 @@ namespace autopar::planner {
 
 namespace {
 
-Expected<std::map<std::string, layout::Strategy>> parseShards(
-    const std::vector<std::string>& shards) {
-  std::map<std::string, layout::Strategy> overrides;
-  for (const auto& text : shards) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Error{fmt::format(
-          "--shard '{}': expected OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))", text)};
-    }
-    auto strategy = layout::parseStrategy(text.substr(eq + 1));
-    if (!strategy) return strategy.error().in(fmt::format("--shard {}", text.substr(0, eq)));
-    overrides[text.substr(0, eq)] = std::move(*strategy);
-  }
-  return overrides;
-}
-
 /// Adds the input strategies of MindSpore's operator-strategy file (frontend/mindspore_strategy.h)
 /// to `overrides`, where --shard has not set the op. Every op must be in the graph, on the stage
 /// the file says (the plan's pipeline options place the blocks; the file cannot move them).
@@ -130,13 +114,12 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
   if (!stages) return stages.error();
   search::SearchRequest request;
   request.mode = options.search;
-  auto overrides = parseShards(options.shards);
-  if (!overrides) return overrides.error();
+  std::map<std::string, layout::Strategy> overrides = options.shards;
   if (!options.strategyFile.empty()) {
-    auto added = addStrategyFile(options.strategyFile, loaded.graph, *stages, *overrides);
+    auto added = addStrategyFile(options.strategyFile, loaded.graph, *stages, overrides);
     if (!added) return added.error();
   }
-  request.overrides = std::move(*overrides);
+  request.overrides = std::move(overrides);
   request.explain = options.explain;
   request.memCoeff = options.memCoeff;
   request.enableAllToAll = options.enableAllToAll;

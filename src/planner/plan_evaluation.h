@@ -4,6 +4,7 @@
 /// assignment, operator search, cost report and step estimate).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -25,6 +26,28 @@
 namespace autopar::planner {
 
 /// The options of `autopar plan`, after a run yaml (if any) has set its part.
+/// A setting a run yaml can give and the caller can too (a command-line flag, a Python keyword),
+/// whose value then wins over the yaml's (planner/run_yaml.h).
+enum class Setting {
+  kTp,                ///< --tp: parallel_config.model_parallel, data_parallel
+  kSequenceParallel,  ///< parallel_config.use_seq_parallel
+  kPipelineStages,    ///< parallel_config.pipeline_stage, parallel.auto_pipeline
+  kMicroBatch,        ///< the batch formula's micro-batch per replica
+  kMicroBatches,      ///< micro_batch_num, gradient_accumulation_steps
+  kSchedule,          ///< pp_interleave_num > 1: the interleaved schedule
+  kVirtualStages,     ///< pp_interleave_num
+  kRecompute,         ///< recompute_config.recompute, select_recompute
+  kMpCommRecompute,   ///< recompute_config.mp_comm_recompute
+  kParallelOptimizerCommRecompute,
+  kRecomputeSliceActivation,
+  kOptimizerParallel,  ///< parallel.enable_parallel_optimizer
+  kOptimizerThreshold,
+  kGradientAccumulationShard,
+  kAllToAll,  ///< parallel.enable_alltoall
+  kSearch,    ///< parallel_mode, search_mode
+  kMemCoeff,  ///< parallel_config.mem_coeff
+};
+
 struct PlanOptions {
   std::string model;
   std::string cluster = "dgx-a100-80g";
@@ -33,12 +56,14 @@ struct PlanOptions {
   int nodes = 1;
   int devices = 0;
   ModelOptions modelOptions;
-  std::vector<std::string> shards;
+  /// Strategies that override the annotation or the search, by op (--shard OP=STRATEGY).
+  std::map<std::string, layout::Strategy> shards;
   /// MindSpore's operator-strategy JSON (frontend/mindspore_strategy.h) read as annotations, as
   /// --shard gives them; a --shard of the same op wins.
   std::string strategyFile;
   std::string out;
   std::string mindsporeStrategyOut;  ///< --mindspore-strategy: MindSpore's op-strategy JSON
+  std::string megatronArgsOut;       ///< --megatron-args: Megatron-LM's arguments
   bool json = false;
   bool enableAllToAll = false;
   search::SearchMode search = search::SearchMode::kSemiAuto;
@@ -55,9 +80,9 @@ struct PlanOptions {
   TrainingFlags training;
   double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
   bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack
-  /// The command-line flags given, by name ("--mem-coeff"): a run yaml never overrides them.
-  std::set<std::string> givenFlags;
-  [[nodiscard]] bool given(const std::string& flag) const { return givenFlags.contains(flag); }
+  /// The settings the caller gave itself: a run yaml never overrides them.
+  std::set<Setting> givenSettings;
+  [[nodiscard]] bool given(Setting setting) const { return givenSettings.contains(setting); }
   /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
   /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
   std::shared_ptr<const BlockSharding> blockSharding;

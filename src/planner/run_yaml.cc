@@ -15,45 +15,45 @@ namespace autopar::planner {
 
 namespace {
 
-/// Sets `field` to the yaml's `value` unless the command line gave `flag`.
+/// Sets `field` to the yaml's `value` unless the caller gave `setting`.
 template <class T, class U>
-void fromYaml(const PlanOptions& options, const char* flag, T& field, const U& value) {
-  if (!options.given(flag)) field = value;
+void fromYaml(const PlanOptions& options, Setting setting, T& field, const U& value) {
+  if (!options.given(setting)) field = value;
 }
 
 void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& options) {
   TrainingFlags& training = options.training;
-  fromYaml(options, "--pipeline-stages", training.pipelineStages,
+  fromYaml(options, Setting::kPipelineStages, training.pipelineStages,
            static_cast<int>(parallel.pipelineStage));
-  fromYaml(options, "--optimizer-parallel", training.optimizerParallel,
+  fromYaml(options, Setting::kOptimizerParallel, training.optimizerParallel,
            parallel.enableParallelOptimizer.value_or(false));
-  fromYaml(options, "--optimizer-threshold", training.optimizerThresholdKb,
+  fromYaml(options, Setting::kOptimizerThreshold, training.optimizerThresholdKb,
            parallel.parallelOptimizerThresholdKb);
-  fromYaml(options, "--gradient-accumulation-shard", training.gradientAccumulationShard,
+  fromYaml(options, Setting::kGradientAccumulationShard, training.gradientAccumulationShard,
            parallel.gradientAccumulationShard);
-  fromYaml(options, "--recompute", training.recompute,
+  fromYaml(options, Setting::kRecompute, training.recompute,
            parallel.recompute         ? ir::Recompute::kFull
            : parallel.selectRecompute ? ir::Recompute::kSelective
                                       : ir::Recompute::kNone);
-  fromYaml(options, "--no-mp-comm-recompute", training.noMpCommRecompute,
+  fromYaml(options, Setting::kMpCommRecompute, training.noMpCommRecompute,
            !parallel.mpCommRecompute);
-  fromYaml(options, "--parallel-optimizer-comm-recompute", training.parallelOptimizerCommRecompute,
-           parallel.parallelOptimizerCommRecompute);
-  fromYaml(options, "--recompute-slice-activation", training.recomputeSliceActivation,
+  fromYaml(options, Setting::kParallelOptimizerCommRecompute,
+           training.parallelOptimizerCommRecompute, parallel.parallelOptimizerCommRecompute);
+  fromYaml(options, Setting::kRecomputeSliceActivation, training.recomputeSliceActivation,
            parallel.recomputeSliceActivation);
-  fromYaml(options, "--alltoall", options.enableAllToAll, parallel.enableAllToAll);
+  fromYaml(options, Setting::kAllToAll, options.enableAllToAll, parallel.enableAllToAll);
   training.interleavedCopies = parallel.microBatchInterleaveNum;
   // MindFormers' Adam variants keep fp32 moments beside the float16 weight they update in place,
   // and MindSpore's gradients take the weight's dtype.
   training.optimizerState = cost::OptimizerState::kFp32Moments;
   training.fp32Gradients = false;
   if (parallel.ppInterleaveNum > 1) {
-    fromYaml(options, "--schedule", training.schedule, ir::Schedule::kInterleaved);
-    fromYaml(options, "--virtual-stages", training.virtualStages,
+    fromYaml(options, Setting::kSchedule, training.schedule, ir::Schedule::kInterleaved);
+    fromYaml(options, Setting::kVirtualStages, training.virtualStages,
              static_cast<int>(parallel.ppInterleaveNum));
   }
   if (options.modelOptions.parallel) {
-    fromYaml(options, "--sequence-parallel", options.modelOptions.parallel->sequenceParallel,
+    fromYaml(options, Setting::kSequenceParallel, options.modelOptions.parallel->sequenceParallel,
              parallel.useSeqParallel);
   }
 }
@@ -72,9 +72,10 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
       frontend::clusterMicroBatchSize(config, stageDevices) / parallel.microBatchInterleaveNum;
   options.modelOptions.graphBatch = 0;
   if (stageBatch % dataParallel == 0) {
-    fromYaml(options, "--micro-batch", options.modelOptions.microBatch, stageBatch / dataParallel);
+    fromYaml(options, Setting::kMicroBatch, options.modelOptions.microBatch,
+             stageBatch / dataParallel);
   } else if (parallel.parallelMode == frontend::ParallelMode::kAuto &&
-             !options.given("--micro-batch")) {
+             !options.given(Setting::kMicroBatch)) {
     // Auto-parallel has no data-parallel degree: the graph holds the stage's micro-batch and the
     // search cuts its batch as far as it divides (LLaMA2-70B's auto yaml: 2 samples, 8 devices).
     options.modelOptions.graphBatch = stageBatch;
@@ -85,7 +86,7 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
   // A pipeline runs micro_batch_num micro-batches per step; without one, MindFormers accumulates
   // gradient_accumulation_steps of them.
   fromYaml(
-      options, "--micro-batches", options.training.microBatches,
+      options, Setting::kMicroBatches, options.training.microBatches,
       static_cast<int>(stages > 1 ? parallel.microBatchNum : parallel.gradientAccumulationSteps));
   return {};
 }
@@ -99,7 +100,7 @@ std::string configSummary(const PlanOptions& options, const frontend::MindFormer
                      options.memCoeffRule != frontend::MemCoeffRule::kGiven
                          ? std::string(frontend::memCoeffRuleName(options.memCoeffRule))
                          : fmt::format("{:g}", options.memCoeff),
-                     options.given("--mem-coeff") ? " (--mem-coeff)" : "",
+                     options.given(Setting::kMemCoeff) ? " (--mem-coeff)" : "",
                      frontend::globalBatchSizeReport(config, numDevices));
 }
 
@@ -180,26 +181,26 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   }
   switch (parallel.parallelMode) {
     case frontend::ParallelMode::kDataParallel:
-      fromYaml(options, "--search", options.search, search::SearchMode::kDataParallel);
+      fromYaml(options, Setting::kSearch, options.search, search::SearchMode::kDataParallel);
       break;
     case frontend::ParallelMode::kSemiAuto:
-      fromYaml(options, "--search", options.search, search::SearchMode::kSemiAuto);
+      fromYaml(options, Setting::kSearch, options.search, search::SearchMode::kSemiAuto);
       break;
     case frontend::ParallelMode::kAuto:
-      fromYaml(options, "--search", options.search,
+      fromYaml(options, Setting::kSearch, options.search,
                parallel.searchMode == frontend::SearchMode::kShardingPropagation
                    ? search::SearchMode::kShardingPropagation
                    : search::SearchMode::kRecursiveProgramming);
       break;
   }
   // Semi-auto annotates every op; sharding_propagation MindFormers' key operators.
-  if (frontend::shardsByLayout(parallel) && !options.given("--tp")) {
+  if (frontend::shardsByLayout(parallel) && !options.given(Setting::kTp)) {
     options.modelOptions.parallel =
         ir::ParallelConfig{.tp = parallel.modelParallel, .dp = parallel.dataParallel};
     options.modelOptions.dataParallelFromDevices = false;
   }
-  fromYaml(options, "--mem-coeff", options.memCoeff, parallel.memCoeff);
-  fromYaml(options, "--mem-coeff", options.memCoeffRule, parallel.memCoeffRule);
+  fromYaml(options, Setting::kMemCoeff, options.memCoeff, parallel.memCoeff);
+  fromYaml(options, Setting::kMemCoeff, options.memCoeffRule, parallel.memCoeffRule);
   applyYamlFeatures(parallel, options);
   if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
     // --tp without --dp: the devices of a stage that tp leaves.
@@ -207,13 +208,14 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
         dataParallelDegree(options.modelOptions, numDevices / options.training.pipelineStages);
   }
   // Flags win over the yaml: its batch formula reads the degrees they give, as if it held them.
-  if (options.modelOptions.parallel && options.given("--tp")) {
+  if (options.modelOptions.parallel && options.given(Setting::kTp)) {
     parallel.modelParallel = options.modelOptions.parallel->tp;
     parallel.dataParallel = options.modelOptions.parallel->dp;
   }
-  if (options.given("--pipeline-stages")) parallel.pipelineStage = options.training.pipelineStages;
+  if (options.given(Setting::kPipelineStages))
+    parallel.pipelineStage = options.training.pipelineStages;
   if (numDevices % options.training.pipelineStages != 0) {
-    const std::string where = options.given("--pipeline-stages")
+    const std::string where = options.given(Setting::kPipelineStages)
                                   ? "--pipeline-stages"
                                   : options.config + ": parallel_config.pipeline_stage";
     return Error{fmt::format("{}: {} stages do not split {} devices", where,
@@ -259,7 +261,7 @@ void capDeviceMemory(const PlanOptions& options, cluster::Cluster& cluster) {
 
 void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& config,
                        const cluster::Cluster& cluster) {
-  if (options.given("--pipeline-stages")) return;  // the flag wins over auto_pipeline
+  if (options.given(Setting::kPipelineStages)) return;  // the flag wins over auto_pipeline
   auto [stages, how] = choosePipelineStages(options, config, cluster);
   if (config.parallel.autoPipeline) {
     options.training.pipelineStages = stages;

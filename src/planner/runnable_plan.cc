@@ -56,10 +56,10 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   base.microBatch = plan.inputs.microBatch;
   base.sequence = plan.inputs.sequence;
   std::vector<ModelOptions> tries{base};
-  if (plan.parallel) {
+  if (plan.setup) {
     // The plan says how it was annotated: build that first.
     ModelOptions annotated = base;
-    annotated.parallel = *plan.parallel;
+    annotated.parallel = static_cast<const ir::ParallelConfig&>(*plan.setup);
     tries.insert(tries.begin(), annotated);
   }
   for (int64_t tp = 1; tp <= plan.devices; ++tp) {

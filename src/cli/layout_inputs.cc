@@ -1,4 +1,4 @@
-#include "planner/layout_inputs.h"
+#include "cli/layout_inputs.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "ir/op_kind.h"
 
-namespace autopar::planner {
+namespace autopar::cli {
 
 namespace {
 
@@ -121,4 +121,4 @@ Expected<ir::Graph> singleOpGraph(const std::string& kindName,
   return graph;
 }
 
-}  // namespace autopar::planner
+}  // namespace autopar::cli

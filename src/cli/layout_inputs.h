@@ -12,7 +12,7 @@
 #include "layout/tensor_layout.h"
 #include "util/expected.h"
 
-namespace autopar::planner {
+namespace autopar::cli {
 
 struct LayoutText {
   std::string matrix;   ///< "[2,4]"
@@ -35,4 +35,4 @@ Expected<layout::TensorLayout> parseLayoutText(const LayoutText& text, const ir:
 Expected<ir::Graph> singleOpGraph(const std::string& kindName,
                                   const std::vector<ir::Shape>& shapes);
 
-}  // namespace autopar::planner
+}  // namespace autopar::cli

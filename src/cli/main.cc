@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   addIopddlVerb(app, action);
   addEstimateVerb(app, action);
   addSearchVerb(app, action);
+  addCalibrateVerb(app, action);
   addRuntimeVerbs(app, action, argv);
   return parseAndRun(app, action, argc, argv);
 }

@@ -55,37 +55,34 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
   return kExitDoesNotFit;
 }
 
-int runEstimate(const EstimateArgs& args) {
+/// The request the parsed flags make.
+Expected<planner::EstimateRequest> requestOf(const EstimateArgs& args) {
   planner::MegatronConfig config = args.config;
-  if (auto status = applyConfigurationFlags(args.flags, config); !status) {
-    return reportError(status.error());
-  }
+  if (auto status = applyConfigurationFlags(args.flags, config); !status) return status.error();
   auto recompute = ir::parseRecompute(args.recompute);
   if (!recompute) {
-    return reportError(
-        Error{fmt::format("--recompute '{}': expected none, selective or full", args.recompute)});
+    return Error{fmt::format("--recompute '{}': expected none, selective or full", args.recompute)};
   }
   config.recompute = *recompute;
   if (args.zeroBubble && (config.pp < 2 || config.vpp > 1)) {
-    return reportError(Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"});
+    return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
   }
   config.schedule = config.vpp > 1    ? ir::Schedule::kInterleaved
                     : args.zeroBubble ? ir::Schedule::kZeroBubbleH1
                                       : ir::Schedule::k1F1B;
-  planner::EstimateRequest request{config, args.given, args.place, args.closedForm, args.profile};
-  auto result = planner::estimateWithPlacement(request);
+  return planner::EstimateRequest{config, args.given, args.place, args.closedForm, args.profile};
+}
+
+int runEstimate(const EstimateArgs& args) {
+  auto request = requestOf(args);
+  if (!request) return reportError(request.error());
+  auto result = planner::estimateWithPlacement(*request);
   if (!result) return reportError(result.error());
   return report(args, result->config, result->estimate, result->placement, result->screen);
 }
 
-}  // namespace
-
-void addEstimateVerb(CLI::App& app, Action& action) {
-  CLI::App* verb = app.add_subcommand(
-      "estimate",
-      "Estimate one Megatron-style configuration without searching: step time, tokens/s, model "
-      "TFLOP/s per GPU, MFU and memory per pipeline stage");
-  auto args = std::make_shared<EstimateArgs>();
+/// The options of `autopar estimate` on `verb`, parsed into `args`.
+void addEstimateOptions(CLI::App* verb, EstimateArgs* args) {
   planner::MegatronConfig* config = &args->config;
   config->allowIdle = false;
   addConfigurationOptions(*verb, *config, args->flags);
@@ -138,7 +135,31 @@ void addEstimateVerb(CLI::App& app, Action& action) {
   verb->add_option("--vit-recompute", args->given.vitRecompute,
                    "vision-tower layers recomputed in full per stage (vit_layer_recompute)")
       ->delimiter(',');
+}
+
+}  // namespace
+
+void addEstimateVerb(CLI::App& app, Action& action) {
+  CLI::App* verb = app.add_subcommand(
+      "estimate",
+      "Estimate one Megatron-style configuration without searching: step time, tokens/s, model "
+      "TFLOP/s per GPU, MFU and memory per pipeline stage");
+  auto args = std::make_shared<EstimateArgs>();
+  addEstimateOptions(verb, args.get());
   verb->callback([&action, args] { action = [args] { return runEstimate(*args); }; });
+}
+
+Expected<planner::EstimateRequest> estimateRequestOf(const std::vector<std::string>& arguments) {
+  CLI::App app{"estimate"};
+  EstimateArgs args;
+  addEstimateOptions(&app, &args);
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11's order
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& error) {
+    return Error{error.what()};
+  }
+  return requestOf(args);
 }
 
 }  // namespace autopar::cli

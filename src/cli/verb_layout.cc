@@ -4,10 +4,10 @@
 
 #include <numeric>
 
+#include "cli/layout_inputs.h"
 #include "cli/verbs.h"
 #include "export/layout_report.h"
 #include "layout/strategy.h"
-#include "cli/layout_inputs.h"
 #include "rules/sharded_op.h"
 #include "rules/sharding_rule.h"
 

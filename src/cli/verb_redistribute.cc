@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "cli/layout_inputs.h"
 #include "cli/verbs.h"
 #include "export/layout_report.h"
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
 #include "planner/inputs.h"
-#include "cli/layout_inputs.h"
 
 namespace autopar::cli {
 

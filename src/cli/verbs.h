@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/estimate_request.h"
 #include "util/expected.h"
 #include "util/limits.h"
 
@@ -42,6 +43,10 @@ void addValidateVerb(CLI::App& app, Action& action);
 void addIopddlVerb(CLI::App& app, Action& action);
 void addEstimateVerb(CLI::App& app, Action& action);
 void addSearchVerb(CLI::App& app, Action& action);
+void addCalibrateVerb(CLI::App& app, Action& action);
+/// What `autopar estimate ARGUMENTS` would estimate: its flags parsed and checked as the verb
+/// does (planner/estimate_request.h); errors are the verb's one-line messages.
+Expected<planner::EstimateRequest> estimateRequestOf(const std::vector<std::string>& arguments);
 /// `run`, `check` and `profile` as `autopar` lists them: it hands them to autopar-runtime
 /// (runtime_verbs.cc).
 void addRuntimeVerbs(CLI::App& app, Action& action, char** argv);

@@ -55,36 +55,54 @@ namespace {
 /// Reads the constants of `document` into `constants`; with `optional`, absent fields keep
 /// their values (a device's overrides).
 Status readConstants(const nlohmann::json& document, bool optional, CostConstants& constants) {
-  struct Field {
-    const char* key;
-    double upper;
-    double* target;
-    bool optional = false;  ///< may be absent everywhere (its target keeps 0)
-  };
-  const Field fields[] = {
-      {"matmul_efficiency", 1, &constants.matmulEfficiency},
-      {"fp8_matmul_speedup", 4, &constants.fp8MatmulSpeedup},
-      {"attention_efficiency", 1, &constants.attentionEfficiency},
-      {"cudnn_attention_efficiency", 1, &constants.cudnnAttentionEfficiency, true},
-      {"vector_efficiency", 1, &constants.vectorEfficiency},
-      {"memory_efficiency", 1, &constants.memoryEfficiency},
-      {"tile_dim", 1e6, &constants.tileDim},
-      {"list_collective_copy_seconds", 1e-3, &constants.listCollectiveCopySeconds},
-      {"kernel_launch_seconds", 1e-3, &constants.kernelLaunchSeconds},
-      {"queued_kernel_seconds", 1e-3, &constants.queuedKernelSeconds},
-      {"cuda_context_bytes", 1e11, &constants.cudaContextBytes},
-      {"nccl_group_bytes", 1e11, &constants.ncclGroupBytes},
-      {"allocator_reserve", 1, &constants.allocatorReserve}};
-  for (const Field& field : fields) {
+  for (const ConstantField& field : constantFields()) {
     if ((optional || field.optional) && !document.contains(field.key)) continue;
     auto value = readShare(document, field.key, field.upper);
     if (!value) return value.error();
-    *field.target = *value;
+    constants.*field.field = *value;
   }
   return {};
 }
 
+nlohmann::ordered_json constantsToJson(const CostConstants& constants) {
+  nlohmann::ordered_json json;
+  for (const ConstantField& field : constantFields()) {
+    if (field.optional && constants.*field.field == 0) continue;
+    json[field.key] = constants.*field.field;
+  }
+  return json;
+}
+
 }  // namespace
+
+std::span<const ConstantField> constantFields() {
+  static constexpr ConstantField kFields[] = {
+      {"matmul_efficiency", 1, &CostConstants::matmulEfficiency},
+      {"fp8_matmul_speedup", 4, &CostConstants::fp8MatmulSpeedup},
+      {"attention_efficiency", 1, &CostConstants::attentionEfficiency},
+      {"cudnn_attention_efficiency", 1, &CostConstants::cudnnAttentionEfficiency, true},
+      {"vector_efficiency", 1, &CostConstants::vectorEfficiency},
+      {"memory_efficiency", 1, &CostConstants::memoryEfficiency},
+      {"tile_dim", 1e6, &CostConstants::tileDim},
+      {"list_collective_copy_seconds", 1e-3, &CostConstants::listCollectiveCopySeconds},
+      {"kernel_launch_seconds", 1e-3, &CostConstants::kernelLaunchSeconds},
+      {"queued_kernel_seconds", 1e-3, &CostConstants::queuedKernelSeconds},
+      {"cuda_context_bytes", 1e11, &CostConstants::cudaContextBytes, false, true},
+      {"nccl_group_bytes", 1e11, &CostConstants::ncclGroupBytes, false, true},
+      {"allocator_reserve", 1, &CostConstants::allocatorReserve, false, true}};
+  return kFields;
+}
+
+std::string costConstantsToJson(const CostConstants& constants, const std::string& about) {
+  nlohmann::ordered_json json{{"version", 2}, {"about", about}};
+  json.update(constantsToJson(constants));
+  if (!constants.devices.empty()) {
+    nlohmann::ordered_json devices = nlohmann::ordered_json::object();
+    for (const auto& [name, device] : constants.devices) devices[name] = constantsToJson(device);
+    json["devices"] = std::move(devices);
+  }
+  return json.dump(2) + "\n";
+}
 
 Expected<CostConstants> parseCostConstants(const std::string& text) {
   const auto document = nlohmann::json::parse(text, nullptr, false);

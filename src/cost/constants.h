@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "util/expected.h"
@@ -52,6 +53,23 @@ struct CostConstants {
   /// The constants for `device`.
   [[nodiscard]] const CostConstants& forDevice(const std::string& device) const;
 };
+
+/// One constant of the file: its key, the largest value it may take, where it lives, and
+/// whether it prices memory (the runtime's reserve) rather than time.
+struct ConstantField {
+  const char* key;
+  double upper;
+  double CostConstants::*field;
+  bool optional = false;  ///< may be absent everywhere (it keeps 0)
+  bool memory = false;
+};
+
+/// Every constant of the file, in its order.
+std::span<const ConstantField> constantFields();
+
+/// The constants as a cost-model file that parseCostConstants reads back: every constant, and
+/// each device's overrides in full; `about` says where they came from.
+std::string costConstantsToJson(const CostConstants& constants, const std::string& about);
 
 /// A cost model as requests hold it: immutable constants, shared by the options and results
 /// that price with them.

@@ -24,7 +24,10 @@ struct Agreement {
   layout::Strategy plannedCuts;
 };
 
-Expected<Agreement> agreementOf(const plan::Plan& plan, const PlanOptions& options,
+/// The plan's cuts by op name.
+using PlannedCuts = std::map<std::string, const layout::Strategy*>;
+
+Expected<Agreement> agreementOf(const PlannedCuts& planned, const PlanOptions& options,
                                 const ir::ParallelConfig& degrees, int64_t stageDevices) {
   ModelOptions annotated = options.modelOptions;
   annotated.parallel = degrees;
@@ -32,8 +35,6 @@ Expected<Agreement> agreementOf(const plan::Plan& plan, const PlanOptions& optio
   annotated.annotate = true;
   auto model = loadModel(options.model, annotated, stageDevices);
   if (!model) return model.error();
-  std::map<std::string, const layout::Strategy*> planned;
-  for (const plan::OpRecord& op : plan.ops) planned[op.name] = &op.strategy;
   Agreement agreement;
   agreement.degrees = model->parallel.value_or(degrees);
   for (const ir::Op& op : model->graph.ops()) {
@@ -62,13 +63,15 @@ Status withMegatronSetup(plan::Plan& plan, const PlanOptions& options, int64_t g
   }
   const int64_t stageDevices =
       plan.ranks.empty() ? plan.devices : static_cast<int64_t>(plan.ranks.size());
+  PlannedCuts planned;
+  for (const plan::OpRecord& op : plan.ops) planned[op.name] = &op.strategy;
   std::optional<Agreement> closest;
   for (int64_t tp = 1; tp <= stageDevices; ++tp) {
     if (stageDevices % tp != 0) continue;
     for (const bool sequenceParallel : {false, true}) {
       if (sequenceParallel && tp == 1) continue;
       auto agreement = agreementOf(
-          plan, options, ir::ParallelConfig{.tp = tp, .sequenceParallel = sequenceParallel},
+          planned, options, ir::ParallelConfig{.tp = tp, .sequenceParallel = sequenceParallel},
           stageDevices);
       // A degree the model cannot be annotated with (heads that do not divide) is no candidate.
       if (!agreement) continue;

@@ -17,6 +17,7 @@
 #include "export/megatron_args.h"
 #include "export/mindspore_strategy.h"
 #include "export/plan_report.h"
+#include "ir/setting.h"
 #include "layout/strategy.h"
 #include "plan/plan_json.h"
 #include "planner/fit_advice.h"
@@ -62,32 +63,6 @@ Status parseShards(const std::vector<std::string>& shards, planner::PlanOptions&
     options.shards[text.substr(0, eq)] = std::move(*strategy);
   }
   return {};
-}
-
-/// The run-yaml setting a flag gives, which the yaml then leaves as the flag set it.
-std::optional<planner::Setting> yamlSettingOf(std::string_view flag) {
-  using planner::Setting;
-  static const std::map<std::string_view, Setting> settings{
-      {"tp", Setting::kTp},
-      {"sequence-parallel", Setting::kSequenceParallel},
-      {"pipeline-stages", Setting::kPipelineStages},
-      {"micro-batch", Setting::kMicroBatch},
-      {"micro-batches", Setting::kMicroBatches},
-      {"schedule", Setting::kSchedule},
-      {"virtual-stages", Setting::kVirtualStages},
-      {"recompute", Setting::kRecompute},
-      {"no-mp-comm-recompute", Setting::kMpCommRecompute},
-      {"parallel-optimizer-comm-recompute", Setting::kParallelOptimizerCommRecompute},
-      {"recompute-slice-activation", Setting::kRecomputeSliceActivation},
-      {"optimizer-parallel", Setting::kOptimizerParallel},
-      {"optimizer-threshold", Setting::kOptimizerThreshold},
-      {"gradient-accumulation-shard", Setting::kGradientAccumulationShard},
-      {"alltoall", Setting::kAllToAll},
-      {"search", Setting::kSearch},
-      {"mem-coeff", Setting::kMemCoeff}};
-  const auto found = settings.find(flag);
-  if (found == settings.end()) return std::nullopt;
-  return found->second;
 }
 
 /// Megatron-LM's arguments for the plan, one line, with what they cannot say on stderr.
@@ -273,7 +248,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
       [&action, options, frameworkName, searchName, text, degrees, shards, reportPath, verb] {
         for (const CLI::Option* option : verb->get_options()) {
           if (option->count() == 0 || option->get_lnames().empty()) continue;
-          if (auto setting = yamlSettingOf(option->get_lnames().front())) {
+          if (auto setting = ir::settingNamed(option->get_lnames().front())) {
             options->givenSettings.insert(*setting);
           }
         }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ir/setting.h"
+
 namespace autopar::cost {
 
 namespace {
@@ -202,6 +204,15 @@ const std::array<FrameworkProfile, kFrameworkCount>& profiles() {
 
 std::span<const CodePathSwitch> codePathSwitches() { return kSwitches; }
 
+std::string switchFlag(bool CodePath::*field) {
+  const auto* found = std::ranges::find_if(
+      kSwitches, [&](const CodePathSwitch& each) { return each.field == field; });
+  // Callers name fields that have a switch; each switch's field leads back to its flag
+  // (cost/framework_test.cc).
+  if (found == std::end(kSwitches)) return "--code-path";
+  return fmt::format("--{}", found->flag);
+}
+
 std::string yamlKey(const CodePathSwitch& codeSwitch) {
   std::string key(codeSwitch.flag);
   std::replace(key.begin(), key.end(), '-', '_');
@@ -221,7 +232,8 @@ Expected<Framework> parseFramework(std::string_view name) {
   for (const auto& profile : profiles()) {
     if (profile.name == name) return profile.framework;
   }
-  return Error{fmt::format("--framework '{}': expected one of {}", name, frameworkNames())};
+  return Error{fmt::format("{} '{}': expected one of {}", ir::flag(ir::Setting::kFramework), name,
+                           frameworkNames())};
 }
 
 const FrameworkProfile& frameworkProfile(Framework framework) {
@@ -231,20 +243,23 @@ const FrameworkProfile& frameworkProfile(Framework framework) {
 Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
                      std::string_view precision) {
   auto refuse = [&](std::string_view what) {
-    return Error{
-        fmt::format("--framework {}: cannot run {} ({})", profile.name, what, profile.summary)};
+    return Error{fmt::format("{}: cannot run {} ({})",
+                             ir::flag(ir::Setting::kFramework, profile.name), what,
+                             profile.summary)};
   };
   const Capabilities& can = profile.can;
-  if (config.tp > 1 && !can.tensorParallel) return refuse(fmt::format("--tp {}", config.tp));
-  if (config.pp > 1 && !can.pipelineParallel) return refuse(fmt::format("--pp {}", config.pp));
-  if (config.vpp > 1 && !can.interleaved) return refuse(fmt::format("--vpp {}", config.vpp));
-  if (config.cp > 1 && !can.contextParallel) return refuse(fmt::format("--cp {}", config.cp));
-  if (config.ep > 1 && !can.expertParallel) return refuse(fmt::format("--ep {}", config.ep));
+  using ir::flag;
+  using ir::Setting;
+  if (config.tp > 1 && !can.tensorParallel) return refuse(flag(Setting::kTp, config.tp));
+  if (config.pp > 1 && !can.pipelineParallel) return refuse(flag(Setting::kPp, config.pp));
+  if (config.vpp > 1 && !can.interleaved) return refuse(flag(Setting::kVpp, config.vpp));
+  if (config.cp > 1 && !can.contextParallel) return refuse(flag(Setting::kCp, config.cp));
+  if (config.ep > 1 && !can.expertParallel) return refuse(flag(Setting::kEp, config.ep));
   if (config.zeroBubble() && !can.zeroBubble) {
     return refuse("the zero-bubble H1 schedule, whose patch is for Megatron-LM and Megatron-Core");
   }
-  if (precision == "fp8" && !can.fp8) return refuse("--precision fp8");
-  if (!can.runsZero(config.zero)) return refuse(fmt::format("--zero {}", config.zero));
+  if (precision == "fp8" && !can.fp8) return refuse(flag(Setting::kPrecision, "fp8"));
+  if (!can.runsZero(config.zero)) return refuse(flag(Setting::kZero, config.zero));
   return {};
 }
 

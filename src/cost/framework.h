@@ -50,6 +50,9 @@ std::span<const CodePathSwitch> codePathSwitches();
 /// arguments and NeMo's configs spell theirs ("overlap_grad_reduce").
 std::string yamlKey(const CodePathSwitch& codeSwitch);
 
+/// "--grad-reduce-in-bf16": the flag that turns the switch of this field on.
+std::string switchFlag(bool CodePath::*field);
+
 /// What the framework can run.
 struct Capabilities {
   bool tensorParallel = true;

@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "ir/setting.h"
+
 namespace autopar::planner {
 
 namespace {
@@ -234,14 +236,14 @@ Expected<Calibration> calibrate(const std::vector<MeasuredRun>& runs, const cost
       for (const auto& field : fields) {
         if (!field.optional) names.emplace_back(field.key);
       }
-      return Error{fmt::format("--fit {}: expected constants of the cost model: {}", key,
-                               fmt::join(names, ", "))};
+      return Error{fmt::format("{}: expected constants of the cost model: {}",
+                               ir::flag(ir::Setting::kFit, key), fmt::join(names, ", "))};
     }
     if (std::find(problem.fields.begin(), problem.fields.end(), &*found) == problem.fields.end()) {
       problem.fields.push_back(&*found);
     }
   }
-  if (problem.fields.empty()) return Error{"--fit: no constant to fit"};
+  if (problem.fields.empty()) return Error{ir::flag(ir::Setting::kFit) + ": no constant to fit"};
   for (const MeasuredRun& run : runs) {
     auto cluster = clusterFor(run.request.config);
     if (!cluster) return cluster.error().in(run.label);

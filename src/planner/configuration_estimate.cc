@@ -7,47 +7,62 @@
 
 #include "cost/compute.h"
 #include "cost/constants.h"
+#include "ir/setting.h"
 
 namespace autopar::planner {
 
+using ir::flag;
+using Setting = ir::Setting;
+
 namespace {
 
+/// "--tp 8 x --pp 4 x --dp 2", with " x --cp 2" when asked.
+std::string degreesOf(const MegatronConfig& config, bool withCp) {
+  std::string degrees = fmt::format("{} x {} x {}", flag(Setting::kTp, config.tp),
+                                    flag(Setting::kPp, config.pp), flag(Setting::kDp, config.dp));
+  if (withCp) degrees += " x " + flag(Setting::kCp, config.cp);
+  return degrees;
+}
+
 Status checkConfig(const MegatronConfig& config) {
-  if (config.model.empty()) return Error{"--model: required"};
-  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--tp", config.tp},
-                                    {"--pp", config.pp},
-                                    {"--vpp", config.vpp},
-                                    {"--mbs", config.mbs}}) {
-    if (value < 1) return Error{fmt::format("{} {}: expected a positive integer", flag, value)};
+  if (config.model.empty()) return Error{flag(Setting::kModel) + ": required"};
+  for (const auto& [setting, value] : {std::pair<Setting, int64_t>{Setting::kTp, config.tp},
+                                       {Setting::kPp, config.pp},
+                                       {Setting::kVpp, config.vpp},
+                                       {Setting::kMbs, config.mbs}}) {
+    if (value < 1) return Error{flag(setting, value) + ": expected a positive integer"};
   }
-  if (config.dp <= 0) return Error{"--dp: required, a positive integer"};
-  if (config.gbs <= 0) return Error{"--gbs: required, a positive integer"};
-  if (config.cp < 1) return Error{fmt::format("--cp {}: expected a positive integer", config.cp)};
-  if (config.ep < 1) return Error{fmt::format("--ep {}: expected a positive integer", config.ep)};
+  if (config.dp <= 0) return Error{flag(Setting::kDp) + ": required, a positive integer"};
+  if (config.gbs <= 0) return Error{flag(Setting::kGbs) + ": required, a positive integer"};
+  if (config.cp < 1) return Error{flag(Setting::kCp, config.cp) + ": expected a positive integer"};
+  if (config.ep < 1) return Error{flag(Setting::kEp, config.ep) + ": expected a positive integer"};
   if (config.ep > 1 && config.tp > 1 && !config.sequenceParallel) {
     return Error{fmt::format(
-        "--ep {}: with --tp {} needs --sequence-parallel (Megatron-Core requires it for expert "
-        "parallelism with tensor parallelism)",
-        config.ep, config.tp)};
+        "{}: with {} needs {} (Megatron-Core requires it for expert parallelism with tensor "
+        "parallelism)",
+        flag(Setting::kEp, config.ep), flag(Setting::kTp, config.tp),
+        flag(Setting::kSequenceParallel))};
   }
   if (config.gbs % (config.dp * config.mbs) != 0) {
-    return Error{fmt::format("--gbs {}: not divisible by --dp {} x --mbs {} = {}", config.gbs,
-                             config.dp, config.mbs, config.dp * config.mbs)};
+    return Error{fmt::format("{}: not divisible by {} x {} = {}", flag(Setting::kGbs, config.gbs),
+                             flag(Setting::kDp, config.dp), flag(Setting::kMbs, config.mbs),
+                             config.dp * config.mbs)};
   }
   if (config.zero < 0 || config.zero > 3) {
-    return Error{fmt::format("--zero {}: expected 0, 1, 2 or 3", config.zero)};
+    return Error{flag(Setting::kZero, config.zero) + ": expected 0, 1, 2 or 3"};
   }
   if ((config.vpp > 1) != (config.schedule == ir::Schedule::kInterleaved)) {
     return Error{
-        fmt::format("--vpp {}: the interleaved schedule runs, and only it runs, more than "
+        fmt::format("{}: the interleaved schedule runs, and only it runs, more than "
                     "one model chunk per stage (schedule {})",
-                    config.vpp, ir::scheduleName(config.schedule))};
+                    flag(Setting::kVpp, config.vpp), ir::scheduleName(config.schedule))};
   }
   if (config.schedule == ir::Schedule::kGPipe) {
     return Error{"schedule gpipe: Megatron-LM runs 1F1B, interleaved 1F1B or zero-bubble H1"};
   }
   if (config.zeroBubble() && (config.pp < 2 || config.vpp > 1)) {
-    return Error{"--zero-bubble: needs --pp greater than 1 and --vpp 1"};
+    return Error{fmt::format("{}: needs {} greater than 1 and {}", flag(Setting::kZeroBubble),
+                             flag(Setting::kPp), flag(Setting::kVpp, 1))};
   }
   if (auto runnable =
           cost::checkRunnable(cost::frameworkProfile(config.framework), config, config.precision);
@@ -55,13 +70,16 @@ Status checkConfig(const MegatronConfig& config) {
     return runnable.error();
   }
   if (config.sequenceParallel && config.tp == 1) {
-    return Error{"--sequence-parallel: needs --tp greater than 1"};
+    return Error{flag(Setting::kSequenceParallel) + ": needs " + flag(Setting::kTp) +
+                 " greater than 1"};
   }
   if (config.codePath.gradReduceInBf16 && config.precision == "fp16") {
-    return Error{"--grad-reduce-in-bf16: needs --precision bf16 or fp8 (fp16 gradients are fp16)"};
+    return Error{fmt::format("{}: needs {} bf16 or fp8 (fp16 gradients are fp16)",
+                             cost::switchFlag(&ir::CodePath::gradReduceInBf16),
+                             flag(Setting::kPrecision))};
   }
   if (config.fp8ParamGather && config.precision != "fp8") {
-    return Error{"--fp8-param-gather: needs --precision fp8"};
+    return Error{flag(Setting::kFp8ParamGather) + ": needs " + flag(Setting::kPrecision, "fp8")};
   }
   return {};
 }
@@ -84,19 +102,20 @@ Status checkExpertParallel(const MegatronConfig& config,
                            const frontend::TransformerConfig& transformer) {
   if (config.ep == 1) return {};
   if (transformer.experts == 0) {
-    return Error{fmt::format("--ep {}: {} has no experts (a dense model); only --ep 1 fits",
-                             config.ep, config.model)};
+    return Error{fmt::format("{}: {} has no experts (a dense model); only {} fits",
+                             flag(Setting::kEp, config.ep), config.model, flag(Setting::kEp, 1))};
   }
   const std::string fitting = fittingExpertDegrees(transformer.experts, config.dp);
   if (transformer.experts % config.ep != 0) {
-    return Error{fmt::format("--ep {}: does not divide the {} experts; --ep {} would", config.ep,
-                             transformer.experts, fitting)};
+    return Error{fmt::format("{}: does not divide the {} experts; {} would",
+                             flag(Setting::kEp, config.ep), transformer.experts,
+                             flag(Setting::kEp, fitting))};
   }
   if (config.dp % config.ep != 0) {
-    return Error{
-        fmt::format("--ep {}: does not divide --dp {} (expert parallelism is carved out of the "
-                    "data-parallel ranks); --ep {} would",
-                    config.ep, config.dp, fitting)};
+    return Error{fmt::format(
+        "{}: does not divide {} (expert parallelism is carved out of the "
+        "data-parallel ranks); {} would",
+        flag(Setting::kEp, config.ep), flag(Setting::kDp, config.dp), flag(Setting::kEp, fitting))};
   }
   return {};
 }
@@ -111,9 +130,9 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   auto cluster = loadCluster(config.cluster, nodes, 0, config.devicesPerNode);
   if (!cluster) return cluster.error();
   if (cluster->numDevices < config.worldSize()) {
-    return Error{fmt::format(
-        "--tp {} x --pp {} x --dp {} = {} devices, but the cluster has {} ({} nodes)", config.tp,
-        config.pp, config.dp, config.worldSize(), cluster->numDevices, nodes)};
+    return Error{fmt::format("{} = {} devices, but the cluster has {} ({} nodes)",
+                             degreesOf(config, false), config.worldSize(), cluster->numDevices,
+                             nodes)};
   }
   if (config.interNodeGbps > 0) {
     // Every level wider than a node carries the inter-node network.
@@ -128,13 +147,14 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
     const int64_t perReplica = config.worldSize() / config.dp;
     const std::string fill =
         cluster->numDevices % perReplica == 0
-            ? fmt::format("--dp {} uses them all", cluster->numDevices / perReplica)
-            : "a --dp, --tp or --pp that uses them all";
+            ? flag(Setting::kDp, cluster->numDevices / perReplica) + " uses them all"
+            : fmt::format("a {}, {} or {} that uses them all", flag(Setting::kDp),
+                          flag(Setting::kTp), flag(Setting::kPp));
     return Error{fmt::format(
-        "--tp {} x --pp {} x --dp {} x --cp {} = {} devices leave {} of the {} devices of {} "
-        "nodes idle; {}, fewer --nodes fit it, or --allow-idle plans it on {} devices",
-        config.tp, config.pp, config.dp, config.cp, config.worldSize(), idle, cluster->numDevices,
-        nodes, fill, config.worldSize())};
+        "{} = {} devices leave {} of the {} devices of {} nodes idle; {}, fewer {} fit it, or "
+        "{} plans it on {} devices",
+        degreesOf(config, true), config.worldSize(), idle, cluster->numDevices, nodes, fill,
+        flag(Setting::kNodes), flag(Setting::kAllowIdle), config.worldSize())};
   }
   auto taken = cluster::takeDevices(*cluster, static_cast<int>(config.worldSize()));
   // Nodes given and devices left idle on purpose (--allow-idle): the reports say so.
@@ -247,7 +267,7 @@ Expected<ir::DType> parsePrecision(const std::string& name) {
   if (name == "bf16") return ir::DType::kBF16;
   if (name == "fp16") return ir::DType::kF16;
   if (name == "fp8") return ir::DType::kFP8;
-  return Error{fmt::format("--precision {}: expected bf16, fp16 or fp8", name)};
+  return Error{flag(Setting::kPrecision, name) + ": expected bf16, fp16 or fp8"};
 }
 
 int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes) {
@@ -269,7 +289,8 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
     const frontend::TransformerConfig& transformer) {
   if (given.llmLayers.empty() && given.vitLayers.empty()) {
     if (!given.llmRecompute.empty() || !given.vitRecompute.empty()) {
-      return Error{"--llm-recompute/--vit-recompute: need --llm-layers (a placement)"};
+      return Error{fmt::format("{}/{}: need {} (a placement)", flag(Setting::kLlmRecompute),
+                               flag(Setting::kVitRecompute), flag(Setting::kLlmLayers))};
     }
     return std::pair<search::StackCounts, search::StackCounts>{};
   }
@@ -277,10 +298,11 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
   const auto stages = static_cast<size_t>(config.pp * config.vpp);
   const bool vision = transformer.vision.layers > 0;
   if (config.vpp > 1 && vision) {
-    return Error{"--vit-layers: a vision tower is not interleaved; give --vpp 1"};
+    return Error{flag(Setting::kVitLayers) + ": a vision tower is not interleaved; give " +
+                 flag(Setting::kVpp, 1)};
   }
   struct Stack {
-    const char* flag;
+    Setting setting;
     const std::vector<int64_t>* layers;
     const std::vector<int64_t>* recompute;
     int64_t total;
@@ -288,11 +310,12 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
   std::vector<Stack> stacks;
   if (vision) {
     stacks.push_back(
-        {"--vit-layers", &given.vitLayers, &given.vitRecompute, transformer.vision.layers});
+        {Setting::kVitLayers, &given.vitLayers, &given.vitRecompute, transformer.vision.layers});
   } else if (!given.vitLayers.empty()) {
-    return Error{"--vit-layers: the model has no vision tower"};
+    return Error{flag(Setting::kVitLayers) + ": the model has no vision tower"};
   }
-  stacks.push_back({"--llm-layers", &given.llmLayers, &given.llmRecompute, transformer.layers});
+  stacks.push_back(
+      {Setting::kLlmLayers, &given.llmLayers, &given.llmRecompute, transformer.layers});
   search::StackCounts layers;
   search::StackCounts recomputed;
   for (const Stack& stack : stacks) {
@@ -302,21 +325,23 @@ Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
     // Seed 003's layer_recompute leaves out the last stage's count (export/mindspeed_json.h).
     if (config.vpp <= 1 && recompute.size() + 1 == stages) recompute.push_back(0);
     if (counts.size() != stages || recompute.size() != stages) {
-      return Error{fmt::format("{}: expected {} counts (one per {})", stack.flag, stages,
-                               config.vpp > 1 ? "virtual stage: --pp x --vpp"
-                                              : "--pp stage; recompute may leave out the last")};
+      return Error{fmt::format(
+          "{}: expected {} counts (one per {})", flag(stack.setting), stages,
+          config.vpp > 1
+              ? fmt::format("virtual stage: {} x {}", flag(Setting::kPp), flag(Setting::kVpp))
+              : flag(Setting::kPp) + " stage; recompute may leave out the last")};
     }
     int64_t sum = 0;
     for (size_t s = 0; s < stages; ++s) {
       if (counts[s] < 0 || recompute[s] < 0 || recompute[s] > counts[s]) {
-        return Error{fmt::format("{}: stage {} has {} layers and {} recomputed", stack.flag, s,
-                                 counts[s], recompute[s])};
+        return Error{fmt::format("{}: stage {} has {} layers and {} recomputed",
+                                 flag(stack.setting), s, counts[s], recompute[s])};
       }
       sum += counts[s];
     }
     if (sum != stack.total) {
-      return Error{
-          fmt::format("{}: {} layers placed, the model has {}", stack.flag, sum, stack.total)};
+      return Error{fmt::format("{}: {} layers placed, the model has {}", flag(stack.setting), sum,
+                               stack.total)};
     }
     layers.push_back(counts);
     recomputed.push_back(recompute);

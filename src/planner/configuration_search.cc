@@ -7,11 +7,14 @@
 #include <cmath>
 #include <map>
 
+#include "ir/setting.h"
 #include "planner/block_profile.h"
 #include "planner/inputs.h"
 #include "planner/profile_table.h"
 
 namespace autopar::planner {
+
+using Setting = ir::Setting;
 
 namespace {
 
@@ -381,7 +384,8 @@ Expected<SampledDegrees> sampledDegrees(const std::string& model, int64_t device
 
 Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
                                                    const SearchProgress& progress) {
-  if (request.base.gbs <= 0) return Error{"--gbs: required, a positive integer"};
+  if (request.base.gbs <= 0)
+    return Error{ir::flag(Setting::kGbs) + ": required, a positive integer"};
   if (auto precision = parsePrecision(request.base.precision); !precision) {
     return precision.error();
   }
@@ -397,9 +401,12 @@ Expected<ConfigurationSearch> searchConfigurations(const SearchRequest& request,
   std::optional<ProfileTable> table;
   if (request.profilePath.empty() &&
       (request.samplingNodes > 0 || request.samplingDevicesPerNode > 0)) {
-    return Error{
-        "--nnodes/--nproc-per-node: name the cluster a --profile table was measured on; give "
-        "--profile (the target cluster is --nodes and --devices-per-node)"};
+    using ir::flag;
+    return Error{fmt::format(
+        "{}/{}: name the cluster a {} table was measured on; give {} (the target cluster is {} "
+        "and {})",
+        flag(Setting::kNnodes), flag(Setting::kNprocPerNode), flag(Setting::kProfile),
+        flag(Setting::kProfile), flag(Setting::kNodes), flag(Setting::kDevicesPerNode))};
   }
   if (!request.profilePath.empty()) {
     auto read = readProfileTable(request.profilePath, cluster->device.name, request.samplingNodes,

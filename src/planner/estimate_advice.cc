@@ -8,11 +8,15 @@
 #include <iterator>
 #include <utility>
 
+#include "ir/setting.h"
 #include "planner/inputs.h"
 
 namespace autopar::planner {
 
 namespace {
+
+using ir::flag;
+using Setting = ir::Setting;
 
 struct Candidate {
   std::string flags;
@@ -28,36 +32,37 @@ std::vector<Candidate> candidatesOf(const MegatronConfig& config) {
     candidates.push_back({std::move(flags), std::move(changed)});
   };
   for (int zero = config.zero + 1; zero <= 3; ++zero) {
-    add(fmt::format("--zero {}", zero), [&](MegatronConfig& c) { c.zero = zero; });
+    add(flag(Setting::kZero, zero), [&](MegatronConfig& c) { c.zero = zero; });
   }
   for (ir::Recompute recompute : {ir::Recompute::kSelective, ir::Recompute::kFull}) {
     if (recompute <= config.recompute || ir::recomputedBlocks(config.placement) > 0) continue;
-    add(fmt::format("--recompute {}", recompute),
-        [&](MegatronConfig& c) { c.recompute = recompute; });
+    add(flag(Setting::kRecompute, recompute), [&](MegatronConfig& c) { c.recompute = recompute; });
   }
   if (config.precision != "fp16" && !config.codePath.gradReduceInBf16) {
-    add("--grad-reduce-in-bf16", [](MegatronConfig& c) { c.codePath.gradReduceInBf16 = true; });
+    add(cost::switchFlag(&ir::CodePath::gradReduceInBf16),
+        [](MegatronConfig& c) { c.codePath.gradReduceInBf16 = true; });
   }
   // Twice the model parallelism on the same devices; a given placement fixes the stages.
   if (config.dp % 2 == 0) {
     const int64_t dp = config.dp / 2;
-    add(fmt::format("--tp {} --dp {}", 2 * config.tp, dp), [&](MegatronConfig& c) {
+    const std::string dpFlag = flag(Setting::kDp, dp);
+    add(flag(Setting::kTp, 2 * config.tp) + " " + dpFlag, [&](MegatronConfig& c) {
       c.tp *= 2;
       c.dp = dp;
     });
     if (config.placement.empty()) {
-      add(fmt::format("--pp {} --dp {}", 2 * config.pp, dp), [&](MegatronConfig& c) {
+      add(flag(Setting::kPp, 2 * config.pp) + " " + dpFlag, [&](MegatronConfig& c) {
         c.pp *= 2;
         c.dp = dp;
       });
     }
-    add(fmt::format("--cp {} --dp {}", 2 * config.cp, dp), [&](MegatronConfig& c) {
+    add(flag(Setting::kCp, 2 * config.cp) + " " + dpFlag, [&](MegatronConfig& c) {
       c.cp *= 2;
       c.dp = dp;
     });
   }
   if (config.mbs % 2 == 0) {
-    add(fmt::format("--mbs {}", config.mbs / 2), [](MegatronConfig& c) { c.mbs /= 2; });
+    add(flag(Setting::kMbs, config.mbs / 2), [](MegatronConfig& c) { c.mbs /= 2; });
   }
   return candidates;
 }

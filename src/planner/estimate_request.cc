@@ -1,10 +1,13 @@
 #include "planner/estimate_request.h"
 
+#include "ir/setting.h"
 #include "planner/block_profile.h"
 #include "planner/inputs.h"
 #include "planner/profile_table.h"
 
 namespace autopar::planner {
+
+using Setting = ir::Setting;
 
 namespace {
 
@@ -37,7 +40,10 @@ Expected<EstimateResult> estimateWithPlacement(const EstimateRequest& request) {
   };
   std::optional<search::Placement> given;
   if (!request.given.empty()) {
-    if (request.place) return Error{"--place: chooses the placement; drop --llm-layers"};
+    if (request.place) {
+      return Error{ir::flag(Setting::kPlace) + ": chooses the placement; drop " +
+                   ir::flag(Setting::kLlmLayers)};
+    }
     if (auto status = readTransformer(); !status) return status.error();
     auto placement = placementOf(request.given, config, *config.transformer);
     if (!placement) return placement.error();
@@ -48,7 +54,8 @@ Expected<EstimateResult> estimateWithPlacement(const EstimateRequest& request) {
   if (!estimate) return estimate.error();
   if (!request.place && !request.closedForm) {
     if (!request.profilePath.empty()) {
-      return Error{"--profile: feeds --closed-form and --place; give one of them"};
+      return Error{fmt::format("{}: feeds {} and {}; give one of them", ir::flag(Setting::kProfile),
+                               ir::flag(Setting::kClosedForm), ir::flag(Setting::kPlace))};
     }
     return EstimateResult{std::move(config), std::move(*estimate), given, std::nullopt};
   }
@@ -66,9 +73,11 @@ Expected<EstimateResult> estimateWithPlacement(const EstimateRequest& request) {
     // The search's inner solver on this configuration: exact layer placement and per-stage
     // recompute, then the whole model evaluated with it.
     auto placed = placeConfiguration(config, profiler);
-    if (!placed) return placed.error().in("--place");
+    if (!placed) return placed.error().in(ir::flag(Setting::kPlace));
     if (!*placed) {
-      return Error{"--place: needs --pp greater than 1 and --recompute none or selective"};
+      return Error{fmt::format("{}: needs {} greater than 1 and {} none or selective",
+                               ir::flag(Setting::kPlace), ir::flag(Setting::kPp),
+                               ir::flag(Setting::kRecompute))};
     }
     config = (*placed)->config;
     *estimate = std::move((*placed)->estimate);

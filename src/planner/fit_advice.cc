@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/setting.h"
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
 #include "planner/run_yaml.h"
@@ -20,11 +21,35 @@ namespace autopar::planner {
 
 namespace {
 
-/// A change to the planning request, spelt both ways a user gives one: command-line flags and
-/// run-yaml keys.
+/// One setting a change gives, with its value (none for a switch).
+struct Given {
+  Setting setting;
+  std::string value;
+  /// "--recompute full", "--optimizer-parallel".
+  [[nodiscard]] std::string flagText() const {
+    return value.empty() ? ir::flag(setting) : ir::flag(setting, value);
+  }
+};
+
+/// A change to the planning request, spelt both ways a user gives one: the settings (the
+/// command line's flags) and run-yaml keys.
 struct Change {
-  std::vector<std::string> flags;                         ///< "--recompute", "full"
+  std::vector<Given> settings;                            ///< {kRecompute, "full"}
   std::vector<std::pair<std::string, std::string>> yaml;  ///< "recompute_config.recompute", "True"
+
+  [[nodiscard]] bool gives(Setting setting) const {
+    return std::any_of(settings.begin(), settings.end(),
+                       [&](const Given& given) { return given.setting == setting; });
+  }
+  /// The flags as the plan JSON records them: "--pipeline-stages", "8", "--micro-batches", "16".
+  [[nodiscard]] std::vector<std::string> flags() const {
+    std::vector<std::string> out;
+    for (const Given& given : settings) {
+      out.push_back(ir::flag(given.setting));
+      if (!given.value.empty()) out.push_back(given.value);
+    }
+    return out;
+  }
 };
 
 /// The levers, each a family of variants; two variants of one lever never combine.
@@ -51,14 +76,9 @@ struct Trial {
 
 Change merged(const Change& a, const Change& b) {
   Change out = a;
-  for (size_t i = 0; i < b.flags.size(); ++i) {
-    // Flags come as a name and its values; a name the first change has is not repeated.
-    if (b.flags[i].starts_with("--") &&
-        std::find(out.flags.begin(), out.flags.end(), b.flags[i]) != out.flags.end()) {
-      while (i + 1 < b.flags.size() && !b.flags[i + 1].starts_with("--")) ++i;
-      continue;
-    }
-    out.flags.push_back(b.flags[i]);
+  // A setting the first change gives is not given again.
+  for (const Given& given : b.settings) {
+    if (!out.gives(given.setting)) out.settings.push_back(given);
   }
   for (const auto& entry : b.yaml) {
     if (std::find(out.yaml.begin(), out.yaml.end(), entry) == out.yaml.end()) {
@@ -73,14 +93,14 @@ int64_t stageDevices(const PlanOptions& options, int64_t numDevices) {
   return numDevices / std::max(options.training.pipelineStages, 1);
 }
 
-/// Sets a flag's value and its yaml key in `change`, replacing what it had.
-void put(Change& change, const std::string& flag, const std::string& value,
-         const std::string& yamlKey) {
-  auto it = std::find(change.flags.begin(), change.flags.end(), flag);
-  if (it != change.flags.end() && it + 1 != change.flags.end()) {
-    *(it + 1) = value;
+/// Sets a setting's value and its yaml key in `change`, replacing what it had.
+void put(Change& change, Setting setting, const std::string& value, const std::string& yamlKey) {
+  auto it = std::find_if(change.settings.begin(), change.settings.end(),
+                         [&](const Given& given) { return given.setting == setting; });
+  if (it != change.settings.end()) {
+    it->value = value;
   } else {
-    change.flags.insert(change.flags.end(), {flag, value});
+    change.settings.push_back({setting, value});
   }
   auto entry = std::find_if(change.yaml.begin(), change.yaml.end(),
                             [&](const auto& kv) { return kv.first == yamlKey; });
@@ -103,18 +123,19 @@ Trial trialOf(const Change& change, const Evaluated& evaluated) {
 
 /// Full recompute and optimizer parallel as the user turns them on.
 Change fullRecomputeChange() {
-  return {{"--recompute", "full"}, {{"recompute_config.recompute", "True"}}};
+  return {{{Setting::kRecompute, "full"}}, {{"recompute_config.recompute", "True"}}};
 }
 Change optimizerParallelChange() {
-  return {{"--optimizer-parallel"}, {{"parallel.enable_parallel_optimizer", "True"}}};
+  return {{{Setting::kOptimizerParallel, ""}}, {{"parallel.enable_parallel_optimizer", "True"}}};
 }
 
 void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
   const ir::Recompute recompute = options.training.recompute;
   if (recompute == ir::Recompute::kNone) {
-    out.push_back({Lever::kRecompute,
-                   {{"--recompute", "selective"}, {{"recompute_config.select_recompute", "True"}}},
-                   [](PlanOptions& o) { o.training.recompute = ir::Recompute::kSelective; }});
+    out.push_back(
+        {Lever::kRecompute,
+         {{{Setting::kRecompute, "selective"}}, {{"recompute_config.select_recompute", "True"}}},
+         [](PlanOptions& o) { o.training.recompute = ir::Recompute::kSelective; }});
   }
   if (recompute != ir::Recompute::kFull) {
     out.push_back({Lever::kRecompute, fullRecomputeChange(),
@@ -130,7 +151,7 @@ void addOptimizerParallel(const PlanOptions& options, std::vector<Variant>& out)
   }
   // Accumulated gradients sharded too: worth it only when a step accumulates micro-batches.
   if (!training.gradientAccumulationShard && training.microBatches > 1) {
-    Change change{{"--gradient-accumulation-shard"},
+    Change change{{{Setting::kGradientAccumulationShard, ""}},
                   {{"parallel.parallel_optimizer_config.gradient_accumulation_shard", "True"}}};
     if (!training.optimizerParallel) change = merged(out.back().change, change);  // the above
     out.push_back({Lever::kOptimizerParallel, change, [](PlanOptions& o) {
@@ -147,15 +168,15 @@ void addPipeline(const PlanOptions& options, int64_t numDevices, std::vector<Var
   for (int stages = current * 2; stages <= std::min<int64_t>(numDevices, 64); stages *= 2) {
     if (numDevices % stages != 0) break;
     const int micro = std::max(options.training.microBatches, 2 * stages);
-    out.push_back(
-        {Lever::kPipeline,
-         {{"--pipeline-stages", std::to_string(stages), "--micro-batches", std::to_string(micro)},
-          {{"parallel_config.pipeline_stage", std::to_string(stages)},
-           {"parallel_config.micro_batch_num", std::to_string(micro)}}},
-         [stages, micro](PlanOptions& o) {
-           o.training.pipelineStages = stages;
-           o.training.microBatches = micro;
-         }});
+    out.push_back({Lever::kPipeline,
+                   {{{Setting::kPipelineStages, std::to_string(stages)},
+                     {Setting::kMicroBatches, std::to_string(micro)}},
+                    {{"parallel_config.pipeline_stage", std::to_string(stages)},
+                     {"parallel_config.micro_batch_num", std::to_string(micro)}}},
+                   [stages, micro](PlanOptions& o) {
+                     o.training.pipelineStages = stages;
+                     o.training.microBatches = micro;
+                   }});
   }
 }
 
@@ -167,10 +188,10 @@ void addTensorParallel(const PlanOptions& options, int64_t numDevices, std::vect
   const int64_t devices = stageDevices(options, numDevices);
   for (int64_t tp = parallel.tp * 2; tp <= parallel.tp * 8; tp *= 2) {
     if (devices % (tp * parallel.cp) != 0) break;
-    out.push_back(
-        {Lever::kTensorParallel,
-         {{"--tp", std::to_string(tp)}, {{"parallel_config.model_parallel", std::to_string(tp)}}},
-         [tp](PlanOptions& o) { o.modelOptions.parallel->tp = tp; }});
+    out.push_back({Lever::kTensorParallel,
+                   {{{Setting::kTp, std::to_string(tp)}},
+                    {{"parallel_config.model_parallel", std::to_string(tp)}}},
+                   [tp](PlanOptions& o) { o.modelOptions.parallel->tp = tp; }});
   }
 }
 
@@ -180,7 +201,7 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
   for (double memCoeff = options.memCoeff * 4; memCoeff <= options.memCoeff * 1024; memCoeff *= 4) {
     const std::string value = fmt::format("{:g}", memCoeff);
     out.push_back({Lever::kMemCoeff,
-                   {{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}},
+                   {{{Setting::kMemCoeff, value}}, {{"parallel_config.mem_coeff", value}}},
                    [memCoeff](PlanOptions& o) { o.memCoeff = memCoeff; }});
   }
 }
@@ -203,7 +224,7 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   auto choice = chooseMemCoeff(fastest, cluster, progress, FastestClimb::kLadder);
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);
-  Change change{{"--mem-coeff", value}, {{"parallel_config.mem_coeff", value}}};
+  Change change{{{Setting::kMemCoeff, value}}, {{"parallel_config.mem_coeff", value}}};
   // The ladder's levers (planner/mem_coeff_auto.h): optimizer parallel, then full recompute.
   if (choice->options.training.optimizerParallel && !options.training.optimizerParallel) {
     change = merged(change, optimizerParallelChange());
@@ -214,15 +235,10 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   return trialOf(change, choice->evaluated);
 }
 
-/// A change's flags, each name with its values as one string ("--pipeline-stages 8").
+/// A change's settings, each with its value as one string ("--pipeline-stages 8").
 std::set<std::string> partsOf(const Change& change) {
   std::set<std::string> parts;
-  std::string part;
-  for (const std::string& flag : change.flags) {
-    if (flag.starts_with("--") && !part.empty()) parts.insert(std::exchange(part, {}));
-    part += (part.empty() ? "" : " ") + flag;
-  }
-  if (!part.empty()) parts.insert(part);
+  for (const Given& given : change.settings) parts.insert(given.flagText());
   return parts;
 }
 
@@ -299,7 +315,7 @@ class Trials {
     });
     for (const Trial& trial : fitting_) {
       if (advice.fixes.size() == kMaxFixes) break;
-      advice.fixes.push_back({trial.change.flags, trial.change.yaml, trial.stepSeconds,
+      advice.fixes.push_back({trial.change.flags(), trial.change.yaml, trial.stepSeconds,
                               trial.samplesPerStep, trial.peakBytes});
     }
     if (!advice.fixes.empty()) return advice;
@@ -330,7 +346,7 @@ class Trials {
     return fmt::format(
         "device memory: nothing autopar tried fits; the lowest peak, {} with {}, exceeds the {} of "
         "one {} by {} ({})",
-        formatBytes(lowest.peakBytes), fmt::join(lowest.change.flags, " "), formatBytes(capacity),
+        formatBytes(lowest.peakBytes), fmt::join(lowest.change.flags(), " "), formatBytes(capacity),
         cluster_.device.name, formatBytes(lowest.peakBytes - capacity), what);
   }
 
@@ -352,7 +368,7 @@ class Trials {
     if (nodes != options_.nodes) {
       options.nodes = nodes;
       devices = devices / options_.nodes * nodes;
-      put(change, "--nodes", std::to_string(nodes), "");
+      put(change, Setting::kNodes, std::to_string(nodes), "");
     }
     // A Megatron-style annotation's data parallelism fills the stage the changes leave: by
     // itself when it came from the devices (--tp without --dp), else by a --dp of its own.
@@ -362,10 +378,8 @@ class Trials {
           std::max<int64_t>(stageDevices(options, devices) / (parallel.tp * parallel.cp), 1);
       if (dp != parallel.dp) {
         // --dp goes with --tp (a run yaml's model_parallel is not enough on the command line).
-        if (std::find(change.flags.begin(), change.flags.end(), "--tp") == change.flags.end()) {
-          put(change, "--tp", std::to_string(parallel.tp), "");
-        }
-        put(change, "--dp", std::to_string(dp), "parallel_config.data_parallel");
+        if (!change.gives(Setting::kTp)) put(change, Setting::kTp, std::to_string(parallel.tp), "");
+        put(change, Setting::kDp, std::to_string(dp), "parallel_config.data_parallel");
       }
       parallel.dp = dp;
     }

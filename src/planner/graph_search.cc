@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/setting.h"
+
 namespace autopar::planner {
 
 namespace {
@@ -79,9 +81,9 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
   if (request.globalBatch <= 0 || found.batch <= 0 || request.globalBatch % found.batch != 0 ||
       request.globalBatch / found.batch > kMaxMicroBatches) {
     return Error{fmt::format(
-        "--gbs {}: expected a multiple of the graph's batch {} (its first input's dim 0: one "
+        "{}: expected a multiple of the graph's batch {} (its first input's dim 0: one "
         "micro-batch), at most {} micro-batches",
-        request.globalBatch, found.batch, kMaxMicroBatches)};
+        ir::flag(ir::Setting::kGbs, request.globalBatch), found.batch, kMaxMicroBatches)};
   }
   found.microBatches = request.globalBatch / found.batch;
   for (const GraphCandidate& candidate :

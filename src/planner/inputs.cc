@@ -11,10 +11,13 @@
 #include "frontend/model_presets.h"
 #include "frontend/onnx_import.h"
 #include "frontend/transformer.h"
+#include "ir/setting.h"
 #include "util/json_fields.h"
 #include "util/text_file.h"
 
 namespace autopar::planner {
+
+using Setting = ir::Setting;
 
 namespace {
 
@@ -80,9 +83,10 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
     parallel.dp = dataParallelDegree(options, numDevices);
     const int64_t used = parallel.tp * parallel.cp * parallel.dp;
     if (used > numDevices) {
-      return Error{
-          fmt::format("--tp {} x --cp {} x --dp {}: uses {} devices but only {} are available",
-                      parallel.tp, parallel.cp, parallel.dp, used, numDevices)};
+      return Error{fmt::format("{} x {} x {}: uses {} devices but only {} are available",
+                               ir::flag(Setting::kTp, parallel.tp),
+                               ir::flag(Setting::kCp, parallel.cp),
+                               ir::flag(Setting::kDp, parallel.dp), used, numDevices)};
     }
     dataParallel = parallel.dp;
     if (options.annotate) config->parallel = parallel;
@@ -134,8 +138,8 @@ Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int d
                                        int devicesPerNode) {
   const bool yaml = endsWith(name, ".yaml") || endsWith(name, ".yml");
   if (yaml && devicesPerNode > 0) {
-    return Error{
-        fmt::format("--devices-per-node: resizes a preset's nodes; {} gives its own levels", name)};
+    return Error{fmt::format("{}: resizes a preset's nodes; {} gives its own levels",
+                             ir::flag(Setting::kDevicesPerNode), name)};
   }
   Expected<cluster::Cluster> loaded =
       yaml ? cluster::loadClusterYaml(name) : cluster::clusterPreset(name, nodes, devicesPerNode);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "ir/setting.h"
 #include "layout/strategy.h"
 #include "planner/inputs.h"
 #include "planner/plan_assembly.h"
@@ -89,10 +90,11 @@ Status withMegatronSetup(plan::Plan& plan, const PlanOptions& options, int64_t g
   }
   return Error{fmt::format(
       "op '{}' is cut {}, which no Megatron-LM tensor-parallel degree gives (TP {} cuts it {}); "
-      "--mindspore-strategy writes the plan's shardings",
+      "{} writes the plan's shardings",
       *closest->different,
       closest->plannedCuts.empty() ? "nowhere" : layout::strategyToString(closest->plannedCuts),
-      closest->degrees.tp, layout::strategyToString(closest->megatronCuts))};
+      closest->degrees.tp, layout::strategyToString(closest->megatronCuts),
+      ir::flag(ir::Setting::kMindsporeStrategy))};
 }
 
 }  // namespace autopar::planner

@@ -30,8 +30,8 @@ struct Levers {
   /// The flags that turn them on, as the report prints them.
   [[nodiscard]] std::vector<std::string> flags() const {
     std::vector<std::string> flags;
-    if (optimizerParallel) flags.push_back("--optimizer-parallel");
-    if (fullRecompute) flags.insert(flags.end(), {"--recompute", "full"});
+    if (optimizerParallel) flags.push_back(ir::flag(Setting::kOptimizerParallel));
+    if (fullRecompute) flags.insert(flags.end(), {ir::flag(Setting::kRecompute), "full"});
     return flags;
   }
   void apply(PlanOptions& options) const {
@@ -99,7 +99,7 @@ class Climb {
   MemCoeffChoice result(const std::vector<Levers>& sets) {
     Taken& taken = fitting_ ? *fitting_ : *leanest_;
     const std::vector<std::string> leverFlags = taken.levers.flags();
-    std::vector<std::string> flags{"--mem-coeff", rungText(taken.memCoeff)};
+    std::vector<std::string> flags{ir::flag(Setting::kMemCoeff), rungText(taken.memCoeff)};
     flags.insert(flags.end(), leverFlags.begin(), leverFlags.end());
     const int64_t peak = taken.evaluated.peakBytes();
     std::string line =
@@ -212,9 +212,9 @@ Expected<MemCoeffChoice> chooseMemCoeff(const PlanOptions& options, const cluste
                                           ? frontend::MemCoeffRule::kFastest
                                           : frontend::MemCoeffRule::kAuto;
   if (options.search != search::SearchMode::kRecursiveProgramming) {
-    return Error{fmt::format(
-        "--mem-coeff {}: only --search recursive_programming has a mem_coeff (the search is {})",
-        frontend::memCoeffRuleName(rule), search::searchModeName(options.search))};
+    return Error{fmt::format("{}: only {} recursive_programming has a mem_coeff (the search is {})",
+                             ir::flag(Setting::kMemCoeff, frontend::memCoeffRuleName(rule)),
+                             ir::flag(Setting::kSearch), search::searchModeName(options.search))};
   }
   Climb climb(rule, cluster, progress);
   const std::vector<Levers> sets = leverSets(options);

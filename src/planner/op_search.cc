@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ir/setting.h"
 #include "rules/sharding_rule.h"
 #include "search/op_level/driver.h"
 
@@ -50,8 +51,8 @@ Expected<OpSearch> parseOpSearch(std::string_view name) {
     if (candidate == name) return search;
   }
   return Error{fmt::format(
-      "--op-search: expected megatron, sharding_propagation, recursive_programming or ilp, got {}",
-      name)};
+      "{}: expected megatron, sharding_propagation, recursive_programming or ilp, got {}",
+      ir::flag(ir::Setting::kOpSearch), name)};
 }
 
 std::vector<std::string> blockOpKeys(const ir::Graph& graph) {
@@ -116,9 +117,10 @@ Expected<std::shared_ptr<const BlockSharding>> BlockShardingOracle::shard(
   if (auto cached = cache_.find(query); cached != cache_.end()) return cached->second;
   auto sharding = probe(query);
   if (!sharding) {
-    return sharding.error().in(fmt::format("--op-search {} (TP {} CP {} micro-batch {})",
-                                           opSearchName(query.search), query.tp, query.cp,
-                                           query.microBatch));
+    return sharding.error().in(
+        fmt::format("{} (TP {} CP {} micro-batch {})",
+                    ir::flag(ir::Setting::kOpSearch, opSearchName(query.search)), query.tp,
+                    query.cp, query.microBatch));
   }
   auto shared = std::make_shared<const BlockSharding>(std::move(*sharding));
   cache_.emplace(query, shared);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "frontend/mindspore_strategy.h"
+#include "ir/setting.h"
 #include "rules/graph_sharding.h"
 
 namespace autopar::planner {
@@ -20,10 +21,11 @@ Status addStrategyFile(const std::string& path, const ir::Graph& graph,
                        const search::StageAssignment& stages,
                        std::map<std::string, layout::Strategy>& overrides) {
   auto entries = frontend::readOpStrategyFile(path);
-  if (!entries) return entries.error().in("--strategy-file");
+  const std::string flag = ir::flag(Setting::kStrategyFile);
+  if (!entries) return entries.error().in(flag);
   for (frontend::OpStrategyEntry& entry : *entries) {
     const std::string field =
-        fmt::format("--strategy-file: {}: parallel_strategy_item.{}", path, entry.op);
+        fmt::format("{}: {}: parallel_strategy_item.{}", flag, path, entry.op);
     const std::optional<ir::OpId> op = graph.findOp(entry.op);
     if (!op) return Error{fmt::format("{}: no op of that name in graph '{}'", field, graph.name())};
     if (stages.stageOf(*op) != entry.stage) {

@@ -15,6 +15,7 @@
 #include "cost/framework.h"
 #include "cost/graph_cost.h"
 #include "frontend/mindformers_yaml.h"
+#include "ir/setting.h"
 #include "planner/inputs.h"
 #include "planner/op_search.h"
 #include "planner/training_options.h"
@@ -25,29 +26,13 @@
 
 namespace autopar::planner {
 
-/// The options of `autopar plan`, after a run yaml (if any) has set its part.
 /// A setting a run yaml can give and the caller can too (a command-line flag, a Python keyword),
-/// whose value then wins over the yaml's (planner/run_yaml.h).
-enum class Setting {
-  kTp,                ///< --tp: parallel_config.model_parallel, data_parallel
-  kSequenceParallel,  ///< parallel_config.use_seq_parallel
-  kPipelineStages,    ///< parallel_config.pipeline_stage, parallel.auto_pipeline
-  kMicroBatch,        ///< the batch formula's micro-batch per replica
-  kMicroBatches,      ///< micro_batch_num, gradient_accumulation_steps
-  kSchedule,          ///< pp_interleave_num > 1: the interleaved schedule
-  kVirtualStages,     ///< pp_interleave_num
-  kRecompute,         ///< recompute_config.recompute, select_recompute
-  kMpCommRecompute,   ///< recompute_config.mp_comm_recompute
-  kParallelOptimizerCommRecompute,
-  kRecomputeSliceActivation,
-  kOptimizerParallel,  ///< parallel.enable_parallel_optimizer
-  kOptimizerThreshold,
-  kGradientAccumulationShard,
-  kAllToAll,  ///< parallel.enable_alltoall
-  kSearch,    ///< parallel_mode, search_mode
-  kMemCoeff,  ///< parallel_config.mem_coeff
-};
+/// whose value then wins over the yaml's (planner/run_yaml.h): kTp, kSequenceParallel,
+/// kPipelineStages, kMicroBatch(es), kSchedule, kVirtualStages, the recompute and optimizer
+/// settings, kAllToAll, kSearch and kMemCoeff.
+using Setting = ir::Setting;
 
+/// The options of `autopar plan`, after a run yaml (if any) has set its part.
 struct PlanOptions {
   std::string model;
   std::string cluster = "dgx-a100-80g";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/setting.h"
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
 #include "planner/plan_assembly.h"
@@ -53,7 +54,10 @@ Expected<PlannedRequest> planRequest(PlanOptions options, const PlanObserver& ob
     capDeviceMemory(options, *cluster);
     applyAutoPipeline(options, *config, *cluster);
   }
-  if (options.model.empty()) return Error{"--model: required (or --config with a model)"};
+  if (options.model.empty()) {
+    return Error{fmt::format("{}: required (or {} with a model)", ir::flag(Setting::kModel),
+                             ir::flag(Setting::kConfig))};
+  }
   PlannedRequest planned;
   planned.cluster = std::move(*cluster);
   planned.options = std::move(options);

@@ -10,6 +10,7 @@
 
 #include "frontend/mindformers_model.h"
 #include "frontend/model_presets.h"
+#include "ir/setting.h"
 
 namespace autopar::planner {
 
@@ -216,7 +217,7 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
     parallel.pipelineStage = options.training.pipelineStages;
   if (numDevices % options.training.pipelineStages != 0) {
     const std::string where = options.given(Setting::kPipelineStages)
-                                  ? "--pipeline-stages"
+                                  ? ir::flag(Setting::kPipelineStages)
                                   : options.config + ": parallel_config.pipeline_stage";
     return Error{fmt::format("{}: {} stages do not split {} devices", where,
                              options.training.pipelineStages, numDevices)};
@@ -239,10 +240,8 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
         frontend::TransformerConfig::Annotated::kMindFormersKeyOps;
   }
   if (options.model.empty()) {
-    return Error{
-        fmt::format("{}: model.model_config: missing; give the model there or with "
-                    "--model",
-                    options.config)};
+    return Error{fmt::format("{}: model.model_config: missing; give the model there or with {}",
+                             options.config, ir::flag(Setting::kModel))};
   }
   options.configNote = configSummary(options, *config, numDevices);
   if (config->maxDeviceMemoryBytes) {

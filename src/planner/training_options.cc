@@ -4,40 +4,45 @@
 
 #include "cost/constants.h"
 #include "ir/op_semantics.h"
+#include "ir/setting.h"
 
 namespace autopar::planner {
 
 namespace {
 
-Expected<ir::OpId> findOp(const ir::Graph& graph, const std::string& flag,
-                          const std::string& name) {
+using ir::flag;
+using Setting = ir::Setting;
+
+Expected<ir::OpId> findOp(const ir::Graph& graph, Setting setting, const std::string& name) {
   auto id = graph.findOp(name);
-  if (!id)
-    return Error{fmt::format("{} {}: graph '{}' has no op of this name", flag, name, graph.name())};
+  if (!id) {
+    return Error{
+        fmt::format("{}: graph '{}' has no op of this name", flag(setting, name), graph.name())};
+  }
   return *id;
 }
 
-/// The flag that gives a block assignment, for its errors.
-std::string_view flagOf(const ir::BlockSettings& settings) {
-  if (settings.pipelineStage) return "--stage";
-  if (settings.pipelineSegment) return "--chunk";
-  if (settings.commFusion) return "--comm-fusion";
-  return "--recompute-block";
+/// The setting that gives a block assignment, for its errors.
+Setting settingOf(const ir::BlockSettings& settings) {
+  if (settings.pipelineStage) return Setting::kStage;
+  if (settings.pipelineSegment) return Setting::kChunk;
+  if (settings.commFusion) return Setting::kCommFusion;
+  return Setting::kRecomputeBlock;
 }
 
 Status setManualSplit(ir::Graph& graph, const TrainingFlags::ManualSplit& split) {
-  const std::string flag = "--manual-split";
-  auto id = findOp(graph, flag, split.op);
+  auto id = findOp(graph, Setting::kManualSplit, split.op);
   if (!id) return id.error();
   ir::Op& op = graph.mutableOp(*id);
+  const std::string given = flag(Setting::kManualSplit, op.name);
   if (op.kind != ir::OpKind::kGather) {
-    return Error{fmt::format("{} {}: manual_split applies to Gather, not {}", flag, op.name,
-                             ir::opKindName(op.kind))};
+    return Error{
+        fmt::format("{}: manual_split applies to Gather, not {}", given, ir::opKindName(op.kind))};
   }
   ir::OpAttrs attrs = op.attrs;
   attrs.manualSplit = split.rows;
   auto inferred = ir::inferOutputTypes(op.kind, attrs, graph.inputTypes(op));
-  if (!inferred) return inferred.error().in(fmt::format("{} {}", flag, op.name));
+  if (!inferred) return inferred.error().in(given);
   op.attrs = std::move(attrs);
   return {};
 }
@@ -47,16 +52,16 @@ Status setManualSplit(ir::Graph& graph, const TrainingFlags::ManualSplit& split)
 Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
   for (const ir::BlockAssignment& block : flags.blocks) {
     if (auto status = graph.setBlockSettings(block.scope, block.settings); !status) {
-      return status.error().in(std::string(flagOf(block.settings)));
+      return status.error().in(flag(settingOf(block.settings)));
     }
   }
   for (const auto& name : flags.recomputeOps) {
-    auto id = findOp(graph, "--recompute-op", name);
+    auto id = findOp(graph, Setting::kRecomputeOp, name);
     if (!id) return id.error();
     graph.mutableOp(*id).recompute = true;
   }
   for (const auto& name : flags.hostOps) {
-    auto id = findOp(graph, "--host-op", name);
+    auto id = findOp(graph, Setting::kHostOp, name);
     if (!id) return id.error();
     graph.mutableOp(*id).placement = ir::Placement::kHost;
   }
@@ -75,16 +80,15 @@ Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t
                                                                              : 1;
   config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
   if (numDevices % config.stages != 0) {
-    return Error{
-        fmt::format("--pipeline-stages {}: the {} devices do not split into {} equal "
-                    "stages",
-                    config.stages, numDevices, config.stages)};
+    return Error{fmt::format("{}: the {} devices do not split into {} equal stages",
+                             flag(Setting::kPipelineStages, config.stages), numDevices,
+                             config.stages)};
   }
   if (config.stages > 1 && config.microBatches < config.stages) {
     return Error{
-        fmt::format("--micro-batches {}: fewer than the {} pipeline stages; a pipeline "
+        fmt::format("{}: fewer than the {} pipeline stages; a pipeline "
                     "needs at least one micro-batch per stage (micro_size >= stages)",
-                    config.microBatches, config.stages)};
+                    flag(Setting::kMicroBatches, config.microBatches), config.stages)};
   }
   if (auto status = sim::validateShape(
           {config.stages, config.microBatches, config.virtualStages, config.schedule});

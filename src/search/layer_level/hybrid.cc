@@ -8,6 +8,8 @@
 #include <optional>
 #include <tuple>
 
+#include "ir/setting.h"
+
 namespace autopar::search {
 
 namespace {
@@ -206,7 +208,7 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
       HybridSpace larger = space;
       larger.globalBatch = batch;
       if (!hybridShapes(model, larger).empty()) {
-        change = fmt::format("--gbs {} would", batch);
+        change = ir::flag(ir::Setting::kGbs, batch) + " would";
         break;
       }
     }

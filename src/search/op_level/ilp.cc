@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "ir/setting.h"
 #include "search/op_level/edge_cost.h"
 #include "search/op_level/objective.h"
 
@@ -186,7 +187,8 @@ Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<in
   }
   if (!solve) return solve.error();
   if (solve->solution.empty()) {
-    return Error{fmt::format("--search ilp: {} (memory limit {} bytes per device)", solve->status,
+    return Error{fmt::format("{}: {} (memory limit {} bytes per device)",
+                             ir::flag(ir::Setting::kSearch, "ilp"), solve->status,
                              memoryLimitBytes)};
   }
   IlpSearchResult result;

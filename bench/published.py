@@ -7,6 +7,7 @@ Usage: bench/published.py [AUTOPAR_BINARY] [--rows PREFIX] [--cost-model FILE]
                           [--own-flops]
        bench/published.py [AUTOPAR_BINARY] --fit [--write] [--max-sweeps N]
        bench/published.py [AUTOPAR_BINARY] --cross-validate [--max-sweeps N]
+       bench/published.py [AUTOPAR_BINARY] --memory-band [--write]
 
 Default mode: one line per row (id, source, framework, metric, published, predicted, error,
 notes), then per source n, MAPE, mean signed error and the Spearman rank correlation of per-GPU
@@ -21,7 +22,10 @@ means autopar predicts faster than measured.
 coordinate descent (each constant x 0.8, 0.9, 1.1, 1.25 in turn, kept when the MAPE falls, until a
 sweep gains less than FIT_TOLERANCE points or --max-sweeps sweeps ran), each within FIT_KEYS's
 bounds; keys the cost-model file lacks are skipped. --write stores them as bench/calibration.py
-does. --cross-validate fits without each source in turn (in parallel) and predicts it: the
+does. --memory-band measures the memory band: how far below and above the estimate, as a share of
+the fullest stage's transient memory, the rows put the peak (a measured peak; a row that ran, every
+published row, has its peak within the device); the band is the widest any row needs, reported
+leave-one-source-out as the rows of each source the others' band covers. --cross-validate fits without each source in turn (in parallel) and predicts it: the
 out-of-sample figure the published README asks for (default --max-sweeps 3 there).
 
 Which figure is compared: iteration_time_s against step_time_s where a row has it; else
@@ -34,7 +38,7 @@ through the publisher's own formula (publisher_flops()): autopar's step time tur
 by it. --own-flops compares autopar's own FLOP/s figure instead.
 
 Every row gets --framework NAME (megatron-lm-2021, megatron-deepspeed, megatron-lm,
-megatron-core, torchtitan) and the run flags it states (the README's overlap switches, "DDP
+megatron-core, torchtitan, composer) and the run flags it states (the README's overlap switches, "DDP
 impl=torch", the dgxc recipes' overlap settings, torchtitan's AsyncTP and torch.compile).
 
 Assumptions where a row is silent (each is printed in the row's notes):
@@ -62,6 +66,11 @@ Assumptions where a row is silent (each is printed in the row's notes):
     selective_ac_option 2), "selective op" = selective; torch.compile as --fused-elementwise
     where the binary has it (else not modelled). The
     H100 96 GB SKU is bench/clusters/h100-96g-500w.yaml.
+  mosaic (llm-foundry's MPT table, Composer + FSDP1, --framework composer: flash-attn's fused
+    loss, llm-foundry's default): every GPU data parallel, FULL_SHARD ->
+    ZeRO 3, SHARD_GRAD_OP -> ZeRO 2; MPT's defaults (configuration_mpt.py): GeLU MLP, LayerNorm,
+    learned positions, biases, tied embeddings, no dropout; vocab 50,368 unpadded; amp_fp8 as
+    fp8 (Transformer Engine's linears).
 """
 import argparse
 import concurrent.futures
@@ -118,7 +127,7 @@ FIT_TOLERANCE = 0.05
 # Source key by row-id prefix.
 SOURCES = [("narayanan2021", "narayanan2021"), ("korthikanti2022", "korthikanti2022"),
            ("megatron_readme", "megatron_readme"), ("dgxc_", "dgxc"),
-           ("torchtitan_", "torchtitan"), ("nemo_longctx", "nemo_longseq")]
+           ("torchtitan_", "torchtitan"), ("nemo_longctx", "nemo_longseq"), ("mpt_", "mosaic")]
 
 # Dimensions of models whose rows leave them null: Llama 2 (Touvron et al. 2023; the Hugging
 # Face config.json of meta-llama/Llama-2-*-hf, as autopar's llama2-* presets).
@@ -165,6 +174,8 @@ def framework_of(row):
         return "torchtitan"
     if "Megatron-Core" in text or "NeMo" in text:
         return "megatron-core"
+    if "Composer" in text:
+        return "composer"
     return None
 
 
@@ -319,6 +330,17 @@ def nemo_settings(row, notes):
                 recompute=recompute, zero=zero)
 
 
+def mosaic_settings(row, notes):
+    """MosaicML's MPT table (llm-foundry scripts/train/benchmarking): Composer runs PyTorch FSDP1
+    over every GPU (no TP or PP); FULL_SHARD is ZeRO 3 and SHARD_GRAD_OP ZeRO 2; "full activation
+    checkpointing" checkpoints every MPTBlock."""
+    zero = 2 if "SHARD_GRAD_OP" in (row.get("fsdp_or_zero") or "") else 3
+    recompute = "full" if (row.get("recompute") or "").startswith("full") else "none"
+    return dict(tp=1, pp=1, dp=row["num_gpus"], cp=1, ep=1, vpp=1,
+                mbs=row["micro_batch_size"], gbs=row["global_batch_size"], sp=False,
+                recompute=recompute, zero=zero)
+
+
 def torchtitan_settings(row, notes):
     """torchtitan: FSDP2 is ZeRO 3 over DP; the local batch is per DP rank, one micro-batch
     without PP and split into one micro-batch per pipeline stage with it (torchtitan's default
@@ -382,6 +404,8 @@ def settings_of(row, notes):
         settings = megatron_settings(row, notes)
     elif source == "torchtitan":
         settings = torchtitan_settings(row, notes)
+    elif source == "mosaic":
+        settings = mosaic_settings(row, notes)
     else:
         settings = nemo_settings(row, notes)
     settings["seq"] = row.get("seq_length")
@@ -423,9 +447,9 @@ def tokenizer_vocab(row, notes=None):
 
 def vocab_of(row, tp, notes):
     """The tokenizer's vocabulary as the framework pads it: Megatron (and NeMo) to a multiple of
-    128 x TP (--make-vocab-size-divisible-by 128), torchtitan not at all."""
+    128 x TP (--make-vocab-size-divisible-by 128), torchtitan and MPT (50,368) not at all."""
     vocab = tokenizer_vocab(row, notes)
-    if framework_of(row) != "torchtitan":
+    if framework_of(row) not in ("torchtitan", "composer"):
         multiple = 128 * tp
         vocab = -(-vocab // multiple) * multiple
     return vocab
@@ -450,6 +474,10 @@ def dimensions(row, settings, notes):
         or name.startswith("GPT")
     if gpt:
         dims.update(swiglu=False, tied_embeddings=True, hidden_dropout=0.1)
+    elif name.startswith("MPT"):
+        # llmfoundry/models/mpt/configuration_mpt.py's defaults: GeLU MLP (expansion_ratio 4),
+        # LayerNorm, learned positions, biases, tied embeddings, every dropout 0.
+        dims.update(swiglu=False, tied_embeddings=True)
     elif name.startswith("Nemotron"):
         dims.update(swiglu=False, tied_embeddings=False)
         notes.append("Nemotron squared-ReLU MLP as GeLU, LayerNorm, learned positions, untied")
@@ -791,11 +819,96 @@ def print_memory(results):
         over += r["out"]["fits"] and measured > device
         print(f"{r['config']['row']['id']:<52} {measured:>7.1f}Gi {predicted:>8.1f}Gi "
               f"{100 * errors[-1]:>+7.1f}% {device:>6.0f}Gi  {r['out']['fits']}")
+    covered = sum(band[0] <= measured_peak_gib(r["config"]["row"]) * 2 ** 30 <= band[1]
+                  for r in rows
+                  for band in [max(r["out"]["memory_band_bytes"], key=lambda b: b[1])])
+    stated = [r for r in done if r["config"]["row"].get("recompute") is not None
+              and r["config"]["row"].get("micro_batch_size") is not None]
+    verdicts = {v: sum(r["out"]["memory_verdict"] == v for r in stated)
+                for v in ("fits", "tight", "over")}
+    print(f"memory band covers {covered} of {len(rows)} measured peaks; of the {len(stated)} rows "
+          f"that ran and state their recompute and micro-batch: {verdicts['fits']} fit, "
+          f"{verdicts['tight']} tight, {verdicts['over']} over")
     not_fitting = [r["config"]["row"]["id"] for r in done if not r["out"]["fits"]]
     print(f"memory MAPE {mape(errors):.1f}%, mean signed {mean_signed(errors):+.1f}% over "
           f"{len(errors)} rows; predicted to fit but measured above device memory: {over}; "
           f"predicted not to fit although they ran: {len(not_fitting)} of {len(done)}"
           + (f" ({', '.join(not_fitting)})" if not_fitting else ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# The memory band
+
+def fullest_stage(out):
+    """(peak bytes, transient bytes) of the estimate's fullest stage."""
+    stage = max(out["stages"], key=lambda st: st["peak_memory_bytes"])
+    return stage["peak_memory_bytes"], stage["transient_bytes"]
+
+
+def band_bounds(results):
+    """What the rows say of the band, each as a share of the fullest stage's transient memory:
+    a measured peak above the estimate bounds the band's top from below, one under it and a row
+    that ran (every published row trained) whose estimate exceeds the device bound its bottom
+    (the band must reach down to the measured peak, or to the device), where the row states its
+    recompute and micro-batch. Returns (below, above,
+    {row id: (below needed, above needed)})."""
+    needs = {}
+    for r in results:
+        if r["out"] is None:
+            continue
+        row = r["config"]["row"]
+        peak, transient = fullest_stage(r["out"])
+        if transient <= 0:
+            continue
+        # A row that leaves its recompute or micro-batch unstated ran a configuration autopar
+        # assumed, so it bounds nothing.
+        stated = row.get("recompute") is not None and row.get("micro_batch_size") is not None
+        below = max(0.0, (peak - r["out"]["device_memory_bytes"]) / transient) if stated else 0.0
+        above = 0.0
+        if row.get("peak_memory") is not None:
+            measured = measured_peak_gib(row) * 2 ** 30
+            below = max(below, (peak - measured) / transient)
+            above = max(0.0, (measured - peak) / transient)
+        needs[row["id"]] = (below, above)
+    below = max((b for b, _ in needs.values()), default=0.0)
+    above = max((a for _, a in needs.values()), default=0.0)
+    return below, above, needs
+
+
+def print_memory_band(results, write):
+    """The band measured on every row, and each source's rows against the band the others
+    measure (leave one source out): how many rows it covers."""
+    below, above, needs = band_bounds(results)
+    print(f"\nmemory band: -{100 * below:.1f}% / +{100 * above:.1f}% of the fullest stage's "
+          f"transient memory, over {len(needs)} rows")
+    sources = list(dict.fromkeys(r["config"]["source"] for r in results))
+    print(f"{'held-out source':<18} {'rows':>5} {'band below':>11} {'above':>7} {'covered':>8}")
+    covered_all, total = 0, 0
+    for source in sources:
+        train = [r for r in results if r["config"]["source"] != source]
+        held = [r["config"]["row"]["id"] for r in results
+                if r["config"]["source"] == source and r["config"]["row"]["id"] in needs]
+        fold_below, fold_above, _ = band_bounds(train)
+        covered = sum(needs[i][0] <= fold_below + 1e-9 and needs[i][1] <= fold_above + 1e-9
+                      for i in held)
+        covered_all, total = covered_all + covered, total + len(held)
+        print(f"{source:<18} {len(held):>5} {100 * fold_below:>10.1f}% {100 * fold_above:>6.1f}% "
+              f"{covered:>4} of {len(held)}")
+    print(f"covered by the band the other sources measure: {covered_all} of {total}")
+    if write:
+        model = {}
+        for key, value in json.load(open(COST_MODEL)).items():  # the band after the reserve
+            if key not in ("memory_band_below", "memory_band_above"):
+                model[key] = value
+            if key == "allocator_reserve":
+                # Rounded up, so the band still covers the row that set it.
+                model["memory_band_below"] = math.ceil(below * 1e4) / 1e4
+                model["memory_band_above"] = math.ceil(above * 1e4) / 1e4
+        with open(COST_MODEL, "w") as file:
+            json.dump(model, file, indent=2)
+            file.write("\n")
+        print(f"wrote memory_band_below and memory_band_above to {COST_MODEL}; rebuild to "
+              f"compile them in")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -957,9 +1070,12 @@ def parse_args():
     parser.add_argument("--cost-model", help="cost-model constants JSON (default: compiled in; "
                         "the fit starts from data/cost_model.json)")
     parser.add_argument("--fit", action="store_true")
-    parser.add_argument("--write", action="store_true", help="with --fit: rewrite "
-                        "data/cost_model.json")
+    parser.add_argument("--write", action="store_true", help="with --fit or --memory-band: "
+                        "rewrite data/cost_model.json")
     parser.add_argument("--cross-validate", action="store_true")
+    parser.add_argument("--memory-band", action="store_true", help="measure the memory band "
+                        "(data/cost_model.json's memory_band_below, memory_band_above) on every "
+                        "row and cross-validate it by source; with --write, store it")
     parser.add_argument("--own-flops", action="store_true", help="compare published TFLOP/s "
                         "with autopar's own TFLOP/s figures instead of through the publisher's "
                         "FLOP formula (full attention)")
@@ -983,6 +1099,9 @@ def main():
                                   args.max_sweeps)
             if args.write:
                 write_cost_model(values, best)
+        elif args.memory_band:
+            results = predict(args.autopar, configs, scratch, args.cost_model)
+            print_memory_band(results, args.write)
         elif args.cross_validate:
             cross_validate(args.autopar, configs, scratch, args.cost_model or COST_MODEL,
                            3 if args.max_sweeps is None else args.max_sweeps)

@@ -42,6 +42,11 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "GiB of device memory to keep free: a configuration fits when every stage's "
                   "peak (its runtime reserve included) leaves this much")
       ->check(CLI::Range(0.0, 1024.0));
+  verb.add_option("--memory-policy", flags.memoryPolicy,
+                  "expected (a configuration fits when its estimated peak does) | safe (when the "
+                  "top of its memory band does: the estimate plus the error measured above it)")
+      ->check(CLI::IsMember({"expected", "safe"}))
+      ->capture_default_str();
   verb.add_flag("--fp8-param-gather", config.fp8ParamGather,
                 "under --precision fp8, keep the fp8 GEMMs' weights in fp8 (Megatron-Core's "
                 "--fp8-param-gather, NeMo's fp8_params): no bf16 copy beside Transformer "
@@ -55,10 +60,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "weights, 8)")
       ->capture_default_str();
   verb.add_option(
-          "--framework", flags.framework,
-          "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
-              cost::frameworkNames())
-      ->capture_default_str();
+      "--framework", flags.framework,
+      "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
+          cost::frameworkNames() + "; default: megatron-core, or mindspeed on an Ascend cluster");
   // Each switch of the code path, both ways, as cost/framework.h declares it.
   const auto switches = cost::codePathSwitches();
   for (size_t i = 0; i < switches.size(); ++i) {
@@ -73,6 +77,12 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
           "(the score matrix in memory, Megatron-LM before 2023); "
           "default: the framework's")
       ->group("Code path");
+  verb.add_option("--loss", flags.loss,
+                  "fp32 (the logits' fp32 copy kept as the softmax: PyTorch's "
+                  "F.cross_entropy(logits.float()), Megatron's) | fused (one kernel over the "
+                  "logits in their dtype: flash-attn's cross_entropy, llm-foundry's default); "
+                  "default: the framework's")
+      ->group("Code path");
 }
 
 Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config) {
@@ -84,10 +94,18 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   auto opSearch = planner::parseOpSearch(flags.opSearch);
   if (!opSearch) return opSearch.error();
   config.opSearch = *opSearch;
-  auto framework = cost::parseFramework(flags.framework);
-  if (!framework) return framework.error();
+  Expected<cost::Framework> framework = cost::Framework::kMegatronCore;
+  if (!flags.framework.empty()) {
+    framework = cost::parseFramework(flags.framework);
+    if (!framework) return framework.error();
+  } else if (auto cluster = planner::loadCluster(config.cluster, 1, 0, config.devicesPerNode)) {
+    // A cluster that does not load is reported where the configuration is estimated.
+    framework = cost::defaultFramework(cluster->device);
+  }
   config.framework = *framework;
   config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
+  config.memoryPolicy =
+      flags.memoryPolicy == "safe" ? ir::MemoryPolicy::kSafe : ir::MemoryPolicy::kExpected;
   auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
   if (!optimizerState) return optimizerState.error().in("--optimizer-state");
   config.optimizerState = *optimizerState;
@@ -110,6 +128,13 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
       return Error{
           fmt::format("--attention {}: expected flash, cudnn or unfused", flags.attention)};
     }
+  }
+  if (flags.loss == "fp32") {
+    code.loss = ir::LossKernel::kFp32;
+  } else if (flags.loss == "fused") {
+    code.loss = ir::LossKernel::kFused;
+  } else if (!flags.loss.empty()) {
+    return Error{fmt::format("--loss {}: expected fp32 or fused", flags.loss)};
   }
   return {};
 }

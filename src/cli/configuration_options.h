@@ -16,14 +16,16 @@ namespace autopar::cli {
 struct ConfigurationFlags {
   std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
   std::string opSearch = "megatron";  ///< --op-search
-  std::string framework = "megatron-core";
-  double memoryMarginGib = 0;           ///< --memory-margin
-  std::string optimizerState = "fp32";  ///< --optimizer-state
+  std::string framework;  ///< empty: the cluster's default (cost::defaultFramework)
+  double memoryMarginGib = 0;             ///< --memory-margin
+  std::string memoryPolicy = "expected";  ///< --memory-policy: expected | safe
+  std::string optimizerState = "fp32";    ///< --optimizer-state
   /// Changes to the framework's code path, one per cost::codePathSwitches() entry: CLI11 counts
   /// --overlap-grad-reduce as +1 and --no-overlap-grad-reduce as -1, so 0 keeps the profile's
   /// setting.
   std::vector<int> codePathSwitches = std::vector<int>(cost::codePathSwitches().size(), 0);
   std::string attention;  ///< flash | cudnn | unfused; empty: the profile's
+  std::string loss;       ///< fp32 | fused; empty: the profile's
 };
 
 /// The options `autopar estimate` and `autopar search` share: --model, --cluster, --nodes,

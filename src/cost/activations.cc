@@ -319,8 +319,11 @@ std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPl
       // holds zeros_like(x), exp(x) and their sum at once, then the product: three fp32 buffers.
       const bool vocabSharded = slice.sliceShape().back() < logits.type.shape.back();
       const int64_t fp32Buffers = vocabSharded ? 3 : 2;
-      const int64_t perElement =
-          inPlaceLossGradient ? ir::dtypeBytes(logits.type.dtype) : fp32Buffers * 4;
+      // Megatron's in-place gradient and flash-attn's fused kernel write one gradient in the
+      // logits' dtype.
+      const int64_t perElement = inPlaceLossGradient || op.attrs.fusedLoss
+                                     ? ir::dtypeBytes(logits.type.dtype)
+                                     : fp32Buffers * 4;
       slot = std::max(slot, slice.sliceElements() * perElement);
     }
     // PyTorch's context parallelism holds its ring buffers inside the attention's backward,

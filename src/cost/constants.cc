@@ -89,7 +89,9 @@ std::span<const ConstantField> constantFields() {
       {"queued_kernel_seconds", 1e-3, &CostConstants::queuedKernelSeconds},
       {"cuda_context_bytes", 1e11, &CostConstants::cudaContextBytes, false, true},
       {"nccl_group_bytes", 1e11, &CostConstants::ncclGroupBytes, false, true},
-      {"allocator_reserve", 1, &CostConstants::allocatorReserve, false, true}};
+      {"allocator_reserve", 1, &CostConstants::allocatorReserve, false, true},
+      {"memory_band_below", 1, &CostConstants::memoryBandBelow, true, true},
+      {"memory_band_above", 1, &CostConstants::memoryBandAbove, true, true}};
   return kFields;
 }
 

@@ -46,6 +46,13 @@ struct CostConstants {
   double cudaContextBytes = 0;
   double ncclGroupBytes = 0;
   double allocatorReserve = 0;
+  /// The measured error of a stage's transient memory (what the step allocates and frees, the
+  /// allocator's reserve over it included; planner::transientStageBytes), as a share of it,
+  /// below and above the estimate: the memory band (planner::ConfigEstimate::peakBand).
+  /// bench/published.py --memory-band measures them on the development rows with a measured
+  /// peak and on those that ran, whose peak the device bounds. 0: a point estimate.
+  double memoryBandBelow = 0;
+  double memoryBandAbove = 0;
   /// Per device name (cluster::DeviceSpec::name) or architecture (a name's first part, "H100"
   /// for "H100-SXM5-80GB"): the constants with its overrides (the file's "devices" object)
   /// applied; other devices use the ones above.

@@ -13,113 +13,113 @@ namespace {
 // The settings and their sources are in docs/frameworks.md. Each switch's settings are listed
 // by profile, in Framework's order:
 //   megatron-lm-2021, megatron-lm, megatron-core, megatron-deepspeed,
-//   pytorch-fsdp, torchtitan, mindspore, mindspeed
+//   pytorch-fsdp, torchtitan, mindspore, mindspeed, composer (FSDP1's settings, as pytorch-fsdp)
 constexpr CodePathSwitch kSwitches[] = {
     {"overlap-grad-reduce",
      "DP grad reduce overlapped",
      "reduce data-parallel gradients in buckets during the backward",
      &CodePath::overlapGradReduce,
-     {false, false, true, false, true, true, true, true}},
+     {false, false, true, false, true, true, true, true, true}},
     {"overlap-param-gather",
      "param gather overlapped",
      "all-gather sharded parameters during the forward (distributed optimizer, FSDP prefetch)",
      &CodePath::overlapParamGather,
-     {false, false, true, false, true, true, true, true}},
+     {false, false, true, false, true, true, true, true, true}},
     {"tp-comm-overlap",
      "TP comm overlap",
      "overlap tensor-parallel communication with the GEMMs forward and backward (Transformer "
      "Engine's userbuffers)",
      &CodePath::tpCommOverlap,
-     {false, false, true, false, false, false, false, false}},
+     {false, false, true, false, false, false, false, false, false}},
     {"async-tensor-model-parallel-allreduce",
      "async TP",
      "overlap the backward's tensor-parallel communication with the backward GEMMs",
      &CodePath::asyncTpAllreduce,
-     {false, true, true, false, false, false, false, true}},
+     {false, true, true, false, false, false, false, true, false}},
     {"overlap-moe-expert-parallel-comm",
      "MoE token exchange overlapped",
      "overlap the mixture-of-experts token all-to-all with another micro-batch's compute "
      "(Megatron-Core 0.14); without it, the dispatcher waits on it",
      &CodePath::overlapExpertComm,
-     {false, false, false, false, false, false, false, false}},
+     {false, false, false, false, false, false, false, false, false}},
     {"grad-reduce-in-bf16",
      "grads reduced in bf16",
      "accumulate and reduce gradients in bf16, not fp32 (bf16 and fp8 precision): half the "
      "gradient buffer and half the data-parallel traffic",
      &CodePath::gradReduceInBf16,
-     {false, false, false, false, false, false, false, false}},
+     {false, false, false, false, false, false, false, false, false}},
     {"list-collectives",
      "list collectives",
      "collectives take per-rank tensor lists, one copy per rank (DeepSpeed's ZeRO-3, 2021)",
      &CodePath::listCollectives,
-     {false, false, false, true, false, false, false, false}},
+     {false, false, false, true, false, false, false, false, false}},
     {"gradient-accumulation-fusion",
      "GA fusion",
      "weight-gradient GEMMs accumulate into the fp32 gradient buffer in place; without it, an add "
      "kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022)",
      &CodePath::gradientAccumulationFusion,
-     {false, true, true, false, false, false, true, true}},
+     {false, true, true, false, false, false, true, true, false}},
     {"fused-elementwise",
      "fused elementwise",
      "chains of elementwise ops run as one kernel (Megatron's fusions, torch.compile); under "
      "--selective-op-policy, torch.compile also keeps only the saved outputs the backward needs",
      &CodePath::fusedElementwise,
-     {true, true, true, true, false, false, true, true}},
+     {true, true, true, true, false, false, true, true, false}},
     {"in-place-loss-gradient",
      "in-place loss gradient",
      "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); without it, "
      "two fp32 logits-sized buffers (PyTorch's log_softmax)",
      &CodePath::inPlaceLossGradient,
-     {true, true, true, true, false, false, true, true}},
+     {true, true, true, true, false, false, true, true, false}},
     {"stash-gathered-inputs",
      "gathered inputs stashed",
      "a GEMM that reads a gathered activation keeps its sharded source and gathers it again in "
      "the backward (Megatron-LM); without it, the gathered input is kept (PyTorch DTensor)",
      &CodePath::stashGatheredInputs,
-     {true, true, true, true, false, false, true, true}},
+     {true, true, true, true, false, false, true, true, false}},
     {"pipeline-keeps-outputs",
      "stage outputs kept under PP",
      "under pipeline parallelism every micro-batch's stage output is kept until the step ends, "
      "the last stage's fp32 logits (torch.distributed.pipelining)",
      &CodePath::pipelineKeepsOutputs,
-     {false, false, false, false, false, true, false, false}},
+     {false, false, false, false, false, true, false, false, false}},
     {"ring-merges-in-fp32",
      "CP steps merged in fp32",
      "under --cp each ring step's attention output is merged by separate fp32 kernels and the "
      "query and key/value gradients accumulate in fp32 (PyTorch's context_parallel)",
      &CodePath::ringMergesInFp32,
-     {false, false, false, false, false, true, false, false}},
+     {false, false, false, false, false, true, false, false, false}},
     {"fsdp-root-stays-gathered",
      "FSDP root stays gathered",
      "under --zero 3 the parameters outside the layers and the last layer's stay gathered from "
      "forward to backward (FSDP2's root, torchtitan's last block)",
      &CodePath::fsdpRootStaysGathered,
-     {false, false, false, false, false, true, false, false}},
+     {false, false, false, false, false, true, false, false, false}},
     {"selective-op-policy",
      "selective = per-op policy",
      "--recompute selective keeps the attention and every other matmul's output and recomputes "
      "the rest of each layer (torchtitan); without it, the attention core alone is recomputed "
      "(Megatron)",
      &CodePath::selectiveOpPolicy,
-     {false, false, false, false, false, true, false, false}},
+     {false, false, false, false, false, true, false, false, false}},
     {"fsdp-unsharded-under-pipeline",
      "FSDP unsharded under PP",
      "under pipeline parallelism FSDP gathers the parameters once and reduces the gradients at "
      "the last backward (torch.distributed.pipelining): ZeRO 2 and 3 run as ZeRO 1",
      &CodePath::fsdpUnshardedUnderPipeline,
-     {false, false, false, false, false, true, false, false}},
+     {false, false, false, false, false, true, false, false, false}},
     {"grad-sync-in-place",
      "grad sync in place",
      "the data-parallel gradient sync runs in place in one contiguous gradient buffer (Megatron's "
      "DDP and distributed optimizer); without it, a communication buffer per sync",
      &CodePath::gradientSyncInPlace,
-     {false, true, true, false, false, false, false, true}},
+     {false, true, true, false, false, false, false, true, false}},
     {"fp8-weight-cache",
      "fp8 weight cache",
      "under --precision fp8 each fp8 GEMM's weight is kept cast to fp8, with its transpose, for "
      "the whole step (Transformer Engine); without it, cast anew at every use (torchao)",
      &CodePath::fp8WeightCache,
-     {false, false, true, false, false, false, false, false}},
+     {false, false, true, false, false, false, false, false, false}},
 };
 
 struct ProfileEntry {
@@ -128,6 +128,7 @@ struct ProfileEntry {
   std::string_view summary;
   ir::AttentionKernel attention;
   Capabilities can;
+  ir::LossKernel loss = ir::LossKernel::kFp32;
 };
 
 constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
@@ -180,6 +181,20 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      "MindSpeed (Megatron-Core on Ascend)",
      ir::AttentionKernel::kFlash,
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0011}},
+    // Composer's FSDP1 (composer/distributed/dist_strategy.py) runs llm-foundry's models with
+    // flash-attn's fused cross entropy, MPT's default loss_fn (mosaicml/llm-foundry@8c8dd48f,
+    // llmfoundry/models/mpt/modeling_mpt.py), and fp8 through Transformer Engine's linears under
+    // te.fp8_autocast (composer/core/precision.py, AMP_FP8).
+    {Framework::kComposer,
+     "composer",
+     "MosaicML Composer with llm-foundry: FSDP1, flash-attn's fused loss, Transformer Engine fp8",
+     ir::AttentionKernel::kFlash,
+     {.tensorParallel = false,
+      .pipelineParallel = false,
+      .interleaved = false,
+      .fp8 = true,
+      .zeroStages = 0b1101},
+     ir::LossKernel::kFused},
 };
 
 /// The profiles, their code paths set from the switches' table.
@@ -190,6 +205,7 @@ const std::array<FrameworkProfile, kFrameworkCount>& profiles() {
       const ProfileEntry& entry = kProfileEntries[f];
       CodePath code;
       code.attention = entry.attention;
+      code.loss = entry.loss;
       for (const CodePathSwitch& codeSwitch : kSwitches) {
         code.*codeSwitch.field = codeSwitch.byProfile[f];
       }
@@ -234,6 +250,10 @@ Expected<Framework> parseFramework(std::string_view name) {
   }
   return Error{fmt::format("{} '{}': expected one of {}", ir::flag(ir::Setting::kFramework), name,
                            frameworkNames())};
+}
+
+Framework defaultFramework(const cluster::DeviceSpec& device) {
+  return device.name.starts_with("Ascend") ? Framework::kMindSpeed : Framework::kMegatronCore;
 }
 
 const FrameworkProfile& frameworkProfile(Framework framework) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "cluster/cluster.h"
 #include "ir/parallel_config.h"
 #include "ir/training_setup.h"
 #include "util/expected.h"
@@ -80,9 +81,13 @@ struct FrameworkProfile {
 };
 
 /// "megatron-lm-2021", "megatron-lm", "megatron-core", "megatron-deepspeed", "pytorch-fsdp",
-/// "torchtitan", "mindspore", "mindspeed"; the error lists them.
+/// "torchtitan", "mindspore", "mindspeed", "composer"; the error lists them.
 Expected<Framework> parseFramework(std::string_view name);
 const FrameworkProfile& frameworkProfile(Framework framework);
+
+/// The framework a setup on this device runs under when none is named: MindSpeed (Megatron-Core
+/// ported to Ascend, with no Transformer Engine) on an Ascend NPU, Megatron-Core elsewhere.
+Framework defaultFramework(const cluster::DeviceSpec& device);
 /// The accepted names, comma-separated, for help texts and errors.
 std::string frameworkNames();
 

@@ -10,19 +10,23 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
   nlohmann::json stages = nlohmann::json::array();
   for (size_t s = 0; s < step.stages.size(); ++s) {
     const auto& memory = step.stages[s].memory;
-    stages.push_back({{"stage", s},
-                      {"peak_memory_bytes", memory.total()},
-                      {"parameters_bytes", memory.parameterBytes},
-                      {"gradients_bytes", memory.gradientBytes},
-                      {"optimizer_bytes", memory.optimizerBytes},
-                      {"activations_bytes", memory.activationBytes},
-                      {"workspace_bytes", memory.workspaceBytes},
-                      {"communication_bytes", memory.communicationBytes},
-                      {"runtime_bytes", memory.runtimeBytes},
-                      {"peak_in_flight", step.stages[s].peakInFlight}});
+    stages.push_back(
+        {{"stage", s},
+         {"peak_memory_bytes", memory.total()},
+         {"parameters_bytes", memory.parameterBytes},
+         {"gradients_bytes", memory.gradientBytes},
+         {"optimizer_bytes", memory.optimizerBytes},
+         {"activations_bytes", memory.activationBytes},
+         {"workspace_bytes", memory.workspaceBytes},
+         {"communication_bytes", memory.communicationBytes},
+         {"runtime_bytes", memory.runtimeBytes},
+         {"transient_bytes",
+          s < estimate.transientBytes.size() ? estimate.transientBytes[s] : int64_t{0}},
+         {"peak_in_flight", step.stages[s].peakInFlight}});
   }
   nlohmann::json out = {{"model", config.model},
                         {"cluster", estimate.cluster.name},
+                        {"framework", cost::frameworkProfile(config.framework).name},
                         {"devices", estimate.worldSize},
                         {"parallel_config",
                          {{"TP", config.tp},
@@ -52,6 +56,13 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
                         {"device_memory_bytes", estimate.cluster.device.memoryBytes},
                         {"fits", estimate.fits()},
                         {"stages", stages}};
+  nlohmann::json bands = nlohmann::json::array();
+  for (const planner::MemoryBand& band : estimate.peakBands) {
+    bands.push_back({band.lowBytes, band.highBytes});
+  }
+  out["memory_band_bytes"] = std::move(bands);
+  out["memory_verdict"] = planner::memoryVerdictName(estimate.verdict());
+  out["memory_policy"] = estimate.memoryPolicy == ir::MemoryPolicy::kSafe ? "safe" : "expected";
   if (screen) {
     out["closed_form"] = {{"step_time_s", screen->stepSeconds},
                           {"peak_memory_bytes", screen->peakBytes}};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "planner/inputs.h"
@@ -71,6 +72,18 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
           ? fmt::format(", {} kept free", planner::formatBytes(estimate.memoryMarginBytes))
           : "",
       estimate.fits() ? "every stage fits" : "DOES NOT FIT");
+  const auto fullest = static_cast<size_t>(
+      std::max_element(estimate.peakMemoryBytes.begin(), estimate.peakMemoryBytes.end()) -
+      estimate.peakMemoryBytes.begin());
+  if (fullest < estimate.peakBands.size() &&
+      estimate.peakBands[fullest].lowBytes < estimate.peakBands[fullest].highBytes) {
+    const planner::MemoryBand& band = estimate.peakBands[fullest];
+    fmt::format_to(
+        out, "memory band {} - {} (stage {}, the measured error of its transient part): {}{}\n",
+        planner::formatBytes(band.lowBytes), planner::formatBytes(band.highBytes), fullest,
+        planner::memoryVerdictName(estimate.verdict()),
+        estimate.memoryPolicy == ir::MemoryPolicy::kSafe ? " (--memory-policy safe)" : "");
+  }
   if (placement) {
     for (size_t k = 0; k < placement->layers.size(); ++k) {
       fmt::format_to(out, "placed {} layers [{}], recomputed [{}]\n",

@@ -142,6 +142,10 @@ Expected<std::string> launchScript(const ir::TrainingSetup& config,
     case ir::Framework::kPytorchFsdp:
     case ir::Framework::kTorchtitan:
       return torchtitanScript(config, inputs, nodes, devicesPerNode);
+    case ir::Framework::kComposer:
+      return Error{
+          "--launch-script: Composer starts from llm-foundry's run yaml (composer "
+          "scripts/train/train.py YAML); use the printed Composer settings"};
     case ir::Framework::kMindSpore:
       return Error{
           "--launch-script: MindSpore's MindFormers starts from its run yaml (msrun ... "

@@ -90,8 +90,8 @@ std::string switchTable() {
 }
 
 std::string codePathTable() {
-  std::string table = "| profile | attention kernel |";
-  std::string rule = "|---|---|";
+  std::string table = "| profile | attention kernel | loss |";
+  std::string rule = "|---|---|---|";
   for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
     table += fmt::format(" {} |", codeSwitch.column);
     rule += "---|";
@@ -99,7 +99,9 @@ std::string codePathTable() {
   table += "\n" + rule + "\n";
   for (size_t f = 0; f < cost::kFrameworkCount; ++f) {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
-    table += fmt::format("| `{}` | {} |", profile.name, attentionName(profile.codePath.attention));
+    table +=
+        fmt::format("| `{}` | {} | {} |", profile.name, attentionName(profile.codePath.attention),
+                    profile.codePath.loss == ir::LossKernel::kFused ? "fused" : "fp32");
     for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
       table += profile.codePath.*codeSwitch.field ? " yes |" : " no |";
     }

@@ -18,6 +18,24 @@ namespace {
 
 using Out = std::back_insert_iterator<std::string>;
 
+/// FSDP1's ShardingStrategy for a ZeRO stage.
+std::string_view fsdpShardingStrategy(const planner::MegatronConfig& config) {
+  return config.zero == 3 ? "FULL_SHARD" : config.zero == 2 ? "SHARD_GRAD_OP" : "NO_SHARD";
+}
+
+/// The keys of an llm-foundry run yaml the configuration sets (scripts/train/yamls/pretrain/
+/// and Composer's FSDPConfig, mosaicml/llm-foundry@8c8dd48f): the batch, the precision, FSDP's
+/// sharding and activation checkpointing, and the loss.
+std::string composerYaml(const planner::MegatronConfig& config) {
+  return fmt::format(
+      "global_train_batch_size: {}\ndevice_train_microbatch_size: {}\nprecision: amp_{}\n"
+      "fsdp_config:\n  sharding_strategy: {}\n  mixed_precision: DEFAULT\n"
+      "  activation_checkpointing: {}\nmodel:\n  loss_fn: {}\n",
+      config.gbs, config.mbs, config.precision, fsdpShardingStrategy(config),
+      config.recompute == ir::Recompute::kFull ? "true" : "false",
+      config.codePath.loss == ir::LossKernel::kFused ? "fused_crossentropy" : "torch_crossentropy");
+}
+
 /// How many of the leaders' placements the report lists.
 constexpr int kPlacedCandidates = 8;
 
@@ -38,6 +56,7 @@ void formatRanking(const planner::ConfigurationSearch& found, const SearchReport
   // Every configuration does the same model FLOPs per step, so MFU scales as 1 / step time.
   const double mfuSeconds = found.estimate->mfu * found.estimate->stepSeconds;
   const auto& ranked = found.hybrid.ranked;
+  bool anyTight = false;
   for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < context.top; ++i) {
     const auto& [c, score] = ranked[i];
     const double tokens =
@@ -52,7 +71,15 @@ void formatRanking(const planner::ConfigurationSearch& found, const SearchReport
         i + 1, c.tp, c.cp, c.pp, c.dp, experts ? fmt::format("{:>3} ", c.ep) : "", c.vpp, schedule,
         c.mbs, c.sequenceParallel ? "on" : "off", c.recompute, c.zero,
         planner::formatSeconds(score.stepSeconds), tokens, 100 * mfuSeconds / score.stepSeconds,
-        planner::formatBytes(score.peakBytes), opSearch ? fmt::format(" {:>21}", blocks) : "");
+        planner::formatBytes(score.peakBytes) + (score.tight ? "*" : ""),
+        opSearch ? fmt::format(" {:>21}", blocks) : "");
+    anyTight = anyTight || score.tight;
+  }
+  if (anyTight) {
+    fmt::format_to(out,
+                   "* tight: the memory band (the estimate plus and less its measured error) "
+                   "straddles the usable memory, so it may run out of memory; --memory-policy "
+                   "safe ranks only configurations whose band fits\n");
   }
 }
 
@@ -142,10 +169,10 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
       fmt::format_to(out, "\ntorchtitan (job config TOML):\n{}", torchtitanConfig(best));
       break;
     case cost::Framework::kPytorchFsdp:
-      fmt::format_to(out, "\nPyTorch FSDP: sharding_strategy={}\n",
-                     best.zero == 3   ? "FULL_SHARD"
-                     : best.zero == 2 ? "SHARD_GRAD_OP"
-                                      : "NO_SHARD");
+      fmt::format_to(out, "\nPyTorch FSDP: sharding_strategy={}\n", fsdpShardingStrategy(best));
+      break;
+    case cost::Framework::kComposer:
+      fmt::format_to(out, "\nComposer (llm-foundry run yaml):\n{}", composerYaml(best));
       break;
     default:
       fmt::format_to(out, "\nMegatron-LM: {}\n",

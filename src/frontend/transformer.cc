@@ -364,8 +364,10 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
     logits = addOp("lm_head", OpKind::kMatMul, {normed, weight}, cuts({headInput, {1, vocab}}));
   }
   const auto [tokens, lossVocab] = vocabCuts(config_.lossVocab);
+  ir::OpAttrs loss;
+  loss.fusedLoss = config_.loss == ir::LossKernel::kFused;
   addOp("loss", OpKind::kCrossEntropy, {logits, labels},
-        cuts({{tokens[0], tokens[1], lossVocab}, {tokens[0], tokens[1]}}));
+        cuts({{tokens[0], tokens[1], lossVocab}, {tokens[0], tokens[1]}}), loss);
 }
 
 TensorId TransformerBuilder::visionTokens() {

@@ -157,6 +157,8 @@ struct TransformerConfig {
   double hiddenDropout = 0.0;
   /// The kernel that runs the attention core (a framework profile's, cost/framework.h).
   AttentionKernel attention = AttentionKernel::kFlash;
+  /// The kernel that runs the loss (ir::LossKernel).
+  ir::LossKernel loss = ir::LossKernel::kFp32;
   /// The compute type; fp8 is Transformer Engine's recipe: the layers' linear GEMMs in fp8, every
   /// tensor stored in bf16 and communicated in bf16 except the gathers next to those GEMMs, which
   /// move their fp8 casts (cost/graph_cost_edges.cc).

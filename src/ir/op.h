@@ -25,6 +25,18 @@ enum class AttentionKernel : uint8_t {
   kUnfused,
 };
 
+/// The kernel that runs the loss (CrossEntropy) over the logits.
+enum class LossKernel : uint8_t {
+  /// An fp32 copy of the logits, kept as the softmax: PyTorch's F.cross_entropy(logits.float())
+  /// (torchtitan, Hugging Face models), Megatron's vocab-parallel cross entropy.
+  kFp32,
+  /// One kernel over the logits in their own dtype (OpAttrs::fusedLoss): flash-attn's
+  /// cross_entropy (flash_attn/losses/cross_entropy.py), which llm-foundry's MPT runs by default
+  /// (llmfoundry/models/mpt/modeling_mpt.py, loss_fn: fused_crossentropy). It keeps the logits
+  /// and a per-token log-sum-exp and writes the gradient in the logits' dtype.
+  kFused,
+};
+
 /// Attributes of all op kinds in one plain struct; each kind reads only the fields its comment in
 /// op_kind.h names. Defaults are the common case.
 struct OpAttrs {
@@ -49,6 +61,9 @@ struct OpAttrs {
   /// (cost::CostConstants::cudnnAttentionEfficiency); false: FlashAttention-2's kernel, which
   /// PyTorch's scaled_dot_product_attention runs.
   bool cudnnKernel = false;
+  /// CrossEntropy: run by one kernel over the logits in their own dtype (LossKernel::kFused);
+  /// false: over an fp32 copy kept as the softmax.
+  bool fusedLoss = false;
   /// MatMul/BatchMatMul: a GEMM run in fp8 as Transformer Engine runs the linear layers (E4M3
   /// forward, E5M2 gradients, delayed scaling): at the fp8 peak, each operand cast to fp8 by a
   /// kernel of its own; the tensors themselves stay in their dtype (cost/op_cost.cc).

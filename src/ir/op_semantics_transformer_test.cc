@@ -146,6 +146,22 @@ TEST(CrossEntropySemantics, ScalarFp32Loss) {
             type({}, DType::kF32));
 }
 
+// flash-attn's fused kernel (OpAttrs::fusedLoss) keeps the bf16 logits themselves, not an fp32
+// softmax, and reads each logit once forward and twice backward (the logit and its gradient).
+TEST(CrossEntropySemantics, FusedLossKeepsTheLogitsInTheirDtype) {
+  OpAttrs fused;
+  fused.fusedLoss = true;
+  auto op = semantics(OpKind::kCrossEntropy, fused,
+                      {type({4, 8, 100}, DType::kBF16), type({4, 8}, DType::kI64)});
+  ASSERT_EQ(op.backward.saved.size(), 2u);
+  EXPECT_FALSE(op.backward.saved[0].keptAs.has_value());
+  EXPECT_EQ(op.bytes, 3200 * 2 + 256 + 4);
+  EXPECT_EQ(op.backward.bytes, 3200 * 4 + 256);
+  auto fp32 = semantics(OpKind::kCrossEntropy, {},
+                        {type({4, 8, 100}, DType::kBF16), type({4, 8}, DType::kI64)});
+  EXPECT_EQ(fp32.backward.saved[0].keptAs, DType::kF32);
+}
+
 TEST(CrossEntropySemantics, Errors) {
   EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({4, 8, 100}), type({4}, DType::kI64)}),
             "CrossEntropy: inputs[1] shape [4] differs from [4,8] (the leading dims of inputs[0])");

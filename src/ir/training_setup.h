@@ -31,8 +31,9 @@ enum class Framework {
   kTorchtitan,         ///< torchtitan: FSDP2, DTensor TP, torch.distributed.pipelining, CP
   kMindSpore,          ///< MindSpore / MindFormers auto-parallel on Ascend
   kMindSpeed,          ///< MindSpeed (Megatron-Core on Ascend)
+  kComposer,           ///< MosaicML Composer with llm-foundry: FSDP1 with flash-attn's fused loss
 };
-inline constexpr size_t kFrameworkCount = 8;
+inline constexpr size_t kFrameworkCount = 9;
 
 /// The code path's switches the cost model reads. Each is a framework behaviour, not a fitted
 /// constant: which kernels run and which communications overlap with compute. The defaults here
@@ -44,6 +45,9 @@ struct CodePath {
   /// FlashAttentionScore), cuDNN's fused attention (Transformer Engine's), or the score matrix
   /// in memory (Megatron-LM's CoreAttention before 2023).
   ir::AttentionKernel attention = ir::AttentionKernel::kFlash;
+  /// The loss kernel: an fp32 copy of the logits kept as the softmax, or one fused kernel over
+  /// the logits in their own dtype (flash-attn's cross_entropy, llm-foundry's default).
+  ir::LossKernel loss = ir::LossKernel::kFp32;
   /// The weight-gradient GEMM accumulates into the fp32 gradient buffer in place; false: a
   /// separate add kernel per micro-batch (PyTorch's AccumulateGrad, Megatron-LM before 2022).
   bool gradientAccumulationFusion = true;
@@ -136,6 +140,10 @@ struct StageLayers {
   std::vector<int64_t> recomputed;
 };
 
+/// What decides whether a setup fits device memory: the estimate's point (kExpected), or its
+/// band's top (kSafe: a setup fits only when the measured error above the estimate still fits).
+enum class MemoryPolicy { kExpected, kSafe };
+
 struct TrainingSetup : ParallelConfig {
   int64_t gbs = 0;                 ///< global batch, samples per step
   int64_t seq = 0;                 ///< tokens per sample; 0: the model's
@@ -157,6 +165,8 @@ struct TrainingSetup : ParallelConfig {
   /// Device memory kept free (--memory-margin): a setup fits when every stage's peak is at most
   /// the device's memory less this.
   int64_t memoryMarginBytes = 0;
+  /// Whether the estimate's point or its band's top must fit (--memory-policy).
+  MemoryPolicy memoryPolicy = MemoryPolicy::kExpected;
 
   /// Micro-batches per step: gbs / (dp x mbs), 0 before the batch is set.
   [[nodiscard]] int64_t microBatches() const { return dp * mbs > 0 ? gbs / (dp * mbs) : 0; }

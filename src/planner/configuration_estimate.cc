@@ -217,6 +217,7 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.enableAllToAll = config.ep > 1;
   options.modelOptions.dtype = dtype;
   options.modelOptions.attention = config.codePath.attention;
+  options.modelOptions.loss = config.codePath.loss;
   auto& training = options.training;
   training.pipelineStages = static_cast<int>(config.pp);
   training.microBatches = static_cast<int>(config.microBatches());
@@ -278,10 +279,42 @@ int64_t ConfigEstimate::peakBytes() const {
   return *std::max_element(peakMemoryBytes.begin(), peakMemoryBytes.end());
 }
 
+std::string_view memoryVerdictName(MemoryVerdict verdict) {
+  switch (verdict) {
+    case MemoryVerdict::kFits:
+      return "fits";
+    case MemoryVerdict::kTight:
+      return "tight";
+    case MemoryVerdict::kOver:
+      return "over";
+  }
+  return "over";
+}
+
+MemoryVerdict MemoryBand::against(int64_t usableBytes) const {
+  if (lowBytes > usableBytes) return MemoryVerdict::kOver;
+  return highBytes <= usableBytes ? MemoryVerdict::kFits : MemoryVerdict::kTight;
+}
+
+MemoryBand memoryBand(int64_t peakBytes, int64_t transientBytes,
+                      const cost::CostConstants& constants) {
+  const auto transient = static_cast<double>(transientBytes);
+  return {peakBytes - static_cast<int64_t>(constants.memoryBandBelow * transient),
+          peakBytes + static_cast<int64_t>(constants.memoryBandAbove * transient)};
+}
+
 bool ConfigEstimate::fits() const {
   const int64_t usable = usableMemoryBytes(cluster, memoryMarginBytes);
+  if (memoryPolicy == ir::MemoryPolicy::kSafe) return verdict() == MemoryVerdict::kFits;
   return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
                      [&](int64_t bytes) { return bytes <= usable; });
+}
+
+MemoryVerdict ConfigEstimate::verdict() const {
+  const int64_t usable = usableMemoryBytes(cluster, memoryMarginBytes);
+  MemoryVerdict worst = MemoryVerdict::kFits;
+  for (const MemoryBand& band : peakBands) worst = std::max(worst, band.against(usable));
+  return worst;
 }
 
 Expected<std::pair<search::StackCounts, search::StackCounts>> placementOf(
@@ -460,16 +493,21 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
   // The same peak the cost model computes with.
   const double peak = cost::peakFlops(result.cluster.device, *cost::precisionOf(prepared.dtype));
   if (peak > 0) result.mfu = result.tflopsPerGpu * 1e12 / peak;
+  const cost::CostConstants& constants = *config.costModel;
   for (auto& stage : result.evaluated.estimate.stages) {
     const cost::MemoryBreakdown& memory = stage.memory;
-    stage.memory.runtimeBytes = runtimeReserveBytes(
-        config,
+    const int64_t transient =
         transientStageBytes(config.codePath, memory.total(), memory.parameterBytes,
-                            memory.gradientBytes, memory.optimizerBytes),
-        *config.costModel);
+                            memory.gradientBytes, memory.optimizerBytes);
+    stage.memory.runtimeBytes = runtimeReserveBytes(config, transient, constants);
     result.peakMemoryBytes.push_back(stage.memory.total());
+    const auto reserved =
+        static_cast<int64_t>(constants.allocatorReserve * static_cast<double>(transient));
+    result.transientBytes.push_back(transient + reserved);
+    result.peakBands.push_back(memoryBand(stage.memory.total(), transient + reserved, constants));
   }
   result.memoryMarginBytes = config.memoryMarginBytes;
+  result.memoryPolicy = config.memoryPolicy;
   return result;
 }
 

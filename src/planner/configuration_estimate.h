@@ -84,6 +84,26 @@ struct MegatronConfig : ir::TrainingSetup {
   bool allowIdle = true;
 };
 
+/// Where a stage's memory band lies against the usable memory: wholly under it, straddling it,
+/// or wholly over it.
+enum class MemoryVerdict { kFits, kTight, kOver };
+std::string_view memoryVerdictName(MemoryVerdict verdict);  ///< "fits", "tight", "over"
+
+/// The range a stage's measured peak falls in: the estimate less and plus the measured error of
+/// its transient part (cost::CostConstants::memoryBandBelow, memoryBandAbove).
+struct MemoryBand {
+  int64_t lowBytes = 0;
+  int64_t highBytes = 0;
+  /// Against `usableBytes`: over when even the low end exceeds it, fits when the high end does
+  /// not, tight between.
+  [[nodiscard]] MemoryVerdict against(int64_t usableBytes) const;
+};
+
+/// The band of a stage whose estimate is `peakBytes`, of which `transientBytes` the step
+/// allocates and frees (transientStageBytes, the allocator's reserve over it included).
+MemoryBand memoryBand(int64_t peakBytes, int64_t transientBytes,
+                      const cost::CostConstants& constants);
+
 struct ConfigEstimate {
   Evaluated evaluated;
   cluster::Cluster cluster;
@@ -100,13 +120,21 @@ struct ConfigEstimate {
   double hardwareTflopsPerGpu = 0;       ///< recompute counted
   double mfu = 0;                        ///< model FLOPs over the device's dense peak
   std::vector<int64_t> peakMemoryBytes;  ///< per pipeline stage, the runtime's reserve included
-  int64_t memoryMarginBytes = 0;         ///< MegatronConfig::memoryMarginBytes
+  std::vector<MemoryBand> peakBands;     ///< per pipeline stage
+  /// Per pipeline stage, what the step allocates and frees with the allocator's reserve over it:
+  /// the part of the peak whose measured error makes the band.
+  std::vector<int64_t> transientBytes;
+  int64_t memoryMarginBytes = 0;  ///< MegatronConfig::memoryMarginBytes
+  ir::MemoryPolicy memoryPolicy = ir::MemoryPolicy::kExpected;  ///< MegatronConfig's
   /// With an op-level search (MegatronConfig::opSearch): whether its block sharding was taken
   /// (faster than Megatron's on the full model), and both steps (0: not evaluated).
   bool opSearchTaken = false;
   double megatronStepSeconds = 0;
   double opSearchStepSeconds = 0;
+  /// Under the memory policy: every stage's peak (kExpected) or band top (kSafe) is usable.
   [[nodiscard]] bool fits() const;
+  /// The worst stage's verdict: over if one is over, else tight if one is tight.
+  [[nodiscard]] MemoryVerdict verdict() const;
   /// The fullest stage's peak.
   [[nodiscard]] int64_t peakBytes() const;
 };

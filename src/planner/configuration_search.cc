@@ -18,6 +18,11 @@ using Setting = ir::Setting;
 
 namespace {
 
+/// Fits, but its memory band straddles the usable memory.
+bool isTight(const ConfigEstimate& estimate) {
+  return estimate.fits() && estimate.verdict() == MemoryVerdict::kTight;
+}
+
 /// How much faster the closed form must find a candidate's exact placement than its even split
 /// for the search to evaluate only the placed plan: several times the closed form's error against
 /// the full model (within 2% on the leaders, docs/hybrid-search.md).
@@ -62,6 +67,7 @@ class SearchRun {
     frontend::TransformerConfig probed = model;
     probed.dtype = parsePrecision(request.base.precision).value();  // checked by the caller
     probed.attention = request.base.codePath.attention;
+    probed.loss = request.base.codePath.loss;
     return std::make_shared<BlockShardingOracle>(std::move(probed), cluster,
                                                  request.base.costModel);
   }
@@ -200,7 +206,8 @@ Expected<SearchRun::PlacedFirst> SearchRun::placedFirst(const search::HybridCand
   refined.placementLine = placementLine(toPlace, layout, seconds, candidate, even->stepSeconds,
                                         " in closed form, not evaluated");
   refined_.insert_or_assign(candidate, std::move(refined));
-  return PlacedFirst{search::HybridScore{seconds, placed->estimate.peakBytes(), true}};
+  return PlacedFirst{
+      search::HybridScore{seconds, placed->estimate.peakBytes(), true, isTight(placed->estimate)}};
 }
 
 Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& candidate) {
@@ -214,7 +221,7 @@ Expected<search::HybridScore> SearchRun::refine(const search::HybridCandidate& c
   auto seconds = stepOf(*config, *estimate, nullptr);
   if (!seconds) return seconds.error();
   RefinedConfiguration refined{*config, *seconds, false, "", false};
-  search::HybridScore score{*seconds, estimate->peakBytes(), estimate->fits()};
+  search::HybridScore score{*seconds, estimate->peakBytes(), estimate->fits(), isTight(*estimate)};
   if (!first->overMemory) {
     if (Status status = tryPlacement(candidate, refined, score); !status) return status.error();
   }
@@ -254,7 +261,7 @@ Status SearchRun::tryPlacement(const search::HybridCandidate& candidate,
   refined.config = placed->config;
   refined.seconds = *seconds;
   refined.placed = true;
-  score = {*seconds, placed->estimate.peakBytes(), true};
+  score = {*seconds, placed->estimate.peakBytes(), true, isTight(placed->estimate)};
   return {};
 }
 
@@ -296,6 +303,7 @@ Expected<int> SearchRun::rerankWithOpSearch(search::HybridResult& result) {
     refined.opSearchTaken = true;
     score.stepSeconds = (*estimate)->stepSeconds;
     score.peakBytes = (*estimate)->peakBytes();
+    score.tight = isTight(**estimate);
   }
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const auto& a, const auto& b) {
     return a.second.stepSeconds < b.second.stepSeconds;

@@ -101,10 +101,17 @@ std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig&
       estimate.memoryMarginBytes > 0
           ? fmt::format(" less {} kept free", formatBytes(estimate.memoryMarginBytes))
           : "";
-  std::string advice = fmt::format(
-      "does not fit: stage {} needs {} of {} device memory{}, {} {} the largest part; ",
-      step.peakStage, formatBytes(memory.total()), formatBytes(estimate.cluster.device.memoryBytes),
-      kept, largest->first, formatBytes(largest->second));
+  // Under --memory-policy safe a stage fits when its band's top does.
+  const bool safe = estimate.memoryPolicy == ir::MemoryPolicy::kSafe;
+  const auto stage = static_cast<size_t>(step.peakStage);
+  const std::string need = safe && stage < estimate.peakBands.size()
+                               ? fmt::format("up to {} (its memory band's top)",
+                                             formatBytes(estimate.peakBands[stage].highBytes))
+                               : formatBytes(memory.total());
+  std::string advice =
+      fmt::format("does not fit: stage {} needs {} of {} device memory{}, {} {} the largest part; ",
+                  step.peakStage, need, formatBytes(estimate.cluster.device.memoryBytes), kept,
+                  largest->first, formatBytes(largest->second));
   const std::vector<FitChange> changes = changesThatFit(config);
   if (changes.empty()) {
     return advice +

@@ -21,7 +21,7 @@ TEST(Framework, EveryProfileParsesByItsOwnName) {
        {cost::Framework::kMegatronLm2021, cost::Framework::kMegatronLm,
         cost::Framework::kMegatronCore, cost::Framework::kMegatronDeepSpeed,
         cost::Framework::kPytorchFsdp, cost::Framework::kTorchtitan, cost::Framework::kMindSpore,
-        cost::Framework::kMindSpeed}) {
+        cost::Framework::kMindSpeed, cost::Framework::kComposer}) {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(framework);
     EXPECT_EQ(profile.framework, framework);
     auto parsed = cost::parseFramework(profile.name);
@@ -33,7 +33,8 @@ TEST(Framework, EveryProfileParsesByItsOwnName) {
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().message,
             "--framework 'deepspeed': expected one of megatron-lm-2021, megatron-lm, "
-            "megatron-core, megatron-deepspeed, pytorch-fsdp, torchtitan, mindspore, mindspeed");
+            "megatron-core, megatron-deepspeed, pytorch-fsdp, torchtitan, mindspore, mindspeed, "
+            "composer");
 }
 
 TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
@@ -46,6 +47,11 @@ TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
   const auto& fsdp = cost::frameworkProfile(cost::Framework::kPytorchFsdp);
   EXPECT_TRUE(cost::checkRunnable(fsdp, {.dp = 8, .zero = 3}, "bf16"));
   EXPECT_FALSE(cost::checkRunnable(fsdp, {.tp = 2, .dp = 4, .zero = 3}, "bf16"));
+  EXPECT_FALSE(cost::checkRunnable(fsdp, {.dp = 8}, "fp8"));
+  const auto& composer = cost::frameworkProfile(cost::Framework::kComposer);
+  EXPECT_TRUE(cost::checkRunnable(composer, {.dp = 8, .zero = 3}, "fp8")) << "Composer's AMP_FP8";
+  EXPECT_EQ(composer.codePath.loss, ir::LossKernel::kFused);
+  EXPECT_EQ(fsdp.codePath.loss, ir::LossKernel::kFp32);
   const auto& titan = cost::frameworkProfile(cost::Framework::kTorchtitan);
   EXPECT_TRUE(cost::checkRunnable(titan, {.tp = 2, .pp = 2, .dp = 2, .cp = 2, .zero = 3}, "fp8"));
   EXPECT_FALSE(

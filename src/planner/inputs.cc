@@ -74,6 +74,7 @@ Expected<LoadedModel> loadModel(const std::string& model, const ModelOptions& op
   if (options.sequence > 0) config->seq = options.sequence;
   if (options.dtype) config->dtype = *options.dtype;
   if (options.attention) config->attention = *options.attention;
+  if (options.loss) config->loss = *options.loss;
   // --micro-batch is per data-parallel replica, as Megatron-LM's --micro-batch-size; the graph
   // holds the micro-batch of all replicas, which data parallelism then splits.
   const int64_t perReplica = options.microBatch > 0 ? options.microBatch : config->microBatch;

@@ -34,6 +34,8 @@ struct ModelOptions {
   std::optional<ir::DType> dtype;
   /// The kernel that runs the attention core; unset: the model's (FlashAttention-2 for presets).
   std::optional<frontend::AttentionKernel> attention;
+  /// The kernel that runs the loss; unset: the model's (an fp32 copy of the logits).
+  std::optional<ir::LossKernel> loss;
   /// false: `parallel` sets the graph's batch (micro-batch x data parallel), but no
   /// Megatron-style annotation is written; an op-level search shards the blocks instead
   /// (planner/op_search.h).

@@ -51,5 +51,42 @@ TEST(RuntimeReserve, MemoryMarginKeepsDeviceMemoryFree) {
   EXPECT_FALSE(estimateConfig(config)->fits());
 }
 
+/// The band's verdict against the usable memory: over when even its bottom exceeds it, fits when
+/// its top does not, tight between; its width is the measured error of the transient part.
+TEST(MemoryBand, VerdictAndWidth) {
+  const MemoryBand band{70, 82};
+  EXPECT_EQ(band.against(85), MemoryVerdict::kFits);
+  EXPECT_EQ(band.against(82), MemoryVerdict::kFits);
+  EXPECT_EQ(band.against(80), MemoryVerdict::kTight);
+  EXPECT_EQ(band.against(69), MemoryVerdict::kOver);
+  cost::CostConstants constants;
+  constants.memoryBandBelow = 0.1;
+  constants.memoryBandAbove = 0.2;
+  const MemoryBand measured = memoryBand(100, 50, constants);
+  EXPECT_EQ(measured.lowBytes, 95);
+  EXPECT_EQ(measured.highBytes, 110);
+}
+
+/// A configuration whose estimate fits with a byte to spare fits under --memory-policy expected
+/// and not under safe, whose band's top (the shipped band is measured, not zero) is over.
+TEST(MemoryBand, SafePolicyFitsOnTheBandsTop) {
+  MegatronConfig config = llama7b();
+  auto estimate = estimateConfig(config);
+  ASSERT_TRUE(estimate);
+  ASSERT_GT(cost::shippedCostModel()->memoryBandAbove, 0);
+  config.memoryMarginBytes = estimate->cluster.device.memoryBytes - estimate->peakBytes();
+  auto expected = estimateConfig(config);
+  ASSERT_TRUE(expected);
+  EXPECT_TRUE(expected->fits());
+  EXPECT_EQ(expected->verdict(), MemoryVerdict::kTight);
+  config.memoryPolicy = ir::MemoryPolicy::kSafe;
+  auto safe = estimateConfig(config);
+  ASSERT_TRUE(safe);
+  EXPECT_FALSE(safe->fits());
+  EXPECT_EQ(safe->peakBands.size(), safe->peakMemoryBytes.size());
+  EXPECT_LT(safe->peakBands.front().lowBytes, safe->peakMemoryBytes.front());
+  EXPECT_GT(safe->peakBands.front().highBytes, safe->peakMemoryBytes.front());
+}
+
 }  // namespace
 }  // namespace autopar::planner

@@ -55,10 +55,16 @@ int64_t upcastBytes(const TensorType& logits) {
   return logits.dtype == DType::kF32 ? 0 : dtypeBytes(logits.dtype) + kFp32Bytes;
 }
 
+// flash-attn's fused kernel (OpAttrs::fusedLoss; flash_attn/ops/triton/cross_entropy.py) reads
+// each logit once forward, in its dtype, and backward reads it again and writes its gradient.
+int64_t logitPassBytes(const TypedOp& op, bool forward) {
+  if (op.attrs.fusedLoss) return dtypeBytes(op.inputs[0].dtype) * (forward ? 1 : 2);
+  return upcastBytes(op.inputs[0]) + (forward ? kFp32PassBytesForward : kFp32PassBytesBackward);
+}
+
 int64_t crossEntropyBytes(const TypedOp& op) {
   const auto logits = static_cast<int64_t>(elements(op.inputs[0]));
-  return logits * (upcastBytes(op.inputs[0]) + kFp32PassBytesForward) + op.inputs[1].bytes() +
-         op.output.bytes();
+  return logits * logitPassBytes(op, true) + op.inputs[1].bytes() + op.output.bytes();
 }
 
 // Keeps the softmax of the logits in fp32 whatever their dtype, and the labels (which select
@@ -66,11 +72,14 @@ int64_t crossEntropyBytes(const TypedOp& op) {
 // the logits and keeps that copy, exponentiated and normalised in place, as the softmax
 // (megatron/core/tensor_parallel/cross_entropy.py: calculate_logits_max, save_for_backward);
 // PyTorch's log_softmax keeps its fp32 output (torchtitan upcasts the logits with .float()).
+// flash-attn's fused kernel keeps the logits themselves and a per-token fp32 log-sum-exp (the
+// size of the labels or less, counted as them).
 BackwardRule crossEntropyBackward(const TypedOp& op) {
-  BackwardRule rule{kBackwardFlopsPerLogit * elements(op.inputs[0]),
-                    {savedInputAs(0, DType::kF32), savedInput(1)}};
+  BackwardRule rule{
+      kBackwardFlopsPerLogit * elements(op.inputs[0]),
+      {op.attrs.fusedLoss ? savedInput(0) : savedInputAs(0, DType::kF32), savedInput(1)}};
   const auto logits = static_cast<int64_t>(elements(op.inputs[0]));
-  rule.bytes = logits * (kFp32PassBytesBackward + upcastBytes(op.inputs[0])) + op.inputs[1].bytes();
+  rule.bytes = logits * logitPassBytes(op, false) + op.inputs[1].bytes();
   return rule;
 }
 

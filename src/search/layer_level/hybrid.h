@@ -78,6 +78,9 @@ struct HybridScore {
   double stepSeconds = 0;
   int64_t peakBytes = 0;  ///< the fullest stage
   bool fits = false;
+  /// Its memory band straddles the usable memory: it may run out of memory (the planner's
+  /// MemoryVerdict::kTight; under --memory-policy safe it does not fit).
+  bool tight = false;
 };
 
 using HybridEvaluator = std::function<Expected<HybridScore>(const HybridCandidate&)>;

@@ -131,6 +131,15 @@ struct ProfileEntry {
   ir::LossKernel loss = ir::LossKernel::kFp32;
 };
 
+/// FSDP1's: data parallelism only, with ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD).
+constexpr Capabilities kFsdp1{
+    .tensorParallel = false, .pipelineParallel = false, .interleaved = false, .zeroStages = 0b1101};
+
+constexpr Capabilities withFp8(Capabilities can) {
+  can.fp8 = true;
+  return can;
+}
+
 constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     {Framework::kMegatronLm2021,
      "megatron-lm-2021",
@@ -157,14 +166,9 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      "Megatron-DeepSpeed with DeepSpeed's ZeRO (2021-22)",
      ir::AttentionKernel::kUnfused,
      {.interleaved = false, .expertParallel = true, .zeroStages = 0b1111}},
-    {Framework::kPytorchFsdp,
-     "pytorch-fsdp",
+    {Framework::kPytorchFsdp, "pytorch-fsdp",
      "PyTorch FullyShardedDataParallel (FSDP1): data parallelism with sharded states",
-     ir::AttentionKernel::kFlash,
-     {.tensorParallel = false,
-      .pipelineParallel = false,
-      .interleaved = false,
-      .zeroStages = 0b1101}},
+     ir::AttentionKernel::kFlash, kFsdp1},
     {Framework::kTorchtitan,
      "torchtitan",
      "torchtitan: FSDP2, DTensor tensor parallelism, torch.distributed.pipelining, context "
@@ -185,16 +189,9 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     // flash-attn's fused cross entropy, MPT's default loss_fn (mosaicml/llm-foundry@8c8dd48f,
     // llmfoundry/models/mpt/modeling_mpt.py), and fp8 through Transformer Engine's linears under
     // te.fp8_autocast (composer/core/precision.py, AMP_FP8).
-    {Framework::kComposer,
-     "composer",
+    {Framework::kComposer, "composer",
      "MosaicML Composer with llm-foundry: FSDP1, flash-attn's fused loss, Transformer Engine fp8",
-     ir::AttentionKernel::kFlash,
-     {.tensorParallel = false,
-      .pipelineParallel = false,
-      .interleaved = false,
-      .fp8 = true,
-      .zeroStages = 0b1101},
-     ir::LossKernel::kFused},
+     ir::AttentionKernel::kFlash, withFp8(kFsdp1), ir::LossKernel::kFused},
 };
 
 /// The profiles, their code paths set from the switches' table.

@@ -72,9 +72,7 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
           ? fmt::format(", {} kept free", planner::formatBytes(estimate.memoryMarginBytes))
           : "",
       estimate.fits() ? "every stage fits" : "DOES NOT FIT");
-  const auto fullest = static_cast<size_t>(
-      std::max_element(estimate.peakMemoryBytes.begin(), estimate.peakMemoryBytes.end()) -
-      estimate.peakMemoryBytes.begin());
+  const size_t fullest = estimate.fullestStage();
   if (fullest < estimate.peakBands.size() &&
       estimate.peakBands[fullest].lowBytes < estimate.peakBands[fullest].highBytes) {
     const planner::MemoryBand& band = estimate.peakBands[fullest];

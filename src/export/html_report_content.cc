@@ -70,6 +70,20 @@ void addMemorySummary(HtmlReport& report, bool fits) {
                                  fits ? "fits" : "DOES NOT FIT"));
 }
 
+/// The fullest stage's memory band and the verdict (planner::MemoryBand), where the band is
+/// measured (a cost model without one gives a point).
+void addMemoryBand(HtmlReport& report, const planner::ConfigEstimate& estimate) {
+  const size_t fullest = estimate.fullestStage();
+  if (fullest >= estimate.peakBands.size()) return;
+  const planner::MemoryBand& band = estimate.peakBands[fullest];
+  if (band.lowBytes >= band.highBytes) return;
+  report.summary.emplace_back(
+      "memory band",
+      fmt::format("{} - {} (stage {}, the measured error of its transient part): {}",
+                  planner::formatBytes(band.lowBytes), planner::formatBytes(band.highBytes),
+                  fullest, planner::memoryVerdictName(estimate.verdict())));
+}
+
 /// The candidate table of a search: the ranked leaders (full model), the candidates the full
 /// model found over memory, then the best screened candidate of every other parallel shape.
 std::vector<ReportCandidate> searchCandidates(const planner::ConfigurationSearch& found,
@@ -183,6 +197,7 @@ Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
   report.deviceMemoryBytes = estimate.cluster.device.memoryBytes;
   report.memoryMarginBytes = estimate.memoryMarginBytes;
   addMemorySummary(report, estimate.fits());
+  addMemoryBand(report, estimate);
   std::string megatron = megatronArguments(config, planner::layersPerVirtualStage(estimate));
   for (const std::string& note : megatronNotes(config)) megatron += "\nnote: " + note;
   report.listings = {

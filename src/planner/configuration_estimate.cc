@@ -275,9 +275,12 @@ int64_t usableMemoryBytes(const cluster::Cluster& cluster, int64_t marginBytes) 
   return cluster.device.memoryBytes - marginBytes;
 }
 
-int64_t ConfigEstimate::peakBytes() const {
-  return *std::max_element(peakMemoryBytes.begin(), peakMemoryBytes.end());
+size_t ConfigEstimate::fullestStage() const {
+  return static_cast<size_t>(std::max_element(peakMemoryBytes.begin(), peakMemoryBytes.end()) -
+                             peakMemoryBytes.begin());
 }
+
+int64_t ConfigEstimate::peakBytes() const { return peakMemoryBytes[fullestStage()]; }
 
 std::string_view memoryVerdictName(MemoryVerdict verdict) {
   switch (verdict) {

@@ -135,6 +135,8 @@ struct ConfigEstimate {
   [[nodiscard]] bool fits() const;
   /// The worst stage's verdict: over if one is over, else tight if one is tight.
   [[nodiscard]] MemoryVerdict verdict() const;
+  /// The index of the fullest stage (the first of equals).
+  [[nodiscard]] size_t fullestStage() const;
   /// The fullest stage's peak.
   [[nodiscard]] int64_t peakBytes() const;
 };

@@ -42,11 +42,7 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "GiB of device memory to keep free: a configuration fits when every stage's "
                   "peak (its runtime reserve included) leaves this much")
       ->check(CLI::Range(0.0, 1024.0));
-  verb.add_option("--memory-policy", flags.memoryPolicy,
-                  "expected (a configuration fits when its estimated peak does) | safe (when the "
-                  "top of its memory band does: the estimate plus the error measured above it)")
-      ->check(CLI::IsMember({"expected", "safe"}))
-      ->capture_default_str();
+  addMemoryPolicyOption(verb, config.memoryPolicy);
   verb.add_flag("--fp8-param-gather", config.fp8ParamGather,
                 "under --precision fp8, keep the fp8 GEMMs' weights in fp8 (Megatron-Core's "
                 "--fp8-param-gather, NeMo's fp8_params): no bf16 copy beside Transformer "
@@ -85,6 +81,19 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
       ->group("Code path");
 }
 
+void addMemoryPolicyOption(CLI::App& verb, ir::MemoryPolicy& policy) {
+  verb.add_option_function<std::string>(
+          "--memory-policy",
+          [&policy](const std::string& value) {
+            policy = value == "safe" ? ir::MemoryPolicy::kSafe : ir::MemoryPolicy::kExpected;
+          },
+          "expected (a plan fits when its estimated peak does) | safe (when the top of its memory "
+          "band does: the estimate plus the error measured above it); the search, fit advice and "
+          "--mem-coeff auto follow it")
+      ->check(CLI::IsMember({"expected", "safe"}))
+      ->default_str("expected");
+}
+
 Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config) {
   if (!flags.costModel.empty()) {
     auto costModel = cost::readCostModelFile(flags.costModel);
@@ -104,8 +113,6 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   }
   config.framework = *framework;
   config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
-  config.memoryPolicy =
-      flags.memoryPolicy == "safe" ? ir::MemoryPolicy::kSafe : ir::MemoryPolicy::kExpected;
   auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
   if (!optimizerState) return optimizerState.error().in("--optimizer-state");
   config.optimizerState = *optimizerState;

@@ -14,12 +14,11 @@ namespace autopar::cli {
 
 /// The flags of those options that the planner takes as values, not strings.
 struct ConfigurationFlags {
-  std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
-  std::string opSearch = "megatron";  ///< --op-search
-  std::string framework;  ///< empty: the cluster's default (cost::defaultFramework)
-  double memoryMarginGib = 0;             ///< --memory-margin
-  std::string memoryPolicy = "expected";  ///< --memory-policy: expected | safe
-  std::string optimizerState = "fp32";    ///< --optimizer-state
+  std::string costModel;                ///< --cost-model: a constants file, empty for the built-in
+  std::string opSearch = "megatron";    ///< --op-search
+  std::string framework;                ///< empty: the cluster's default (cost::defaultFramework)
+  double memoryMarginGib = 0;           ///< --memory-margin
+  std::string optimizerState = "fp32";  ///< --optimizer-state
   /// Changes to the framework's code path, one per cost::codePathSwitches() entry: CLI11 counts
   /// --overlap-grad-reduce as +1 and --no-overlap-grad-reduce as -1, so 0 keeps the profile's
   /// setting.
@@ -36,6 +35,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
 
 /// Puts the flags in force: the cost model's constants, and in `config` the op-level search, the
 /// framework and its code path with the switches given.
+/// --memory-policy expected | safe, written into `policy` (which must outlive the parse).
+void addMemoryPolicyOption(CLI::App& verb, ir::MemoryPolicy& policy);
+
 Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::MegatronConfig& config);
 
 }  // namespace autopar::cli

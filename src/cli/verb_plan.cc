@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "cli/configuration_options.h"
 #include "cli/html_report_file.h"
 #include "cli/progress_line.h"
 #include "cli/training_flags.h"
@@ -241,6 +242,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--strategy-file", options->strategyFile,
                    "read op strategies from such a MindSpore JSON as annotations (--shard of the "
                    "same op wins)");
+  addMemoryPolicyOption(*verb, options->memoryPolicy);
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   auto reportPath = std::make_shared<std::string>();
   addReportOption(*verb, *reportPath);

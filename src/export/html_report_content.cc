@@ -70,18 +70,15 @@ void addMemorySummary(HtmlReport& report, bool fits) {
                                  fits ? "fits" : "DOES NOT FIT"));
 }
 
-/// The fullest stage's memory band and the verdict (planner::MemoryBand), where the band is
-/// measured (a cost model without one gives a point).
-void addMemoryBand(HtmlReport& report, const planner::ConfigEstimate& estimate) {
-  const size_t fullest = estimate.fullestStage();
-  if (fullest >= estimate.peakBands.size()) return;
-  const planner::MemoryBand& band = estimate.peakBands[fullest];
-  if (band.lowBytes >= band.highBytes) return;
+/// The fullest stage's memory band and its verdict (planner/memory_band.h), where the band is
+/// measured (a cost model without one gives a point, and no line).
+void addMemoryBand(HtmlReport& report, int64_t lowBytes, int64_t highBytes, size_t stage,
+                   std::string_view verdict) {
+  if (lowBytes >= highBytes || verdict.empty()) return;
   report.summary.emplace_back(
       "memory band",
       fmt::format("{} - {} (stage {}, the measured error of its transient part): {}",
-                  planner::formatBytes(band.lowBytes), planner::formatBytes(band.highBytes),
-                  fullest, planner::memoryVerdictName(estimate.verdict())));
+                  planner::formatBytes(lowBytes), planner::formatBytes(highBytes), stage, verdict));
 }
 
 /// The candidate table of a search: the ranked leaders (full model), the candidates the full
@@ -197,7 +194,11 @@ Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
   report.deviceMemoryBytes = estimate.cluster.device.memoryBytes;
   report.memoryMarginBytes = estimate.memoryMarginBytes;
   addMemorySummary(report, estimate.fits());
-  addMemoryBand(report, estimate);
+  if (const size_t fullest = estimate.fullestStage(); fullest < estimate.peakBands.size()) {
+    addMemoryBand(report, estimate.peakBands[fullest].lowBytes,
+                  estimate.peakBands[fullest].highBytes, fullest,
+                  planner::memoryVerdictName(estimate.verdict()));
+  }
   std::string megatron = megatronArguments(config, planner::layersPerVirtualStage(estimate));
   for (const std::string& note : megatronNotes(config)) megatron += "\nnote: " + note;
   report.listings = {
@@ -249,6 +250,13 @@ Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evalu
       fmt::format("{:.4g} (MFU {})", plan.estimate.tflopsPerDevice, percent(plan.estimate.mfu)));
   report.deviceMemoryBytes = plan.estimate.deviceMemoryBytes;
   addMemorySummary(report, plan.estimate.fits);
+  const auto& stages = plan.estimate.stages;
+  const auto fullest = std::max_element(
+      stages.begin(), stages.end(),
+      [](const auto& a, const auto& b) { return a.peakMemoryBytes < b.peakMemoryBytes; });
+  addMemoryBand(report, plan.estimate.memoryBandLowBytes, plan.estimate.memoryBandHighBytes,
+                fullest == stages.end() ? 0 : static_cast<size_t>(fullest->stage),
+                plan.estimate.memoryVerdict);
   report.tables = {strategyTable(plan), redistributionTable(plan)};
   return report;
 }

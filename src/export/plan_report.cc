@@ -193,6 +193,14 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   if (memory.host > 0) {
     out += fmt::format("    host (not counted) {:>12}\n", planner::formatBytes(memory.host));
   }
+  if (!estimate.memoryVerdict.empty() &&
+      estimate.memoryBandLowBytes < estimate.memoryBandHighBytes) {
+    out += fmt::format(
+        "  memory band          {} - {} (the measured error of its transient part): "
+        "{}\n",
+        planner::formatBytes(estimate.memoryBandLowBytes),
+        planner::formatBytes(estimate.memoryBandHighBytes), estimate.memoryVerdict);
+  }
   appendStageTable(out, plan);
 }
 

@@ -118,6 +118,11 @@ struct EstimateRecord {
   int64_t peakMemoryBytes = 0;
   int64_t deviceMemoryBytes = 0;  ///< capacity of one device
   bool fits = true;
+  /// The peak stage's memory band (planner/memory_band.h) and where it lies against the device:
+  /// "fits", "tight" or "over"; empty in a plan file written before bands.
+  int64_t memoryBandLowBytes = 0;
+  int64_t memoryBandHighBytes = 0;
+  std::string memoryVerdict;
   std::vector<int64_t> memoryByDevice;
   MemoryRecord memory;  ///< of the peak stage
   std::vector<StageRecord> stages;

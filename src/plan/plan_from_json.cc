@@ -270,10 +270,27 @@ Status readEstimate(const Json& object, const std::string& path, EstimateRecord&
   if (!device) return device.error();
   auto fits = optionalField(object, "fits", path, kBool, true);
   if (!fits) return fits.error();
+  auto band = optionalField(object, "memory_band_bytes", path, kIntList, std::vector<int64_t>{});
+  if (!band) return band.error();
+  if (!band->empty() && (band->size() != 2 || (*band)[0] > (*band)[1])) {
+    return Error{fmt::format("{}: expected [low, high] with low <= high",
+                             json::childPath(path, "memory_band_bytes"))};
+  }
+  auto verdict = optionalField(object, "memory_verdict", path, kString, std::string{});
+  if (!verdict) return verdict.error();
+  if (!verdict->empty() && *verdict != "fits" && *verdict != "tight" && *verdict != "over") {
+    return Error{fmt::format("{}: expected fits, tight or over, got '{}'",
+                             json::childPath(path, "memory_verdict"), *verdict)};
+  }
   estimate.stepTimeSeconds = *stepTime;
   estimate.peakMemoryBytes = *peak;
   estimate.deviceMemoryBytes = *device;
   estimate.fits = *fits;
+  if (!band->empty()) {
+    estimate.memoryBandLowBytes = (*band)[0];
+    estimate.memoryBandHighBytes = (*band)[1];
+  }
+  estimate.memoryVerdict = *verdict;
   estimate.memoryByDevice = *byDevice;
   return {};
 }

@@ -178,23 +178,26 @@ OrderedJson estimateToJson(const EstimateRecord& estimate) {
   const MemoryRecord& memory = estimate.memory;
   OrderedJson stages = OrderedJson::array();
   for (const auto& stage : estimate.stages) stages.push_back(stageToJson(stage));
-  return OrderedJson{{"step_time_s", estimate.stepTimeSeconds},
-                     {"samples_per_step", estimate.samplesPerStep},
-                     {"tokens_per_s", estimate.tokensPerSecond},
-                     {"tflops_per_device", estimate.tflopsPerDevice},
-                     {"mfu", estimate.mfu},
-                     {"compute_s", estimate.computeSeconds},
-                     {"communication_s", estimate.communicationSeconds},
-                     {"bubble_s", estimate.bubbleSeconds},
-                     {"bubble_fraction", estimate.bubbleFraction},
-                     {"gradient_sync_s", estimate.gradientSyncSeconds},
-                     {"optimizer_s", estimate.optimizerSeconds},
-                     {"peak_memory_bytes", estimate.peakMemoryBytes},
-                     {"device_memory_bytes", estimate.deviceMemoryBytes},
-                     {"fits", estimate.fits},
-                     {"memory_by_device", estimate.memoryByDevice},
-                     {"memory", memoryToJson(memory)},
-                     {"stages", stages}};
+  return OrderedJson{
+      {"step_time_s", estimate.stepTimeSeconds},
+      {"samples_per_step", estimate.samplesPerStep},
+      {"tokens_per_s", estimate.tokensPerSecond},
+      {"tflops_per_device", estimate.tflopsPerDevice},
+      {"mfu", estimate.mfu},
+      {"compute_s", estimate.computeSeconds},
+      {"communication_s", estimate.communicationSeconds},
+      {"bubble_s", estimate.bubbleSeconds},
+      {"bubble_fraction", estimate.bubbleFraction},
+      {"gradient_sync_s", estimate.gradientSyncSeconds},
+      {"optimizer_s", estimate.optimizerSeconds},
+      {"peak_memory_bytes", estimate.peakMemoryBytes},
+      {"device_memory_bytes", estimate.deviceMemoryBytes},
+      {"fits", estimate.fits},
+      {"memory_band_bytes", {estimate.memoryBandLowBytes, estimate.memoryBandHighBytes}},
+      {"memory_verdict", estimate.memoryVerdict},
+      {"memory_by_device", estimate.memoryByDevice},
+      {"memory", memoryToJson(memory)},
+      {"stages", stages}};
 }
 
 }  // namespace

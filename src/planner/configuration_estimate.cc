@@ -193,11 +193,6 @@ int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientB
                               constants.allocatorReserve * static_cast<double>(transientBytes));
 }
 
-int64_t transientStageBytes(const cost::CodePath& code, int64_t total, int64_t parameters,
-                            int64_t gradients, int64_t optimizer) {
-  return total - parameters - optimizer - (code.gradientSyncInPlace ? gradients : 0);
-}
-
 int zeroStageAsRun(const MegatronConfig& config) {
   if (config.pp > 1 && config.zero >= 2 && config.codePath.fsdpUnshardedUnderPipeline) return 1;
   return config.zero;
@@ -282,35 +277,14 @@ size_t ConfigEstimate::fullestStage() const {
 
 int64_t ConfigEstimate::peakBytes() const { return peakMemoryBytes[fullestStage()]; }
 
-std::string_view memoryVerdictName(MemoryVerdict verdict) {
-  switch (verdict) {
-    case MemoryVerdict::kFits:
-      return "fits";
-    case MemoryVerdict::kTight:
-      return "tight";
-    case MemoryVerdict::kOver:
-      return "over";
-  }
-  return "over";
-}
-
-MemoryVerdict MemoryBand::against(int64_t usableBytes) const {
-  if (lowBytes > usableBytes) return MemoryVerdict::kOver;
-  return highBytes <= usableBytes ? MemoryVerdict::kFits : MemoryVerdict::kTight;
-}
-
-MemoryBand memoryBand(int64_t peakBytes, int64_t transientBytes,
-                      const cost::CostConstants& constants) {
-  const auto transient = static_cast<double>(transientBytes);
-  return {peakBytes - static_cast<int64_t>(constants.memoryBandBelow * transient),
-          peakBytes + static_cast<int64_t>(constants.memoryBandAbove * transient)};
-}
-
 bool ConfigEstimate::fits() const {
   const int64_t usable = usableMemoryBytes(cluster, memoryMarginBytes);
-  if (memoryPolicy == ir::MemoryPolicy::kSafe) return verdict() == MemoryVerdict::kFits;
-  return std::all_of(peakMemoryBytes.begin(), peakMemoryBytes.end(),
-                     [&](int64_t bytes) { return bytes <= usable; });
+  for (size_t s = 0; s < peakMemoryBytes.size(); ++s) {
+    const MemoryBand band =
+        s < peakBands.size() ? peakBands[s] : MemoryBand{peakMemoryBytes[s], peakMemoryBytes[s]};
+    if (!fitsUnder(memoryPolicy, peakMemoryBytes[s], band, usable)) return false;
+  }
+  return true;
 }
 
 MemoryVerdict ConfigEstimate::verdict() const {
@@ -507,7 +481,7 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
     const auto reserved =
         static_cast<int64_t>(constants.allocatorReserve * static_cast<double>(transient));
     result.transientBytes.push_back(transient + reserved);
-    result.peakBands.push_back(memoryBand(stage.memory.total(), transient + reserved, constants));
+    result.peakBands.push_back(stageBand(stage.memory, config.codePath, constants));
   }
   result.memoryMarginBytes = config.memoryMarginBytes;
   result.memoryPolicy = config.memoryPolicy;

@@ -47,6 +47,7 @@
 #include "frontend/transformer.h"
 #include "ir/parallel_config.h"
 #include "ir/training_setup.h"
+#include "planner/memory_band.h"
 #include "planner/op_search.h"
 #include "planner/plan_evaluation.h"
 #include "search/layer_level/layer_placement.h"
@@ -83,26 +84,6 @@ struct MegatronConfig : ir::TrainingSetup {
   /// the idle devices (--allow-idle: planned on the devices it uses).
   bool allowIdle = true;
 };
-
-/// Where a stage's memory band lies against the usable memory: wholly under it, straddling it,
-/// or wholly over it.
-enum class MemoryVerdict { kFits, kTight, kOver };
-std::string_view memoryVerdictName(MemoryVerdict verdict);  ///< "fits", "tight", "over"
-
-/// The range a stage's measured peak falls in: the estimate less and plus the measured error of
-/// its transient part (cost::CostConstants::memoryBandBelow, memoryBandAbove).
-struct MemoryBand {
-  int64_t lowBytes = 0;
-  int64_t highBytes = 0;
-  /// Against `usableBytes`: over when even the low end exceeds it, fits when the high end does
-  /// not, tight between.
-  [[nodiscard]] MemoryVerdict against(int64_t usableBytes) const;
-};
-
-/// The band of a stage whose estimate is `peakBytes`, of which `transientBytes` the step
-/// allocates and frees (transientStageBytes, the allocator's reserve over it included).
-MemoryBand memoryBand(int64_t peakBytes, int64_t transientBytes,
-                      const cost::CostConstants& constants);
 
 struct ConfigEstimate {
   Evaluated evaluated;
@@ -160,14 +141,6 @@ int zeroStageAsRun(const MegatronConfig& config);
 ///   = 5.38 GiB
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes,
                             const cost::CostConstants& costModel);
-
-/// Of a stage's tensors (`total` bytes, with these parameters, gradients and optimizer states),
-/// those the step allocates and frees: all but the state allocated once at start-up, the
-/// parameters and optimizer states and, kept in one contiguous buffer
-/// (cost::CodePath::gradientSyncInPlace), the gradients. PyTorch's caching allocator fragments the
-/// former; the latter are exact-sized blocks that stay.
-int64_t transientStageBytes(const cost::CodePath& code, int64_t total, int64_t parameters,
-                            int64_t gradients, int64_t optimizer);
 
 /// What a stage's peak may reach: the device's memory less --memory-margin. Both step models
 /// judge fitting by it.

@@ -69,6 +69,7 @@ struct Trial {
   int64_t samplesPerStep = 0;
   int64_t peakBytes = 0;
   int64_t stateBytes = 0;  ///< parameters, gradients and optimizer states
+  bool fits = false;       ///< under the request's memory policy
   [[nodiscard]] double secondsPerSample() const {
     return stepSeconds / static_cast<double>(std::max<int64_t>(samplesPerStep, 1));
   }
@@ -111,14 +112,18 @@ void put(Change& change, Setting setting, const std::string& value, const std::s
   }
 }
 
-/// What `change` made: the plan's step, samples, peak and model states.
-Trial trialOf(const Change& change, const Evaluated& evaluated) {
+/// What `change` made: the plan's step, samples, peak and model states, and whether it fits a
+/// device of `capacity` bytes under `policy`.
+Trial trialOf(const Change& change, const Evaluated& evaluated, int64_t capacity,
+              ir::MemoryPolicy policy) {
   const auto memory = evaluated.estimate.peakMemory();
-  return Trial{change, evaluated.estimate.stepSeconds,
+  return Trial{change,
+               evaluated.estimate.stepSeconds,
                evaluated.model.graphBatch * evaluated.pipeline.microBatches *
                    evaluated.evaluateOptions.copies,
                evaluated.peakBytes(),
-               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes};
+               memory.parameterBytes + memory.gradientBytes + memory.optimizerBytes,
+               evaluated.fitsIn(capacity, policy)};
 }
 
 /// Full recompute and optimizer parallel as the user turns them on.
@@ -232,7 +237,7 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   if (choice->options.training.recompute != options.training.recompute) {
     change = merged(change, fullRecomputeChange());
   }
-  return trialOf(change, choice->evaluated);
+  return trialOf(change, choice->evaluated, cluster.device.memoryBytes, options.memoryPolicy);
 }
 
 /// A change's settings, each with its value as one string ("--pipeline-stages 8").
@@ -251,7 +256,7 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   capDeviceMemory(options, *cluster);
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return std::nullopt;
-  return trialOf(change, *evaluated);
+  return trialOf(change, *evaluated, cluster->device.memoryBytes, options.memoryPolicy);
 }
 
 /// The trials of one stage of the advice, planned in order until the budget runs out.
@@ -391,7 +396,7 @@ class Trials {
     ++planned_;
     if (progress_) progress_(planned_);
     if (!trial) return trial;
-    if (trial->peakBytes > cluster_.device.memoryBytes) {
+    if (!trial->fits) {
       failing_.push_back(*trial);
     } else if (!extendsAFix(trial->change)) {
       fitting_.push_back(*trial);

@@ -78,7 +78,7 @@ class Climb {
     ++planned_;
     if (progress_) progress_(planned_);
     const int64_t peak = evaluated.peakBytes();
-    const bool fits = peak <= cluster_.device.memoryBytes;
+    const bool fits = evaluated.fitsIn(cluster_.device.memoryBytes, candidate.memoryPolicy);
     if (set == 0 && (plainLeanest_ == 0 || peak < plainLeanest_)) plainLeanest_ = peak;
     const double step = evaluated.estimate.stepSeconds;
     if (fits && (!smallest_ || memCoeff < smallest_->memCoeff)) smallest_ = Rung{memCoeff, step};

@@ -132,7 +132,13 @@ plan::EstimateRecord estimateRecord(const LoadedModel& model, const PlanContext&
   estimate.optimizerSeconds = step.optimizerSeconds;
   estimate.peakMemoryBytes = step.peakMemory().total();
   estimate.deviceMemoryBytes = cluster.device.memoryBytes;
-  estimate.fits = estimate.peakMemoryBytes <= cluster.device.memoryBytes;
+  const MemoryBand band =
+      stageBand(step.peakMemory(), context.options.codePath, *context.options.costModel);
+  estimate.fits =
+      fitsUnder(context.memoryPolicy, estimate.peakMemoryBytes, band, cluster.device.memoryBytes);
+  estimate.memoryBandLowBytes = band.lowBytes;
+  estimate.memoryBandHighBytes = band.highBytes;
+  estimate.memoryVerdict = memoryVerdictName(band.against(cluster.device.memoryBytes));
   estimate.memory = memoryRecord(step.peakMemory());
   addThroughput(model, context, cluster, estimate);
   for (size_t s = 0; s < step.stages.size(); ++s) {
@@ -292,12 +298,10 @@ ir::TrainingSetup setupOf(const ir::ParallelConfig& degrees, int64_t microBatch,
 
 plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
                   const cluster::Cluster& cluster) {
-  const PlanContext context{evaluated.evaluateOptions,
-                            evaluated.pipeline,
-                            evaluated.stages.virtualStageOf,
-                            evaluated.estimate,
-                            evaluated.report,
-                            static_cast<size_t>(evaluated.devicesPerStage)};
+  const PlanContext context{
+      evaluated.evaluateOptions, evaluated.pipeline, evaluated.stages.virtualStageOf,
+      evaluated.estimate,        evaluated.report,   static_cast<size_t>(evaluated.devicesPerStage),
+      options.memoryPolicy};
   plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
                                    context, cluster, options.cluster);
   result.search = std::string(search::searchModeName(options.search));

@@ -20,6 +20,8 @@ struct PlanContext {
   const sim::StepEstimate& estimate;
   const cost::CostReport& report;
   size_t devicesPerStage = 1;
+  /// Whether the plan fits on its estimate or on its memory band's top.
+  ir::MemoryPolicy memoryPolicy = ir::MemoryPolicy::kExpected;
 };
 
 plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sharding,

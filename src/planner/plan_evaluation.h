@@ -17,6 +17,7 @@
 #include "frontend/mindformers_yaml.h"
 #include "ir/setting.h"
 #include "planner/inputs.h"
+#include "planner/memory_band.h"
 #include "planner/op_search.h"
 #include "planner/training_options.h"
 #include "search/op_level/driver.h"
@@ -74,6 +75,8 @@ struct PlanOptions {
   /// The framework whose code path prices the plan (cost/framework.h: its overlaps, attention
   /// kernel, fusions); unset: the plan's own features only, as the seeds describe MindSpore's.
   std::optional<cost::Framework> framework;
+  /// Whether a plan fits on its estimate or on its memory band's top (--memory-policy).
+  ir::MemoryPolicy memoryPolicy = ir::MemoryPolicy::kExpected;
 };
 
 struct Evaluated {
@@ -87,6 +90,14 @@ struct Evaluated {
   int64_t devicesPerStage = 0;
 
   [[nodiscard]] int64_t peakBytes() const { return estimate.peakMemory().total(); }
+  /// The fullest stage's memory band (planner/memory_band.h).
+  [[nodiscard]] MemoryBand peakBand() const {
+    return stageBand(estimate.peakMemory(), evaluateOptions.codePath, *evaluateOptions.costModel);
+  }
+  /// Whether the fullest stage fits `usableBytes` under `policy`.
+  [[nodiscard]] bool fitsIn(int64_t usableBytes, ir::MemoryPolicy policy) const {
+    return fitsUnder(policy, peakBytes(), peakBand(), usableBytes);
+  }
 };
 
 /// Loads the model with `modelOptions`, applies the plan features, assigns stages, searches and

@@ -7,7 +7,11 @@
 /// "estimate" is the configuration as `autopar estimate` takes it (a string split at spaces, or a
 /// list of arguments); "step_time_s" the measured seconds of one training step, and
 /// "peak_memory_gib" the device memory the process held at its peak (nvidia-smi's figure, or
-/// torch.cuda.max_memory_reserved() plus the CUDA context); at least one of them.
+/// torch.cuda.max_memory_reserved() plus the CUDA context); at least one of them. Or "log": the
+/// run's own log lines (a string or a list; frontend/training_log.h), Megatron-LM's iteration and
+/// memory lines or torchtitan's metrics line, whose step time, peak and tokens per second per
+/// device (a step is then the step's tokens per device over it) stand in for the figures a run
+/// does not give itself.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +24,7 @@
 
 #include "cli/verbs.h"
 #include "cost/constants.h"
+#include "frontend/training_log.h"
 #include "planner/calibrate.h"
 #include "planner/inputs.h"
 #include "util/atomic_file.h"
@@ -72,15 +77,48 @@ Expected<double> measuredOf(const nlohmann::json& run, const char* key, double u
   return value.get<double>();
 }
 
+/// A run's "log": its lines, as one string (split at line ends) or a list of strings.
+Expected<frontend::TrainingLogFigures> logFiguresOf(const nlohmann::json& value) {
+  std::vector<std::string> lines;
+  if (value.is_string()) {
+    std::istringstream text(value.get<std::string>());
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+  } else if (value.is_array()) {
+    for (const auto& item : value) {
+      if (!item.is_string()) return Error{"expected a list of strings (log lines)"};
+      lines.push_back(item.get<std::string>());
+    }
+  } else {
+    return Error{"expected the run's log lines, a string or a list of strings"};
+  }
+  return frontend::readTrainingLog(lines);
+}
+
+/// Tokens one device trains in a step: the global batch's tokens over the devices (torchtitan's
+/// tps is per device).
+Expected<double> tokensPerDevice(const planner::MegatronConfig& config) {
+  int64_t seq = config.seq;
+  if (seq <= 0) {
+    auto transformer = planner::transformerOf(config);
+    if (!transformer) return transformer.error();
+    seq = transformer->seq;
+  }
+  if (config.worldSize() <= 0 || config.gbs <= 0) {
+    return Error{"a torchtitan log's tps needs --gbs and the degrees"};
+  }
+  return static_cast<double>(config.gbs * seq) / static_cast<double>(config.worldSize());
+}
+
 Expected<planner::MeasuredRun> runOf(const std::string& line, const std::string& label) {
   const auto run = nlohmann::json::parse(line, nullptr, false);
   if (run.is_discarded() || !run.is_object()) {
     return Error{fmt::format("{}: expected a JSON object", label)};
   }
   for (const auto& [key, value] : run.items()) {
-    if (key != "estimate" && key != "step_time_s" && key != "peak_memory_gib") {
+    if (key != "estimate" && key != "step_time_s" && key != "peak_memory_gib" && key != "log") {
       return Error{fmt::format(
-          "{}: {}: unknown key; expected estimate, step_time_s and peak_memory_gib", label, key)};
+          "{}: {}: unknown key; expected estimate, step_time_s, peak_memory_gib and log", label,
+          key)};
     }
   }
   if (!run.contains("estimate")) return Error{fmt::format("{}: estimate: missing", label)};
@@ -90,11 +128,23 @@ Expected<planner::MeasuredRun> runOf(const std::string& line, const std::string&
   if (!step) return step.error().in(label);
   auto peak = measuredOf(run, "peak_memory_gib", kMaxPeakGib);
   if (!peak) return peak.error().in(label);
-  if (*step == 0 && *peak == 0) {
-    return Error{fmt::format("{}: expected step_time_s, peak_memory_gib or both", label)};
-  }
   auto request = estimateRequestOf(*arguments);
   if (!request) return request.error().in(label + ": estimate");
+  if (run.contains("log")) {
+    auto figures = logFiguresOf(run.at("log"));
+    if (!figures) return figures.error().in(label + ": log");
+    if (*peak == 0) *peak = figures->peakGib;
+    if (*step == 0) *step = figures->stepSeconds;
+    if (*step == 0 && figures->tokensPerSecondPerDevice > 0) {
+      auto tokens = tokensPerDevice(request->config);
+      if (!tokens) return tokens.error().in(label + ": estimate");
+      *step = *tokens / figures->tokensPerSecondPerDevice;
+    }
+  }
+  if (*step == 0 && *peak == 0) {
+    return Error{
+        fmt::format("{}: expected step_time_s, peak_memory_gib, a log with them, or both", label)};
+  }
   std::string configuration;
   for (const std::string& argument : *arguments) configuration += argument + " ";
   return planner::MeasuredRun{label, configuration, std::move(*request), *step,

@@ -55,6 +55,19 @@ CLI::Validator positiveAtMost(int64_t limit) {
       fmt::format("POSITIVE <= {}", limit));
 }
 
+CLI::Validator finiteIn(double low, double high) {
+  return CLI::Validator(
+      [low, high](const std::string& input) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(input, value) || !std::isfinite(value) || value < low ||
+            value > high) {
+          return fmt::format("expected a number in [{:g}, {:g}], got {}", low, high, input);
+        }
+        return {};
+      },
+      fmt::format("FLOAT in [{:g}, {:g}]", low, high));
+}
+
 int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
   try {
     app.parse(argc, argv);

@@ -41,7 +41,7 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--memory-margin", flags.memoryMarginGib,
                   "GiB of device memory to keep free: a configuration fits when every stage's "
                   "peak (its runtime reserve included) leaves this much")
-      ->check(CLI::Range(0.0, 1024.0));
+      ->check(finiteIn(0, 1024));
   addMemoryPolicyOption(verb, config.memoryPolicy);
   verb.add_flag("--fp8-param-gather", config.fp8ParamGather,
                 "under --precision fp8, keep the fp8 GEMMs' weights in fp8 (Megatron-Core's "

@@ -98,9 +98,9 @@ void addEstimateOptions(CLI::App* verb, EstimateArgs* args) {
   verb->add_option("--ep", config->ep,
                    "expert-parallel degree of a mixture-of-experts model, out of --dp (divides "
                    "--dp and the experts)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--vpp", config->vpp, "virtual stages per pipeline stage (interleaved)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxLayers));
   verb->add_flag("--zero-bubble", args->zeroBubble,
                  "the zero-bubble H1 pipeline schedule (weight gradients fill the bubbles)");
   verb->add_option("--mbs", config->mbs, "micro-batch size per data-parallel replica")

@@ -30,6 +30,9 @@ const CLI::Validator& positive();
 /// A positive number no larger than `limit` (util/limits.h): "--nodes: 268435456 is above the
 /// limit 1048576 (docs/limits.md)".
 CLI::Validator positiveAtMost(int64_t limit);
+/// A finite number in [low, high]: CLI::Range lets nan through ("--memory-margin: expected a
+/// number in [0, 1024], got nan").
+CLI::Validator finiteIn(double low, double high);
 
 /// Parses argv into `app`'s verbs and runs the chosen verb's action: help exits 0, a parse error
 /// is one line and exit 2.

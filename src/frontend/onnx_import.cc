@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,6 +13,7 @@
 
 #include "frontend/onnx_context.h"
 #include "frontend/onnx_opaque.h"
+#include "util/text_file.h"
 
 namespace autopar::frontend {
 
@@ -235,12 +235,9 @@ Expected<ir::Graph> parseOnnx(const std::string& bytes, const std::string& sourc
 }
 
 Expected<ir::Graph> readOnnx(const std::string& path, const OnnxImportOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Error{fmt::format("{}: cannot open file for reading", path)};
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  if (file.bad()) return Error{fmt::format("{}: read error", path)};
-  return parseOnnx(bytes.str(), path, options);
+  auto bytes = readTextFile(path);  // bounded like every input; the bytes are binary
+  if (!bytes) return bytes.error();
+  return parseOnnx(*bytes, path, options);
 }
 
 }  // namespace autopar::frontend

@@ -8,6 +8,7 @@
 #include "cost/compute.h"
 #include "cost/constants.h"
 #include "ir/setting.h"
+#include "util/limits.h"
 
 namespace autopar::planner {
 
@@ -36,6 +37,13 @@ Status checkConfig(const MegatronConfig& config) {
   if (config.gbs <= 0) return Error{flag(Setting::kGbs) + ": required, a positive integer"};
   if (config.cp < 1) return Error{flag(Setting::kCp, config.cp) + ": expected a positive integer"};
   if (config.ep < 1) return Error{flag(Setting::kEp, config.ep) + ": expected a positive integer"};
+  // Each degree is bounded; their product could still overflow before anything is sized.
+  const double devices = static_cast<double>(config.tp) * static_cast<double>(config.pp) *
+                         static_cast<double>(config.dp) * static_cast<double>(config.cp);
+  if (devices > static_cast<double>(limits::kMaxDevices)) {
+    return Error{fmt::format("{} = {:g} devices is above the limit {} (docs/limits.md)",
+                             degreesOf(config, true), devices, limits::kMaxDevices)};
+  }
   if (config.ep > 1 && config.tp > 1 && !config.sequenceParallel) {
     return Error{fmt::format(
         "{}: with {} needs {} (Megatron-Core requires it for expert parallelism with tensor "

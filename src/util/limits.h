@@ -23,6 +23,8 @@ inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;   ///< samples in o
 inline constexpr int64_t kMaxThreads = 256;                    ///< solver threads
 /// A text input (yaml, JSON) read whole: 1 GiB.
 inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
+/// A pipe given as an input file (`--config /dev/stdin`) has this long to reach its end: 10 s.
+inline constexpr int kMaxInputReadSeconds = 10;
 /// A gzip-compressed IOPDDL file once inflated: 256 MiB (the public instances expand to 93 MB at
 /// most), so a small file that inflates without end stops in about a second.
 inline constexpr size_t kMaxDecompressedBytes = size_t{1} << 28;

@@ -46,21 +46,39 @@ struct CalibrateArgs {
   std::string out = "calibrated_cost_model.json";
 };
 
-/// A run's "estimate": a string split at spaces, or a list of strings.
-Expected<std::vector<std::string>> argumentsOf(const nlohmann::json& value) {
-  std::vector<std::string> arguments;
+/// How a field given as one string is cut.
+enum class Cut { kWords, kLines };
+
+/// A run's field given as one string (cut into words or lines) or as a list of strings; the
+/// errors are `notStrings` for a list with another item and `notText` for anything else.
+Expected<std::vector<std::string>> stringsOf(const nlohmann::json& value, Cut cut,
+                                             const char* notStrings, const char* notText) {
+  std::vector<std::string> strings;
   if (value.is_string()) {
-    std::istringstream words(value.get<std::string>());
-    for (std::string word; words >> word;) arguments.push_back(word);
+    std::istringstream text(value.get<std::string>());
+    if (cut == Cut::kWords) {
+      for (std::string word; text >> word;) strings.push_back(word);
+    } else {
+      for (std::string line; std::getline(text, line);) strings.push_back(line);
+    }
   } else if (value.is_array()) {
     for (const auto& item : value) {
-      if (!item.is_string()) return Error{"estimate: expected a list of strings"};
-      arguments.push_back(item.get<std::string>());
+      if (!item.is_string()) return Error{notStrings};
+      strings.push_back(item.get<std::string>());
     }
   } else {
-    return Error{"estimate: expected the arguments of `autopar estimate`, a string or a list"};
+    return Error{notText};
   }
-  if (std::find(arguments.begin(), arguments.end(), "--cost-model") != arguments.end()) {
+  return strings;
+}
+
+/// A run's "estimate": a string split at spaces, or a list of strings.
+Expected<std::vector<std::string>> argumentsOf(const nlohmann::json& value) {
+  auto arguments =
+      stringsOf(value, Cut::kWords, "estimate: expected a list of strings",
+                "estimate: expected the arguments of `autopar estimate`, a string or a list");
+  if (!arguments) return arguments.error();
+  if (std::find(arguments->begin(), arguments->end(), "--cost-model") != arguments->end()) {
     return Error{"estimate: --cost-model is calibrate's (the constants the fit starts from)"};
   }
   return arguments;
@@ -79,19 +97,10 @@ Expected<double> measuredOf(const nlohmann::json& run, const char* key, double u
 
 /// A run's "log": its lines, as one string (split at line ends) or a list of strings.
 Expected<frontend::TrainingLogFigures> logFiguresOf(const nlohmann::json& value) {
-  std::vector<std::string> lines;
-  if (value.is_string()) {
-    std::istringstream text(value.get<std::string>());
-    for (std::string line; std::getline(text, line);) lines.push_back(line);
-  } else if (value.is_array()) {
-    for (const auto& item : value) {
-      if (!item.is_string()) return Error{"expected a list of strings (log lines)"};
-      lines.push_back(item.get<std::string>());
-    }
-  } else {
-    return Error{"expected the run's log lines, a string or a list of strings"};
-  }
-  return frontend::readTrainingLog(lines);
+  auto lines = stringsOf(value, Cut::kLines, "expected a list of strings (log lines)",
+                         "expected the run's log lines, a string or a list of strings");
+  if (!lines) return lines.error();
+  return frontend::readTrainingLog(*lines);
 }
 
 /// Tokens one device trains in a step: the global batch's tokens over the devices (torchtitan's

@@ -486,10 +486,9 @@ ConfigEstimate estimateOf(const MegatronConfig& config, Prepared prepared, Evalu
                             memory.gradientBytes, memory.optimizerBytes);
     stage.memory.runtimeBytes = runtimeReserveBytes(config, transient, constants);
     result.peakMemoryBytes.push_back(stage.memory.total());
-    const auto reserved =
-        static_cast<int64_t>(constants.allocatorReserve * static_cast<double>(transient));
-    result.transientBytes.push_back(transient + reserved);
-    result.peakBands.push_back(stageBand(stage.memory, config.codePath, constants));
+    result.transientBytes.push_back(bandedBytes(stage.memory, config.codePath, constants));
+    result.peakBands.push_back(
+        memoryBand(stage.memory.total(), result.transientBytes.back(), constants));
   }
   result.memoryMarginBytes = config.memoryMarginBytes;
   result.memoryPolicy = config.memoryPolicy;

@@ -31,14 +31,18 @@ int64_t transientStageBytes(const ir::CodePath& code, int64_t total, int64_t par
   return total - parameters - optimizer - (code.gradientSyncInPlace ? gradients : 0);
 }
 
-MemoryBand stageBand(const cost::MemoryBreakdown& memory, const ir::CodePath& code,
-                     const cost::CostConstants& constants) {
+int64_t bandedBytes(const cost::MemoryBreakdown& memory, const ir::CodePath& code,
+                    const cost::CostConstants& constants) {
   const int64_t transient =
       transientStageBytes(code, memory.total() - memory.runtimeBytes, memory.parameterBytes,
                           memory.gradientBytes, memory.optimizerBytes);
-  const auto reserved =
-      static_cast<int64_t>(constants.allocatorReserve * static_cast<double>(transient));
-  return memoryBand(memory.total(), transient + reserved, constants);
+  return transient +
+         static_cast<int64_t>(constants.allocatorReserve * static_cast<double>(transient));
+}
+
+MemoryBand stageBand(const cost::MemoryBreakdown& memory, const ir::CodePath& code,
+                     const cost::CostConstants& constants) {
+  return memoryBand(memory.total(), bandedBytes(memory, code, constants), constants);
 }
 
 bool fitsUnder(ir::MemoryPolicy policy, int64_t peakBytes, const MemoryBand& band,

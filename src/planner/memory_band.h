@@ -38,8 +38,13 @@ struct MemoryBand {
 MemoryBand memoryBand(int64_t peakBytes, int64_t transientBytes,
                       const cost::CostConstants& constants);
 
-/// The band of a stage's memory breakdown (its runtime reserve included, if any): its transient
-/// part (transientStageBytes) with the allocator's reserve over it.
+/// The part of a stage's memory breakdown (its runtime reserve included, if any) the band's
+/// error applies to: its transient part (transientStageBytes) with the allocator's reserve over
+/// it.
+int64_t bandedBytes(const cost::MemoryBreakdown& memory, const ir::CodePath& code,
+                    const cost::CostConstants& constants);
+
+/// The band of a stage's memory breakdown: memoryBand over its bandedBytes.
 MemoryBand stageBand(const cost::MemoryBreakdown& memory, const ir::CodePath& code,
                      const cost::CostConstants& constants);
 

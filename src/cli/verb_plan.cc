@@ -141,15 +141,15 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
     fmt::print("{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
-  fmt::print(
-      stderr,
-      "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
-      "gradients+optimizer states {}, activations {})\n",
-      planner::formatBytes(result.estimate.peakMemoryBytes),
-      planner::formatBytes(cluster.device.memoryBytes), cluster.device.name,
-      planner::formatBytes(result.estimate.memory.parameters + result.estimate.memory.gradients +
-                           result.estimate.memory.optimizerStates),
-      planner::formatBytes(result.estimate.memory.activations));
+  fmt::print(stderr,
+             "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
+             "gradients+optimizer states {}, activations {})\n",
+             planner::formatBytes(result.estimate.peakMemoryBytes),
+             planner::formatBytes(cluster.device.memoryBytes), cluster.device.name,
+             planner::formatBytes(result.estimate.memory.parameterBytes +
+                                  result.estimate.memory.gradientBytes +
+                                  result.estimate.memory.optimizerBytes),
+             planner::formatBytes(result.estimate.memory.activationBytes));
   if (planned->advice->fixes.empty()) fmt::print(stderr, "autopar: {}\n", planned->advice->unmet);
   for (size_t i = 0; i < planned->advice->fixes.size(); ++i) {
     fmt::print(stderr, "{} {}\n", i == 0 ? "autopar: fits with" : "                or",

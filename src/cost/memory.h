@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "ir/dtype.h"
+#include "ir/stage_estimate.h"
 #include "ir/training_setup.h"
 #include "util/expected.h"
 
@@ -49,32 +50,7 @@ struct ParameterStateBytes {
 ParameterStateBytes parameterStateBytes(int64_t elements, ir::DType dtype,
                                         const OptimizerSpec& optimizer);
 
-struct MemoryBreakdown {
-  int64_t parameterBytes = 0;
-  int64_t gradientBytes = 0;
-  int64_t optimizerBytes = 0;
-  int64_t activationBytes = 0;
-  /// Of activationBytes, the stage outputs the pipeline runtime keeps to the end of the step
-  /// (CodePath::pipelineKeepsOutputs), at the stage's peak.
-  int64_t keptOutputBytes = 0;
-  /// The largest transient buffer a collective needs, plus the optimizer-parallel parameter
-  /// copies kept gathered from forward to backward.
-  int64_t communicationBytes = 0;
-  /// Of communicationBytes, the transient collective buffer: one slot that every collective of
-  /// the stage reuses, so a stage running several chunks (interleaved pipelining) holds the
-  /// largest chunk's, not their sum.
-  int64_t communicationSlotBytes = 0;
-  /// The largest working set the backward pass adds to what is kept: the cross entropy's
-  /// gradient buffers, or a recomputed region's activations made again (cost/graph_cost.h).
-  int64_t workspaceBytes = 0;
-  int64_t hostBytes = 0;  ///< kept in host memory (not counted in total())
-  /// What the process holds beyond its tensors: the CUDA context, NCCL's buffers and the caching
-  /// allocator's reserve (planner::runtimeReserveBytes; 0 where the plan does not model them).
-  int64_t runtimeBytes = 0;
-  [[nodiscard]] int64_t total() const {
-    return parameterBytes + gradientBytes + optimizerBytes + activationBytes + communicationBytes +
-           workspaceBytes + runtimeBytes;
-  }
-};
+/// Declared in ir/stage_estimate.h, beside the stage record that holds it.
+using ir::MemoryBreakdown;
 
 }  // namespace autopar::cost

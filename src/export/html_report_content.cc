@@ -251,9 +251,10 @@ Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evalu
   report.deviceMemoryBytes = plan.estimate.deviceMemoryBytes;
   addMemorySummary(report, plan.estimate.fits);
   const auto& stages = plan.estimate.stages;
-  const auto fullest = std::max_element(
-      stages.begin(), stages.end(),
-      [](const auto& a, const auto& b) { return a.peakMemoryBytes < b.peakMemoryBytes; });
+  const auto fullest =
+      std::max_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
+        return a.estimate.memory.total() < b.estimate.memory.total();
+      });
   addMemoryBand(report, plan.estimate.memoryBandLowBytes, plan.estimate.memoryBandHighBytes,
                 fullest == stages.end() ? 0 : static_cast<size_t>(fullest->stage),
                 plan.estimate.memoryVerdict);

@@ -88,7 +88,8 @@ std::string pipelineTitle(const plan::Plan& plan) {
 int peakStage(const plan::Plan& plan) {
   int best = 0;
   for (const auto& stage : plan.estimate.stages) {
-    if (stage.peakMemoryBytes > plan.estimate.stages[static_cast<size_t>(best)].peakMemoryBytes) {
+    const auto& fullest = plan.estimate.stages[static_cast<size_t>(best)].estimate;
+    if (stage.estimate.memory.total() > fullest.memory.total()) {
       best = stage.stage;
     }
   }
@@ -111,7 +112,7 @@ void appendFeatures(std::string& out, const plan::Plan& plan) {
   if (f.optimizerParallel) {
     int64_t sharded = 0;
     for (const auto& p : plan.parameters) sharded += p.optimizerShards > 1 ? 1 : 0;
-    const auto& peak = plan.estimate.stages.at(static_cast<size_t>(peakStage(plan)));
+    const auto& peak = plan.estimate.stages.at(static_cast<size_t>(peakStage(plan))).estimate;
     lines.push_back(fmt::format(
         "optimizer parallel{}: {} of {} parameters sharded (threshold "
         "{} KB); saves {} per device, adds {} of all-gathers and "
@@ -139,14 +140,15 @@ void appendStageTable(std::string& out, const plan::Plan& plan) {
   for (const auto& stage : plan.estimate.stages) {
     const std::string blocks =
         stage.blocks.empty() ? "" : stage.blocks.front() + " .. " + stage.blocks.back();
-    const auto& m = stage.memory;
-    out += fmt::format(
-        "  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", stage.stage,
-        blocks.substr(0, 30), planner::formatSeconds(stage.forwardSeconds),
-        planner::formatSeconds(stage.backwardSeconds), stage.peakInFlight,
-        planner::formatBytes(m.parameters), planner::formatBytes(m.gradients),
-        planner::formatBytes(m.optimizerStates), planner::formatBytes(m.activations),
-        planner::formatBytes(m.communicationBuffers), planner::formatBytes(stage.peakMemoryBytes));
+    const ir::StageEstimate& e = stage.estimate;
+    const ir::MemoryBreakdown& m = e.memory;
+    out +=
+        fmt::format("  {:<5} {:<30} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+                    stage.stage, blocks.substr(0, 30), planner::formatSeconds(e.forwardSeconds),
+                    planner::formatSeconds(e.backwardSeconds), e.peakInFlight,
+                    planner::formatBytes(m.parameterBytes), planner::formatBytes(m.gradientBytes),
+                    planner::formatBytes(m.optimizerBytes), planner::formatBytes(m.activationBytes),
+                    planner::formatBytes(m.communicationBytes), planner::formatBytes(m.total()));
   }
 }
 
@@ -182,16 +184,19 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
                      planner::formatBytes(estimate.peakMemoryBytes),
                      planner::formatBytes(estimate.deviceMemoryBytes),
                      estimate.fits ? "fits" : "DOES NOT FIT");
-  out += fmt::format("    parameters         {:>12}\n", planner::formatBytes(memory.parameters));
-  out += fmt::format("    gradients          {:>12}\n", planner::formatBytes(memory.gradients));
   out +=
-      fmt::format("    optimizer states   {:>12}\n", planner::formatBytes(memory.optimizerStates));
-  out += fmt::format("    activations        {:>12}\n", planner::formatBytes(memory.activations));
-  out += fmt::format("    backward workspace {:>12}\n", planner::formatBytes(memory.workspace));
+      fmt::format("    parameters         {:>12}\n", planner::formatBytes(memory.parameterBytes));
+  out += fmt::format("    gradients          {:>12}\n", planner::formatBytes(memory.gradientBytes));
+  out +=
+      fmt::format("    optimizer states   {:>12}\n", planner::formatBytes(memory.optimizerBytes));
+  out +=
+      fmt::format("    activations        {:>12}\n", planner::formatBytes(memory.activationBytes));
+  out +=
+      fmt::format("    backward workspace {:>12}\n", planner::formatBytes(memory.workspaceBytes));
   out += fmt::format("    comm buffers       {:>12}\n",
-                     planner::formatBytes(memory.communicationBuffers));
-  if (memory.host > 0) {
-    out += fmt::format("    host (not counted) {:>12}\n", planner::formatBytes(memory.host));
+                     planner::formatBytes(memory.communicationBytes));
+  if (memory.hostBytes > 0) {
+    out += fmt::format("    host (not counted) {:>12}\n", planner::formatBytes(memory.hostBytes));
   }
   if (!estimate.memoryVerdict.empty() &&
       estimate.memoryBandLowBytes < estimate.memoryBandHighBytes) {

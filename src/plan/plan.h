@@ -10,6 +10,7 @@
 
 #include "ir/op.h"
 #include "ir/parallel_config.h"
+#include "ir/stage_estimate.h"
 #include "ir/training_setup.h"
 #include "layout/strategy.h"
 
@@ -66,34 +67,13 @@ struct RedistributionRecord {
   std::vector<StepRecord> steps;
 };
 
-struct MemoryRecord {
-  int64_t parameters = 0;
-  int64_t gradients = 0;
-  int64_t optimizerStates = 0;
-  int64_t activations = 0;
-  int64_t workspace = 0;  ///< the backward's working set beyond what is kept
-  int64_t communicationBuffers = 0;
-  int64_t host = 0;
-};
-
-/// One pipeline stage (the whole device group without pipelining) in the estimate.
+/// One pipeline stage (the whole device group without pipelining) in the estimate: which ops it
+/// runs, and the step model's time and memory for it.
 struct StageRecord {
   int stage = 0;
   std::vector<std::string> blocks;  ///< first and last block of its ops
   int64_t ops = 0;
-  double forwardSeconds = 0;   ///< one micro-batch
-  double backwardSeconds = 0;  ///< one micro-batch, recompute included
-  double busySeconds = 0;
-  double sendSeconds = 0;
-  int peakInFlight = 0;
-  double exposedGradientSyncSeconds = 0;
-  double optimizerSeconds = 0;
-  int64_t peakMemoryBytes = 0;
-  MemoryRecord memory;
-  /// Optimizer parallel: state bytes saved per device, and the seconds of its all-gathers (one
-  /// micro-batch) and gradient reduce-scatters.
-  int64_t optimizerParallelSavedBytes = 0;
-  double optimizerParallelCommSeconds = 0;
+  ir::StageEstimate estimate;
 };
 
 struct EstimateRecord {
@@ -124,7 +104,7 @@ struct EstimateRecord {
   int64_t memoryBandHighBytes = 0;
   std::string memoryVerdict;
   std::vector<int64_t> memoryByDevice;
-  MemoryRecord memory;  ///< of the peak stage
+  ir::MemoryBreakdown memory;  ///< of the peak stage
   std::vector<StageRecord> stages;
 };
 

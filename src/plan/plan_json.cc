@@ -42,31 +42,32 @@ OrderedJson opToJson(const OpRecord& op) {
                      {"manual_split", op.manualSplit}};
 }
 
-OrderedJson memoryToJson(const MemoryRecord& memory) {
-  return OrderedJson{{"parameters", memory.parameters},
-                     {"gradients", memory.gradients},
-                     {"optimizer_states", memory.optimizerStates},
-                     {"activations", memory.activations},
-                     {"workspace", memory.workspace},
-                     {"communication_buffers", memory.communicationBuffers},
-                     {"host", memory.host}};
+OrderedJson memoryToJson(const ir::MemoryBreakdown& memory) {
+  return OrderedJson{{"parameters", memory.parameterBytes},
+                     {"gradients", memory.gradientBytes},
+                     {"optimizer_states", memory.optimizerBytes},
+                     {"activations", memory.activationBytes},
+                     {"workspace", memory.workspaceBytes},
+                     {"communication_buffers", memory.communicationBytes},
+                     {"host", memory.hostBytes}};
 }
 
 OrderedJson stageToJson(const StageRecord& stage) {
+  const ir::StageEstimate& estimate = stage.estimate;
   return OrderedJson{{"stage", stage.stage},
                      {"blocks", stage.blocks},
                      {"ops", stage.ops},
-                     {"forward_s", stage.forwardSeconds},
-                     {"backward_s", stage.backwardSeconds},
-                     {"busy_s", stage.busySeconds},
-                     {"send_s", stage.sendSeconds},
-                     {"peak_in_flight", stage.peakInFlight},
-                     {"exposed_gradient_sync_s", stage.exposedGradientSyncSeconds},
-                     {"optimizer_s", stage.optimizerSeconds},
-                     {"peak_memory_bytes", stage.peakMemoryBytes},
-                     {"memory", memoryToJson(stage.memory)},
-                     {"optimizer_parallel_saved_bytes", stage.optimizerParallelSavedBytes},
-                     {"optimizer_parallel_comm_s", stage.optimizerParallelCommSeconds}};
+                     {"forward_s", estimate.forwardSeconds},
+                     {"backward_s", estimate.backwardSeconds},
+                     {"busy_s", estimate.busySeconds},
+                     {"send_s", estimate.sendSeconds},
+                     {"peak_in_flight", estimate.peakInFlight},
+                     {"exposed_gradient_sync_s", estimate.exposedGradientSyncSeconds},
+                     {"optimizer_s", estimate.optimizerSeconds},
+                     {"peak_memory_bytes", estimate.memory.total()},
+                     {"memory", memoryToJson(estimate.memory)},
+                     {"optimizer_parallel_saved_bytes", estimate.optimizerParallelSavedBytes},
+                     {"optimizer_parallel_comm_s", estimate.optimizerParallelCommSeconds}};
 }
 
 OrderedJson featuresToJson(const Plan& plan) {
@@ -175,7 +176,6 @@ OrderedJson redistributionToJson(const RedistributionRecord& record) {
 }
 
 OrderedJson estimateToJson(const EstimateRecord& estimate) {
-  const MemoryRecord& memory = estimate.memory;
   OrderedJson stages = OrderedJson::array();
   for (const auto& stage : estimate.stages) stages.push_back(stageToJson(stage));
   return OrderedJson{
@@ -196,7 +196,7 @@ OrderedJson estimateToJson(const EstimateRecord& estimate) {
       {"memory_band_bytes", {estimate.memoryBandLowBytes, estimate.memoryBandHighBytes}},
       {"memory_verdict", estimate.memoryVerdict},
       {"memory_by_device", estimate.memoryByDevice},
-      {"memory", memoryToJson(memory)},
+      {"memory", memoryToJson(estimate.memory)},
       {"stages", stages}};
 }
 

@@ -69,13 +69,6 @@ plan::RedistributionRecord redistributionRecord(const ir::Graph& graph,
   return record;
 }
 
-plan::MemoryRecord memoryRecord(const cost::MemoryBreakdown& memory) {
-  return plan::MemoryRecord{memory.parameterBytes, memory.gradientBytes,
-                            memory.optimizerBytes, memory.activationBytes,
-                            memory.workspaceBytes, memory.communicationBytes,
-                            memory.hostBytes};
-}
-
 /// The first and last block among a stage's ops, and how many ops it runs.
 void describeStageOps(const ir::Graph& graph, const PlanContext& context, int stage,
                       plan::StageRecord& record) {
@@ -139,32 +132,14 @@ plan::EstimateRecord estimateRecord(const LoadedModel& model, const PlanContext&
   estimate.memoryBandLowBytes = band.lowBytes;
   estimate.memoryBandHighBytes = band.highBytes;
   estimate.memoryVerdict = memoryVerdictName(band.against(cluster.device.memoryBytes));
-  estimate.memory = memoryRecord(step.peakMemory());
+  estimate.memory = step.peakMemory();
   addThroughput(model, context, cluster, estimate);
   for (size_t s = 0; s < step.stages.size(); ++s) {
-    const sim::StageEstimate& stage = step.stages[s];
-    plan::StageRecord record;
-    record.stage = static_cast<int>(s);
+    plan::StageRecord record{static_cast<int>(s), {}, 0, step.stages[s]};
     describeStageOps(graph, context, record.stage, record);
-    record.forwardSeconds = stage.forwardSeconds;
-    record.backwardSeconds = stage.backwardSeconds;
-    record.busySeconds = stage.busySeconds;
-    record.sendSeconds = stage.sendSeconds;
-    record.peakInFlight = stage.peakInFlight;
-    record.exposedGradientSyncSeconds = stage.exposedGradientSyncSeconds;
-    record.optimizerSeconds = stage.optimizerSeconds;
-    record.peakMemoryBytes = stage.memory.total();
-    record.memory = memoryRecord(stage.memory);
-    for (size_t d = 0; d < context.devicesPerStage; ++d) {
-      estimate.memoryByDevice.push_back(record.peakMemoryBytes);
-    }
+    estimate.memoryByDevice.insert(estimate.memoryByDevice.end(), context.devicesPerStage,
+                                   record.estimate.memory.total());
     estimate.stages.push_back(std::move(record));
-  }
-  const auto stages = static_cast<size_t>(context.pipeline.stages);
-  for (size_t k = 0; k < context.report.stages.size(); ++k) {
-    plan::StageRecord& record = estimate.stages[k % stages];
-    record.optimizerParallelSavedBytes += context.report.stages[k].optimizerParallelSavedBytes;
-    record.optimizerParallelCommSeconds += context.report.stages[k].optimizerParallelCommSeconds;
   }
   return estimate;
 }

@@ -56,6 +56,8 @@ void addStatic(StageEstimate& stage, const cost::StageCost& cost) {
   memory.communicationSlotBytes = slot;
   // A stage's chunks run their backward passes one at a time.
   stage.memory.workspaceBytes = std::max(stage.memory.workspaceBytes, cost.memory.workspaceBytes);
+  stage.optimizerParallelSavedBytes += cost.optimizerParallelSavedBytes;
+  stage.optimizerParallelCommSeconds += cost.optimizerParallelCommSeconds;
 }
 
 TimelineBlock::Kind blockKindOf(Span::Kind kind) {

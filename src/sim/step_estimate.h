@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cost/graph_cost.h"
+#include "ir/stage_estimate.h"
 #include "sim/schedule.h"
 #include "util/expected.h"
 
@@ -26,17 +27,8 @@ struct PipelineConfig {
   ScheduleKind schedule = ScheduleKind::k1F1B;
 };
 
-struct StageEstimate {
-  double forwardSeconds = 0;   ///< one micro-batch, all chunks of the stage
-  double backwardSeconds = 0;  ///< one micro-batch, recompute included
-  double busySeconds = 0;      ///< the whole step's forward and backward work
-  double sendSeconds = 0;      ///< one micro-batch to the next stage
-  int peakInFlight = 0;        ///< micro-batches (chunk-micro-batches when interleaved)
-  double exposedGradientSyncSeconds = 0;
-  double exposedParameterGatherSeconds = 0;  ///< group update's updated parameters
-  double optimizerSeconds = 0;
-  cost::MemoryBreakdown memory;  ///< activations at the schedule's peak
-};
+/// Declared in ir/stage_estimate.h: the step model fills it, the plan records it.
+using ir::StageEstimate;
 
 struct StepEstimate {
   double stepSeconds = 0;

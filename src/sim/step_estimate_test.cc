@@ -85,5 +85,26 @@ TEST(StepEstimate, ChunksOfAStageShareOneCollectiveBufferAndAddTheirKeptCopies) 
   EXPECT_EQ(estimate->stages[1].memory.communicationBytes, 100 + 30 + 30);
 }
 
+TEST(StepEstimate, AStageAddsItsChunksOptimizerParallelSavingsAndTraffic) {
+  // Chunk k runs on stage k % 2; each saves 10 x (k + 1) bytes and adds k + 1 seconds.
+  cost::CostReport report;
+  report.stages.resize(4);
+  for (size_t k = 0; k < report.stages.size(); ++k) {
+    cost::StageCost& chunk = report.stages[k];
+    chunk.forwardSeconds = chunk.forwardComputeSeconds = 1.0;
+    chunk.backwardSeconds = chunk.backwardComputeSeconds = 2.0;
+    chunk.optimizerParallelSavedBytes = 10 * static_cast<int64_t>(k + 1);
+    chunk.optimizerParallelCommSeconds = static_cast<double>(k + 1);
+  }
+  const PipelineConfig config{
+      .stages = 2, .virtualStages = 2, .microBatches = 2, .schedule = ScheduleKind::kInterleaved};
+  auto estimate = estimateStep(report, config);
+  ASSERT_TRUE(estimate.ok()) << estimate.error().message;
+  EXPECT_EQ(estimate->stages[0].optimizerParallelSavedBytes, 10 + 30);
+  EXPECT_EQ(estimate->stages[1].optimizerParallelSavedBytes, 20 + 40);
+  EXPECT_DOUBLE_EQ(estimate->stages[0].optimizerParallelCommSeconds, 1.0 + 3.0);
+  EXPECT_DOUBLE_EQ(estimate->stages[1].optimizerParallelCommSeconds, 2.0 + 4.0);
+}
+
 }  // namespace
 }  // namespace autopar::sim

@@ -2,11 +2,15 @@
 /// the positive-number check.
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "cli/verbs.h"
 
@@ -35,6 +39,63 @@ std::string checkPositive(const std::string& input, std::optional<int64_t> limit
   }
   if (limit && value > static_cast<double>(*limit)) {
     return fmt::format("{} is above the limit {} (docs/limits.md)", input, *limit);
+  }
+  return {};
+}
+
+/// The options whose value is a file a verb writes.
+bool isOutputOption(std::string_view name) {
+  static const std::set<std::string_view> kOutputs{
+      "out", "report", "launch-script", "mindformers-yaml", "mindspore-strategy", "megatron-args"};
+  return kOutputs.contains(name);
+}
+
+/// A verb that writes over one of its own inputs (`--out model.json --model model.json`, or two
+/// outputs to one file) would lose it: refused, whatever path or link names the file twice.
+Status checkOutputsAreNotInputs(const CLI::App& verb) {
+  struct Named {
+    std::string option;
+    std::string path;
+    bool exists = false;
+    struct stat file {};
+    std::string resolved;  ///< outputs: the path with its links resolved, existing or not
+    [[nodiscard]] bool sameFile(const Named& other) const {
+      return exists && other.exists && file.st_dev == other.file.st_dev &&
+             file.st_ino == other.file.st_ino;
+    }
+  };
+  std::vector<Named> outputs;
+  std::vector<Named> inputs;
+  for (const CLI::Option* option : verb.get_options()) {
+    if (option->count() == 0 || option->get_lnames().empty()) continue;
+    const std::string& name = option->get_lnames().front();
+    for (const std::string& value : option->results()) {
+      Named named{"--" + name, value};
+      named.exists = ::stat(value.c_str(), &named.file) == 0;
+      if (value == "-" || (named.exists && !S_ISREG(named.file.st_mode))) continue;
+      if (!isOutputOption(name)) {
+        if (named.exists) inputs.push_back(named);
+        continue;
+      }
+      std::error_code ignored;
+      named.resolved = std::filesystem::weakly_canonical(value, ignored).string();
+      for (const Named& other : outputs) {
+        if (other.resolved == named.resolved || other.sameFile(named)) {
+          return Error{fmt::format("{} {}: is also {}'s file; give each output its own path",
+                                   named.option, value, other.option)};
+        }
+      }
+      outputs.push_back(named);
+    }
+  }
+  for (const Named& output : outputs) {
+    for (const Named& input : inputs) {
+      if (output.sameFile(input)) {
+        return Error{fmt::format(
+            "{} {}: is the {} input; writing it would replace the input (give another path)",
+            output.option, output.path, input.option)};
+      }
+    }
   }
   return {};
 }
@@ -80,6 +141,9 @@ int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // One line, exit status 2, like every other input error.
     return reportError(Error{error.what()});
+  }
+  for (const CLI::App* verb : app.get_subcommands()) {
+    if (auto status = checkOutputsAreNotInputs(*verb); !status) return reportError(status.error());
   }
   return action();
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/op_kind.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -63,11 +64,18 @@ Expected<layout::TensorLayout> parseLayoutText(const LayoutText& text, const ir:
   auto map = parseJsonList(text.map, "--" + side + "-map");
   if (!map) return map.error();
   std::vector<int64_t> dims;
+  int64_t devices = 1;
   for (const auto& dim : *matrix) {
     if (!dim.is_number_integer() || dim.get<int64_t>() < 1) {
       return Error{fmt::format("--{}-matrix '{}': expected positive integers", side, text.matrix)};
     }
     dims.push_back(dim.get<int64_t>());
+    // Checked dim by dim, so the product cannot overflow before it is compared.
+    if (dim.get<int64_t>() > limits::kMaxDevices / devices) {
+      return Error{fmt::format("--{}-matrix '{}': holds more than {} devices (docs/limits.md)",
+                               side, text.matrix, limits::kMaxDevices)};
+    }
+    devices *= dim.get<int64_t>();
   }
   const int numAxes = static_cast<int>(dims.size());
   auto toAxis = [&](const nlohmann::json& entry) -> Expected<int> {

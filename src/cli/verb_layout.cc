@@ -10,6 +10,7 @@
 #include "layout/strategy.h"
 #include "rules/sharded_op.h"
 #include "rules/sharding_rule.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -59,7 +60,7 @@ void addLayoutVerb(CLI::App& app, Action& action) {
   verb->add_option("--op", options->op, "op kind the strategy applies to")->capture_default_str();
   verb->add_option("--devices", options->devices,
                    "devices the op runs on (default: the strategy's product)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_flag("--json", options->json, "print JSON");
   verb->callback([&action, options] { action = [options] { return runLayout(*options); }; });
 }

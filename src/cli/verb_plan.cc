@@ -25,6 +25,7 @@
 #include "planner/megatron_setup.h"
 #include "planner/plan_request.h"
 #include "util/atomic_file.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -188,7 +189,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
                    "annotate a transformer preset Megatron-style with this tensor-parallel degree")
       ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--dp", degrees->dp, "data-parallel degree with --tp (default: devices / tp)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   auto shards = std::make_shared<std::vector<std::string>>();
   verb->add_option("--shard", *shards, "OP=STRATEGY, e.g. dense1.matmul=((2,4),(4,1))");
   verb->add_flag("--alltoall", options->enableAllToAll, "let redistribution use all-to-all");

@@ -8,6 +8,7 @@
 #include "ir/dtype.h"
 #include "layout/redistribution.h"
 #include "planner/inputs.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -67,9 +68,10 @@ void addRedistributeVerb(CLI::App& app, Action& action) {
   verb->add_option("--to-map", options->to.map, "target tensor map")->required();
   verb->add_option("--to-partial", options->to.partial, "target partial axes");
   verb->add_option("--devices", options->devices, "device count (checked against the matrices)")
-      ->check(positive());
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--cluster", options->cluster, "cluster preset or yaml")->capture_default_str();
-  verb->add_option("--nodes", options->nodes, "nodes of a preset")->check(positive());
+  verb->add_option("--nodes", options->nodes, "nodes of a preset")
+      ->check(positiveAtMost(limits::kMaxDevices));
   verb->add_option("--dtype", options->dtype, "element type")->capture_default_str();
   verb->add_flag("--alltoall", options->enableAllToAll, "allow all-to-all");
   verb->add_flag("--json", options->json, "print JSON");

@@ -11,6 +11,7 @@
 #include "plan/validate.h"
 #include "planner/inputs.h"
 #include "rules/graph_sharding.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -63,8 +64,10 @@ void addValidateVerb(CLI::App& app, Action& action) {
   verb->add_option("plan", options->planPath, "plan JSON written by autopar plan --out")
       ->required();
   verb->add_option("--model", options->model, "the model the plan was made for")->required();
-  verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size");
-  verb->add_option("--seq", options->modelOptions.sequence, "sequence length");
+  verb->add_option("--micro-batch", options->modelOptions.microBatch, "micro-batch size")
+      ->check(positiveAtMost(limits::kMaxMicroBatch));
+  verb->add_option("--seq", options->modelOptions.sequence, "sequence length")
+      ->check(positiveAtMost(limits::kMaxSequence));
   verb->callback([&action, options] { action = [options] { return runValidate(*options); }; });
 }
 

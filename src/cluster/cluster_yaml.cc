@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "cluster/cluster.h"
+#include "util/closest_name.h"
 #include "util/text_file.h"
 
 namespace autopar::cluster {
@@ -21,6 +25,27 @@ std::string keyPath(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
+/// Fails on a key `map` holds twice (yaml-cpp would read the first, PyYAML the last) or a key
+/// not in `known`, naming the closest known one: a misspelt optional key would silently take
+/// its default.
+Status checkKeys(const YAML::Node& map, const std::string& path,
+                 const std::vector<std::string_view>& known) {
+  if (!map.IsMap()) return {};
+  std::vector<std::string> seen;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return Error{fmt::format("{}: given twice; give it once", keyPath(path, key))};
+    }
+    seen.push_back(key);
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return Error{fmt::format("{}: unknown key; did you mean {}? (docs/cluster-format.md)",
+                               keyPath(path, key), closestName(key, known))};
+    }
+  }
+  return {};
+}
+
 /// A positive number at `node[key]`; `required` decides whether absence is an error.
 Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
                                 const std::string& key, bool required, double fallback = 0) {
@@ -32,11 +57,13 @@ Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
     return fallback;
   }
   double number = 0;
-  // Finite and below 2^40 (.inf, or 81.5e10 GiB scaled to bytes, would overflow what they size).
-  if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number > 0) ||
+  // Finite and below 2^40 (.inf, or 81.5e10 GiB scaled to bytes, would overflow what they size);
+  // at least 0.001 of its unit (GiB, GB/s, TFLOP/s, us), below which a device or link would
+  // turn step times into hundred-digit numbers (1e-300 GB/s).
+  if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) || !(number >= 1e-3) ||
       !(number < 1099511627776.0)) {
     return Error{fmt::format(
-        "{}: expected a positive number below 2^40, got '{}'", where,
+        "{}: expected a number from 0.001 to 2^40, got '{}'", where,
         value.IsScalar() ? value.Scalar() : "a " + std::string(value.IsMap() ? "map" : "list"))};
   }
   return number;
@@ -72,6 +99,11 @@ Expected<std::string> text(const YAML::Node& node, const std::string& path,
 
 Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
   if (!node || !node.IsMap()) return Error{"device: expected a map with name, memory_gib, ..."};
+  if (auto status =
+          checkKeys(node, "device", {"name", "memory_gib", "memory_gbytes_per_s", "peak_tflops"});
+      !status) {
+    return status.error();
+  }
   DeviceSpec device;
   auto name = text(node, "device", "name");
   if (!name) return name.error();
@@ -109,6 +141,10 @@ Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
     if (!peak) return peak.error();
     device.peakFlopsPerSecond[match->second] = *peak * 1e12;
   }
+  if (auto status = checkKeys(peaks, "device.peak_tflops", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+      !status) {
+    return status.error();
+  }
   if (device.peakFlopsPerSecond.empty())
     return Error{"device.peak_tflops: expected at least one precision"};
   return device;
@@ -123,6 +159,11 @@ Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevi
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string path = fmt::format("levels[{}]", i);
     const bool last = i + 1 == node.size();
+    if (auto status =
+            checkKeys(node[i], path, {"name", "domain_size", "gbytes_per_s", "latency_us"});
+        !status) {
+      return status.error();
+    }
     LinkLevel level;
     auto name = text(node[i], path, "name");
     if (!name) return name.error();
@@ -153,6 +194,10 @@ Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevi
 Expected<HostSpec> parseHost(const YAML::Node& node) {
   HostSpec host;
   if (!node) return host;
+  if (auto status = checkKeys(node, "host", {"memory_gib", "link_gbytes_per_s", "tflops"});
+      !status) {
+    return status.error();
+  }
   auto memory = positiveNumber(node, "host", "memory_gib", false, 0);
   if (!memory) return memory.error();
   auto link = positiveNumber(node, "host", "link_gbytes_per_s", false, 0);
@@ -164,6 +209,11 @@ Expected<HostSpec> parseHost(const YAML::Node& node) {
 
 Expected<Cluster> parseDocument(const YAML::Node& root) {
   if (!root.IsMap()) return Error{"expected a map with name, devices_per_node, device and levels"};
+  if (auto status =
+          checkKeys(root, "", {"name", "nodes", "devices_per_node", "device", "levels", "host"});
+      !status) {
+    return status.error();
+  }
   Cluster cluster;
   auto name = text(root, "", "name");
   if (!name) return name.error();
@@ -195,7 +245,12 @@ Expected<Cluster> parseDocument(const YAML::Node& root) {
 Expected<Cluster> parseClusterYaml(const std::string& yamlText, const std::string& sourceName) {
   YAML::Node root;
   try {
-    root = YAML::Load(yamlText);
+    std::vector<YAML::Node> documents = YAML::LoadAll(yamlText);
+    if (documents.size() > 1) {
+      return Error{fmt::format("holds {} documents (---); expected one cluster", documents.size())}
+          .in(sourceName);
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& error) {
     return Error{fmt::format("line {}: {}", error.mark.line + 1, error.msg)}.in(sourceName);
   }

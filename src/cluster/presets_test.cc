@@ -86,7 +86,20 @@ TEST(ClusterYaml, ErrorsNameTheFileTheKeyAndTheExpectation) {
       {"name: [a\n", "c.yaml: line 2: end of sequence flow not found"},
       {"name: x\ndevices_per_node: 8\n" + device +
            "levels:\n  - {name: nv, domain_size: 8, gbytes_per_s: -5, latency_us: 2}\n",
-       "c.yaml: levels[0].gbytes_per_s: expected a positive number below 2^40, got '-5'"},
+       "c.yaml: levels[0].gbytes_per_s: expected a number from 0.001 to 2^40, got '-5'"},
+      {"name: x\ndevices_per_node: 8\n" + device +
+           "levels:\n  - {name: nv, gbytes_per_s: 1e-300, latency_us: 2}\n",
+       "c.yaml: levels[0].gbytes_per_s: expected a number from 0.001 to 2^40, got '1e-300'"},
+      {"name: x\ndevices_per_node: 8\n" + device +
+           "levels: [{name: a, gbytes_per_s: 1, latency_us: 1, latency_ms: 2}]\n",
+       "c.yaml: levels[0].latency_ms: unknown key; did you mean latency_us?"},
+      {"name: x\ndevices_per_node: 8\n"
+       "device: {name: X, memory_gib: 80, memory_gbytes_per_s: 2000, peak_tflops: {bf16: 1, "
+       "bf16: 2}}\nlevels: [{name: a, gbytes_per_s: 1, latency_us: 1}]\n",
+       "c.yaml: device.peak_tflops.bf16: given twice; give it once"},
+      {"name: x\ndevices_per_node: 8\n" + device +
+           "levels: [{name: a, gbytes_per_s: 1, latency_us: 1}]\n---\nname: y\n",
+       "c.yaml: holds 2 documents (---); expected one cluster"},
       {"name: x\ndevices_per_node: 8\n" + device, "c.yaml: levels: expected a non-empty list"},
       {"name: x\n" + device + "levels: [{name: a, gbytes_per_s: 1, latency_us: 1}]\n",
        "c.yaml: devices_per_node: missing; expected a positive number"},

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "frontend/yaml_fields.h"
+#include "util/closest_name.h"
 #include "util/json_fields.h"
+#include "util/limits.h"
 
 namespace autopar::frontend {
 
@@ -186,35 +188,19 @@ const std::vector<Section>& sections() {
   return kSections;
 }
 
-/// Levenshtein distance (insertions, deletions, substitutions); none of the libraries autopar
-/// builds with offers one, and the keys are short.
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string_view closest(std::string_view key, const std::vector<std::string_view>& known) {
-  return *std::min_element(known.begin(), known.end(), [&](std::string_view x, std::string_view y) {
-    return editDistance(key, x) < editDistance(key, y);
-  });
-}
-
 /// The first key given twice in one mapping, anywhere in the document. yaml-cpp keeps both and
-/// reads the first; PyYAML, which MindFormers reads the file with, keeps the last.
-Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
+/// reads the first; PyYAML, which MindFormers reads the file with, keeps the last. The walk
+/// follows aliases, so it counts the nodes it visits against `budget` (limits::kMaxYamlNodes).
+Status checkDuplicateKeys(const YAML::Node& node, const std::string& path, size_t& budget) {
+  if (budget-- == 0) {
+    return Error{
+        fmt::format("{}: the document expands to more than {} nodes through its aliases "
+                    "(*name); expected a run yaml",
+                    path.empty() ? "(root)" : path, limits::kMaxYamlNodes)};
+  }
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      if (auto status = checkDuplicateKeys(node[i], indexPath(path, i)); !status) {
+      if (auto status = checkDuplicateKeys(node[i], indexPath(path, i), budget); !status) {
         return status;
       }
     }
@@ -230,7 +216,7 @@ Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
           where)};
     }
     seen.push_back(key);
-    if (auto status = checkDuplicateKeys(entry.second, where); !status) return status;
+    if (auto status = checkDuplicateKeys(entry.second, where, budget); !status) return status;
   }
   return {};
 }
@@ -238,7 +224,8 @@ Status checkDuplicateKeys(const YAML::Node& node, const std::string& path) {
 }  // namespace
 
 Status checkKnownKeys(const YAML::Node& root) {
-  if (auto status = checkDuplicateKeys(root, ""); !status) return status;
+  size_t budget = limits::kMaxYamlNodes;
+  if (auto status = checkDuplicateKeys(root, "", budget); !status) return status;
   for (const Section& section : sections()) {
     // A section that is not a mapping is its reader's error to report, with its own words.
     std::string path;
@@ -249,7 +236,7 @@ Status checkKnownKeys(const YAML::Node& root) {
       const std::string key = entry.first.Scalar();
       if (std::find(section.keys.begin(), section.keys.end(), key) != section.keys.end()) continue;
       return Error{fmt::format("{}: unknown key; did you mean {}? (docs/mindformers-yaml.md)",
-                               childPath(path, key), closest(key, section.keys))};
+                               childPath(path, key), closestName(key, section.keys))};
     }
   }
   return {};

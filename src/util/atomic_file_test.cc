@@ -81,5 +81,52 @@ TEST_F(AtomicFileTest, WritesDevicesInPlaceAndReportsTheirErrors) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
+TEST_F(AtomicFileTest, WritesThroughASymbolicLinkAndKeepsTheLink) {
+  const fs::path target = dir_ / "plan.json";
+  const fs::path link = dir_ / "latest.json";
+  ASSERT_TRUE(writeFileAtomically(target.string(), "old\n"));
+  fs::create_symlink(target.filename(), link);
+  ASSERT_TRUE(writeFileAtomically(link.string(), "new\n"));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(readAll(target), "new\n");
+  EXPECT_EQ(entries(), 2u);
+}
+
+TEST_F(AtomicFileTest, RefusesALinkToNothing) {
+  const fs::path link = dir_ / "dangling.json";
+  fs::create_symlink(dir_ / "missing" / "plan.json", link);
+  const Status status = writeFileAtomically(link.string(), "{}");
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message,
+            link.string() +
+                ": cannot write file (a symbolic link to a missing file: No such file or "
+                "directory)");
+  EXPECT_TRUE(fs::is_symlink(link));
+}
+
+TEST_F(AtomicFileTest, KeepsAReplacedFilesModeAndRefusesAReadOnlyOne) {
+  const fs::path path = dir_ / "secret.json";
+  ASSERT_TRUE(writeFileAtomically(path.string(), "{}"));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_TRUE(writeFileAtomically(path.string(), "{\"v\": 2}"));
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const Status status = writeFileAtomically(path.string(), "{}");
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message, path.string() + ": cannot write file (it is read-only)");
+  EXPECT_EQ(readAll(path), "{\"v\": 2}");
+  EXPECT_EQ(entries(), 1u);
+}
+
+TEST_F(AtomicFileTest, APipeNobodyReadsIsAnErrorNotAHang) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Status status = writeFileAtomically(fifo.string(), "{}");
+  ASSERT_FALSE(status);
+  EXPECT_EQ(status.error().message, fifo.string() + ": cannot write file (a pipe nobody reads)");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
 }  // namespace
 }  // namespace autopar

@@ -29,4 +29,8 @@ inline constexpr int kMaxInputReadSeconds = 10;
 /// most), so a small file that inflates without end stops in about a second.
 inline constexpr size_t kMaxDecompressedBytes = size_t{1} << 28;
 
+/// Nodes of a YAML document with its aliases expanded: a run yaml holds a few hundred, and an
+/// alias bomb (anchors of anchors, each repeated) stops here instead of walking 10^11 nodes.
+inline constexpr size_t kMaxYamlNodes = 100'000;
+
 }  // namespace autopar::limits

@@ -1,7 +1,9 @@
 #include "runtime/launcher.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -235,6 +238,26 @@ bool resolves(const std::string& address, addrinfo** found) {
   return getaddrinfo(address.c_str(), nullptr, &hints, found) == 0;
 }
 
+/// Whether `address` resolves to a wildcard (0.0.0.0, ::): a place to listen, not one a peer can
+/// connect to, so the ranks could never reach the store there.
+bool isWildcard(const addrinfo* found) {
+  for (const addrinfo* at = found; at != nullptr; at = at->ai_next) {
+    if (at->ai_family == AF_INET &&
+        reinterpret_cast<const sockaddr_in*>(at->ai_addr)->sin_addr.s_addr == htonl(INADDR_ANY)) {
+      return true;
+    }
+    if (at->ai_family == AF_INET6 &&
+        IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(at->ai_addr)->sin6_addr)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr std::string_view kWildcardAdvice =
+    "a wildcard address, which peers cannot connect to; give this machine's address on the "
+    "network the ranks share (127.0.0.1 when they all run here)";
+
 }  // namespace
 
 Status checkAddress(const std::string& address) {
@@ -242,6 +265,10 @@ Status checkAddress(const std::string& address) {
   if (address.empty() || !resolves(address, &found)) {
     return Error{fmt::format(
         "--address '{:.100}': expected an IP address or a host name that resolves", address)};
+  }
+  if (isWildcard(found)) {
+    freeaddrinfo(found);
+    return Error{fmt::format("--address '{:.100}': {}", address, kWildcardAdvice)};
   }
   // Gloo binds to it: it must be one of this machine's addresses.
   bool local = false;
@@ -335,7 +362,12 @@ Expected<Connection> connectionFromEnvironment(const std::string& defaultAddress
                       "name that resolves",
                       connection.address)};
     }
+    const bool wildcard = isWildcard(found);
     freeaddrinfo(found);
+    if (wildcard) {
+      return Error{
+          fmt::format("run: MASTER_ADDR='{:.100}': {}", connection.address, kWildcardAdvice)};
+    }
   }
   connection.hostsStore = *rank == 0 && storeText != "external" && connection.storeFile.empty();
   return connection;

@@ -24,6 +24,20 @@ int reportError(const Error& error) {
     message += fmt::format("... ({} more characters)", error.message.size() - kMaxMessage);
   }
   std::replace(message.begin(), message.end(), '\n', ' ');
+  // An error may echo bytes from a file or an argument: a control byte (a terminal escape, a
+  // bell) is written as \xNN, so the line cannot rewrite the user's terminal.
+  std::string shown;
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 && c != '\t') {
+      shown += fmt::format("\\x{:02x}", byte);
+    } else if (byte == 0x7f) {
+      shown += "\\x7f";
+    } else {
+      shown += c;
+    }
+  }
+  message = std::move(shown);
   fmt::print(stderr, "autopar: error: {}\n", message);
   return kExitBadInput;
 }

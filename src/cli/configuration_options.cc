@@ -30,7 +30,7 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--precision", config.precision, "bf16 | fp16 | fp8")->capture_default_str();
   verb.add_option("--inter-node-gbps", config.interNodeGbps,
                   "inter-node bandwidth per device, Gbit/s (overrides the preset)")
-      ->check(positive());
+      ->check(finiteIn(1e-3, 1e7));
   verb.add_option("--cost-model", flags.costModel,
                   "cost-model constants JSON (default: the compiled-in data/cost_model.json)");
   verb.add_option("--op-search", flags.opSearch,

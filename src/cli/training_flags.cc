@@ -104,7 +104,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
                 "(enable_parallel_optimizer)");
   verb.add_option("--optimizer-threshold", flags.optimizerThresholdKb,
                   "parallel_optimizer_threshold in KB: smaller parameter slices stay whole")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finiteIn(0, 1e12))
       ->capture_default_str();
   verb.add_flag("--gradient-accumulation-shard", flags.gradientAccumulationShard,
                 "shard accumulated gradients too (reduce-scatter every micro-batch)");
@@ -115,7 +115,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
                   "automatic gradient buckets when no fusion ids are given: none | size | layer")
       ->capture_default_str();
   verb.add_option("--bucket-mb", flags.bucketMb, "bucket size for --bucketing size, MiB")
-      ->check(positive())
+      ->check(finiteIn(1e-3, 1 << 20))
       ->capture_default_str();
   verb.add_option(
       "--host-op", flags.hostOps,

@@ -102,7 +102,9 @@ void addIopddlVerb(CLI::App& app, Action& action) {
                    "auto (the exact ILP beside the local search when the problem is small "
                    "enough for CBC, else local search) | ilp | local")
       ->capture_default_str();
-  verb->add_option("--seed", options->seed, "seed of the local search")->capture_default_str();
+  verb->add_option("--seed", options->seed, "seed of the local search")
+      ->check(CLI::Range(0.0, 9.0e18))
+      ->capture_default_str();
   verb->add_option("--threads", options->threads, "local searches run in parallel")
       ->check(positiveAtMost(limits::kMaxThreads))
       ->capture_default_str();

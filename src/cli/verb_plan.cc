@@ -201,7 +201,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
                  "--search ilp: the layers of each stack share one decision (a smaller problem)");
   verb->add_option("--ilp-time", options->ilpTimeLimit,
                    "--search ilp: seconds CBC may take; past them the plan is the best found")
-      ->check(positive())
+      ->check(finiteIn(1e-3, 604800))
       ->capture_default_str();
   verb->add_option_function<std::string>(
           "--mem-coeff",

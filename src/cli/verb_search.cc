@@ -276,7 +276,9 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "pipeline schedules the search may pick, e.g. 1f1b,interleaved (default: the "
                    "framework's: 1f1b and interleaved, zb-h1 with --zero-bubble)")
       ->delimiter(',');
-  verb->add_option("--top", args->top, "configurations to list")->capture_default_str();
+  verb->add_option("--top", args->top, "configurations to list")
+      ->check(positiveAtMost(100'000))
+      ->capture_default_str();
   verb->add_option("--out", args->out,
                    fmt::format("where to write the optimal configuration (default {}; for a "
                                "graph, its plan JSON, default {})",

@@ -9,6 +9,7 @@
 
 #include "util/json_fields.h"
 #include "util/limits.h"
+#include "util/text_file.h"
 
 namespace autopar::frontend {
 
@@ -23,24 +24,39 @@ using nlohmann::json;
 
 namespace {
 
-/// gzip files are inflated with zlib; anything else is read as is.
+/// The file read through the bounded reader (util/text_file.h: a regular file or a pipe, never a
+/// device or a FIFO nobody writes); gzip data (magic 1f 8b) inflated with zlib in memory, up to
+/// limits::kMaxDecompressedBytes; anything else as is.
 Expected<std::string> readMaybeGzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");  // gzread passes uncompressed files through
-  if (file == nullptr) return Error{fmt::format("{}: cannot open file for reading", path)};
+  auto raw = readTextFile(path);
+  if (!raw) return raw.error();
+  if (raw->size() < 2 || static_cast<unsigned char>((*raw)[0]) != 0x1f ||
+      static_cast<unsigned char>((*raw)[1]) != 0x8b) {
+    return raw;
+  }
+  z_stream stream{};
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) {  // 16: a gzip header, not zlib's
+    return Error{fmt::format("{}: cannot start inflating the gzip data", path)};
+  }
+  stream.next_in = reinterpret_cast<Bytef*>(raw->data());
+  stream.avail_in = static_cast<uInt>(raw->size());
   std::string text;
   char buffer[1 << 16];
-  int read = 0;
-  while ((read = gzread(file, buffer, sizeof(buffer))) > 0) {
-    if (text.size() + static_cast<size_t>(read) > limits::kMaxDecompressedBytes) {
-      gzclose(file);
+  int status = Z_OK;
+  while (status == Z_OK) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof(buffer);
+    status = inflate(&stream, Z_NO_FLUSH);
+    text.append(buffer, sizeof(buffer) - stream.avail_out);
+    if (text.size() > limits::kMaxDecompressedBytes) {
+      inflateEnd(&stream);
       return Error{fmt::format("{}: expands to more than {} MiB, the limit (docs/limits.md)", path,
                                limits::kMaxDecompressedBytes >> 20)};
     }
-    text.append(buffer, static_cast<size_t>(read));
   }
-  const bool failed = read < 0;
-  gzclose(file);
-  if (failed) return Error{fmt::format("{}: not a readable gzip or JSON file", path)};
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END)
+    return Error{fmt::format("{}: not a readable gzip or JSON file", path)};
   return text;
 }
 

@@ -49,8 +49,8 @@ def layer_counts(text):
     except ValueError:
         sys.exit(f"layer_scaling: --layers: expected whole numbers separated by commas, "
                  f"got '{text[:100]}'")
-    if not counts or any(c < 1 or c > 100000 for c in counts) or counts != sorted(counts):
-        sys.exit("layer_scaling: --layers: expected ascending counts from 1 to 100000")
+    if not counts or any(c < 1 or c > 2048 for c in counts) or counts != sorted(counts):
+        sys.exit("layer_scaling: --layers: expected ascending counts from 1 to 2048 (docs/limits.md)")
     return counts
 
 

@@ -4,6 +4,7 @@
 
 #include "search/op_level/ilp.h"
 #include "search/op_level/recursive.h"
+#include "util/limits.h"
 
 namespace autopar::search {
 
@@ -117,9 +118,26 @@ Expected<SearchMode> parseSearchMode(std::string_view name) {
                   name)};
 }
 
+/// Whether the whole-graph search `mode` finishes on `graph` within the measured op limit
+/// (util/limits.h); the error says what the graph holds and what to use instead.
+Status checkSearchSize(const ir::Graph& graph, SearchMode mode) {
+  int64_t limit = 0;
+  if (mode == SearchMode::kShardingPropagation) limit = limits::kMaxPropagationOps;
+  if (mode == SearchMode::kRecursiveProgramming) limit = limits::kMaxRecursiveOps;
+  if (mode == SearchMode::kIlp) limit = limits::kMaxIlpOps;
+  const auto ops = static_cast<int64_t>(graph.ops().size());
+  if (limit == 0 || ops <= limit) return {};
+  return Error{fmt::format(
+      "--search {}: the graph has {} ops, above the {} this search finishes within a minute "
+      "(docs/limits.md); plan fewer layers, use --search semi_auto, or search the layers with "
+      "`autopar search`",
+      searchModeName(mode), ops, limit)};
+}
+
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,
                                          const cluster::Cluster& cluster,
                                          const SearchRequest& request) {
+  if (auto status = checkSearchSize(graph, request.mode); !status) return status.error();
   switch (request.mode) {
     case SearchMode::kDataParallel:
       return dataParallel(graph, ranks);

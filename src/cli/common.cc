@@ -2,6 +2,7 @@
 /// the positive-number check.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -144,6 +145,21 @@ CLI::Validator finiteIn(double low, double high) {
 }
 
 int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv) {
+  // A missing or mistyped verb is named with the verbs there are (CLI11 would say only "A
+  // subcommand is required").
+  if (argc < 2 || argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const CLI::App* verb : app.get_subcommands({})) {
+      names.push_back(verb->get_name());
+      known = known || (argc >= 2 && verb->check_name(argv[1]));
+    }
+    if (!known) {
+      const std::string given = argc < 2 ? "no verb" : fmt::format("unknown verb '{}'", argv[1]);
+      return reportError(Error{
+          fmt::format("{}; expected one of {} (autopar --help)", given, fmt::join(names, ", "))});
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

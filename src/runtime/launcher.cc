@@ -321,14 +321,18 @@ Status launch(const LaunchOptions& options) {
 Expected<std::vector<RankResult>> launchAndCollect(LaunchOptions options, int collect) {
   const util::TemporaryDirectory scratch("autopar-results");
   if (scratch.empty()) return Error{"cannot create a temporary directory for the ranks' results"};
+  // Held until the results are read, so a signal at any point removes the directory on its way
+  // out (launch() forwards one that arrives while the ranks run).
+  const SignalGuard signals;
   options.arguments.insert(options.arguments.end(), {"--result-dir", scratch.path()});
   if (auto launched = launch(options); !launched) return launched.error();
   std::vector<RankResult> results;
-  for (int rank = 0; rank < collect; ++rank) {
+  for (int rank = 0; rank < collect && gSignal == 0; ++rank) {
     auto result = readResult(fmt::format("{}/rank-{}.pt", scratch.path(), rank));
     if (!result) return result.error();
     results.push_back(std::move(*result));
   }
+  if (gSignal != 0) return Error{fmt::format("interrupted by {}", signalText(gSignal))};
   return results;
 }
 

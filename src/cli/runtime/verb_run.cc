@@ -3,9 +3,12 @@
 /// is found.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cmath>
+#include <csignal>
 
 #include "cli/verbs.h"
 #include "plan/plan_json.h"
@@ -14,6 +17,7 @@
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/result_file.h"
+#include "util/limits.h"
 
 namespace autopar::cli {
 
@@ -140,6 +144,35 @@ int launchRanks(const RunOptions& options) {
   return kExitOk;
 }
 
+/// While `check` runs the unsharded model in this process, a signal that ends it (SIGINT,
+/// SIGTERM, SIGHUP) prints one line first; its status stays the signal's. Only write(2) and
+/// raise(3) run in the handler (async-signal-safe). The launcher's own handling takes over for
+/// the ranks.
+extern "C" void stopWithMessage(int signal) {
+  constexpr char kMessage[] =
+      "autopar: error: check: stopped by a signal during the unsharded run\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+class StopMessage {
+ public:
+  StopMessage() {
+    for (size_t i = 0; i < kSignals.size(); ++i)
+      previous_[i] = std::signal(kSignals[i], stopWithMessage);
+  }
+  ~StopMessage() {
+    for (size_t i = 0; i < kSignals.size(); ++i) std::signal(kSignals[i], previous_[i]);
+  }
+  StopMessage(const StopMessage&) = delete;
+  StopMessage& operator=(const StopMessage&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<void (*)(int), 3> previous_{};
+};
+
 int runCheck(const RunOptions& options) {
   auto loaded = planner::loadRunnablePlan(options.planPath);
   if (!loaded) return reportError(loaded.error());
@@ -159,9 +192,12 @@ int runCheck(const RunOptions& options) {
                           1,
                           loaded->plan.pipeline.microBatches,
                           {}};
-  auto reference = runtime::execute(serial, {}, options.config, [](const runtime::StepReport& s) {
-    fmt::print("unsharded step {} loss {:.6f} time {:.1f} ms\n", s.step, s.loss, s.seconds * 1e3);
-  });
+  auto reference = [&] {
+    const StopMessage stop;
+    return runtime::execute(serial, {}, options.config, [](const runtime::StepReport& s) {
+      fmt::print("unsharded step {} loss {:.6f} time {:.1f} ms\n", s.step, s.loss, s.seconds * 1e3);
+    });
+  }();
   if (!reference) return reportError(reference.error());
 
   auto results =
@@ -184,7 +220,8 @@ int runCheck(const RunOptions& options) {
 
 void addCommonOptions(CLI::App* verb, RunOptions& options) {
   verb->add_option("--plan", options.planPath, "plan JSON written by autopar plan --out");
-  verb->add_option("--steps", options.config.steps, "training steps")->check(positive());
+  verb->add_option("--steps", options.config.steps, "training steps")
+      ->check(positiveAtMost(1'000'000));
   verb->add_option("--seed", options.config.seed, "seed of the synthetic data and parameters");
   verb->add_option("--lr", options.config.learningRate, "Adam's learning rate")->check(positive());
   verb->add_flag("--sgd", options.config.sgd, "plain SGD instead of Adam");
@@ -206,7 +243,8 @@ void addRunVerbs(CLI::App& app, Action& action) {
       "Run a plan's training steps on N local ranks (or join a job from RANK, WORLD_SIZE, "
       "MASTER_ADDR, MASTER_PORT)");
   addCommonOptions(runVerb, *run);
-  runVerb->add_option("--ranks", run->ranks, "start this many local ranks")->check(positive());
+  runVerb->add_option("--ranks", run->ranks, "start this many local ranks")
+      ->check(positiveAtMost(limits::kMaxDevicesPerNode));
   runVerb->add_option("--result-dir", run->resultDir, "internal: where ranks leave their results")
       ->group("");
   runVerb->add_option("--graph", run->graphPath, "internal: a graph file to run")->group("");

@@ -25,6 +25,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "runtime/result_file.h"
+#include "util/held_signals.h"
 #include "util/limits.h"
 #include "util/temporary_directory.h"
 
@@ -35,32 +36,6 @@ namespace autopar::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-volatile std::sig_atomic_t gSignal = 0;
-
-extern "C" void noteSignal(int signal) { gSignal = signal; }
-
-/// Notes SIGINT, SIGTERM and SIGHUP while the ranks run, so the launcher can forward them and
-/// clean up; the previous handlers come back after.
-class SignalGuard {
- public:
-  SignalGuard() {
-    gSignal = 0;
-    struct sigaction action {};
-    action.sa_handler = noteSignal;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &previous_[i]);
-  }
-  ~SignalGuard() {
-    for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
-};
 
 std::string signalText(int signal) {
   return fmt::format("signal {} ({})", signal, strsignal(signal));
@@ -214,10 +189,10 @@ Status watch(const LaunchOptions& options, Ranks& ranks) {
              SIGTERM);
       }
     } else {
-      if (gSignal != 0 && !failure) {
-        fail(fmt::format("interrupted by {}: stopped the {} ranks", signalText(gSignal),
+      if (const int signal = HeldSignals::received(); signal != 0 && !failure) {
+        fail(fmt::format("interrupted by {}: stopped the {} ranks", signalText(signal),
                          options.ranks),
-             gSignal);
+             signal);
       }
       const auto stopped = ranks.longestStopped();
       if (stopped && stopped->second >= options.timeout && !failure) {
@@ -305,7 +280,9 @@ Status launch(const LaunchOptions& options) {
   const util::TemporaryDirectory scratch("autopar-store");
   if (scratch.empty()) return Error{"cannot create a temporary directory for the ranks' store"};
   const std::string storeFile = scratch.path() + "/store";
-  const SignalGuard signals;
+  // SIGINT, SIGTERM and SIGHUP are noted while the ranks run, so the launcher can forward them
+  // and clean up.
+  const HeldSignals signals;
   Ranks ranks;
   for (int rank = 0; rank < options.ranks; ++rank) {
     if (auto started = spawnRank(options, rank, storeFile, ranks); !started) {
@@ -323,16 +300,18 @@ Expected<std::vector<RankResult>> launchAndCollect(LaunchOptions options, int co
   if (scratch.empty()) return Error{"cannot create a temporary directory for the ranks' results"};
   // Held until the results are read, so a signal at any point removes the directory on its way
   // out (launch() forwards one that arrives while the ranks run).
-  const SignalGuard signals;
+  const HeldSignals signals;
   options.arguments.insert(options.arguments.end(), {"--result-dir", scratch.path()});
   if (auto launched = launch(options); !launched) return launched.error();
   std::vector<RankResult> results;
-  for (int rank = 0; rank < collect && gSignal == 0; ++rank) {
+  for (int rank = 0; rank < collect && HeldSignals::received() == 0; ++rank) {
     auto result = readResult(fmt::format("{}/rank-{}.pt", scratch.path(), rank));
     if (!result) return result.error();
     results.push_back(std::move(*result));
   }
-  if (gSignal != 0) return Error{fmt::format("interrupted by {}", signalText(gSignal))};
+  if (const int signal = HeldSignals::received(); signal != 0) {
+    return Error{fmt::format("interrupted by {}", signalText(signal))};
+  }
   return results;
 }
 

@@ -4,13 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+
+#include "util/held_signals.h"
 
 namespace autopar {
 
@@ -49,39 +49,6 @@ Status writeInPlace(const std::string& path, std::string_view text, bool fifo) {
   return code == 0 ? Status{} : writeError(path, code);
 }
 
-/// The signals that end a planning process from outside. While a temporary file exists they are
-/// held (a handler records them, in whichever thread they land) and delivered once it is renamed
-/// or removed, so no signal leaves a `*.XXXXXX` file behind. SIGKILL cannot be held.
-constexpr std::array kHeldSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-volatile std::sig_atomic_t heldSignal = 0;
-
-extern "C" void holdSignal(int signal) { heldSignal = signal; }
-
-class SignalsHeld {
- public:
-  SignalsHeld() {
-    heldSignal = 0;
-    struct sigaction hold {};
-    hold.sa_handler = holdSignal;
-    sigemptyset(&hold.sa_mask);
-    for (size_t i = 0; i < kHeldSignals.size(); ++i) {
-      ::sigaction(kHeldSignals[i], &hold, &previous_[i]);
-    }
-  }
-  SignalsHeld(const SignalsHeld&) = delete;
-  SignalsHeld& operator=(const SignalsHeld&) = delete;
-  /// Restores the process's own handling, then delivers what arrived meanwhile.
-  ~SignalsHeld() {
-    for (size_t i = 0; i < kHeldSignals.size(); ++i) {
-      ::sigaction(kHeldSignals[i], &previous_[i], nullptr);
-    }
-    if (heldSignal != 0) ::raise(heldSignal);
-  }
-
- private:
-  std::array<struct sigaction, kHeldSignals.size()> previous_{};
-};
-
 /// The file a write to `path` lands in: `path` itself, or the file a symbolic link names (the
 /// link stays a link). A link to nothing is refused rather than guessed at.
 Expected<std::string> targetOf(const std::string& path) {
@@ -99,7 +66,9 @@ Expected<std::string> targetOf(const std::string& path) {
 /// Writes `text` to a temporary file beside `path` with `mode`, flushes it to disk and renames
 /// it over `path`: a reader (or a crash) sees the old file or the whole new one.
 Status replaceAtomically(const std::string& path, std::string_view text, mode_t mode) {
-  const SignalsHeld held;
+  // The signals that end a planning process from outside wait until the temporary file is
+  // renamed or removed, so no signal but SIGKILL leaves a `*.XXXXXX` file behind.
+  const HeldSignals held({SIGINT, SIGTERM, SIGHUP, SIGQUIT}, HeldSignals::OnRelease::kDeliver);
   std::string temporary = path + ".XXXXXX";
   const int fd = ::mkstemp(temporary.data());
   if (fd < 0) return writeError(path, errno);

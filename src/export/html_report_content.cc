@@ -250,14 +250,8 @@ Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evalu
       fmt::format("{:.4g} (MFU {})", plan.estimate.tflopsPerDevice, percent(plan.estimate.mfu)));
   report.deviceMemoryBytes = plan.estimate.deviceMemoryBytes;
   addMemorySummary(report, plan.estimate.fits);
-  const auto& stages = plan.estimate.stages;
-  const auto fullest =
-      std::max_element(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
-        return a.estimate.memory.total() < b.estimate.memory.total();
-      });
   addMemoryBand(report, plan.estimate.memoryBandLowBytes, plan.estimate.memoryBandHighBytes,
-                fullest == stages.end() ? 0 : static_cast<size_t>(fullest->stage),
-                plan.estimate.memoryVerdict);
+                static_cast<size_t>(plan.estimate.fullestStage()), plan.estimate.memoryVerdict);
   report.tables = {strategyTable(plan), redistributionTable(plan)};
   return report;
 }

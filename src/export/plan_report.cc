@@ -85,17 +85,6 @@ std::string pipelineTitle(const plan::Plan& plan) {
                      p.schedule);
 }
 
-int peakStage(const plan::Plan& plan) {
-  int best = 0;
-  for (const auto& stage : plan.estimate.stages) {
-    const auto& fullest = plan.estimate.stages[static_cast<size_t>(best)].estimate;
-    if (stage.estimate.memory.total() > fullest.memory.total()) {
-      best = stage.stage;
-    }
-  }
-  return best;
-}
-
 void appendFeatures(std::string& out, const plan::Plan& plan) {
   const auto& f = plan.features;
   std::vector<std::string> lines;
@@ -112,7 +101,8 @@ void appendFeatures(std::string& out, const plan::Plan& plan) {
   if (f.optimizerParallel) {
     int64_t sharded = 0;
     for (const auto& p : plan.parameters) sharded += p.optimizerShards > 1 ? 1 : 0;
-    const auto& peak = plan.estimate.stages.at(static_cast<size_t>(peakStage(plan))).estimate;
+    const auto& peak =
+        plan.estimate.stages.at(static_cast<size_t>(plan.estimate.fullestStage())).estimate;
     lines.push_back(fmt::format(
         "optimizer parallel{}: {} of {} parameters sharded (threshold "
         "{} KB); saves {} per device, adds {} of all-gathers and "
@@ -179,7 +169,7 @@ void appendEstimate(std::string& out, const plan::Plan& plan) {
   out += fmt::format("  model TFLOP/s        {:>12.1f} per device (MFU {:.1f}%)\n",
                      estimate.tflopsPerDevice, 100 * estimate.mfu);
   const std::string where =
-      estimate.stages.size() > 1 ? fmt::format(" on stage {}", peakStage(plan)) : "";
+      estimate.stages.size() > 1 ? fmt::format(" on stage {}", plan.estimate.fullestStage()) : "";
   out += fmt::format("  peak memory{:<9} {:>12} of {} ({})\n", where,
                      planner::formatBytes(estimate.peakMemoryBytes),
                      planner::formatBytes(estimate.deviceMemoryBytes),

@@ -106,6 +106,17 @@ struct EstimateRecord {
   std::vector<int64_t> memoryByDevice;
   ir::MemoryBreakdown memory;  ///< of the peak stage
   std::vector<StageRecord> stages;
+  /// The stage holding the most memory (the first on a tie; 0 without stages).
+  [[nodiscard]] int fullestStage() const {
+    int fullest = 0;
+    for (const StageRecord& stage : stages) {
+      if (stage.estimate.memory.total() >
+          stages[static_cast<size_t>(fullest)].estimate.memory.total()) {
+        fullest = stage.stage;
+      }
+    }
+    return fullest;
+  }
 };
 
 struct PipelineRecord {

@@ -68,8 +68,9 @@ Expected<planner::TrainingFlags::ManualSplit> parseManualSplit(const std::string
 
 }  // namespace
 
-void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFlagText& text) {
-  verb.add_option("--pipeline-stages", flags.pipelineStages,
+void addTrainingFlags(CLI::App& verb, ir::TrainingSetup& setup, planner::TrainingFlags& flags,
+                      TrainingFlagText& text) {
+  verb.add_option("--pipeline-stages", setup.pp,
                   "pipeline stages (MindSpore pipeline_stages); layers split evenly unless "
                   "--stage places blocks")
       ->check(positiveAtMost(limits::kMaxDevices));
@@ -79,7 +80,7 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
   verb.add_option("--schedule", text.schedule,
                   "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();
-  verb.add_option("--virtual-stages", flags.virtualStages,
+  verb.add_option("--virtual-stages", text.virtualStages,
                   "model chunks per stage for the interleaved schedule (default 2)")
       ->check(positiveAtMost(limits::kMaxLayers));
   verb.add_option("--stage", text.stages,
@@ -125,20 +126,29 @@ void addTrainingFlags(CLI::App& verb, planner::TrainingFlags& flags, TrainingFla
       "OP=SIZES: non-uniform split of a Gather's table rows, e.g. embedding=10,20,30,4");
 }
 
-Status applyTrainingFlagText(const TrainingFlagText& text, planner::TrainingFlags& flags) {
+Status applyTrainingFlagText(const TrainingFlagText& text, ir::TrainingSetup& setup,
+                             planner::TrainingFlags& flags) {
   auto recompute = ir::parseRecompute(text.recompute);
   if (!recompute) {
     return Error{
         fmt::format("--recompute: '{}': expected none, selective or full", text.recompute)};
   }
-  flags.recompute = *recompute;
+  setup.recompute = *recompute;
   auto schedule = ir::parseSchedule(text.schedule);
   if (!schedule) return schedule.error().in("--schedule");
-  flags.schedule = *schedule;
+  setup.schedule = *schedule;
+  if (text.virtualStages > 0) {
+    if (setup.schedule == ir::Schedule::kInterleaved && text.virtualStages < 2) {
+      return Error{fmt::format(
+          "--virtual-stages {}: the interleaved schedule needs at least 2 model chunks per stage",
+          text.virtualStages)};
+    }
+    setup.vpp = text.virtualStages;
+  }
   auto bucketing = cost::parseBucketing(text.bucketing);
   if (!bucketing) return bucketing.error().in("--bucketing");
   flags.bucketing = *bucketing;
-  std::vector<ir::BlockAssignment>& out = flags.blocks;
+  std::vector<ir::BlockAssignment>& out = setup.placement;
   if (auto status = addBlocks(
           text.stages, "--stage", "BLOCK=STAGE, e.g. llm.layer.3=1",
           [](ir::BlockSettings& s, int v) { s.pipelineStage = v; }, out);

@@ -227,7 +227,7 @@ void addPlanVerb(CLI::App& app, Action& action) {
       ->default_str("0.1");
   verb->add_flag("--explain", options->explain, "print the search's decisions, one line per op");
   auto text = std::make_shared<TrainingFlagText>();
-  addTrainingFlags(*verb, options->training, *text);
+  addTrainingFlags(*verb, options->setup, options->training, *text);
   verb->add_flag("--sequence-parallel", degrees->sequenceParallel,
                  "with --tp: split norms, dropouts and residuals along the sequence (Megatron-LM)");
   verb->add_option("--framework", *frameworkName,
@@ -243,39 +243,40 @@ void addPlanVerb(CLI::App& app, Action& action) {
   verb->add_option("--strategy-file", options->strategyFile,
                    "read op strategies from such a MindSpore JSON as annotations (--shard of the "
                    "same op wins)");
-  addMemoryPolicyOption(*verb, options->memoryPolicy);
+  addMemoryPolicyOption(*verb, options->setup.memoryPolicy);
   verb->add_flag("--json", options->json, "print the plan JSON instead of the report");
   auto reportPath = std::make_shared<std::string>();
   addReportOption(*verb, *reportPath);
-  verb->callback(
-      [&action, options, frameworkName, searchName, text, degrees, shards, reportPath, verb] {
-        for (const CLI::Option* option : verb->get_options()) {
-          if (option->count() == 0 || option->get_lnames().empty()) continue;
-          if (auto setting = ir::settingNamed(option->get_lnames().front())) {
-            options->givenSettings.insert(*setting);
-          }
-        }
-        action = [options, frameworkName, searchName, text, degrees, shards, reportPath] {
-          if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
-            return reportError(status.error());
-          }
-          if (auto status = parseShards(*shards, *options); !status) {
-            return reportError(status.error());
-          }
-          if (auto status = applyTrainingFlagText(*text, options->training); !status) {
-            return reportError(status.error());
-          }
-          auto mode = search::parseSearchMode(*searchName);
-          if (!mode) return reportError(mode.error().in("--search"));
-          options->search = *mode;
-          if (!frameworkName->empty()) {
-            auto framework = cost::parseFramework(*frameworkName);
-            if (!framework) return reportError(framework.error());
-            options->framework = *framework;
-          }
-          return runPlan(*options, *reportPath);
-        };
-      });
+  verb->callback([&action, options, frameworkName, searchName, text, degrees, shards, reportPath,
+                  verb] {
+    for (const CLI::Option* option : verb->get_options()) {
+      if (option->count() == 0 || option->get_lnames().empty()) continue;
+      if (auto setting = ir::settingNamed(option->get_lnames().front())) {
+        options->givenSettings.insert(*setting);
+      }
+    }
+    action = [options, frameworkName, searchName, text, degrees, shards, reportPath] {
+      if (auto status = applyDegreeFlags(*degrees, options->modelOptions); !status) {
+        return reportError(status.error());
+      }
+      if (auto status = parseShards(*shards, *options); !status) {
+        return reportError(status.error());
+      }
+      if (auto status = applyTrainingFlagText(*text, options->setup, options->training); !status) {
+        return reportError(status.error());
+      }
+      auto mode = search::parseSearchMode(*searchName);
+      if (!mode) return reportError(mode.error().in("--search"));
+      options->search = *mode;
+      if (!frameworkName->empty()) {
+        auto framework = cost::parseFramework(*frameworkName);
+        if (!framework) return reportError(framework.error());
+        options->setup.framework = *framework;
+        options->frameworkNamed = true;
+      }
+      return runPlan(*options, *reportPath);
+    };
+  });
 }
 
 }  // namespace autopar::cli

@@ -221,23 +221,17 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.dtype = dtype;
   options.modelOptions.attention = config.codePath.attention;
   options.modelOptions.loss = config.codePath.loss;
-  auto& training = options.training;
-  training.pipelineStages = static_cast<int>(config.pp);
-  training.microBatches = static_cast<int>(config.microBatches());
-  training.schedule = config.schedule;
-  training.virtualStages = config.vpp > 1 ? static_cast<int>(config.vpp) : 0;
-  training.recompute = config.recompute;
-  training.blocks = config.placement;
+  options.setup = config;
   options.modelOptions.transformer = config.transformer;
+  auto& training = options.training;
+  training.microBatches = static_cast<int>(config.microBatches());
   training.fp32Gradients = fp32Gradients(config);
-  training.optimizerState = config.optimizerState;
-  training.codePath = config.codePath;
   // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8
-  // parameters are those two bytes themselves, in place of the bf16 weight.
+  // parameters (fp8ParamGather, fp8 only) are those two bytes themselves, in place of the bf16
+  // weight.
   const bool fp8 = config.precision == "fp8";
   training.fp8WeightCacheBytes =
       fp8 && config.codePath.fp8WeightCache && !config.fp8ParamGather ? 2 : 0;
-  training.fp8Parameters = fp8 && config.fp8ParamGather;
   training.bucketing = cost::Bucketing::kBySize;
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)

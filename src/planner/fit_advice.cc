@@ -91,7 +91,7 @@ Change merged(const Change& a, const Change& b) {
 
 /// The devices of one pipeline stage under `options`.
 int64_t stageDevices(const PlanOptions& options, int64_t numDevices) {
-  return numDevices / std::max(options.training.pipelineStages, 1);
+  return numDevices / std::max<int64_t>(options.setup.pp, 1);
 }
 
 /// Sets a setting's value and its yaml key in `change`, replacing what it had.
@@ -135,16 +135,16 @@ Change optimizerParallelChange() {
 }
 
 void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
-  const ir::Recompute recompute = options.training.recompute;
+  const ir::Recompute recompute = options.setup.recompute;
   if (recompute == ir::Recompute::kNone) {
     out.push_back(
         {Lever::kRecompute,
          {{{Setting::kRecompute, "selective"}}, {{"recompute_config.select_recompute", "True"}}},
-         [](PlanOptions& o) { o.training.recompute = ir::Recompute::kSelective; }});
+         [](PlanOptions& o) { o.setup.recompute = ir::Recompute::kSelective; }});
   }
   if (recompute != ir::Recompute::kFull) {
     out.push_back({Lever::kRecompute, fullRecomputeChange(),
-                   [](PlanOptions& o) { o.training.recompute = ir::Recompute::kFull; }});
+                   [](PlanOptions& o) { o.setup.recompute = ir::Recompute::kFull; }});
   }
 }
 
@@ -169,7 +169,7 @@ void addOptimizerParallel(const PlanOptions& options, std::vector<Variant>& out)
 /// More stages, each with at least two micro-batches in flight per stage (1F1B's peak holds one
 /// per stage; more only shrink the bubble).
 void addPipeline(const PlanOptions& options, int64_t numDevices, std::vector<Variant>& out) {
-  const int current = std::max(options.training.pipelineStages, 1);
+  const auto current = static_cast<int>(std::max<int64_t>(options.setup.pp, 1));
   for (int stages = current * 2; stages <= std::min<int64_t>(numDevices, 64); stages *= 2) {
     if (numDevices % stages != 0) break;
     const int micro = std::max(options.training.microBatches, 2 * stages);
@@ -179,7 +179,7 @@ void addPipeline(const PlanOptions& options, int64_t numDevices, std::vector<Var
                     {{"parallel_config.pipeline_stage", std::to_string(stages)},
                      {"parallel_config.micro_batch_num", std::to_string(micro)}}},
                    [stages, micro](PlanOptions& o) {
-                     o.training.pipelineStages = stages;
+                     o.setup.pp = stages;
                      o.training.microBatches = micro;
                    }});
   }
@@ -234,10 +234,10 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   if (choice->options.training.optimizerParallel && !options.training.optimizerParallel) {
     change = merged(change, optimizerParallelChange());
   }
-  if (choice->options.training.recompute != options.training.recompute) {
+  if (choice->options.setup.recompute != options.setup.recompute) {
     change = merged(change, fullRecomputeChange());
   }
-  return trialOf(change, choice->evaluated, cluster.device.memoryBytes, options.memoryPolicy);
+  return trialOf(change, choice->evaluated, cluster.device.memoryBytes, options.setup.memoryPolicy);
 }
 
 /// A change's settings, each with its value as one string ("--pipeline-stages 8").
@@ -256,7 +256,7 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   capDeviceMemory(options, *cluster);
   auto evaluated = evaluate(options, *cluster, options.modelOptions);
   if (!evaluated) return std::nullopt;
-  return trialOf(change, *evaluated, cluster->device.memoryBytes, options.memoryPolicy);
+  return trialOf(change, *evaluated, cluster->device.memoryBytes, options.setup.memoryPolicy);
 }
 
 /// The trials of one stage of the advice, planned in order until the budget runs out.

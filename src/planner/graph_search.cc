@@ -59,10 +59,10 @@ PlanOptions optionsOf(const GraphSearchRequest& request, const GraphCandidate& c
                                                            : searchModeOf(request.opSearch);
   options.ilpTimeLimit = request.ilpTimeLimit;
   options.ilpTieLayers = true;  // every block of a stack shares one decision
-  options.training.pipelineStages = candidate.stages;
+  options.setup.pp = candidate.stages;
   options.training.microBatches = static_cast<int>(microBatches);
-  options.training.schedule = candidate.schedule;
-  options.training.recompute = candidate.recompute;
+  options.setup.schedule = candidate.schedule;
+  options.setup.recompute = candidate.recompute;
   return options;
 }
 

@@ -36,7 +36,7 @@ struct Levers {
   }
   void apply(PlanOptions& options) const {
     if (optimizerParallel) options.training.optimizerParallel = true;
-    if (fullRecompute) options.training.recompute = ir::Recompute::kFull;
+    if (fullRecompute) options.setup.recompute = ir::Recompute::kFull;
   }
 };
 
@@ -46,7 +46,7 @@ std::vector<Levers> leverSets(const PlanOptions& options) {
   const bool optimizerParallel = !options.training.optimizerParallel;
   std::vector<Levers> sets{{}};
   if (optimizerParallel) sets.push_back({true, false});
-  if (options.training.recompute == ir::Recompute::kNone) sets.push_back({optimizerParallel, true});
+  if (options.setup.recompute == ir::Recompute::kNone) sets.push_back({optimizerParallel, true});
   return sets;
 }
 
@@ -78,7 +78,7 @@ class Climb {
     ++planned_;
     if (progress_) progress_(planned_);
     const int64_t peak = evaluated.peakBytes();
-    const bool fits = evaluated.fitsIn(cluster_.device.memoryBytes, candidate.memoryPolicy);
+    const bool fits = evaluated.fitsIn(cluster_.device.memoryBytes, candidate.setup.memoryPolicy);
     if (set == 0 && (plainLeanest_ == 0 || peak < plainLeanest_)) plainLeanest_ = peak;
     const double step = evaluated.estimate.stepSeconds;
     if (fits && (!smallest_ || memCoeff < smallest_->memCoeff)) smallest_ = Rung{memCoeff, step};

@@ -251,7 +251,7 @@ int zeroStageOf(const plan::FeaturesRecord& features) {
 
 ir::TrainingSetup setupOf(const ir::ParallelConfig& degrees, int64_t microBatch,
                           const plan::Plan& plan, const PlanOptions& options) {
-  ir::TrainingSetup setup;
+  ir::TrainingSetup setup = options.setup;
   static_cast<ir::ParallelConfig&>(setup) = degrees;
   setup.pp = plan.pipeline.stages;
   setup.vpp = plan.pipeline.virtualStages;
@@ -263,11 +263,6 @@ ir::TrainingSetup setupOf(const ir::ParallelConfig& degrees, int64_t microBatch,
   setup.seq = plan.inputs.sequence;
   if (options.modelOptions.dtype)
     setup.precision = std::string(ir::dtypeName(*options.modelOptions.dtype));
-  setup.framework = options.framework.value_or(ir::Framework::kMegatronCore);
-  setup.codePath = options.training.codePath;
-  setup.optimizerState = options.training.optimizerState;
-  setup.fp8ParamGather = options.training.fp8Parameters;
-  setup.placement = options.training.blocks;
   return setup;
 }
 
@@ -276,7 +271,7 @@ plan::Plan planOf(const Evaluated& evaluated, const PlanOptions& options,
   const PlanContext context{
       evaluated.evaluateOptions, evaluated.pipeline, evaluated.stages.virtualStageOf,
       evaluated.estimate,        evaluated.report,   static_cast<size_t>(evaluated.devicesPerStage),
-      options.memoryPolicy};
+      options.setup.memoryPolicy};
   plan::Plan result = assemblePlan(evaluated.model, evaluated.outcome.sharding, evaluated.report,
                                    context, cluster, options.cluster);
   result.search = std::string(search::searchModeName(options.search));

@@ -55,16 +55,17 @@ Expected<search::SearchOutcome> shardByBlocks(const BlockSharding& blocks, const
 
 namespace {
 
-/// The options with the framework's code path in force, and Megatron-Core's
+/// The options with the named framework's code path in force, and Megatron-Core's
 /// 40M-element gradient buckets where it overlaps the gradient reduce and no bucketing was asked
 /// for. The attention kernel is the model's: evaluate() builds it with the profile's.
 PlanOptions withFramework(PlanOptions options) {
-  if (!options.framework) return options;
-  const cost::CodePath& code = cost::frameworkProfile(*options.framework).codePath;
+  if (!options.frameworkNamed) return options;
+  const cost::CodePath& code = cost::frameworkProfile(options.setup.framework).codePath;
+  options.setup.codePath = code;
   TrainingFlags& training = options.training;
-  training.codePath = code;
+  const std::vector<ir::BlockAssignment>& blocks = options.setup.placement;
   const bool fusionIds = std::any_of(
-      training.blocks.begin(), training.blocks.end(),
+      blocks.begin(), blocks.end(),
       [](const ir::BlockAssignment& block) { return block.settings.commFusion.has_value(); });
   if (code.overlapGradReduce && training.bucketing == cost::Bucketing::kNone && !fusionIds) {
     training.bucketing = cost::Bucketing::kBySize;
@@ -73,17 +74,16 @@ PlanOptions withFramework(PlanOptions options) {
   return options;
 }
 
-/// Whether the framework (when one is named) runs the plan's degrees, schedule and precision.
+/// Whether the named framework runs the plan's degrees, schedule and precision.
 Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) {
-  if (!options.framework) return {};
+  if (!options.frameworkNamed) return {};
   ir::ParallelConfig config = model.parallel.value_or(ir::ParallelConfig{});
-  config.pp = options.training.pipelineStages;
-  config.schedule = options.training.schedule;
-  if (config.schedule == ir::Schedule::kInterleaved) {
-    config.vpp = std::max(options.training.virtualStages, 2);
-  }
+  config.pp = options.setup.pp;
+  config.schedule = options.setup.schedule;
+  if (config.schedule == ir::Schedule::kInterleaved)
+    config.vpp = std::max<int64_t>(options.setup.vpp, 2);
   const std::string precision(model.dtype ? ir::dtypeName(*model.dtype) : "bf16");
-  return cost::checkRunnable(cost::frameworkProfile(*options.framework), config, precision);
+  return cost::checkRunnable(cost::frameworkProfile(options.setup.framework), config, precision);
 }
 
 }  // namespace
@@ -93,10 +93,10 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
   const PlanOptions options = withFramework(given);
   if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
   ModelOptions modelOptions = givenModel;
-  if (options.framework && !modelOptions.attention) {
-    modelOptions.attention = cost::frameworkProfile(*options.framework).codePath.attention;
+  if (options.frameworkNamed && !modelOptions.attention) {
+    modelOptions.attention = options.setup.codePath.attention;
   }
-  auto pipeline = pipelineConfig(options.training, cluster.numDevices);
+  auto pipeline = pipelineConfig(options.setup, options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
   auto model = loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);
   if (!model) return model.error();
@@ -106,10 +106,10 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
 Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
                                   const cluster::Cluster& cluster) {
   const PlanOptions options = withFramework(given);
-  auto pipeline = pipelineConfig(options.training, cluster.numDevices);
+  auto pipeline = pipelineConfig(options.setup, options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
   const int64_t devicesPerStage = cluster.numDevices / pipeline->stages;
-  if (auto status = applyTrainingFlags(options.training, loaded.graph); !status) {
+  if (auto status = applyTrainingFlags(options.setup, options.training, loaded.graph); !status) {
     return status.error();
   }
   auto stages = search::assignStages(loaded.graph, pipeline->stages, pipeline->virtualStages);
@@ -136,7 +136,7 @@ Expected<Evaluated> evaluateModel(LoadedModel loaded, const PlanOptions& given,
                      : search::searchStrategies(loaded.graph, ranks, cluster, request);
   if (!outcome) return outcome.error();
   auto evaluateOptions = planner::evaluateOptions(
-      options.training,
+      options.setup, options.training,
       options.training.groupUpdate || request.mode == search::SearchMode::kDataParallel,
       options.costModel);
   if (!evaluateOptions) return evaluateOptions.error();

@@ -63,6 +63,14 @@ struct PlanOptions {
   /// The device memory the framework may use (a run yaml's context.max_device_memory); 0: all of
   /// it. capDeviceMemory applies it to a loaded cluster.
   int64_t deviceMemoryCapBytes = 0;
+  /// The training setup: pipeline stages, schedule and model chunks, layer recompute, the block
+  /// placement, the framework and its code path, the optimizer state, fp8 parameters and the
+  /// memory policy. Its parallel degrees and batch are the plan's once searched (planOf).
+  ir::TrainingSetup setup;
+  /// Whether setup.framework was named (--framework, a run yaml's `framework`): its profile's
+  /// code path then prices the plan, which it must be able to run; unnamed, the plan is priced
+  /// with its own features only, as the seeds describe MindSpore's.
+  bool frameworkNamed = false;
   TrainingFlags training;
   double ilpTimeLimit = 60;   ///< --search ilp: seconds for CBC
   bool ilpTieLayers = false;  ///< --search ilp: one decision for the layers of each stack
@@ -72,11 +80,6 @@ struct PlanOptions {
   /// An op-level search's sharding of each block (planner/op_search.h): every op takes its
   /// place's cuts, lifted over the stage's data-parallel ranks, instead of --search's choice.
   std::shared_ptr<const BlockSharding> blockSharding;
-  /// The framework whose code path prices the plan (cost/framework.h: its overlaps, attention
-  /// kernel, fusions); unset: the plan's own features only, as the seeds describe MindSpore's.
-  std::optional<cost::Framework> framework;
-  /// Whether a plan fits on its estimate or on its memory band's top (--memory-policy).
-  ir::MemoryPolicy memoryPolicy = ir::MemoryPolicy::kExpected;
 };
 
 struct Evaluated {

@@ -24,15 +24,15 @@ void fromYaml(const PlanOptions& options, Setting setting, T& field, const U& va
 
 void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& options) {
   TrainingFlags& training = options.training;
-  fromYaml(options, Setting::kPipelineStages, training.pipelineStages,
-           static_cast<int>(parallel.pipelineStage));
+  ir::TrainingSetup& setup = options.setup;
+  fromYaml(options, Setting::kPipelineStages, setup.pp, parallel.pipelineStage);
   fromYaml(options, Setting::kOptimizerParallel, training.optimizerParallel,
            parallel.enableParallelOptimizer.value_or(false));
   fromYaml(options, Setting::kOptimizerThreshold, training.optimizerThresholdKb,
            parallel.parallelOptimizerThresholdKb);
   fromYaml(options, Setting::kGradientAccumulationShard, training.gradientAccumulationShard,
            parallel.gradientAccumulationShard);
-  fromYaml(options, Setting::kRecompute, training.recompute,
+  fromYaml(options, Setting::kRecompute, setup.recompute,
            parallel.recompute         ? ir::Recompute::kFull
            : parallel.selectRecompute ? ir::Recompute::kSelective
                                       : ir::Recompute::kNone);
@@ -46,12 +46,11 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
   training.interleavedCopies = parallel.microBatchInterleaveNum;
   // MindFormers' Adam variants keep fp32 moments beside the float16 weight they update in place,
   // and MindSpore's gradients take the weight's dtype.
-  training.optimizerState = cost::OptimizerState::kFp32Moments;
+  setup.optimizerState = cost::OptimizerState::kFp32Moments;
   training.fp32Gradients = false;
   if (parallel.ppInterleaveNum > 1) {
-    fromYaml(options, Setting::kSchedule, training.schedule, ir::Schedule::kInterleaved);
-    fromYaml(options, Setting::kVirtualStages, training.virtualStages,
-             static_cast<int>(parallel.ppInterleaveNum));
+    fromYaml(options, Setting::kSchedule, setup.schedule, ir::Schedule::kInterleaved);
+    fromYaml(options, Setting::kVirtualStages, setup.vpp, parallel.ppInterleaveNum);
   }
   if (options.modelOptions.parallel) {
     fromYaml(options, Setting::kSequenceParallel, options.modelOptions.parallel->sequenceParallel,
@@ -120,7 +119,7 @@ std::pair<int, std::string> choosePipelineStages(const PlanOptions& options,
   for (int stages = 1; stages <= config.parallel.microBatchNum; ++stages) {
     if (cluster.numDevices % stages != 0) continue;
     PlanOptions candidate = options;
-    candidate.training.pipelineStages = stages;
+    candidate.setup.pp = stages;
     if (frontend::shardsByLayout(config.parallel)) {
       // The layout keeps model_parallel; data parallelism takes the devices the stages leave.
       const int64_t perStage = cluster.numDevices / stages;
@@ -165,13 +164,14 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   if (!config) return config.error();
   if (auto status = frontend::checkDeviceCount(*config, numDevices); !status) return status.error();
   // A --framework given on the command line wins over the yaml's.
-  if (config->framework && !options.framework) {
+  if (config->framework && !options.frameworkNamed) {
     auto framework = cost::parseFramework(*config->framework);
     if (!framework) {
       return Error{fmt::format("{}: framework: '{}': expected one of {}", options.config,
                                *config->framework, cost::frameworkNames())};
     }
-    options.framework = *framework;
+    options.setup.framework = *framework;
+    options.frameworkNamed = true;
   }
   frontend::ParallelSettings& parallel = config->parallel;
   if (parallel.useParallel.has_value() && !*parallel.useParallel) {
@@ -206,24 +206,22 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   if (options.modelOptions.parallel && options.modelOptions.dataParallelFromDevices) {
     // --tp without --dp: the devices of a stage that tp leaves.
     options.modelOptions.parallel->dp =
-        dataParallelDegree(options.modelOptions, numDevices / options.training.pipelineStages);
+        dataParallelDegree(options.modelOptions, numDevices / options.setup.pp);
   }
   // Flags win over the yaml: its batch formula reads the degrees they give, as if it held them.
   if (options.modelOptions.parallel && options.given(Setting::kTp)) {
     parallel.modelParallel = options.modelOptions.parallel->tp;
     parallel.dataParallel = options.modelOptions.parallel->dp;
   }
-  if (options.given(Setting::kPipelineStages))
-    parallel.pipelineStage = options.training.pipelineStages;
-  if (numDevices % options.training.pipelineStages != 0) {
+  const auto stages = static_cast<int>(options.setup.pp);
+  if (options.given(Setting::kPipelineStages)) parallel.pipelineStage = stages;
+  if (numDevices % stages != 0) {
     const std::string where = options.given(Setting::kPipelineStages)
                                   ? ir::flag(Setting::kPipelineStages)
                                   : options.config + ": parallel_config.pipeline_stage";
-    return Error{fmt::format("{}: {} stages do not split {} devices", where,
-                             options.training.pipelineStages, numDevices)};
+    return Error{fmt::format("{}: {} stages do not split {} devices", where, stages, numDevices)};
   }
-  if (auto status = applyYamlBatch(*config, numDevices, options.training.pipelineStages, options);
-      !status) {
+  if (auto status = applyYamlBatch(*config, numDevices, stages, options); !status) {
     return status.error();
   }
   if (config->model) {
@@ -263,7 +261,7 @@ void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& 
   if (options.given(Setting::kPipelineStages)) return;  // the flag wins over auto_pipeline
   auto [stages, how] = choosePipelineStages(options, config, cluster);
   if (config.parallel.autoPipeline) {
-    options.training.pipelineStages = stages;
+    options.setup.pp = stages;
     if (frontend::shardsByLayout(config.parallel)) {
       options.modelOptions.parallel->dp =
           cluster.numDevices / stages / options.modelOptions.parallel->tp;
@@ -273,10 +271,10 @@ void applyAutoPipeline(PlanOptions& options, const frontend::MindFormersConfig& 
     chosen.parallel.pipelineStage = stages;
     options.configNote = configSummary(options, chosen, cluster.numDevices);
     options.configNote += fmt::format("\nauto_pipeline: {} stage(s), {}", stages, how);
-  } else if (stages != options.training.pipelineStages) {
+  } else if (stages != options.setup.pp) {
     options.configNote +=
         fmt::format("\npipeline_stage {} as configured; auto_pipeline would choose {} ({})",
-                    options.training.pipelineStages, stages, how);
+                    options.setup.pp, stages, how);
   }
 }
 

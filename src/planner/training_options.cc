@@ -49,8 +49,9 @@ Status setManualSplit(ir::Graph& graph, const TrainingFlags::ManualSplit& split)
 
 }  // namespace
 
-Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
-  for (const ir::BlockAssignment& block : flags.blocks) {
+Status applyTrainingFlags(const ir::TrainingSetup& setup, const TrainingFlags& flags,
+                          ir::Graph& graph) {
+  for (const ir::BlockAssignment& block : setup.placement) {
     if (auto status = graph.setBlockSettings(block.scope, block.settings); !status) {
       return status.error().in(flag(settingOf(block.settings)));
     }
@@ -71,13 +72,14 @@ Status applyTrainingFlags(const TrainingFlags& flags, ir::Graph& graph) {
   return {};
 }
 
-Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t numDevices) {
+Expected<sim::PipelineConfig> pipelineConfig(const ir::TrainingSetup& setup,
+                                             const TrainingFlags& flags, int64_t numDevices) {
   sim::PipelineConfig config;
-  config.schedule = flags.schedule;
-  config.stages = flags.pipelineStages;
-  config.virtualStages = flags.virtualStages > 0                             ? flags.virtualStages
-                         : flags.schedule == sim::ScheduleKind::kInterleaved ? 2
-                                                                             : 1;
+  config.schedule = setup.schedule;
+  config.stages = static_cast<int>(setup.pp);
+  config.virtualStages = setup.schedule == ir::Schedule::kInterleaved && setup.vpp == 1
+                             ? 2
+                             : static_cast<int>(setup.vpp);
   config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
   if (numDevices % config.stages != 0) {
     return Error{fmt::format("{}: the {} devices do not split into {} equal stages",
@@ -98,16 +100,17 @@ Expected<sim::PipelineConfig> pipelineConfig(const TrainingFlags& flags, int64_t
   return config;
 }
 
-Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool groupUpdate,
+Expected<cost::EvaluateOptions> evaluateOptions(const ir::TrainingSetup& setup,
+                                                const TrainingFlags& flags, bool groupUpdate,
                                                 const cost::CostModel& costModel) {
   cost::EvaluateOptions options;
   options.costModel = costModel;
-  options.recompute.layers = flags.recompute;
+  options.recompute.layers = setup.recompute;
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
   options.recompute.sliceActivation = flags.recomputeSliceActivation;
   options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
-  options.recompute.rootStaysGathered = flags.codePath.fsdpRootStaysGathered;
+  options.recompute.rootStaysGathered = setup.codePath.fsdpRootStaysGathered;
   options.optimizerParallel.enabled = flags.optimizerParallel;
   options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
   options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
@@ -115,16 +118,16 @@ Expected<cost::EvaluateOptions> evaluateOptions(const TrainingFlags& flags, bool
   options.optimizerParallel.padToShard = flags.padToShard;
   options.optimizerParallel.distributedOptimizer = flags.distributedOptimizer;
   options.optimizer.fp32Gradients = flags.fp32Gradients;
-  options.optimizer.state = flags.optimizerState;
-  options.codePath = flags.codePath;
+  options.optimizer.state = setup.optimizerState;
+  options.codePath = setup.codePath;
   options.copies = flags.interleavedCopies;
   options.fp8WeightCacheBytes = flags.fp8WeightCacheBytes;
-  options.fp8Parameters = flags.fp8Parameters;
-  options.recompute.selectiveOpPolicy = flags.codePath.selectiveOpPolicy;
+  options.fp8Parameters = setup.fp8ParamGather;
+  options.recompute.selectiveOpPolicy = setup.codePath.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose
   // partitioner also decides what the per-op policy saves.
-  options.recompute.policyKeepsOnlyRead = flags.codePath.fusedElementwise;
-  if (flags.codePath.listCollectives) {
+  options.recompute.policyKeepsOnlyRead = setup.codePath.fusedElementwise;
+  if (setup.codePath.listCollectives) {
     options.redistribution.perRankCopySeconds = costModel->listCollectiveCopySeconds;
   }
   options.fusion.bucketing = flags.bucketing;

@@ -34,10 +34,13 @@ struct OneDevice {
   planner::LoadedModel model;
   cluster::Cluster device;
 
-  [[nodiscard]] cost::CostReport evaluate(const planner::TrainingFlags& training) const {
+  [[nodiscard]] cost::CostReport evaluate(
+      const planner::TrainingFlags& training,
+      cost::OptimizerState state = cost::OptimizerState::kFp32) const {
     planner::PlanOptions options;
     options.search = search::SearchMode::kDataParallel;
     options.training = training;
+    options.setup.optimizerState = state;
     auto evaluated = planner::evaluateModel(model, options, device);
     EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
     return evaluated.ok() ? evaluated->report : cost::CostReport{};
@@ -86,20 +89,18 @@ TEST(ModelStateMemory, WithoutAFullMasterCopyTheStatesShrink) {
   for (const auto& [state, bytesPerParameter] :
        {std::pair{cost::OptimizerState::kRemainders, 2.0 + 4.0 + 2.0 + 8.0},
         {cost::OptimizerState::kBf16, 2.0 + 4.0 + 4.0}}) {
-    planner::TrainingFlags training;
-    training.optimizerState = state;
     const double expected = bytesPerParameter * parameters;
-    EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(training))), expected,
+    EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate({}, state))), expected,
                 0.01 * expected);
   }
   // MindFormers' Adam variants: fp32 moments beside the 16-bit weight they update in place, and
   // the gradient in the weight's dtype (MindSpore's): 2 + 2 + 8.
   planner::TrainingFlags mindformers;
-  mindformers.optimizerState = cost::OptimizerState::kFp32Moments;
   mindformers.fp32Gradients = false;
   const double twelve = 12.0 * parameters;
-  EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(mindformers))), twelve,
-              0.01 * twelve);
+  EXPECT_NEAR(static_cast<double>(
+                  modelStateBytes(llama.evaluate(mindformers, cost::OptimizerState::kFp32Moments))),
+              twelve, 0.01 * twelve);
   // The optimizer step streams less without a full master copy: no copy back, and bf16 moments.
   const double full = cost::optimizerBytesPerElement(ir::DType::kBF16, cost::OptimizerSpec{});
   cost::OptimizerSpec remainders;

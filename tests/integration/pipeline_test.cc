@@ -53,10 +53,10 @@ struct Simulated {
 /// micro-batches as `autopar plan` takes them, one device per stage.
 Simulated run(const sim::PipelineConfig& config) {
   planner::PlanOptions options;
-  options.training.pipelineStages = config.stages;
-  options.training.virtualStages = config.virtualStages;
+  options.setup.pp = config.stages;
+  options.setup.vpp = config.virtualStages;
   options.training.microBatches = config.microBatches;
-  options.training.schedule = config.schedule;
+  options.setup.schedule = config.schedule;
   auto evaluated =
       planner::evaluateModel(planner::LoadedModel{.graph = uniformToy(), .source = "toy"}, options,
                              freeLinks(config.stages));

@@ -35,7 +35,7 @@ cost::CostReport evaluate(int64_t layers, bool sequenceParallel, ir::Recompute r
   auto cluster = planner::loadCluster("dgx-a100-80g", 1, static_cast<int>(kTp));
   EXPECT_TRUE(cluster.ok());
   planner::PlanOptions options;
-  options.training.recompute = recompute;
+  options.setup.recompute = recompute;
   options.training.recomputeSliceActivation = sliceActivation;
   auto evaluated = planner::evaluateModel(
       planner::LoadedModel{

@@ -16,8 +16,8 @@ packages=(
   zlib1g-dev
   # The autopar executable's allocator (CMakeLists.txt: a third of a long search was glibc's malloc).
   libmimalloc-dev
-  # tests/cli/data/apply_fixes.py rewrites run yamls.
-  python3-yaml
+  # tests/cli/data/apply_fixes.py rewrites run yamls; the launch scripts' CLI cases lint them.
+  python3-yaml shellcheck
   # scripts/html_report_check.py renders the --report pages in headless Chromium.
   chromium fonts-dejavu-core
   # The parsers' libFuzzer targets (scripts/fuzz.sh): clang and its sanitizer runtimes.

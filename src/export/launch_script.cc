@@ -9,6 +9,30 @@ namespace autopar::exporters {
 
 namespace {
 
+/// Whether Megatron-LM's --use-rope-scaling builds `scaling`: Llama 3.1's rescaling with the
+/// frequency bands and original length Megatron-Core fixes (1, 4 and 8192; its rope_utils).
+bool megatronBuildsLlama3Scaling(const frontend::TransformerConfig::RopeScaling& scaling) {
+  return scaling.type == "llama3" && scaling.lowFrequencyFactor == 1 &&
+         scaling.highFrequencyFactor == 4 && scaling.originalPositions == 8192;
+}
+
+/// Whether Megatron-LM's --rotary-seq-len-interpolation-factor (an integer) builds `scaling`.
+bool megatronBuildsLinearScaling(const frontend::TransformerConfig::RopeScaling& scaling) {
+  return scaling.type == "linear" &&
+         scaling.factor == static_cast<double>(static_cast<int64_t>(scaling.factor));
+}
+
+std::string ropeScalingArguments(const frontend::TransformerConfig::RopeScaling& scaling) {
+  if (megatronBuildsLlama3Scaling(scaling)) {
+    return fmt::format(" --use-rope-scaling --rope-scaling-factor {}", scaling.factor);
+  }
+  if (megatronBuildsLinearScaling(scaling)) {
+    return fmt::format(" --rotary-seq-len-interpolation-factor {}",
+                       static_cast<int64_t>(scaling.factor));
+  }
+  return "";
+}
+
 /// Megatron-LM's model arguments for `model` (megatron/training/arguments.py).
 std::string modelArguments(const frontend::TransformerConfig& model, int64_t seq) {
   using frontend::TransformerConfig;
@@ -23,7 +47,11 @@ std::string modelArguments(const frontend::TransformerConfig& model, int64_t seq
   if (model.norm == TransformerConfig::Norm::kRMSNorm) args += " --normalization RMSNorm";
   args += fmt::format(" --norm-epsilon {}", model.normEpsilon);
   if (model.position == TransformerConfig::Position::kRotary) {
-    args += " --position-embedding-type rope";
+    args += fmt::format(" --position-embedding-type rope --rotary-base {}{}", model.ropeBase,
+                        ropeScalingArguments(model.ropeScaling));
+  }
+  if (model.experts > 0) {
+    args += fmt::format(" --num-experts {} --moe-router-topk {}", model.experts, model.topK);
   }
   if (!model.tiedEmbeddings) args += " --untie-embeddings-and-output-weights";
   if (!model.linearBias) args += " --disable-bias-linear";
@@ -82,12 +110,19 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
       "# Megatron needs one CUDA stream per device for its communication to overlap in order.\n"
       "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   for (const std::string& note : megatronNotes(config)) script += fmt::format("# Note: {}\n", note);
+  const frontend::TransformerConfig::RopeScaling& scaling = model.ropeScaling;
+  if (!scaling.type.empty() && ropeScalingArguments(scaling).empty()) {
+    script += fmt::format(
+        "# Note: the model's rope_scaling '{}' (factor {}) has no Megatron-LM GPT argument; "
+        "Megatron rotates the positions unscaled\n",
+        scaling.type, scaling.factor);
+  }
   script += array("MODEL_ARGS", modelArguments(model, seq));
   script += array("PARALLEL_ARGS", megatronArguments(config, virtualStageLayers));
   script += array("PRECISION_ARGS", precisionArguments(config.precision));
   // Mock data with the model's vocabulary: the script measures the plan, not a dataset.
   script += array("DATA_ARGS", fmt::format("--mock-data --tokenizer-type NullTokenizer "
-                                           "--vocab-size {} --split 100,0,0",
+                                           "--vocab-size {} --split '100,0,0'",
                                            model.vocab - 1));
   script += array("TRAIN_ARGS",
                   "--train-iters \"$TRAIN_ITERS\" --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style "
@@ -151,6 +186,12 @@ Expected<std::string> launchScript(const ir::TrainingSetup& config,
           "--launch-script: MindSpore's MindFormers starts from its run yaml (msrun ... "
           "run_mindformer.py --config FILE); use the printed MindFormers parallel_config"};
     default:
+      if (model.position == frontend::TransformerConfig::Position::kAlibi) {
+        return Error{fmt::format(
+            "--launch-script: {} uses ALiBi positions, which Megatron-LM's GPT does not build "
+            "(--position-embedding-type has no alibi)",
+            inputs.model)};
+      }
       return megatronScript(config, inputs, model, virtualStageLayers, nodes, devicesPerNode);
   }
 }

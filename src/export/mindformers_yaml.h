@@ -14,6 +14,9 @@
 
 namespace autopar::exporters {
 
+/// parallel_config, recompute_config and runner_config's batch: `microBatches` per step are
+/// micro_batch_num under a pipeline, and without one (where MindFormers sets micro_batch_num to 1)
+/// runner_config.gradient_accumulation_steps.
 std::string mindformersParallelConfig(const ir::TrainingSetup& config, int64_t microBatches);
 
 /// The complete run yaml of `config` with `model` (its sequence `sequence`; named with the

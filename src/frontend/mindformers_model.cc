@@ -24,6 +24,7 @@ struct ModelKeys {
   std::optional<int64_t> vocab;
   std::optional<int64_t> seq;
   std::optional<double> normEpsilon;
+  std::optional<double> ropeBase;  ///< theta
   std::optional<std::string> computeDtype;
 
   [[nodiscard]] bool anyDimension() const {
@@ -60,8 +61,9 @@ Expected<ModelKeys> readModelKeys(const YAML::Node& root) {
     auto status = readYamlKey(root, {"model", "model_config", key}, readYamlString, *out);
     if (!status) return status.error();
   }
-  for (const auto& [key, out] : {std::pair{"ffn_dim_multiplier", &keys.ffnDimMultiplier},
-                                 std::pair{"rms_norm_eps", &keys.normEpsilon}}) {
+  for (const auto& [key, out] :
+       {std::pair{"ffn_dim_multiplier", &keys.ffnDimMultiplier},
+        std::pair{"rms_norm_eps", &keys.normEpsilon}, std::pair{"theta", &keys.ropeBase}}) {
     auto status = readYamlKey(root, {"model", "model_config", key}, readYamlPositiveNumber, *out);
     if (!status) return status.error();
   }
@@ -125,6 +127,7 @@ Status applyKeys(const ModelKeys& keys, TransformerConfig& config) {
   config.vocab = keys.vocab.value_or(config.vocab);
   config.seq = keys.seq.value_or(config.seq);
   config.normEpsilon = keys.normEpsilon.value_or(config.normEpsilon);
+  config.ropeBase = keys.ropeBase.value_or(config.ropeBase);
   if (keys.computeDtype) {
     auto dtype = computeDtype(*keys.computeDtype);
     if (!dtype) return dtype.error();

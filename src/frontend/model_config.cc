@@ -60,6 +60,8 @@ class Fields {
   }
   [[nodiscard]] const Status& status() const { return status_; }
   void reject(const std::string& message) { fail(Error{message}); }
+  /// The field's path in the file, for messages: "rope_scaling.factor".
+  [[nodiscard]] std::string where(std::string_view key) const { return childPath(path_, key); }
 
  private:
   void fail(const Error& error) {
@@ -93,6 +95,45 @@ Status readQwen2VisionConfig(const json& document, TransformerConfig& config) {
   v.merge = fields.positiveOr("spatial_merge_size", 2);
   v.patches = kDefaultPatches;
   return fields.status();
+}
+
+/// A number of `fields` at `key` in (0, `most`], or `fallback` when absent.
+double boundedNumber(Fields& fields, std::string_view key, double fallback, double most) {
+  const double value = fields.numberOr(key, fallback);
+  if (fields.status() && !(value > 0 && value <= most)) {
+    fields.reject(fmt::format("{}: {}: expected a positive number up to {:g}", fields.where(key),
+                              value, most));
+  }
+  return value;
+}
+
+/// The rotary base at `baseKey` (rope_theta; GPT-NeoX's rotary_emb_base) and rope_scaling: null,
+/// or an object naming its kind (rope_type, or type in older configs) with a factor, and for
+/// Llama 3.1's "llama3" kind its frequency bands and original length.
+Status readRope(const json& document, Fields& fields, std::string_view baseKey,
+                TransformerConfig& config) {
+  config.ropeBase = boundedNumber(fields, baseKey, 10000, 1e12);
+  if (!fields.status() || !fields.has("rope_scaling")) return fields.status();
+  const json& scaling = document.at("rope_scaling");
+  if (!scaling.is_object()) {
+    return Error{
+        fmt::format("rope_scaling: expected an object or null, got {}", jsonTypeName(scaling))};
+  }
+  Fields scalingFields(scaling, "rope_scaling");
+  TransformerConfig::RopeScaling& rope = config.ropeScaling;
+  rope.type = scalingFields.stringOr("rope_type", scalingFields.stringOr("type", ""));
+  if (scalingFields.status() && rope.type.empty()) {
+    return Error{
+        "rope_scaling.rope_type: missing; expected the scaling's kind (llama3, linear, "
+        "dynamic, yarn, ...)"};
+  }
+  rope.factor = boundedNumber(scalingFields, "factor", 1, 1e6);
+  if (rope.type == "llama3") {
+    rope.lowFrequencyFactor = boundedNumber(scalingFields, "low_freq_factor", 1, 1e6);
+    rope.highFrequencyFactor = boundedNumber(scalingFields, "high_freq_factor", 4, 1e6);
+    rope.originalPositions = scalingFields.positiveOr("original_max_position_embeddings", 8192);
+  }
+  return scalingFields.status();
 }
 
 void llamaStyle(TransformerConfig& config) {
@@ -181,6 +222,10 @@ Expected<TransformerConfig> fromHuggingFace(const json& document, Fields& fields
         type)};
   }
   if (!fields.status()) return fields.status().error();
+  if (config.position == TransformerConfig::Position::kRotary) {
+    const std::string_view baseKey = type == "gpt_neox" ? "rotary_emb_base" : "rope_theta";
+    if (auto status = readRope(document, fields, baseKey, config); !status) return status.error();
+  }
   return config;
 }
 

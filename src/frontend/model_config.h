@@ -20,6 +20,9 @@
 ///                          num_attention_heads, vocab_size, max_position_embeddings,
 ///                          layer_norm_eps, tie_word_embeddings; GeLU, LayerNorm, rotary, biases.
 ///   qwen2_vl               as qwen2, with the vision tower of vision_config.
+/// Every rotary kind also reads rope_theta (gpt_neox: rotary_emb_base; default 10,000) and
+/// rope_scaling (null, or its rope_type or type, factor, and for llama3 low_freq_factor,
+/// high_freq_factor and original_max_position_embeddings), which the exports write.
 /// Other keys are ignored (config.json files carry many).
 ///
 /// Dimensions object (every key required unless marked):

@@ -213,5 +213,47 @@ TEST(ModelConfig, BadFieldsAreNamed) {
             "top level: missing required field 'num_hidden_layers'");
 }
 
+TEST(ModelConfig, RotaryBaseAndScalingAreRead) {
+  json llama = {{"model_type", "llama"},           {"hidden_size", 4096},
+                {"intermediate_size", 14336},      {"num_attention_heads", 32},
+                {"num_hidden_layers", 32},         {"num_key_value_heads", 8},
+                {"max_position_embeddings", 8192}, {"vocab_size", 128256}};
+  auto config = modelConfigFromJson(llama);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->ropeBase, 10000);  // Hugging Face's default
+  EXPECT_TRUE(config->ropeScaling.type.empty());
+  // meta-llama/Llama-3.1-8B: rope_theta 500000 and Llama 3.1's rescaling.
+  llama["rope_theta"] = 500000.0;
+  llama["rope_scaling"] = {{"factor", 8.0},
+                           {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0},
+                           {"original_max_position_embeddings", 8192},
+                           {"rope_type", "llama3"}};
+  config = modelConfigFromJson(llama);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->ropeBase, 500000);
+  EXPECT_EQ(config->ropeScaling, (TransformerConfig::RopeScaling{.type = "llama3", .factor = 8}));
+  // Older configs name the kind "type" (Qwen2-VL's mrope has no factor).
+  llama["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {16, 24, 24}}};
+  config = modelConfigFromJson(llama);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->ropeScaling.type, "mrope");
+  EXPECT_EQ(config->ropeScaling.factor, 1);
+
+  llama["rope_theta"] = -1;
+  EXPECT_EQ(modelConfigFromJson(llama).error().message,
+            "rope_theta: -1: expected a positive number up to 1e+12");
+  llama["rope_theta"] = 1e6;
+  llama["rope_scaling"] = "llama3";
+  EXPECT_EQ(modelConfigFromJson(llama).error().message,
+            "rope_scaling: expected an object or null, got string");
+  llama["rope_scaling"] = {{"factor", 0}, {"rope_type", "linear"}};
+  EXPECT_EQ(modelConfigFromJson(llama).error().message,
+            "rope_scaling.factor: 0: expected a positive number up to 1e+06");
+  llama["rope_scaling"] = {{"factor", 2}};
+  EXPECT_NE(modelConfigFromJson(llama).error().message.find("rope_scaling.rope_type: missing"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace autopar::frontend

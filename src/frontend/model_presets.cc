@@ -62,6 +62,12 @@ Config withExperts(Config config, int64_t experts, int64_t topK) {
   return config;
 }
 
+/// Rotary positions of base `base` (rope_theta); LLaMA-style presets default to 10,000.
+Config withRopeBase(Config config, double base) {
+  config.ropeBase = base;
+  return config;
+}
+
 Config withAlibi(Config config) {
   config.position = Config::Position::kAlibi;
   return config;
@@ -103,23 +109,31 @@ const std::vector<Config>& transformerPresets() {
       // vocab 152064, seq 8192, a 32-layer ViT); Qwen/Qwen2-VL-72B-Instruct config.json for the
       // rest: num_key_value_heads 8, rms_norm_eps 1e-6, q/k/v biases, and vision_config depth 32,
       // embed_dim 1280, num_heads 16, mlp_ratio 4, patch_size 14, temporal_patch_size 2,
-      // spatial_merge_size 2. The image is one 448 x 448 picture: 1024 patches, 256 tokens.
-      withVision(
-          withQkvBias(llamaStyle("qwen2-vl-72b", 80, 8192, 64, 8, 29568, 152064, 8192, 1e-6)), 32,
-          1280, 16, 5120),
+      // spatial_merge_size 2, rope_theta 1,000,000. The image is one 448 x 448 picture: 1024
+      // patches, 256 tokens.
+      withVision(withRopeBase(withQkvBias(llamaStyle("qwen2-vl-72b", 80, 8192, 64, 8, 29568, 152064,
+                                                     8192, 1e-6)),
+                              1e6),
+                 32, 1280, 16, 5120),
       // InternVL2-8B (OpenGVLab config.json): InternLM2.5-7B (32 layers, hidden 4096, 32 heads,
       // 8 key/value heads, ffn 14336, vocab 92553 padded to 92672 as Megatron-LM's
       // --make-vocab-size-divisible-by 128 does) after InternViT-300M (24 layers, hidden 1024,
       // 16 heads, ffn 4096, 448 x 448 images, pixel shuffle 0.5 = 2 x 2 merge). InternViT's
       // learned position table and its projector's exact shapes are modelled by the common
       // vision tower (rotary, merger MLP), a difference of under 1% of the parameters.
-      withVision(llamaStyle("internvl2-8b", 32, 4096, 32, 8, 14336, 92672, 8192, 1e-5), 24, 1024,
-                 16, 4096),
+      // InternLM2.5's
+      // rope_theta is 1,000,000.
+      withVision(
+          withRopeBase(llamaStyle("internvl2-8b", 32, 4096, 32, 8, 14336, 92672, 8192, 1e-5), 1e6),
+          24, 1024, 16, 4096),
       // mistralai/Mixtral-8x7B-v0.1 config.json (examples/models/mixtral-8x7b-config.json): 32
       // layers, hidden 4096, 32 heads, 8 key/value heads, 8 experts of intermediate_size 14336,
-      // 2 per token, vocab 32000, rms_norm_eps 1e-5; 46,702,792,704 parameters, 12.9B active.
-      // Sequence 4096, as Megatron-LM's Mixtral example trains it (its config.json allows 32768).
-      withExperts(llamaStyle("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, 1e-5), 8, 2),
+      // 2 per token, vocab 32000, rms_norm_eps 1e-5, rope_theta 1,000,000; 46,702,792,704
+      // parameters, 12.9B active. Sequence 4096, as Megatron-LM's Mixtral example trains it (its
+      // config.json allows 32768).
+      withRopeBase(
+          withExperts(llamaStyle("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, 1e-5), 8, 2),
+          1e6),
   };
   return kPresets;
 }

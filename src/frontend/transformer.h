@@ -152,6 +152,21 @@ struct TransformerConfig {
   bool qkvBias = false;     ///< biases on q/k/v only (Qwen)
   bool linearBias = false;  ///< biases on every projection: q/k/v/o and fc1/fc2 (GPT-3)
   double normEpsilon = 1e-5;
+  /// The rotary base (Hugging Face's rope_theta, MindFormers' theta, Megatron-LM's
+  /// --rotary-base): 10,000 for LLaMA 2, 500,000 for Llama 3, 1,000,000 for Qwen2 and Mixtral.
+  double ropeBase = 10000;
+  /// How rotary positions stretch past the trained length (Hugging Face's rope_scaling): none,
+  /// Llama 3.1's frequency-band rescaling ("llama3"), a linear interpolation of positions
+  /// ("linear"), or another kind that Megatron-LM's GPT does not build (kept by name).
+  struct RopeScaling {
+    std::string type;  ///< "": none
+    double factor = 1;
+    double lowFrequencyFactor = 1;     ///< llama3: low_freq_factor
+    double highFrequencyFactor = 4;    ///< llama3: high_freq_factor
+    int64_t originalPositions = 8192;  ///< llama3: original_max_position_embeddings
+    bool operator==(const RopeScaling&) const = default;
+  };
+  RopeScaling ropeScaling;
   /// Dropout rate on the attention and MLP outputs before each residual add (Megatron-LM's
   /// hidden_dropout); 0 adds no Dropout ops.
   double hiddenDropout = 0.0;

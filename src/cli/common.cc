@@ -17,12 +17,13 @@
 
 namespace autopar::cli {
 
-int reportError(const Error& error) {
-  // An error may echo what was given (a 60 KB argument); one line stays readable.
-  constexpr size_t kMaxMessage = 400;
-  std::string message = error.message.substr(0, kMaxMessage);
-  if (error.message.size() > kMaxMessage) {
-    message += fmt::format("... ({} more characters)", error.message.size() - kMaxMessage);
+namespace {
+
+/// `text` as one readable line: at most `limit` characters, control bytes escaped.
+std::string oneLine(const std::string& text, size_t limit) {
+  std::string message = text.substr(0, limit);
+  if (text.size() > limit) {
+    message += fmt::format("... ({} more characters)", text.size() - limit);
   }
   std::replace(message.begin(), message.end(), '\n', ' ');
   // An error may echo bytes from a file or an argument: a control byte (a terminal escape, a
@@ -38,9 +39,20 @@ int reportError(const Error& error) {
       shown += c;
     }
   }
-  message = std::move(shown);
-  fmt::print(stderr, "autopar: error: {}\n", message);
+  return shown;
+}
+
+}  // namespace
+
+int reportError(const Error& error) {
+  // An error may echo what was given (a 60 KB argument); one line stays readable.
+  fmt::print(stderr, "autopar: error: {}\n", oneLine(error.message, 400));
   return kExitBadInput;
+}
+
+int reportDoesNotFit(const std::string& advice) {
+  fmt::print(stderr, "autopar: {}\n", oneLine(advice, 4000));
+  return kExitDoesNotFit;
 }
 
 namespace {
@@ -85,7 +97,9 @@ Status checkOutputsAreNotInputs(const CLI::App& verb) {
     if (option->count() == 0 || option->get_lnames().empty()) continue;
     const std::string& name = option->get_lnames().front();
     for (const std::string& value : option->results()) {
-      Named named{"--" + name, value};
+      Named named;
+      named.option = "--" + name;
+      named.path = value;
       named.exists = ::stat(value.c_str(), &named.file) == 0;
       if (value == "-" || (named.exists && !S_ISREG(named.file.st_mode))) continue;
       if (!isOutputOption(name)) {

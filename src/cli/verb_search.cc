@@ -166,7 +166,7 @@ int runGraphSearch(const SearchArgs& args) {
   auto found = planner::searchGraph(request);
   if (!found) return reportError(found.error());
   if (!found->best) {
-    return reportError(Error{planner::graphNothingFitsAdvice(*found)});
+    return reportDoesNotFit(planner::graphNothingFitsAdvice(*found));
   }
   const std::string out = args.out.empty() ? kGraphPlanFile : args.out;
   const plan::Plan plan = planner::planOf(*found->best, found->bestOptions, found->cluster);
@@ -217,8 +217,8 @@ int runSearch(SearchArgs args) {
   if (terminal) fmt::print(stderr, "\n");
   if (!found) return reportError(found.error());
   if (!found->best) {
-    return reportError(
-        Error{planner::nothingFitsAdvice(*found, std::max(args.request.base.nodes, 1))});
+    return reportDoesNotFit(
+        planner::nothingFitsAdvice(*found, std::max(args.request.base.nodes, 1)));
   }
   const nlohmann::ordered_json optimal = exporters::mindspeedOptimalConfig(
       *found->best, planner::layersPerStage(*found->estimate, found->best->pp, "llm"),

@@ -24,6 +24,10 @@ inline constexpr int kExitDoesNotFit = 3;
 /// Prints "autopar: error: <message>" on stderr and returns kExitBadInput.
 int reportError(const Error& error);
 
+/// Prints "autopar: <advice>" on stderr (what does not fit and what would) and returns
+/// kExitDoesNotFit: the input was valid, no configuration of it fits device memory.
+int reportDoesNotFit(const std::string& advice);
+
 /// Checks an option is a positive number: "--tp: expected a positive number, got 0" (CLI11's
 /// PositiveNumber names its range up to the largest double instead).
 const CLI::Validator& positive();

@@ -36,14 +36,17 @@ std::vector<std::string> groupNames(const std::vector<ParameterCollective>& coll
     } else if (options.bucketing == Bucketing::kByLayer) {
       names[i] = "block " + (c.block.empty() ? std::string("(untagged)") : c.block);
     } else {
+      // A bucket closes once it holds the bucket size or more (Megatron-Core's
+      // _ParamAndGradBuffer; PyTorch DDP's buckets likewise take the parameter that overflows
+      // them), so a parameter larger than the size shares its bucket with those before it.
       int64_t& fill = bucketFill[c.stage];
       int& index = bucketIndex[c.stage];
-      if (fill > 0 && fill + c.redistribution.bytesPerDevice > options.bucketBytes) {
+      names[i] = fmt::format("bucket {}", index);
+      fill += c.redistribution.bytesPerDevice;
+      if (fill >= options.bucketBytes) {
         ++index;
         fill = 0;
       }
-      fill += c.redistribution.bytesPerDevice;
-      names[i] = fmt::format("bucket {}", index);
     }
   }
   return names;

@@ -19,13 +19,15 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
   const auto& step = estimate.evaluated.estimate;
   fmt::format_to(out, "autopar estimate: {} on {} ({} x {})\n", config.model, estimate.cluster.name,
                  estimate.worldSize, estimate.cluster.device.name);
+  const std::string context = config.cp > 1 ? fmt::format(" CP {}", config.cp) : "";
   const std::string expert = config.ep > 1 ? fmt::format(" EP {}", config.ep) : "";
   fmt::format_to(
       out,
-      "  TP {} PP {} DP {}{} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
+      "  TP {}{} PP {} DP {}{} VPP {}  micro-batch {} x {} per step, global batch {}, sequence "
       "{}{}{}\n",
-      config.tp, config.pp, config.dp, expert, config.vpp, config.mbs, estimate.microBatches,
-      config.gbs, estimate.sequence, config.sequenceParallel ? ", sequence parallel" : "",
+      config.tp, context, config.pp, config.dp, expert, config.vpp, config.mbs,
+      estimate.microBatches, config.gbs, estimate.sequence,
+      config.sequenceParallel ? ", sequence parallel" : "",
       config.zeroBubble() ? ", zero-bubble H1" : "");
   const std::string_view recomputed = ir::recomputeName(config.recompute);
   const size_t placedRecompute = ir::recomputedBlocks(config.placement);

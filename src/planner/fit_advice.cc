@@ -185,13 +185,16 @@ void addPipeline(const PlanOptions& options, int64_t numDevices, std::vector<Var
   }
 }
 
-/// A Megatron-style annotation's tensor-parallel degree doubled, up to three times (data
+/// A Megatron-style annotation's tensor-parallel degree doubled, up to three times and within one
+/// node, as Megatron-LM keeps it (its collectives on every layer need the node's links; data
 /// parallelism then fills the rest of the stage, Trials::run).
-void addTensorParallel(const PlanOptions& options, int64_t numDevices, std::vector<Variant>& out) {
+void addTensorParallel(const PlanOptions& options, const cluster::Cluster& cluster,
+                       std::vector<Variant>& out) {
   if (!options.modelOptions.parallel) return;
   const ir::ParallelConfig& parallel = *options.modelOptions.parallel;
-  const int64_t devices = stageDevices(options, numDevices);
-  for (int64_t tp = parallel.tp * 2; tp <= parallel.tp * 8; tp *= 2) {
+  const int64_t devices = stageDevices(options, cluster.numDevices);
+  const int64_t most = std::min<int64_t>(parallel.tp * 8, cluster.devicesPerNode);
+  for (int64_t tp = parallel.tp * 2; tp <= most; tp *= 2) {
     if (devices % (tp * parallel.cp) != 0) break;
     out.push_back({Lever::kTensorParallel,
                    {{{Setting::kTp, std::to_string(tp)}},
@@ -430,7 +433,7 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   addRecompute(options, variants);
   addOptimizerParallel(options, variants);
   addPipeline(options, cluster.numDevices, variants);
-  addTensorParallel(options, cluster.numDevices, variants);
+  addTensorParallel(options, cluster, variants);
   addMemCoeff(options, variants);
   const auto levers = byLever(variants);
   Trials trials(options, cluster, progress);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "export/megatron_args.h"
 #include "export/torchtitan_toml.h"
 
@@ -47,8 +49,9 @@ std::string modelArguments(const frontend::TransformerConfig& model, int64_t seq
   if (model.norm == TransformerConfig::Norm::kRMSNorm) args += " --normalization RMSNorm";
   args += fmt::format(" --norm-epsilon {}", model.normEpsilon);
   if (model.position == TransformerConfig::Position::kRotary) {
-    args += fmt::format(" --position-embedding-type rope --rotary-base {}{}", model.ropeBase,
-                        ropeScalingArguments(model.ropeScaling));
+    // Megatron-LM parses --rotary-base as an integer; megatronScript notes a rounded one.
+    args += fmt::format(" --position-embedding-type rope --rotary-base {}{}",
+                        std::llround(model.ropeBase), ropeScalingArguments(model.ropeScaling));
   }
   if (model.experts > 0) {
     args += fmt::format(" --num-experts {} --moe-router-topk {}", model.experts, model.topK);
@@ -110,6 +113,12 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
       "# Megatron needs one CUDA stream per device for its communication to overlap in order.\n"
       "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   for (const std::string& note : megatronNotes(config)) script += fmt::format("# Note: {}\n", note);
+  if (model.position == frontend::TransformerConfig::Position::kRotary &&
+      model.ropeBase != static_cast<double>(std::llround(model.ropeBase))) {
+    script += fmt::format(
+        "# Note: the rotary base {} is rounded to {}: Megatron-LM's --rotary-base is an integer\n",
+        model.ropeBase, std::llround(model.ropeBase));
+  }
   const frontend::TransformerConfig::RopeScaling& scaling = model.ropeScaling;
   if (!scaling.type.empty() && ropeScalingArguments(scaling).empty()) {
     script += fmt::format(

@@ -163,6 +163,15 @@ TEST(LaunchScript, AScalingMegatronDoesNotBuildIsNotedNotDropped) {
   EXPECT_NE(script.find("--rotary-seq-len-interpolation-factor 2"), std::string::npos) << script;
 }
 
+TEST(LaunchScript, AFractionalRotaryBaseIsRoundedForMegatronsIntegerFlagWithANote) {
+  auto model = frontend::transformerPreset("llama2-7b");
+  ASSERT_TRUE(model.ok());
+  model->ropeBase = 10000.5;
+  const std::string script = megatronScriptOf(*model);
+  EXPECT_NE(script.find("--rotary-base 10001 "), std::string::npos) << script;
+  EXPECT_NE(script.find("# Note: the rotary base 10000.5 is rounded to 10001"), std::string::npos);
+}
+
 TEST(LaunchScript, ModelsMegatronCannotBuildAreRefusedByName) {
   for (const char* name : {"baichuan2-13b", "qwen2-vl-72b"}) {
     auto model = frontend::transformerPreset(name);

@@ -51,8 +51,7 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
     fmt::print("{}", exporters::formatEstimateReport(config, estimate, placed, closed));
   }
   if (estimate.fits()) return kExitOk;
-  fmt::print(stderr, "autopar: {}\n", planner::overflowAdvice(estimate, config));
-  return kExitDoesNotFit;
+  return reportDoesNotFit(planner::overflowAdvice(estimate, config));
 }
 
 /// The request the parsed flags make.

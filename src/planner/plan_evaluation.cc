@@ -80,8 +80,7 @@ Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) 
   ir::ParallelConfig config = model.parallel.value_or(ir::ParallelConfig{});
   config.pp = options.setup.pp;
   config.schedule = options.setup.schedule;
-  if (config.schedule == ir::Schedule::kInterleaved)
-    config.vpp = std::max<int64_t>(options.setup.vpp, 2);
+  if (config.schedule == ir::Schedule::kInterleaved) config.vpp = chunksPerStage(options.setup);
   const std::string precision(model.dtype ? ir::dtypeName(*model.dtype) : "bf16");
   return cost::checkRunnable(cost::frameworkProfile(options.setup.framework), config, precision);
 }

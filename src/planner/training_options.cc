@@ -72,14 +72,16 @@ Status applyTrainingFlags(const ir::TrainingSetup& setup, const TrainingFlags& f
   return {};
 }
 
+int64_t chunksPerStage(const ir::TrainingSetup& setup) {
+  return setup.schedule == ir::Schedule::kInterleaved && setup.vpp == 1 ? 2 : setup.vpp;
+}
+
 Expected<sim::PipelineConfig> pipelineConfig(const ir::TrainingSetup& setup,
                                              const TrainingFlags& flags, int64_t numDevices) {
   sim::PipelineConfig config;
   config.schedule = setup.schedule;
   config.stages = static_cast<int>(setup.pp);
-  config.virtualStages = setup.schedule == ir::Schedule::kInterleaved && setup.vpp == 1
-                             ? 2
-                             : static_cast<int>(setup.vpp);
+  config.virtualStages = static_cast<int>(chunksPerStage(setup));
   config.microBatches = flags.microBatches > 0 ? flags.microBatches : 1;
   if (numDevices % config.stages != 0) {
     return Error{fmt::format("{}: the {} devices do not split into {} equal stages",

@@ -63,6 +63,10 @@ struct TrainingFlags {
 Status applyTrainingFlags(const ir::TrainingSetup& setup, const TrainingFlags& flags,
                           ir::Graph& graph);
 
+/// Model chunks per stage: the setup's, and 2 for the interleaved schedule given 1 (MindSpore's
+/// pp_interleave_num default).
+int64_t chunksPerStage(const ir::TrainingSetup& setup);
+
 /// The pipeline the setup and flags ask for; the interleaved schedule with one model chunk per
 /// stage runs two (MindSpore's pp_interleave_num default). Fails when micro-batches are fewer
 /// than stages, or the devices do not split into the stages.

@@ -99,7 +99,7 @@ void BM_PipelineFeaturesEstimate(benchmark::State& state) {
     state.SkipWithError("setup failed");
     return;
   }
-  const sim::PipelineConfig pipeline{stages, 1, 64, sim::ScheduleKind::k1F1B};
+  const sim::PipelineShape pipeline{stages, 1, 64, sim::ScheduleKind::k1F1B};
   for (auto _ : state) {
     auto assignment = search::assignStages(setup.graph, stages, 1);
     cost::EvaluateOptions options;

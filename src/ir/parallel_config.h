@@ -37,6 +37,16 @@ std::string_view scheduleName(Schedule schedule);
 Expected<Recompute> parseRecompute(std::string_view name);
 std::string_view recomputeName(Recompute recompute);
 
+/// A training step's pipeline: the simulator builds its schedule from it (sim/schedule.h), the
+/// step model prices it (sim/step_estimate.h) and the plan records it (plan/plan.h).
+struct PipelineShape {
+  int stages = 1;         ///< p: pipeline stages (devices along the pipeline)
+  int virtualStages = 1;  ///< v: model chunks per stage (> 1 only for the interleaved schedule)
+  int microBatches = 1;   ///< m: micro-batches per training step
+  Schedule schedule = Schedule::k1F1B;
+  bool operator==(const PipelineShape&) const = default;
+};
+
 struct ParallelConfig;
 /// "TP 2 CP 2 PP 8 DP 2 EP 2 MBS 1 SP zb-h1": a configuration's shape in report lines.
 std::string shapeName(const ParallelConfig& config);

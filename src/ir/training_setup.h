@@ -170,6 +170,19 @@ struct TrainingSetup : ParallelConfig {
 
   /// Micro-batches per step: gbs / (dp x mbs), 0 before the batch is set.
   [[nodiscard]] int64_t microBatches() const { return dp * mbs > 0 ? gbs / (dp * mbs) : 0; }
+
+  /// The ZeRO stage the framework runs: under pipeline parallelism a profile with
+  /// CodePath::fsdpUnshardedUnderPipeline runs ZeRO 2 and 3 as ZeRO 1.
+  [[nodiscard]] int zeroAsRun() const {
+    return pp > 1 && zero >= 2 && codePath.fsdpUnshardedUnderPipeline ? 1 : zero;
+  }
+
+  /// Whether gradients accumulate and are reduced in fp32. Megatron-LM does so under bf16 and
+  /// fp8 (it forces --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and keeps
+  /// them in fp16 under fp16 (the flag's default).
+  [[nodiscard]] bool fp32Gradients() const {
+    return precision != "fp16" && !codePath.gradReduceInBf16;
+  }
 };
 
 }  // namespace autopar::ir

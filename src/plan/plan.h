@@ -119,13 +119,6 @@ struct EstimateRecord {
   }
 };
 
-struct PipelineRecord {
-  int stages = 1;
-  int virtualStages = 1;
-  int microBatches = 1;
-  ir::Schedule schedule = ir::Schedule::k1F1B;
-};
-
 /// The global plan features (seeds 001 and 004).
 struct FeaturesRecord {
   bool optimizerParallel = false;
@@ -194,7 +187,7 @@ struct Plan {
   std::vector<RedistributionRecord> redistributions;
   /// Conflicts a search reconciled, one line each (sharding propagation).
   std::vector<std::string> conflicts;
-  PipelineRecord pipeline;
+  ir::PipelineShape pipeline;
   FeaturesRecord features;
   /// The training setup the plan realises, when it has one: a model annotated Megatron-style
   /// (plan --tp, a semi-auto run yaml) with its pipeline, micro-batch, schedule, recompute and

@@ -139,8 +139,8 @@ Expected<ParameterRecord> readParameter(const Json& object, const std::string& p
 }
 
 /// features.pipeline; the rest of the features is what the estimate used and is not read back.
-Expected<PipelineRecord> readPipeline(const Json& features) {
-  PipelineRecord pipeline;
+Expected<ir::PipelineShape> readPipeline(const Json& features) {
+  ir::PipelineShape pipeline;
   if (!features.contains("pipeline")) return pipeline;
   const Json& object = features.at("pipeline");
   const std::string path = "features.pipeline";
@@ -157,8 +157,8 @@ Expected<PipelineRecord> readPipeline(const Json& features) {
   if (*stages < 1 || *virtualStages < 1 || *microBatches < 1) {
     return Error{path + ": expected positive stages, virtual_stages and micro_batches"};
   }
-  return PipelineRecord{static_cast<int>(*stages), static_cast<int>(*virtualStages),
-                        static_cast<int>(*microBatches), *schedule};
+  return ir::PipelineShape{static_cast<int>(*stages), static_cast<int>(*virtualStages),
+                           static_cast<int>(*microBatches), *schedule};
 }
 
 /// "parallel_config": every degree a positive integer no larger than kMaxDegree, the ZeRO stage

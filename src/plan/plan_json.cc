@@ -72,7 +72,7 @@ OrderedJson stageToJson(const StageRecord& stage) {
 
 OrderedJson featuresToJson(const Plan& plan) {
   const FeaturesRecord& f = plan.features;
-  const PipelineRecord& p = plan.pipeline;
+  const ir::PipelineShape& p = plan.pipeline;
   return OrderedJson{{"pipeline",
                       {{"stages", p.stages},
                        {"virtual_stages", p.virtualStages},

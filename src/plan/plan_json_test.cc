@@ -11,7 +11,7 @@ namespace {
 Plan annotatedPlan() {
   Plan plan;
   plan.devices = 16;
-  plan.pipeline = PipelineRecord{2, 1, 8, ir::Schedule::k1F1B};
+  plan.pipeline = ir::PipelineShape{2, 1, 8, ir::Schedule::k1F1B};
   plan.features.recompute = ir::Recompute::kSelective;
   plan.setup.emplace();
   static_cast<ir::ParallelConfig&>(*plan.setup) =

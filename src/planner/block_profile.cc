@@ -253,7 +253,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.microBatches = config.microBatches();
   candidate.dp = config.dp * config.cp;  // the parameters' replicas
   candidate.expertDp = config.dp * config.cp / config.ep;
-  candidate.zero = zeroStageAsRun(config);  // as the full model runs it
+  candidate.zero = config.zeroAsRun();  // as the full model runs it
   candidate.gradientBucketBytes = gradientBucketBytes(config);
   candidate.overlapParameterGather = config.codePath.overlapParamGather;
   candidate.schedule = config.schedule;

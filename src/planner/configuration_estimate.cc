@@ -174,21 +174,10 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
   return taken;
 }
 
-namespace {
-
-/// Megatron-LM accumulates and reduces gradients in fp32 under bf16 and fp8 (it forces
-/// --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and in fp16 under fp16 (the
-/// flag's default). Both step models read it: the full model's optimizer spec and the buckets.
-bool fp32Gradients(const MegatronConfig& config) {
-  return config.precision != "fp16" && !config.codePath.gradReduceInBf16;
-}
-
-}  // namespace
-
 int64_t gradientBucketBytes(const MegatronConfig& config) {
   if (!config.codePath.overlapGradReduce) return 0;
   const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
-  return static_cast<int64_t>(elements * (fp32Gradients(config) ? 4 : 2));
+  return static_cast<int64_t>(elements * (config.fp32Gradients() ? 4 : 2));
 }
 
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes,
@@ -199,11 +188,6 @@ int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientB
   }
   return static_cast<int64_t>(constants.cudaContextBytes + groups * constants.ncclGroupBytes +
                               constants.allocatorReserve * static_cast<double>(transientBytes));
-}
-
-int zeroStageAsRun(const MegatronConfig& config) {
-  if (config.pp > 1 && config.zero >= 2 && config.codePath.fsdpUnshardedUnderPipeline) return 1;
-  return config.zero;
 }
 
 namespace {
@@ -225,31 +209,21 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.transformer = config.transformer;
   auto& training = options.training;
   training.microBatches = static_cast<int>(config.microBatches());
-  training.fp32Gradients = fp32Gradients(config);
-  // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8
-  // parameters (fp8ParamGather, fp8 only) are those two bytes themselves, in place of the bf16
-  // weight.
-  const bool fp8 = config.precision == "fp8";
-  training.fp8WeightCacheBytes =
-      fp8 && config.codePath.fp8WeightCache && !config.fp8ParamGather ? 2 : 0;
   training.bucketing = cost::Bucketing::kBySize;
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)
                                  : 1e9;  // 1 PiB: one bucket holds any model's gradients
-  const int zero = zeroStageAsRun(config);
+  // The ZeRO stage as MindSpore's optimizer-parallel features; evaluateOptions adds what
+  // Megatron's distributed optimizer and FSDP do beyond them.
+  const int zero = config.zeroAsRun();
   if (zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;
     training.optimizerThresholdKb = 0;
     training.groupUpdate = zero < 3;
-    training.distributedOptimizer = zero < 3;
     training.gradientAccumulationShard = zero >= 2;
-    // Both frameworks flatten the parameters and cut them in equal, padded parts.
-    training.padToShard = true;
-    // ZeRO-3 frees a gathered parameter after every use: it gathers it for forward, again for
-    // a recomputed forward, and again for backward.
+    // ZeRO-3 frees a gathered parameter after every use and gathers it again.
     training.parallelOptimizerCommRecompute = zero == 3;
-    training.parallelOptimizerRegather = zero == 3;
   }
   return options;
 }

@@ -129,10 +129,6 @@ struct ConfigEstimate {
 /// micro-batch's backward completes them.
 int64_t gradientBucketBytes(const MegatronConfig& config);
 
-/// The ZeRO stage the framework runs the configuration with: under pipeline parallelism a
-/// profile with cost::CodePath::fsdpUnshardedUnderPipeline runs ZeRO 2 and 3 as ZeRO 1.
-int zeroStageAsRun(const MegatronConfig& config);
-
 /// What a training process holds beyond its tensors (data/cost_model.json's sources): the CUDA
 /// context, NCCL's buffers for each process group (one per parallel dimension wider than 1), and
 /// the caching allocator's reserve over the tensors the step allocates and frees,

@@ -228,8 +228,7 @@ plan::Plan assemblePlan(const LoadedModel& model, const rules::GraphSharding& sh
   for (const auto& edge : report.redistributions) {
     result.redistributions.push_back(redistributionRecord(graph, edge));
   }
-  result.pipeline = plan::PipelineRecord{context.pipeline.stages, context.pipeline.virtualStages,
-                                         context.pipeline.microBatches, context.pipeline.schedule};
+  result.pipeline = context.pipeline;
   result.features = featuresRecord(context.options);
   addParameterRecords(graph, report, result);
   result.estimate = estimateRecord(model, context, cluster);

@@ -15,7 +15,7 @@ namespace autopar::planner {
 /// What the plan was evaluated with beyond its strategies.
 struct PlanContext {
   const cost::EvaluateOptions& options;
-  const sim::PipelineConfig& pipeline;
+  const sim::PipelineShape& pipeline;
   const std::vector<int>& virtualStageOf;  ///< per op
   const sim::StepEstimate& estimate;
   const cost::CostReport& report;

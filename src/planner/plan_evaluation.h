@@ -86,7 +86,7 @@ struct Evaluated {
   LoadedModel model;
   search::SearchOutcome outcome;
   cost::EvaluateOptions evaluateOptions;
-  sim::PipelineConfig pipeline;
+  sim::PipelineShape pipeline;
   search::StageAssignment stages;
   cost::CostReport report;
   sim::StepEstimate estimate;

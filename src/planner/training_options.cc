@@ -76,9 +76,9 @@ int64_t chunksPerStage(const ir::TrainingSetup& setup) {
   return setup.schedule == ir::Schedule::kInterleaved && setup.vpp == 1 ? 2 : setup.vpp;
 }
 
-Expected<sim::PipelineConfig> pipelineConfig(const ir::TrainingSetup& setup,
-                                             const TrainingFlags& flags, int64_t numDevices) {
-  sim::PipelineConfig config;
+Expected<sim::PipelineShape> pipelineConfig(const ir::TrainingSetup& setup,
+                                            const TrainingFlags& flags, int64_t numDevices) {
+  sim::PipelineShape config;
   config.schedule = setup.schedule;
   config.stages = static_cast<int>(setup.pp);
   config.virtualStages = static_cast<int>(chunksPerStage(setup));
@@ -94,9 +94,7 @@ Expected<sim::PipelineConfig> pipelineConfig(const ir::TrainingSetup& setup,
                     "needs at least one micro-batch per stage (micro_size >= stages)",
                     flag(Setting::kMicroBatches, config.microBatches), config.stages)};
   }
-  if (auto status = sim::validateShape(
-          {config.stages, config.microBatches, config.virtualStages, config.schedule});
-      !status) {
+  if (auto status = sim::validateShape(config); !status) {
     return status.error();
   }
   return config;
@@ -111,19 +109,27 @@ Expected<cost::EvaluateOptions> evaluateOptions(const ir::TrainingSetup& setup,
   options.recompute.mpCommRecompute = !flags.noMpCommRecompute;
   options.recompute.parallelOptimizerCommRecompute = flags.parallelOptimizerCommRecompute;
   options.recompute.sliceActivation = flags.recomputeSliceActivation;
-  options.recompute.parallelOptimizerRegather = flags.parallelOptimizerRegather;
   options.recompute.rootStaysGathered = setup.codePath.fsdpRootStaysGathered;
   options.optimizerParallel.enabled = flags.optimizerParallel;
   options.optimizerParallel.thresholdKb = flags.optimizerThresholdKb;
   options.optimizerParallel.gradientAccumulationShard = flags.gradientAccumulationShard;
   options.optimizerParallel.groupUpdate = groupUpdate;
-  options.optimizerParallel.padToShard = flags.padToShard;
-  options.optimizerParallel.distributedOptimizer = flags.distributedOptimizer;
-  options.optimizer.fp32Gradients = flags.fp32Gradients;
+  // A ZeRO stage (the estimate's setups; a graph plan's optimizer parallel has none) adds what
+  // Megatron's distributed optimizer and FSDP do beyond MindSpore's features: both flatten the
+  // parameters and cut them in equal, padded parts, and ZeRO-3 gathers a parameter anew for
+  // forward, a recomputed forward and backward.
+  const int zero = setup.zeroAsRun();
+  options.optimizerParallel.padToShard = zero > 0;
+  options.optimizerParallel.distributedOptimizer = zero == 1 || zero == 2;
+  options.recompute.parallelOptimizerRegather = zero == 3;
+  options.optimizer.fp32Gradients = setup.fp32Gradients();
   options.optimizer.state = setup.optimizerState;
   options.codePath = setup.codePath;
   options.copies = flags.interleavedCopies;
-  options.fp8WeightCacheBytes = flags.fp8WeightCacheBytes;
+  // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8
+  // parameters are those two bytes themselves, in place of the bf16 weight.
+  options.fp8WeightCacheBytes =
+      setup.precision == "fp8" && setup.codePath.fp8WeightCache && !setup.fp8ParamGather ? 2 : 0;
   options.fp8Parameters = setup.fp8ParamGather;
   options.recompute.selectiveOpPolicy = setup.codePath.selectiveOpPolicy;
   // Under PyTorch, fused elementwise chains are torch.compile's (docs/frameworks.md), whose

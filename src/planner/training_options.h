@@ -5,7 +5,7 @@
 /// gives them (seeds 001 and 004): the micro-batch count, per-op recompute, optimizer parallel,
 /// communication fusion, host placement and Gather's manual_split. Per-block and per-op settings
 /// are written into the graph (ir::BlockSettings, ir::Op) before sharding; the global ones become
-/// cost::EvaluateOptions and a sim::PipelineConfig.
+/// cost::EvaluateOptions and a sim::PipelineShape.
 
 #include <string>
 #include <vector>
@@ -34,18 +34,10 @@ struct TrainingFlags {
   /// Optimizer parallel's data-parallel-mode variant (whole parameters, sharded optimizer states:
   /// ZeRO-1); the data_parallel search mode implies it.
   bool groupUpdate = false;
-  /// Shards a parameter no dim of which divides by its replicas by padding (Megatron-LM's
-  /// distributed optimizer, DeepSpeed's ZeRO); set by `autopar estimate`, not a flag.
-  bool padToShard = false;
-  /// Set by `autopar estimate` from its Megatron-style options, not flags of their own:
-  bool parallelOptimizerRegather = false;  ///< ZeRO-3 (cost::RecomputeOptions)
-  bool distributedOptimizer = false;       ///< cost::OptimizerParallelOptions
-  bool fp32Gradients = true;               ///< cost::OptimizerSpec
   /// MindSpore's micro_batch_interleave_num: the graph is one of this many copies of each
   /// micro-batch (cost::EvaluateOptions::copies), and one copy's model-parallel communication runs
   /// under another's compute (cost::EvaluateOptions::hidesActivationComm).
   int64_t interleavedCopies = 1;
-  int fp8WeightCacheBytes = 0;  ///< cost::EvaluateOptions
   /// Automatic gradient buckets where no block has a fusion id.
   cost::Bucketing bucketing = cost::Bucketing::kNone;
   double bucketMb = 25;
@@ -70,8 +62,8 @@ int64_t chunksPerStage(const ir::TrainingSetup& setup);
 /// The pipeline the setup and flags ask for; the interleaved schedule with one model chunk per
 /// stage runs two (MindSpore's pp_interleave_num default). Fails when micro-batches are fewer
 /// than stages, or the devices do not split into the stages.
-Expected<sim::PipelineConfig> pipelineConfig(const ir::TrainingSetup& setup,
-                                             const TrainingFlags& flags, int64_t numDevices);
+Expected<sim::PipelineShape> pipelineConfig(const ir::TrainingSetup& setup,
+                                            const TrainingFlags& flags, int64_t numDevices);
 
 /// Global options, priced with `costModel`; `groupUpdate` is optimizer parallel's
 /// data-parallel-mode variant.

@@ -43,7 +43,7 @@ Action stepAction(const PipelineShape& shape, Action::Kind kind, int step) {
 int warmupSteps(const PipelineShape& shape, int stage) {
   const int totalSteps = shape.microBatches * shape.virtualStages;
   const int laterStages = shape.stages - stage - 1;
-  if (shape.kind != ScheduleKind::kInterleaved) return std::min(laterStages, totalSteps);
+  if (shape.schedule != ScheduleKind::kInterleaved) return std::min(laterStages, totalSteps);
   return std::min(laterStages * 2 + (shape.virtualStages - 1) * shape.stages, totalSteps);
 }
 
@@ -124,11 +124,11 @@ Status validateShape(const PipelineShape& shape) {
   for (const auto& [field, value] : counts) {
     if (value < 1) return Error{fmt::format("{}: expected at least 1, got {}", field, value)};
   }
-  if (shape.kind == ScheduleKind::kInterleaved) return validateInterleaved(shape);
+  if (shape.schedule == ScheduleKind::kInterleaved) return validateInterleaved(shape);
   if (shape.virtualStages != 1) {
     return Error{fmt::format(
         "virtual_stages: {} model chunks per stage need the interleaved schedule, not {}",
-        shape.virtualStages, ir::scheduleName(shape.kind))};
+        shape.virtualStages, ir::scheduleName(shape.schedule))};
   }
   return {};
 }
@@ -137,7 +137,7 @@ Expected<Schedule> buildSchedule(const PipelineShape& shape) {
   if (Status valid = validateShape(shape); !valid) return valid.error();
   Schedule schedule;
   for (int stage = 0; stage < shape.stages; ++stage) {
-    schedule.push_back(shape.kind == ScheduleKind::kGPipe
+    schedule.push_back(shape.schedule == ScheduleKind::kGPipe
                            ? gpipeStage(shape)
                            : oneForwardOneBackwardStage(shape, stage));
   }

@@ -30,12 +30,8 @@ namespace autopar::sim {
 /// The one schedule enum (ir/parallel_config.h), under the name the simulator has used.
 using ScheduleKind = ir::Schedule;
 
-struct PipelineShape {
-  int stages = 1;         ///< p: pipeline stages (devices along the pipeline)
-  int microBatches = 1;   ///< m: micro-batches per training step
-  int virtualStages = 1;  ///< v: model chunks per stage (> 1 only for the interleaved schedule)
-  ScheduleKind kind = ScheduleKind::k1F1B;
-};
+/// Declared in ir/parallel_config.h: stages, model chunks, micro-batches and schedule.
+using ir::PipelineShape;
 
 struct Action {
   enum Kind { kForward, kBackward };

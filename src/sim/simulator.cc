@@ -186,7 +186,7 @@ void runWeight(const SimulationInput& input, const StageCosts& costs, StageState
 Status runActions(const SimulationInput& input, const Schedule& schedule,
                   std::vector<StageResult>& results) {
   const int stages = input.shape.stages;
-  const bool zeroBubble = input.shape.kind == ScheduleKind::kZeroBubbleH1;
+  const bool zeroBubble = input.shape.schedule == ScheduleKind::kZeroBubbleH1;
   Timeline timeline(input);
   std::vector<StageState> states(static_cast<size_t>(stages));
   std::vector<int> worklist;
@@ -299,7 +299,7 @@ Expected<SimulationResult> simulateSchedule(const SimulationInput& input,
   for (int stage = 0; stage < input.shape.stages; ++stage) {
     StageResult& stageResult = result.stages[stage];
     // Zero-bubble holds a micro-batch until its W; runActions counted those peaks.
-    if (input.shape.kind != ScheduleKind::kZeroBubbleH1) {
+    if (input.shape.schedule != ScheduleKind::kZeroBubbleH1) {
       fillPeaks(schedule[stage], input.stages[stage], stageResult);
     }
     result.makespanSeconds = std::max(result.makespanSeconds, stageResult.finishSeconds);

@@ -60,7 +60,7 @@ TEST(Simulator, OneForwardOneBackwardKeepsStagesMinusSMicroBatchesInFlight) {
 TEST(Simulator, SpansRecordEveryActionAtTheTimesThatGiveTheMakespan) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kZeroBubbleH1}) {
     const bool zeroBubble = kind == ScheduleKind::kZeroBubbleH1;
-    SimulationInput input = uniformInput({.stages = 4, .microBatches = 8, .kind = kind}, 1, 2,
+    SimulationInput input = uniformInput({.stages = 4, .microBatches = 8, .schedule = kind}, 1, 2,
                                          /*activationBytes=*/0, /*p2pSeconds=*/0.25);
     if (zeroBubble) {
       for (StageCosts& stage : input.stages) stage.weightSeconds = {1.0};
@@ -92,7 +92,7 @@ TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
     PipelineShape shape{.stages = stages, .microBatches = microBatches};
     SimulationInput input = uniformInput(shape, 1, 2, /*activationBytes=*/100);
     const SimulationResult plain = simulateOk(input);
-    shape.kind = ScheduleKind::kZeroBubbleH1;
+    shape.schedule = ScheduleKind::kZeroBubbleH1;
     input.shape = shape;
     for (StageCosts& stage : input.stages) stage.weightSeconds = {1.0};
     const SimulationResult zeroBubble = simulateOk(input);
@@ -111,7 +111,7 @@ TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
   // Without a weight part, zero-bubble is 1F1B.
   SimulationInput none = uniformInput({.stages = 4, .microBatches = 8}, 1, 2);
   const double plain = simulateOk(none).makespanSeconds;
-  none.shape.kind = ScheduleKind::kZeroBubbleH1;
+  none.shape.schedule = ScheduleKind::kZeroBubbleH1;
   EXPECT_DOUBLE_EQ(simulateOk(none).makespanSeconds, plain);
   none.stages[0].weightSeconds = {3.0};
   EXPECT_EQ(errorOf(none), "stages[0].weight_seconds[0]: 3 exceeds the backward's 2");
@@ -123,8 +123,8 @@ TEST(Simulator, ZeroBubbleH1ShrinksTheBubbleWithinOneFOneBPeakMemory) {
 /// runs too (4 in flight, 8 outputs kept). Zero-bubble H1's joint peak is found the same way.
 TEST(Simulator, KeptOutputsPeakJointlyWithTheActivationsInFlight) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kZeroBubbleH1}) {
-    SimulationInput input =
-        uniformInput({.stages = 4, .microBatches = 8, .kind = kind}, 1, 2, /*activationBytes=*/100);
+    SimulationInput input = uniformInput({.stages = 4, .microBatches = 8, .schedule = kind}, 1, 2,
+                                         /*activationBytes=*/100);
     for (StageCosts& stage : input.stages) {
       stage.keptOutputBytes = {10};
       if (kind == ScheduleKind::kZeroBubbleH1) stage.weightSeconds = {1.0};
@@ -143,7 +143,7 @@ TEST(Simulator, KeptOutputsPeakJointlyWithTheActivationsInFlight) {
 }
 
 TEST(Simulator, GPipeKeepsEveryMicroBatchInFlight) {
-  const PipelineShape shape{.stages = 4, .microBatches = 8, .kind = ScheduleKind::kGPipe};
+  const PipelineShape shape{.stages = 4, .microBatches = 8, .schedule = ScheduleKind::kGPipe};
   const SimulationResult result = simulateOk(uniformInput(shape, 1, 2));
   for (const StageResult& stage : result.stages) EXPECT_EQ(stage.peakInFlight, 8);
   // Same bubble as 1F1B: the forwards fill in p-1 steps, the backwards drain in p-1.
@@ -154,7 +154,7 @@ TEST(Simulator, InterleavedBubbleShrinksByTheChunkCount) {
   // Narayanan et al. 2021, Sec. 2.2.2: bubble fraction (p - 1) / (v * m).
   for (auto [stages, microBatches, chunks] :
        {std::tuple{4, 8, 2}, std::tuple{4, 16, 4}, std::tuple{8, 32, 2}, std::tuple{4, 4, 2}}) {
-    const PipelineShape shape{stages, microBatches, chunks, ScheduleKind::kInterleaved};
+    const PipelineShape shape{stages, chunks, microBatches, ScheduleKind::kInterleaved};
     const SimulationResult result = simulateOk(uniformInput(shape, 1, 2));
     const double expected = (stages - 1.0) / (chunks * microBatches);
     EXPECT_NEAR(result.bubbleFraction, expected, 1e-9 * expected) << stages << " " << chunks;
@@ -168,7 +168,7 @@ TEST(Simulator, InterleavedFirstStageHoldsKorthikantiActivationFactor) {
   // that is its warmup plus one: (p - 1) * 2 + (v - 1) * p + 1 = p v + p - 1 chunks of A / v.
   const int64_t stageActivationBytes = 1200;  // A: one micro-batch through all of a stage's layers
   for (auto [stages, chunks] : {std::pair{4, 2}, std::pair{4, 4}, std::pair{8, 2}}) {
-    const PipelineShape shape{stages, 4 * stages, chunks, ScheduleKind::kInterleaved};
+    const PipelineShape shape{stages, chunks, 4 * stages, ScheduleKind::kInterleaved};
     const SimulationResult result = simulateOk(uniformInput(shape, 1, 2, stageActivationBytes));
     EXPECT_EQ(result.stages[0].peakInFlight, (stages - 1) * 2 + (chunks - 1) * stages + 1);
     const double korthikantiBytes =
@@ -227,7 +227,7 @@ TEST(Simulator, CyclicWaitIsReportedAsDeadlock) {
 }
 
 TEST(Simulator, InputErrorsNameTheField) {
-  const PipelineShape shape{4, 8, 2, ScheduleKind::kInterleaved};
+  const PipelineShape shape{4, 2, 8, ScheduleKind::kInterleaved};
   SimulationInput input = uniformInput(shape, 1, 2);
   EXPECT_EQ(errorOf(input), "ok");
   input.stages[1].forwardSeconds.pop_back();

@@ -10,10 +10,9 @@ namespace autopar::sim {
 
 namespace {
 
-SimulationInput simulationInput(const cost::CostReport& report, const PipelineConfig& config) {
+SimulationInput simulationInput(const cost::CostReport& report, const PipelineShape& config) {
   SimulationInput input;
-  input.shape =
-      PipelineShape{config.stages, config.microBatches, config.virtualStages, config.schedule};
+  input.shape = config;
   input.stages.resize(static_cast<size_t>(config.stages));
   input.p2pSeconds.assign(static_cast<size_t>(config.stages), 0.0);
   for (size_t k = 0; k < report.stages.size(); ++k) {
@@ -75,7 +74,7 @@ TimelineBlock::Kind blockKindOf(Span::Kind kind) {
 }  // namespace
 
 Expected<std::vector<std::vector<TimelineBlock>>> stepTimeline(const cost::CostReport& report,
-                                                               const PipelineConfig& config) {
+                                                               const PipelineShape& config) {
   const auto stages = static_cast<size_t>(config.stages);
   if (report.stages.size() != stages * config.virtualStages) {
     return Error{fmt::format("stepTimeline: {} stage costs for {} stages x {} chunks",
@@ -116,7 +115,7 @@ Expected<std::vector<std::vector<TimelineBlock>>> stepTimeline(const cost::CostR
   return timeline;
 }
 
-Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config) {
+Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineShape& config) {
   const size_t expected = static_cast<size_t>(config.stages) * config.virtualStages;
   if (report.stages.size() != expected) {
     return Error{fmt::format("estimateStep: {} stage costs for {} stages x {} chunks",

@@ -20,13 +20,6 @@
 
 namespace autopar::sim {
 
-struct PipelineConfig {
-  int stages = 1;
-  int virtualStages = 1;
-  int microBatches = 1;
-  ScheduleKind schedule = ScheduleKind::k1F1B;
-};
-
 /// Declared in ir/stage_estimate.h: the step model fills it, the plan records it.
 using ir::StageEstimate;
 
@@ -45,7 +38,7 @@ struct StepEstimate {
 };
 
 /// `report` holds stages * virtualStages stage costs, virtual stage k on stage k % stages.
-Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineConfig& config);
+Expected<StepEstimate> estimateStep(const cost::CostReport& report, const PipelineShape& config);
 
 /// One block of a stage's timeline: a pipeline action, or a part of the step's tail.
 struct TimelineBlock {
@@ -66,6 +59,6 @@ struct TimelineBlock {
 /// parameter all-gather. The gaps are its bubbles. The same simulation as estimateStep, so the
 /// slowest tail ends at StepEstimate::stepSeconds.
 Expected<std::vector<std::vector<TimelineBlock>>> stepTimeline(const cost::CostReport& report,
-                                                               const PipelineConfig& config);
+                                                               const PipelineShape& config);
 
 }  // namespace autopar::sim

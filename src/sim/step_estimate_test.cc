@@ -25,7 +25,7 @@ cost::CostReport twoStageReport() {
 
 TEST(StepTimeline, EndsAtTheEstimatedStepWithEachStagesTail) {
   const cost::CostReport report = twoStageReport();
-  const PipelineConfig config{.stages = 2, .microBatches = 4};
+  const PipelineShape config{.stages = 2, .microBatches = 4};
   auto estimate = estimateStep(report, config);
   auto timeline = stepTimeline(report, config);
   ASSERT_TRUE(estimate.ok() && timeline.ok());
@@ -57,7 +57,7 @@ TEST(StepTimeline, EndsAtTheEstimatedStepWithEachStagesTail) {
 }
 
 TEST(StepTimeline, RefusesAReportThatDoesNotMatchThePipeline) {
-  auto timeline = stepTimeline(twoStageReport(), PipelineConfig{.stages = 4, .microBatches = 4});
+  auto timeline = stepTimeline(twoStageReport(), PipelineShape{.stages = 4, .microBatches = 4});
   ASSERT_FALSE(timeline.ok());
   EXPECT_EQ(timeline.error().message, "stepTimeline: 2 stage costs for 4 stages x 1 chunks");
 }
@@ -76,7 +76,7 @@ TEST(StepEstimate, ChunksOfAStageShareOneCollectiveBufferAndAddTheirKeptCopies) 
   }
   report.stages[2].memory.communicationSlotBytes = 150;
   report.stages[2].memory.communicationBytes = 180;
-  const PipelineConfig config{
+  const PipelineShape config{
       .stages = 2, .virtualStages = 2, .microBatches = 2, .schedule = ScheduleKind::kInterleaved};
   auto estimate = estimateStep(report, config);
   ASSERT_TRUE(estimate.ok()) << estimate.error().message;
@@ -96,7 +96,7 @@ TEST(StepEstimate, AStageAddsItsChunksOptimizerParallelSavingsAndTraffic) {
     chunk.optimizerParallelSavedBytes = 10 * static_cast<int64_t>(k + 1);
     chunk.optimizerParallelCommSeconds = static_cast<double>(k + 1);
   }
-  const PipelineConfig config{
+  const PipelineShape config{
       .stages = 2, .virtualStages = 2, .microBatches = 2, .schedule = ScheduleKind::kInterleaved};
   auto estimate = estimateStep(report, config);
   ASSERT_TRUE(estimate.ok()) << estimate.error().message;

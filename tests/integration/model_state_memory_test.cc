@@ -34,12 +34,12 @@ struct OneDevice {
   planner::LoadedModel model;
   cluster::Cluster device;
 
+  /// Gradients in fp32, or in the 16-bit weight's dtype (ir::TrainingSetup::fp32Gradients).
   [[nodiscard]] cost::CostReport evaluate(
-      const planner::TrainingFlags& training,
-      cost::OptimizerState state = cost::OptimizerState::kFp32) const {
+      bool fp32Gradients, cost::OptimizerState state = cost::OptimizerState::kFp32) const {
     planner::PlanOptions options;
     options.search = search::SearchMode::kDataParallel;
-    options.training = training;
+    options.setup.codePath.gradReduceInBf16 = !fp32Gradients;
     options.setup.optimizerState = state;
     auto evaluated = planner::evaluateModel(model, options, device);
     EXPECT_TRUE(evaluated.ok()) << evaluated.error().message;
@@ -69,9 +69,7 @@ TEST(ModelStateMemory, Llama2SevenBillionMatchesSixteenAndEighteenBytesPerParame
   EXPECT_EQ(parameters, 6738415616);  // the published LLaMA-2-7B count
 
   for (bool fp32Gradients : {true, false}) {
-    planner::TrainingFlags training;
-    training.fp32Gradients = fp32Gradients;
-    const cost::CostReport report = llama.evaluate(training);
+    const cost::CostReport report = llama.evaluate(fp32Gradients);
     const double bytesPerParameter = fp32Gradients ? 18.0 : 16.0;
     const double expected = bytesPerParameter * static_cast<double>(parameters);
     EXPECT_NEAR(static_cast<double>(modelStateBytes(report)), expected, 0.01 * expected);
@@ -90,16 +88,14 @@ TEST(ModelStateMemory, WithoutAFullMasterCopyTheStatesShrink) {
        {std::pair{cost::OptimizerState::kRemainders, 2.0 + 4.0 + 2.0 + 8.0},
         {cost::OptimizerState::kBf16, 2.0 + 4.0 + 4.0}}) {
     const double expected = bytesPerParameter * parameters;
-    EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate({}, state))), expected,
+    EXPECT_NEAR(static_cast<double>(modelStateBytes(llama.evaluate(true, state))), expected,
                 0.01 * expected);
   }
   // MindFormers' Adam variants: fp32 moments beside the 16-bit weight they update in place, and
   // the gradient in the weight's dtype (MindSpore's): 2 + 2 + 8.
-  planner::TrainingFlags mindformers;
-  mindformers.fp32Gradients = false;
   const double twelve = 12.0 * parameters;
   EXPECT_NEAR(static_cast<double>(
-                  modelStateBytes(llama.evaluate(mindformers, cost::OptimizerState::kFp32Moments))),
+                  modelStateBytes(llama.evaluate(false, cost::OptimizerState::kFp32Moments))),
               twelve, 0.01 * twelve);
   // The optimizer step streams less without a full master copy: no copy back, and bf16 moments.
   const double full = cost::optimizerBytesPerElement(ir::DType::kBF16, cost::OptimizerSpec{});

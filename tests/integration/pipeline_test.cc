@@ -51,7 +51,7 @@ struct Simulated {
 
 /// The toy model through the planner (planner::evaluateModel): its stages, schedule and
 /// micro-batches as `autopar plan` takes them, one device per stage.
-Simulated run(const sim::PipelineConfig& config) {
+Simulated run(const sim::PipelineShape& config) {
   planner::PlanOptions options;
   options.setup.pp = config.stages;
   options.setup.vpp = config.virtualStages;

@@ -27,7 +27,7 @@ namespace {
 sim::SimulationInput randomInput(std::mt19937_64& rng, ir::Schedule schedule, int stages,
                                  int chunks, int microBatches) {
   sim::SimulationInput input;
-  input.shape = {stages, microBatches, chunks, schedule};
+  input.shape = {stages, chunks, microBatches, schedule};
   for (int s = 0; s < stages; ++s) {
     sim::StageCosts costs;
     for (int c = 0; c < chunks; ++c) {
@@ -127,7 +127,7 @@ Errors unevenStageErrors(ir::Schedule schedule, bool balanced, uint64_t seed) {
     const int stages = 2 << (rng() % 3);
     const int microBatches = stages * static_cast<int>(1 + rng() % 4);
     sim::SimulationInput input;
-    input.shape = {stages, microBatches, chunks, schedule};
+    input.shape = {stages, chunks, microBatches, schedule};
     search::PipelineClock clock(schedule, chunks, microBatches, stages, 0.0);
     for (int s = 0; s < stages; ++s) {
       const int layers = 7 + static_cast<int>(rng() % 3);

@@ -3,8 +3,8 @@
 /// `--profile-table` reads them for a cluster of "CPU-rank" devices. Any text gives a table or
 /// an error; an accepted table written by profileTableToJson reads back to the same file.
 
-#include "planner/profile_table.h"
 #include "fuzz_check.h"
+#include "planner/configuration/profile_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace autopar;

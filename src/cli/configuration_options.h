@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cost/framework.h"
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 
 namespace autopar::cli {
 

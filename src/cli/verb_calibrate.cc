@@ -1,5 +1,5 @@
 /// `autopar calibrate RUNS.jsonl`: the cost model's constants re-fitted on a user's own measured
-/// runs (planner/calibrate.h), written as a cost-model file that --cost-model takes.
+/// runs (planner/configuration/calibrate.h), written as a cost-model file that --cost-model takes.
 ///
 /// RUNS.jsonl holds one run per line, blank lines skipped:
 ///   {"estimate": "--model llama2-7b --cluster dgx-h100 --tp 2 --dp 4 --gbs 64",
@@ -25,7 +25,7 @@
 #include "cli/verbs.h"
 #include "cost/constants.h"
 #include "frontend/training_log.h"
-#include "planner/calibrate.h"
+#include "planner/configuration/calibrate.h"
 #include "planner/inputs.h"
 #include "util/atomic_file.h"
 #include "util/text_file.h"

@@ -1,5 +1,5 @@
 /// `autopar estimate`: one Megatron-style configuration's step time, throughput, FLOPs and memory
-/// per pipeline stage, without a search (planner/configuration_estimate.h).
+/// per pipeline stage, without a search (planner/configuration/configuration_estimate.h).
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include "export/estimate_json.h"
 #include "export/estimate_report.h"
 #include "export/html_report_content.h"
-#include "planner/configuration_estimate.h"
-#include "planner/estimate_advice.h"
-#include "planner/estimate_request.h"
+#include "planner/configuration/configuration_estimate.h"
+#include "planner/configuration/estimate_advice.h"
+#include "planner/configuration/estimate_request.h"
 
 namespace autopar::cli {
 

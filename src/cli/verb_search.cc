@@ -1,6 +1,7 @@
-/// `autopar search`: runs the planner's configuration search (planner/configuration_search.h),
-/// prints the top configurations, the best one's memory per stage and its Megatron-LM, MindSpeed-MM
-/// and MindSpore settings, and writes seed 003's auto_parallel_search_optimal_config.json.
+/// `autopar search`: runs the planner's configuration search
+/// (planner/configuration/configuration_search.h), prints the top configurations, the best one's
+/// memory per stage and its Megatron-LM, MindSpeed-MM and MindSpore settings, and writes seed 003's
+/// auto_parallel_search_optimal_config.json.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,7 +20,7 @@
 #include "export/mindspeed_json.h"
 #include "export/search_report.h"
 #include "plan/plan_json.h"
-#include "planner/configuration_search.h"
+#include "planner/configuration/configuration_search.h"
 #include "planner/graph_search.h"
 #include "planner/inputs.h"
 #include "planner/plan_assembly.h"

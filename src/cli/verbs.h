@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/estimate_request.h"
+#include "planner/configuration/estimate_request.h"
 #include "util/expected.h"
 #include "util/limits.h"
 
@@ -52,7 +52,7 @@ void addEstimateVerb(CLI::App& app, Action& action);
 void addSearchVerb(CLI::App& app, Action& action);
 void addCalibrateVerb(CLI::App& app, Action& action);
 /// What `autopar estimate ARGUMENTS` would estimate: its flags parsed and checked as the verb
-/// does (planner/estimate_request.h); errors are the verb's one-line messages.
+/// does (planner/configuration/estimate_request.h); errors are the verb's one-line messages.
 Expected<planner::EstimateRequest> estimateRequestOf(const std::vector<std::string>& arguments);
 /// `run`, `check` and `profile` as `autopar` lists them: it hands them to autopar-runtime
 /// (runtime_verbs.cc).

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 #include "search/layer_level/analytic_step.h"
 #include "search/layer_level/layer_placement.h"
 

@@ -1,15 +1,16 @@
 #pragma once
 /// \file
-/// The reports `autopar search` prints. For a transformer (planner/configuration_search.h): what
-/// the search did, the top configurations, the leaders' exact placements, the winner's estimate
-/// and its Megatron-LM, MindSpeed-MM and MindFormers settings. For a graph with repeated blocks
-/// (planner/graph_search.h): the configurations tried, the ranking and the winner's plan.
+/// The reports `autopar search` prints. For a transformer
+/// (planner/configuration/configuration_search.h): what the search did, the top configurations, the
+/// leaders' exact placements, the winner's estimate and its Megatron-LM, MindSpeed-MM and
+/// MindFormers settings. For a graph with repeated blocks (planner/graph_search.h): the
+/// configurations tried, the ranking and the winner's plan.
 
 #include <cstdint>
 #include <string>
 
 #include "plan/plan.h"
-#include "planner/configuration_search.h"
+#include "planner/configuration/configuration_search.h"
 #include "planner/graph_search.h"
 
 namespace autopar::exporters {

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "frontend/model_presets.h"
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 #include "rules/graph_sharding.h"
 #include "rules/sharding_rule.h"
 

@@ -11,8 +11,8 @@
 
 #include "cli/verbs.h"
 #include "frontend/graph_json.h"
+#include "planner/configuration/profile_table.h"
 #include "planner/inputs.h"
-#include "planner/profile_table.h"
 #include "runtime/executor.h"
 #include "runtime/launcher.h"
 #include "runtime/node_exchange.h"

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "planner/configuration_estimate.h"
-#include "planner/planner_test_util.h"
+#include "planner/configuration/configuration_estimate.h"
+#include "planner/configuration/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {

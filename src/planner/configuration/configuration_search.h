@@ -3,10 +3,10 @@
 /// `autopar search`'s pipeline: the multi-dimensional search (search/layer_level/hybrid.h) over
 /// Megatron-style configurations of one transformer on one cluster. Every (TP, CP, EP, PP, DP, VPP,
 /// schedule, micro-batch size, SP, recompute, ZeRO) candidate the cluster allows is screened in
-/// closed form on block profiles (planner/block_profile.h); the fastest are evaluated on the full
-/// model (planner/configuration_estimate.h), each also with its layers placed exactly where it
-/// pipelines (search/layer_level/layer_placement.h), whichever is faster; the winner is evaluated
-/// again.
+/// closed form on block profiles (planner/configuration/block_profile.h); the fastest are evaluated
+/// on the full model (planner/configuration/configuration_estimate.h), each also with its layers
+/// placed exactly where it pipelines (search/layer_level/layer_placement.h), whichever is faster;
+/// the winner is evaluated again.
 ///
 ///   SearchRequest request;
 ///   request.base.model = "llama2-70b"; request.base.nodes = 8; request.base.gbs = 128;
@@ -21,7 +21,7 @@
 
 #include "cluster/cluster.h"
 #include "frontend/transformer.h"
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 #include "search/layer_level/hybrid.h"
 #include "util/expected.h"
 

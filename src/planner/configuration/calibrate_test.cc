@@ -1,10 +1,10 @@
-#include "planner/calibrate.h"
+#include "planner/configuration/calibrate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "planner/planner_test_util.h"
+#include "planner/configuration/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {

@@ -1,4 +1,4 @@
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
 /// One step model: the search's closed-form screen (search/layer_level/analytic_step.h on block
-/// profiles, planner/block_profile.h) is derived from the same cost model, gradient bucketing and
-/// schedule model as the full model (planner/configuration_estimate.h, sim/). This sweep pins the
-/// two together across schedules, ZeRO stages, recompute, micro-batch sizes, overlapped gradient
-/// reduction, context and expert parallelism (bench/screen_vs_simulator.py prints the same
-/// comparison).
+/// profiles, planner/configuration/block_profile.h) is derived from the same cost model, gradient
+/// bucketing and schedule model as the full model (planner/configuration/configuration_estimate.h,
+/// sim/). This sweep pins the two together across schedules, ZeRO stages, recompute, micro-batch
+/// sizes, overlapped gradient reduction, context and expert parallelism
+/// (bench/screen_vs_simulator.py prints the same comparison).
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
-#include "planner/block_profile.h"
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/block_profile.h"
+#include "planner/configuration/configuration_estimate.h"
 #include "planner/inputs.h"
 
 namespace autopar::planner {

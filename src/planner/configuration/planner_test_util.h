@@ -2,7 +2,7 @@
 /// \file
 /// Configurations the planner's tests price.
 
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 
 namespace autopar::planner::testing {
 

@@ -1,4 +1,4 @@
-#include "planner/configuration_search.h"
+#include "planner/configuration/configuration_search.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 /// Measured block tables (seed 003's black-box profiling; format in docs/profile-table.md): per
 /// block setting (TP, CP, SP, micro-batch size, recompute), one layer of each stack and the two
 /// ends' forward and backward seconds and activation bytes, measured on a small sampling cluster.
-/// The block profiler (planner/block_profile.h) takes these in place of its analytic probes' times
-/// and activations; parameter, gradient and optimizer bytes stay analytic.
+/// The block profiler (planner/configuration/block_profile.h) takes these in place of its analytic
+/// probes' times and activations; parameter, gradient and optimizer bytes stay analytic.
 ///
 /// Blocks measured on the sampling cluster carry over to the target as they are: their tensor-
 /// and context-parallel collectives ran inside a node there and do inside a node on the target,

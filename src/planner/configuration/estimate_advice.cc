@@ -1,4 +1,4 @@
-#include "planner/estimate_advice.h"
+#include "planner/configuration/estimate_advice.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

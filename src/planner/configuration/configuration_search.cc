@@ -1,4 +1,4 @@
-#include "planner/configuration_search.h"
+#include "planner/configuration/configuration_search.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,9 +8,9 @@
 #include <map>
 
 #include "ir/setting.h"
-#include "planner/block_profile.h"
+#include "planner/configuration/block_profile.h"
+#include "planner/configuration/profile_table.h"
 #include "planner/inputs.h"
-#include "planner/profile_table.h"
 
 namespace autopar::planner {
 
@@ -72,10 +72,10 @@ class SearchRun {
                                                  request.base.costModel);
   }
   /// Each ranked configuration evaluated again with its blocks sharded by the op-level search
-  /// (the faster of its sharding and Megatron's, planner/configuration_estimate.h), then ranked
-  /// again. Re-sharding the configurations Megatron's refinement ranked, rather than refining
-  /// under the op search, keeps every one of them a candidate: the winner is never slower than
-  /// the megatron mode's. Returns how many configurations it evaluated.
+  /// (the faster of its sharding and Megatron's, planner/configuration/configuration_estimate.h),
+  /// then ranked again. Re-sharding the configurations Megatron's refinement ranked, rather than
+  /// refining under the op search, keeps every one of them a candidate: the winner is never slower
+  /// than the megatron mode's. Returns how many configurations it evaluated.
   Expected<int> rerankWithOpSearch(search::HybridResult& result);
   /// Whether the search may pick `schedule` (SearchRequest::schedules).
   [[nodiscard]] bool scheduleAllowed(ir::Schedule schedule) const;

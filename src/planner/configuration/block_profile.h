@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "planner/configuration_estimate.h"
-#include "planner/profile_table.h"
+#include "planner/configuration/configuration_estimate.h"
+#include "planner/configuration/profile_table.h"
 #include "search/layer_level/analytic_step.h"
 #include "search/layer_level/layer_placement.h"
 #include "util/expected.h"

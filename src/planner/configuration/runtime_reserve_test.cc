@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "cost/constants.h"
-#include "planner/configuration_estimate.h"
-#include "planner/planner_test_util.h"
+#include "planner/configuration/configuration_estimate.h"
+#include "planner/configuration/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {

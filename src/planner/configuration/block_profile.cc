@@ -1,4 +1,4 @@
-#include "planner/block_profile.h"
+#include "planner/configuration/block_profile.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 #include "search/layer_level/analytic_step.h"
 #include "search/layer_level/layer_placement.h"
 #include "util/expected.h"

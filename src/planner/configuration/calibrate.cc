@@ -1,4 +1,4 @@
-#include "planner/calibrate.h"
+#include "planner/configuration/calibrate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

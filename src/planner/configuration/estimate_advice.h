@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
 
 namespace autopar::planner {
 

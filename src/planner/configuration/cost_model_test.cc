@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "cost/constants.h"
-#include "planner/configuration_estimate.h"
+#include "planner/configuration/configuration_estimate.h"
+#include "planner/configuration/planner_test_util.h"
 #include "planner/plan_evaluation.h"
-#include "planner/planner_test_util.h"
 
 namespace autopar::planner {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cost/constants.h"
-#include "planner/estimate_request.h"
+#include "planner/configuration/estimate_request.h"
 #include "util/expected.h"
 
 namespace autopar::planner {

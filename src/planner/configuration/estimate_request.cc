@@ -1,9 +1,9 @@
-#include "planner/estimate_request.h"
+#include "planner/configuration/estimate_request.h"
 
 #include "ir/setting.h"
-#include "planner/block_profile.h"
+#include "planner/configuration/block_profile.h"
+#include "planner/configuration/profile_table.h"
 #include "planner/inputs.h"
-#include "planner/profile_table.h"
 
 namespace autopar::planner {
 

@@ -1,4 +1,4 @@
-#include "planner/profile_table.h"
+#include "planner/configuration/profile_table.h"
 
 #include <fmt/format.h>
 

@@ -125,7 +125,8 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
                                        planned->evaluated.model.graph.parameterCount()};
   if (!reportPath.empty()) {
     if (auto written = writeHtmlReport(
-            reportPath, exporters::planHtmlReport(result, planned->evaluated, header));
+            reportPath, exporters::planHtmlReport(result, planned->evaluated, header,
+                                                  planned->advice ? planned->advice->unmet : ""));
         !written) {
       return reportError(written.error());
     }

@@ -46,7 +46,8 @@ int runRedistribute(const RedistributeOptions& options) {
   auto plan =
       layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
   if (!plan) return reportError(plan.error());
-  fmt::print("{}", exporters::formatRedistribution(*plan, *from, *to, cluster->name, options.json));
+  fmt::print("{}", exporters::formatRedistribution(*plan, *from, *to, *dtype, cluster->name,
+                                                   options.json));
   return kExitOk;
 }
 

@@ -19,6 +19,9 @@ using Out = std::back_insert_iterator<std::string>;
 // The timeline's geometry, in SVG user units (pixels at 100% zoom).
 constexpr double kLabelWidth = 84;
 constexpr double kPlotWidth = 1100;
+/// Room right of the plot for a memory bar's total ("1260.21 GiB"), which follows the bar's end
+/// even when the bar is the widest.
+constexpr double kTotalWidth = 96;
 constexpr double kRowHeight = 26;
 constexpr double kRowGap = 6;
 constexpr double kAxisHeight = 30;
@@ -214,7 +217,7 @@ void memoryChart(const HtmlReport& report, Out out) {
   fmt::format_to(out,
                  "<svg id=\"memory\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
                  "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\">",
-                 kLabelWidth + kPlotWidth + 16, height);
+                 kLabelWidth + kPlotWidth + kTotalWidth, height);
   for (size_t s = 0; s < report.stageMemory.size(); ++s) {
     const cost::MemoryBreakdown& memory = report.stageMemory[s];
     const double y = static_cast<double>(s) * (kRowHeight + kRowGap);

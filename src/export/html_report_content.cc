@@ -119,6 +119,27 @@ std::vector<ReportCandidate> searchCandidates(const planner::ConfigurationSearch
 }
 
 /// The plan's op strategies, consecutive identical blocks folded.
+/// A plan that does not fit: the changes that make it fit, fastest per sample first, each
+/// planned by autopar (planner/fit_advice.h).
+ReportTable fixTable(const plan::Plan& plan) {
+  ReportTable table;
+  table.caption =
+      "Does not fit: changes that make it fit, each planned by autopar (the flags replace the "
+      "same flags of the command)";
+  table.columns = {"flags", "run-yaml keys", "step time", "samples per step", "peak memory"};
+  for (const plan::FixRecord& fix : plan.fixes) {
+    std::string yaml;
+    for (const auto& [key, value] : fix.yaml) {
+      yaml += fmt::format("{}{}: {}", yaml.empty() ? "" : ", ", key, value);
+    }
+    table.rows.push_back({fmt::format("{}", fmt::join(fix.flags, " ")), yaml,
+                          planner::formatSeconds(fix.stepSeconds),
+                          std::to_string(fix.samplesPerStep),
+                          planner::formatBytes(fix.peakMemoryBytes)});
+  }
+  return table;
+}
+
 ReportTable strategyTable(const plan::Plan& plan) {
   ReportTable table{"Op strategies (consecutive identical blocks folded)",
                     {"blocks", "op", "kind", "strategy", "device matrix", "source", "stage"},
@@ -199,7 +220,8 @@ Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
                   estimate.peakBands[fullest].highBytes, fullest,
                   planner::memoryVerdictName(estimate.verdict()));
   }
-  std::string megatron = megatronArguments(config, planner::layersPerVirtualStage(estimate));
+  std::string megatron =
+      argumentLines(megatronArguments(config, planner::layersPerVirtualStage(estimate)));
   for (const std::string& note : megatronNotes(config)) megatron += "\nnote: " + note;
   report.listings = {
       {"Megatron-LM arguments", megatron},
@@ -229,7 +251,7 @@ Expected<HtmlReport> searchHtmlReport(const planner::ConfigurationSearch& found,
 }
 
 Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
-                                    const ReportHeader& header) {
+                                    const ReportHeader& header, std::string_view unmet) {
   HtmlReport report;
   report.title = fmt::format("autopar plan: {} on {} ({} x {}), search {}", header.model,
                              header.cluster, plan.devices, header.deviceName, plan.search);
@@ -252,7 +274,12 @@ Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evalu
   addMemorySummary(report, plan.estimate.fits);
   addMemoryBand(report, plan.estimate.memoryBandLowBytes, plan.estimate.memoryBandHighBytes,
                 static_cast<size_t>(plan.estimate.fullestStage()), plan.estimate.memoryVerdict);
-  report.tables = {strategyTable(plan), redistributionTable(plan)};
+  if (!plan.estimate.fits && plan.fixes.empty() && !unmet.empty()) {
+    report.summary.emplace_back("no fix found", std::string(unmet));
+  }
+  if (!plan.fixes.empty()) report.tables.push_back(fixTable(plan));
+  report.tables.push_back(strategyTable(plan));
+  report.tables.push_back(redistributionTable(plan));
   return report;
 }
 

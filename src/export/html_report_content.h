@@ -5,6 +5,8 @@
 /// leaders, then each other parallel shape's best and why it lost); `plan` the plan's timeline
 /// and memory with its op strategies and redistributions.
 
+#include <string_view>
+
 #include "export/html_report.h"
 #include "export/plan_report.h"
 #include "export/search_report.h"
@@ -29,7 +31,9 @@ Expected<HtmlReport> graphSearchHtmlReport(const planner::GraphSearch& found,
                                            const plan::Plan& plan,
                                            const SearchReportContext& context);
 
+/// A plan that does not fit also shows what would make it fit: its fixes (plan.fixes, each
+/// planned), or without any the constraint no change met (`unmet`, planner::FitAdvice::unmet).
 Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
-                                    const ReportHeader& header);
+                                    const ReportHeader& header, std::string_view unmet = {});
 
 }  // namespace autopar::exporters

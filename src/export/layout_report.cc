@@ -59,7 +59,7 @@ std::string formatLayout(const rules::ShardedOp& sharded, int64_t devices, bool 
 
 std::string formatRedistribution(const layout::Redistribution& plan,
                                  const layout::TensorLayout& from, const layout::TensorLayout& to,
-                                 const std::string& clusterName, bool json) {
+                                 ir::DType dtype, const std::string& clusterName, bool json) {
   if (json) {
     nlohmann::ordered_json document{{"seconds", plan.seconds},
                                     {"bytes_per_device", plan.bytesPerDevice},
@@ -69,12 +69,15 @@ std::string formatRedistribution(const layout::Redistribution& plan,
     }
     return document.dump(2) + "\n";
   }
-  std::string text = fmt::format("from {}\nto   {}\n", from.toString(), to.toString());
+  std::string text = fmt::format(
+      "from {}\nto   {}\nelements {} ({} bytes); device-matrix axes counted from the "
+      "right, as in tensor maps\n",
+      from.toString(), to.toString(), ir::dtypeName(dtype), ir::dtypeBytes(dtype));
   if (plan.empty()) text += "no communication: the layouts are the same\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     text += fmt::format("  {}. {}\n", i + 1, plan.steps[i].toString());
   }
-  text += fmt::format("total {} , {} sent per device on {}\n", planner::formatSeconds(plan.seconds),
+  text += fmt::format("total {}, {} sent per device on {}\n", planner::formatSeconds(plan.seconds),
                       planner::formatBytes(plan.bytesPerDevice), clusterName);
   return text;
 }

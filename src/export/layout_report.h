@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "ir/dtype.h"
 #include "layout/redistribution.h"
 #include "rules/sharded_op.h"
 
@@ -18,10 +19,11 @@ namespace autopar::exporters {
 ///     slice [0:32, 0:32] on devices {0,1,2,3}
 std::string formatLayout(const rules::ShardedOp& sharded, int64_t devices, bool json);
 
-/// The steps of `plan` from `from` to `to`, their seconds and bytes sent per device on the
-/// cluster named `clusterName`.
+/// The steps of `plan` from `from` to `to` for elements of `dtype`, their seconds and bytes sent
+/// per device on the cluster named `clusterName`. The text counts device-matrix axes from the
+/// right, as tensor maps do; the JSON's `axis` indexes the step's device matrix from the left.
 std::string formatRedistribution(const layout::Redistribution& plan,
                                  const layout::TensorLayout& from, const layout::TensorLayout& to,
-                                 const std::string& clusterName, bool json);
+                                 ir::DType dtype, const std::string& clusterName, bool json);
 
 }  // namespace autopar::exporters

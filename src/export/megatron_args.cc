@@ -134,6 +134,19 @@ Expected<std::string> megatronArguments(const plan::Plan& plan) {
   return megatronArguments(*plan.setup, virtualStageLayers(plan));
 }
 
+std::string argumentLines(std::string_view arguments) {
+  std::string lines;
+  size_t start = 0;
+  while (start < arguments.size()) {
+    size_t next = arguments.find(" --", start);
+    if (next == std::string_view::npos) next = arguments.size();
+    if (!lines.empty()) lines += " \\\n  ";
+    lines += arguments.substr(start, next - start);
+    start = next + 1;
+  }
+  return lines;
+}
+
 std::vector<std::string> megatronNotes(const ir::TrainingSetup& config) {
   std::vector<std::string> notes;
   if (config.zeroBubble()) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/training_setup.h"
@@ -37,6 +38,12 @@ std::vector<int64_t> virtualStageLayers(const plan::Plan& plan);
 /// planner::withMegatronSetup gives an op-level search's plan Megatron-LM's); fails when it has
 /// none.
 Expected<std::string> megatronArguments(const plan::Plan& plan);
+
+/// `arguments` with each flag and its values on a line of its own, the lines joined by " \\"
+/// continuations, so the block still pastes into a shell:
+///   "--tensor-model-parallel-size 4 --sequence-parallel" ->
+///   "--tensor-model-parallel-size 4 \\\n  --sequence-parallel"
+std::string argumentLines(std::string_view arguments);
 
 /// What the arguments cannot say, one line each (the zero-bubble schedule, per-layer recompute);
 /// empty when they say everything.

@@ -61,4 +61,11 @@ TEST(MegatronArgs, APlanWithoutASetupIsRefused) {
 }
 
 }  // namespace
+TEST(MegatronArgs, ArgumentLinesPutEachFlagOnALineThatStillPastesIntoAShell) {
+  EXPECT_EQ(argumentLines("--tensor-model-parallel-size 4 --sequence-parallel --split '100,0,0'"),
+            "--tensor-model-parallel-size 4 \\\n  --sequence-parallel \\\n  --split '100,0,0'");
+  EXPECT_EQ(argumentLines("--sequence-parallel"), "--sequence-parallel");
+  EXPECT_EQ(argumentLines(""), "");
+}
+
 }  // namespace autopar::exporters

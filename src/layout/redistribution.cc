@@ -183,7 +183,11 @@ std::string RedistStep::toString() const {
   } else if (dim >= 0) {
     out += " dim " + std::to_string(dim);
   }
-  out += " axis " + std::to_string(axis) + " of " + ir::shapeToString(matrix.shape());
+  const std::vector<int64_t>& shape = matrix.shape();
+  const auto fromRight = static_cast<int64_t>(shape.size()) - 1 - axis;
+  out += " axis " + std::to_string(fromRight) + " (" +
+         std::to_string(shape.at(static_cast<size_t>(axis))) + " devices) of " +
+         ir::shapeToString(shape);
   if (algorithm.empty()) return out;
   char secondsText[32];
   std::snprintf(secondsText, sizeof(secondsText), "%.3g", seconds);

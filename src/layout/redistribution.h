@@ -59,6 +59,9 @@ struct RedistStep {
   double seconds = 0;     ///< cost of the step (0 for local steps)
   std::string algorithm;  ///< collective algorithm chosen, empty for local steps
 
+  /// "all_gather dim 0 axis 1 (2 devices) of [2,4] (2048 bytes/device, 2.01e-06 s, ring)": the
+  /// axis counted from the right, as tensor maps count it (`axis` itself indexes the matrix from
+  /// the left).
   [[nodiscard]] std::string toString() const;
 };
 

@@ -221,8 +221,23 @@ TEST(Redistribute, StepToStringNamesKindDimAxisAndCost) {
   const TensorLayout columns = layoutOf(DeviceMatrix({8}), {{}, {0}}, {64, 32});
   const Redistribution plan = planned(rows, columns, /*allToAll=*/true);
   const std::string text = plan.steps.at(0).toString();
-  EXPECT_EQ(text.rfind("all_to_all dim 0->1 axis 0 of [8] (896 bytes/device, ", 0), 0U) << text;
-  EXPECT_EQ(planned(rows, columns).steps.at(1).toString(), "split dim 1 axis 0 of [8]");
+  EXPECT_EQ(text.rfind("all_to_all dim 0->1 axis 0 (8 devices) of [8] (896 bytes/device, ", 0), 0U)
+      << text;
+  EXPECT_EQ(planned(rows, columns).steps.at(1).toString(), "split dim 1 axis 0 (8 devices) of [8]");
+}
+
+TEST(Redistribute, StepToStringCountsAxesFromTheRightAsTensorMapsDo) {
+  // Tensor map [1,-1] on [2,4] cuts dim 0 over the 2-device axis (1 from the right); [-1,0] cuts
+  // dim 1 over the 4-device axis.
+  const TensorLayout rows = layoutOf(DeviceMatrix({2, 4}), {{0}, {}}, {64, 32});
+  const TensorLayout columns = layoutOf(DeviceMatrix({2, 4}), {{}, {1}}, {64, 32});
+  ASSERT_EQ(rows.tensorMap(), (std::vector<int64_t>{1, -1}));
+  ASSERT_EQ(columns.tensorMap(), (std::vector<int64_t>{-1, 0}));
+  const Redistribution plan = planned(rows, columns);
+  ASSERT_EQ(plan.steps.size(), 2U);
+  EXPECT_EQ(plan.steps[0].toString().rfind("all_gather dim 0 axis 1 (2 devices) of [2,4] (", 0), 0U)
+      << plan.steps[0].toString();
+  EXPECT_EQ(plan.steps[1].toString(), "split dim 1 axis 0 (4 devices) of [2,4]");
 }
 
 TEST(Redistribute, PaddedStorageGathersToTheRealShape) {

@@ -211,6 +211,15 @@ int runCheck(const RunOptions& options) {
   const bool pass = loss.value <= kTolerance && parameters.value <= kTolerance;
   fmt::print("check: {} on {} ranks, {} steps against the unsharded model\n", options.planPath,
              options.ranks, options.config.steps);
+  // The ranks above printed their losses: after step 0 they differ from `autopar run`'s when the
+  // optimizers differ, which the user would otherwise take for a fault of one of the two.
+  const runtime::RunConfig runDefaults;
+  if (!options.config.sgd && options.config.adamEpsilon != runDefaults.adamEpsilon) {
+    fmt::print(
+        "  Adam epsilon {:g} (`autopar run` uses {:g}: its losses after step 0 match these with "
+        "--adam-eps {:g})\n",
+        options.config.adamEpsilon, runDefaults.adamEpsilon, options.config.adamEpsilon);
+  }
   fmt::print("  loss        max relative difference {:.3g} ({})\n", loss.value, loss.where);
   fmt::print("  parameters  max relative difference {:.3g} ({})\n", parameters.value,
              parameters.where);

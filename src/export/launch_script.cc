@@ -97,6 +97,16 @@ std::string header(const ir::TrainingSetup& config, const plan::InputsRecord& in
 }
 
 /// A bash array of whitespace-separated arguments (the Megatron line keeps its own quotes).
+/// Megatron-LM pads the vocabulary to a multiple of --make-vocab-size-divisible-by x TP (128 by
+/// default: Llama 2's 32,000 rows at TP 8 become 32,768 of embedding and logits), while autopar
+/// prices the model's own vocabulary, which the tensor-parallel degree divides. The largest power
+/// of two up to that default that leaves it unpadded makes the run the one priced.
+int64_t vocabDivisor(int64_t vocab, int64_t tp) {
+  int64_t divisor = 128;
+  while (divisor > 1 && vocab % (divisor * tp) != 0) divisor /= 2;
+  return divisor;
+}
+
 std::string array(const std::string& name, const std::string& arguments) {
   return fmt::format("{}=({})\n", name, arguments);
 }
@@ -129,10 +139,11 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
   script += array("MODEL_ARGS", modelArguments(model, seq));
   script += array("PARALLEL_ARGS", megatronArguments(config, virtualStageLayers));
   script += array("PRECISION_ARGS", precisionArguments(config.precision));
-  // Mock data with the model's vocabulary: the script measures the plan, not a dataset.
+  // Mock data with the model's vocabulary, unpadded: the script measures the plan, not a dataset.
   script += array("DATA_ARGS", fmt::format("--mock-data --tokenizer-type NullTokenizer "
-                                           "--vocab-size {} --split '100,0,0'",
-                                           model.vocab - 1));
+                                           "--vocab-size {} --make-vocab-size-divisible-by {} "
+                                           "--split '100,0,0'",
+                                           model.vocab - 1, vocabDivisor(model.vocab, config.tp)));
   script += array("TRAIN_ARGS",
                   "--train-iters \"$TRAIN_ITERS\" --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style "
                   "cosine --weight-decay 0.1 --clip-grad 1.0 --log-interval 1 --eval-iters 0");

@@ -53,10 +53,11 @@ plan::InputsRecord inputsOf(const std::string& model) {
   return inputs;
 }
 
-/// The Megatron-LM script of `model` on one node of 8, TP 1 DP 8.
-std::string megatronScriptOf(const TransformerConfig& model) {
+/// The Megatron-LM script of `model` on one node of 8, TP `tp` and DP 8 / TP.
+std::string megatronScriptOf(const TransformerConfig& model, int64_t tp = 1) {
   ir::TrainingSetup setup;
-  setup.dp = 8;
+  setup.tp = tp;
+  setup.dp = 8 / tp;
   setup.gbs = 8;
   auto script = launchScript(setup, inputsOf(model.name), model, {model.layers}, 1, 8);
   EXPECT_TRUE(script.ok()) << model.name << ": " << script.error().message;
@@ -100,9 +101,35 @@ void expectArgumentsAreTheModels(const TransformerConfig& model) {
     EXPECT_EQ(number("--num-experts"), static_cast<double>(model.experts));
     EXPECT_EQ(number("--moe-router-topk"), static_cast<double>(model.topK));
   }
-  // Megatron's NullTokenizer adds one token (end of document) to --vocab-size.
-  const auto data = arrayArguments(script, "DATA_ARGS");
-  EXPECT_EQ(valueOf(data, "--vocab-size"), std::to_string(model.vocab - 1));
+  // Megatron's NullTokenizer adds one token (end of document) to --vocab-size, and pads the
+  // vocabulary to a multiple of --make-vocab-size-divisible-by x TP: at every TP that divides the
+  // model's vocabulary, the padded one is the model's, the one autopar priced.
+  for (int64_t tp : {1, 2, 4, 8}) {
+    if (model.vocab % tp != 0 || model.heads % tp != 0 || model.kvHeads % tp != 0 ||
+        model.ffn % tp != 0) {
+      continue;
+    }
+    SCOPED_TRACE(tp);
+    const auto data = arrayArguments(tp == 1 ? script : megatronScriptOf(model, tp), "DATA_ARGS");
+    EXPECT_EQ(valueOf(data, "--vocab-size"), std::to_string(model.vocab - 1));
+    const auto divisor = valueOf(data, "--make-vocab-size-divisible-by");
+    ASSERT_TRUE(divisor.has_value());
+    const int64_t multiple = std::stoll(*divisor) * tp;
+    EXPECT_EQ((model.vocab + multiple - 1) / multiple * multiple, model.vocab);
+    EXPECT_LE(std::stoll(*divisor), 128);  // Megatron-LM's default, kept where it pads nothing
+  }
+}
+
+TEST(LaunchScript, TheVocabularyDivisorIsMegatronsDefaultWhereThatPadsNothing) {
+  auto llama = frontend::transformerPreset("llama2-7b");  // vocabulary 32,000 = 2^8 x 125
+  ASSERT_TRUE(llama.ok());
+  const auto divisorAt = [&](int64_t tp) {
+    return valueOf(arrayArguments(megatronScriptOf(*llama, tp), "DATA_ARGS"),
+                   "--make-vocab-size-divisible-by");
+  };
+  EXPECT_EQ(divisorAt(1), "128");
+  EXPECT_EQ(divisorAt(2), "128");
+  EXPECT_EQ(divisorAt(8), "32");  // 128 x 8 would pad 32,000 to 32,768
 }
 
 TEST(LaunchScript, EveryPresetsModelArgumentsAreItsFields) {

@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import published  # noqa: E402
 
 GIB = 2 ** 30
-# Switches added by the tenth session (flag -> how many values follow it).
+# Switches newer than the older binaries this compares against, left out when running those
+# (flag -> how many values follow it).
 FLAGS_SINCE = {"--fp8-param-gather": 0, "--optimizer-state": 1}
 
 

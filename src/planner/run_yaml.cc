@@ -91,17 +91,29 @@ Status applyYamlBatch(const frontend::MindFormersConfig& config, int64_t numDevi
   return {};
 }
 
+/// Without full_batch, seed 000's formula counts batch_size on every device, but under a pipeline
+/// the stages' devices share each micro-batch's samples (the first stage reads them, the last
+/// their labels): a step trains the formula over one stage's devices, as the plan simulates.
+std::string sharedSamplesNote(const frontend::MindFormersConfig& config, int64_t numDevices) {
+  const int64_t stages = config.parallel.pipelineStage;
+  if (stages <= 1 || config.parallel.fullBatch || numDevices % stages != 0) return "";
+  return fmt::format(
+      " counted on every device; the {} pipeline stages share each micro-batch's samples, so a "
+      "step trains {}",
+      stages, frontend::globalBatchSize(config, numDevices / stages));
+}
+
 std::string configSummary(const PlanOptions& options, const frontend::MindFormersConfig& config,
                           int64_t numDevices) {
   const frontend::ParallelSettings& parallel = config.parallel;
-  return fmt::format("{}: {}, search {}, mem_coeff {}{}; {}", options.config,
-                     frontend::parallelModeName(parallel.parallelMode),
-                     search::searchModeName(options.search),
-                     options.memCoeffRule != frontend::MemCoeffRule::kGiven
-                         ? std::string(frontend::memCoeffRuleName(options.memCoeffRule))
-                         : fmt::format("{:g}", options.memCoeff),
-                     options.given(Setting::kMemCoeff) ? " (--mem-coeff)" : "",
-                     frontend::globalBatchSizeReport(config, numDevices));
+  return fmt::format(
+      "{}: {}, search {}, mem_coeff {}{}; {}", options.config,
+      frontend::parallelModeName(parallel.parallelMode), search::searchModeName(options.search),
+      options.memCoeffRule != frontend::MemCoeffRule::kGiven
+          ? std::string(frontend::memCoeffRuleName(options.memCoeffRule))
+          : fmt::format("{:g}", options.memCoeff),
+      options.given(Setting::kMemCoeff) ? " (--mem-coeff)" : "",
+      frontend::globalBatchSizeReport(config, numDevices) + sharedSamplesNote(config, numDevices));
 }
 
 /// Seed 000's auto_pipeline: among stage counts that divide the devices and do not exceed

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "export/megatron_args.h"
-#include "export/torchtitan_toml.h"
+#include "export/torchtitan_config.h"
 
 namespace autopar::exporters {
 
@@ -165,18 +165,24 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
   return script;
 }
 
-std::string torchtitanScript(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
-                             int64_t nodes, int64_t devicesPerNode) {
+Expected<std::string> torchtitanScript(const ir::TrainingSetup& config,
+                                       const plan::InputsRecord& inputs,
+                                       const frontend::TransformerConfig& model, int64_t nodes,
+                                       int64_t devicesPerNode) {
+  auto module = torchtitanConfig(config, model);
+  if (!module) return module.error().in("--launch-script");
   std::string script = header(config, inputs, nodes);
   script +=
-      "# torchtitan's trainer (pip install torchtitan); set the [model] name and flavor that "
-      "match this model.\n"
-      "CONFIG=$(mktemp --suffix .toml)\n"
-      "cat > \"$CONFIG\" <<'TOML'\n";
-  script += torchtitanConfig(config);
-  script += "TOML\n";
+      "# torchtitan's trainer (pip install torchtitan, run from its checkout for its assets), "
+      "with the plan as a configuration module (--module/--config).\n"
+      "MODULE_DIR=$(mktemp -d)\n"
+      "cat > \"$MODULE_DIR/autopar_plan.py\" <<'PYTHON'\n";
+  script += *module;
+  script += "PYTHON\n";
+  script += "export PYTHONPATH=\"$MODULE_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n";
   script += fmt::format(
-      "{} -m torchtitan.train --job.config_file \"$CONFIG\" --training.steps \"$TRAIN_ITERS\"\n",
+      "{} -m torchtitan.train --module autopar_plan --config autopar_plan --training.steps "
+      "\"$TRAIN_ITERS\"\n",
       torchrunLine(nodes, devicesPerNode));
   return script;
 }
@@ -196,7 +202,7 @@ Expected<std::string> launchScript(const ir::TrainingSetup& config,
   switch (config.framework) {
     case ir::Framework::kPytorchFsdp:
     case ir::Framework::kTorchtitan:
-      return torchtitanScript(config, inputs, nodes, devicesPerNode);
+      return torchtitanScript(config, inputs, model, nodes, devicesPerNode);
     case ir::Framework::kComposer:
       return Error{
           "--launch-script: Composer starts from llm-foundry's run yaml (composer "

@@ -7,7 +7,8 @@
 ///     recompute, the distributed optimizer and the profile's overlaps (megatronArguments), on
 ///     mock data;
 ///   - Megatron-DeepSpeed: the same with the DeepSpeed config it needs for ZeRO, written beside;
-///   - torchtitan and PyTorch FSDP: torchtitan's trainer with the job config (torchtitanConfig).
+///   - torchtitan and PyTorch FSDP: torchtitan's trainer with the plan as a configuration module
+///     (torchtitanConfig), run with --module/--config.
 /// MindSpore's MindFormers starts from its run yaml (msrun), not from this script; a multimodal
 /// model starts from MindSpeed-MM's own scripts.
 ///   #!/usr/bin/env bash ... torchrun --nnodes 2 --nproc-per-node 8 ... pretrain_gpt.py

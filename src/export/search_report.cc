@@ -9,7 +9,7 @@
 #include "export/megatron_args.h"
 #include "export/mindformers_yaml.h"
 #include "export/plan_report.h"
-#include "export/torchtitan_toml.h"
+#include "export/torchtitan_config.h"
 #include "planner/inputs.h"
 
 namespace autopar::exporters {
@@ -166,7 +166,10 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
   // The launch settings of the framework the plan is for, and MindFormers' yaml beside them.
   switch (best.framework) {
     case cost::Framework::kTorchtitan:
-      fmt::format_to(out, "\ntorchtitan (job config TOML):\n{}", torchtitanConfig(best));
+      fmt::format_to(out,
+                     "\ntorchtitan (its Trainer.Config; --launch-script writes the whole "
+                     "configuration module):\n{}",
+                     torchtitanSummary(best, estimate.sequence));
       break;
     case cost::Framework::kPytorchFsdp:
       fmt::format_to(out, "\nPyTorch FSDP: sharding_strategy={}\n", fsdpShardingStrategy(best));

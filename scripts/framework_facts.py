@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Facts a framework export is checked against, taken from the framework's own source.
+
+    framework_facts.py extract-torchtitan GIT_DIR [--rev REV] [--out FILE]
+        Reads torchtitan's source at REV (default HEAD) of a git repository (a `fetch`ed mirror
+        or a clone) with `git show`, and writes what autopar's configuration module uses: the
+        fields of each config class it calls, the parameters of the functions it calls, the
+        names each module it imports from defines, and Trainer.Config's fields. Default out:
+        data/framework_facts/torchtitan.json. The file names the repository and commit.
+
+    framework_facts.py check-torchtitan FACTS MODULE.py
+        Checks the module autopar wrote (`autopar search --framework torchtitan --launch-script`)
+        against FACTS: every `from X import Y` names a Y that X defines, every keyword of a call
+        to a known class or function is one of its fields or parameters, every `llama3.NAME` is
+        defined there, and every `config.FIELD = ...` is a Trainer.Config field. Prints one line
+        per mismatch and exits 1, or "ok: ..." and exits 0.
+
+The source is parsed with Python's ast module (dataclass fields are annotated assignments in a
+class body), so extracting needs no torchtitan install and none of its dependencies.
+"""
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
+
+# Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
+# bases included.
+MODULE_CONFIG = ("torchtitan/protocols/module.py", "Module.Config")
+CLASSES = {
+    "ParallelismConfig": [("torchtitan/config/configs.py", "ParallelismConfig")],
+    "TrainingConfig": [("torchtitan/config/configs.py", "TrainingConfig")],
+    "CompileConfig": [("torchtitan/config/configs.py", "CompileConfig")],
+    "llama3.Llama3Model.Config": [
+        ("torchtitan/models/llama3/model.py", "Llama3Model.Config"),
+        ("torchtitan/models/common/decoder.py", "Decoder.Config"),
+        MODULE_CONFIG,
+    ],
+    "Embedding.Config": [("torchtitan/models/common/embedding.py", "Embedding.Config"),
+                         MODULE_CONFIG],
+    "Linear.Config": [("torchtitan/models/common/linear.py", "Linear.Config"), MODULE_CONFIG],
+    "RMSNorm.Config": [("torchtitan/models/common/nn_modules.py", "RMSNorm.Config"),
+                       MODULE_CONFIG],
+    "ComplexRoPE.Config": [("torchtitan/models/common/rope.py", "RoPE.Config"), MODULE_CONFIG],
+    "Float8LinearConverter.Config": [
+        ("torchtitan/components/quantization/float8.py", "Float8LinearConverter.Config"),
+        ("torchtitan/components/quantization/__init__.py", "QuantizationConverter.Config"),
+    ],
+    "ChunkedLossWrapper.Config": [("torchtitan/components/loss.py", "ChunkedLossWrapper.Config")],
+    "CrossEntropyLoss.Config": [("torchtitan/components/loss.py", "CrossEntropyLoss.Config")],
+    "FullAC.Config": [("torchtitan/distributed/activation_checkpoint.py", "FullAC.Config")],
+    "SelectiveAC.Config": [("torchtitan/distributed/activation_checkpoint.py",
+                            "SelectiveAC.Config")],
+}
+FUNCTIONS = {
+    "llama3._build_llama3_layers": ("torchtitan/models/llama3/__init__.py",
+                                    "_build_llama3_layers"),
+    "llama3.model_registry": ("torchtitan/models/llama3/__init__.py", "model_registry"),
+}
+# Modules the configuration imports from -> their source (a package's __init__.py).
+MODULES = {
+    "torchtitan.components.loss": "torchtitan/components/loss.py",
+    "torchtitan.components.quantization": "torchtitan/components/quantization/__init__.py",
+    "torchtitan.config": "torchtitan/config/__init__.py",
+    "torchtitan.distributed.activation_checkpoint":
+        "torchtitan/distributed/activation_checkpoint.py",
+    "torchtitan.models": "torchtitan/models/__init__.py",
+    "torchtitan.models.common": "torchtitan/models/common/__init__.py",
+    "torchtitan.models.common.config_utils": "torchtitan/models/common/config_utils.py",
+    "torchtitan.models.llama3": "torchtitan/models/llama3/__init__.py",
+    "torchtitan.models.llama3.config_registry": "torchtitan/models/llama3/config_registry.py",
+    "torchtitan.trainer": "torchtitan/trainer.py",
+}
+TRAINER_CONFIG = ("torchtitan/trainer.py", "Trainer.Config")
+
+
+def git_show(git_dir, rev, path):
+    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{rev}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def git_ls(git_dir, rev, path):
+    out = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "--name-only", f"{rev}:{path}"],
+                         check=False, capture_output=True, text=True).stdout
+    return out.split()
+
+
+def find_class(tree, dotted):
+    body = tree.body
+    node = None
+    for name in dotted.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if node is None:
+            sys.exit(f"framework_facts: class {dotted} not found")
+        body = node.body
+    return node
+
+
+def class_fields(source, dotted):
+    node = find_class(ast.parse(source), dotted)
+    return [n.target.id for n in node.body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+
+
+def function_parameters(source, name):
+    tree = ast.parse(source)
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None:
+        sys.exit(f"framework_facts: function {name} not found")
+    a = node.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def module_names(source):
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.ImportFrom, ast.Import)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def extract(args):
+    git_dir = args.git_dir
+    if os.path.isdir(os.path.join(git_dir, ".git")):
+        git_dir = os.path.join(git_dir, ".git")
+    commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", args.rev], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    cache = {}
+
+    def source(path):
+        if path not in cache:
+            cache[path] = git_show(git_dir, commit, path)
+        return cache[path]
+
+    classes = {call: sorted({f for path, cls in parts for f in class_fields(source(path), cls)})
+               for call, parts in CLASSES.items()}
+    functions = {call: function_parameters(source(path), name)
+                 for call, (path, name) in FUNCTIONS.items()}
+    modules = {}
+    for module, path in MODULES.items():
+        names = module_names(source(path))
+        # A package also exports its subpackages and submodules.
+        if path.endswith("__init__.py"):
+            for entry in git_ls(git_dir, commit, os.path.dirname(path)):
+                names.add(entry[:-3] if entry.endswith(".py") else entry)
+        modules[module] = sorted(n for n in names if n != "__init__")
+    facts = {
+        "repository": "pytorch/torchtitan",
+        "commit": commit,
+        "regenerate": "python3 scripts/framework_facts.py extract-torchtitan GIT_DIR --rev COMMIT",
+        "classes": classes,
+        "functions": functions,
+        "modules": modules,
+        "trainer_config": sorted(class_fields(source(TRAINER_CONFIG[0]), TRAINER_CONFIG[1])),
+    }
+    text = json.dumps(facts, indent=1, sort_keys=True) + "\n"
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(args.out + ".tmp", args.out)
+    print(f"framework_facts: {args.out} from torchtitan {commit[:7]}")
+
+
+def dotted_name(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def check(args):
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    with open(args.module, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), args.module)
+    known = {**{k: set(v) for k, v in facts["classes"].items()},
+             **{k: set(v) for k, v in facts["functions"].items()}}
+    llama3 = set(facts["modules"]["torchtitan.models.llama3"])
+    problems, checked = [], 0
+    for node in ast.walk(tree):
+        where = f"{args.module}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ImportFrom):
+            exported = facts["modules"].get(node.module)
+            if exported is None:
+                problems.append(f"{where}: no facts for module {node.module}")
+                continue
+            for alias in node.names:
+                checked += 1
+                if alias.name not in exported:
+                    problems.append(f"{where}: {node.module} defines no {alias.name}")
+        elif isinstance(node, ast.Call):
+            name = dotted_name(node.func)
+            if name in known:
+                for keyword in node.keywords:
+                    checked += 1
+                    if keyword.arg not in known[name]:
+                        problems.append(f"{where}: {name} takes no {keyword.arg}")
+        elif isinstance(node, ast.Attribute) and dotted_name(node.value) == "llama3":
+            checked += 1
+            if node.attr not in llama3:
+                problems.append(f"{where}: torchtitan.models.llama3 defines no {node.attr}")
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and dotted_name(target.value) == "config":
+                    checked += 1
+                    if target.attr not in facts["trainer_config"]:
+                        problems.append(f"{where}: Trainer.Config has no field {target.attr}")
+    for line in problems:
+        print(line)
+    if problems:
+        return 1
+    print(f"ok: {checked} names checked against torchtitan {facts['commit'][:7]}")
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("extract-torchtitan")
+    e.add_argument("git_dir")
+    e.add_argument("--rev", default="HEAD")
+    e.add_argument("--out", default=DEFAULT_FACTS)
+    c = sub.add_parser("check-torchtitan")
+    c.add_argument("facts")
+    c.add_argument("module")
+    args = parser.parse_args()
+    if args.command == "extract-torchtitan":
+        extract(args)
+        return 0
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

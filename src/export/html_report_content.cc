@@ -9,6 +9,7 @@
 #include "export/megatron_args.h"
 #include "export/mindformers_yaml.h"
 #include "layout/strategy.h"
+#include "planner/fit_advice.h"
 #include "planner/inputs.h"
 
 namespace autopar::exporters {
@@ -128,11 +129,7 @@ ReportTable fixTable(const plan::Plan& plan) {
       "same flags of the command)";
   table.columns = {"flags", "run-yaml keys", "step time", "samples per step", "peak memory"};
   for (const plan::FixRecord& fix : plan.fixes) {
-    std::string yaml;
-    for (const auto& [key, value] : fix.yaml) {
-      yaml += fmt::format("{}{}: {}", yaml.empty() ? "" : ", ", key, value);
-    }
-    table.rows.push_back({fmt::format("{}", fmt::join(fix.flags, " ")), yaml,
+    table.rows.push_back({fmt::format("{}", fmt::join(fix.flags, " ")), planner::fixYaml(fix),
                           planner::formatSeconds(fix.stepSeconds),
                           std::to_string(fix.samplesPerStep),
                           planner::formatBytes(fix.peakMemoryBytes)});

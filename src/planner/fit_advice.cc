@@ -485,11 +485,16 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
   return trials.advice();
 }
 
-std::string formatFix(const plan::FixRecord& fix) {
+std::string fixYaml(const plan::FixRecord& fix) {
   std::string yaml;
   for (const auto& [key, value] : fix.yaml) {
     yaml += fmt::format("{}{}: {}", yaml.empty() ? "" : ", ", key, value);
   }
+  return yaml;
+}
+
+std::string formatFix(const plan::FixRecord& fix) {
+  const std::string yaml = fixYaml(fix);
   return fmt::format("{}: step {} for {} samples, peak {}{}", fmt::join(fix.flags, " "),
                      formatSeconds(fix.stepSeconds), fix.samplesPerStep,
                      formatBytes(fix.peakMemoryBytes),

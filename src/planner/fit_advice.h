@@ -45,4 +45,7 @@ FitAdvice adviseFit(const PlanOptions& options, const cluster::Cluster& cluster,
 /// parallel_config.pipeline_stage: 8, parallel_config.micro_batch_num: 16)".
 std::string formatFix(const plan::FixRecord& fix);
 
+/// The fix's run-yaml keys, "key: value" joined by ", " (empty for --nodes, which no key sets).
+std::string fixYaml(const plan::FixRecord& fix);
+
 }  // namespace autopar::planner

@@ -67,7 +67,9 @@ Assumptions where a row is silent (each is printed in the row's notes):
     where the binary has it (else not modelled). The
     H100 96 GB SKU is bench/clusters/h100-96g-500w.yaml.
   mosaic (llm-foundry's MPT table, Composer + FSDP1, --framework composer: flash-attn's fused
-    loss, llm-foundry's default): every GPU data parallel, FULL_SHARD ->
+    loss, llm-foundry's default; composer@2023-10 for the sections of 2023-10, which ran the
+    Triton attention kernel, and --attention flash1 for the large-scale table's 13b and 30b:
+    MOSAIC_LARGE_SCALE_TRITON): every GPU data parallel, FULL_SHARD ->
     ZeRO 3, SHARD_GRAD_OP -> ZeRO 2; MPT's defaults (configuration_mpt.py): GeLU MLP, LayerNorm,
     learned positions, biases, tied embeddings, no dropout; vocab 50,368 unpadded; amp_fp8 as
     fp8 (Transformer Engine's linears).
@@ -104,6 +106,13 @@ FIT_KEYS = {
     # cuDNN's fused attention runs only under Transformer Engine (the megatron-core profile).
     "cudnn_attention_efficiency": ((0.2, 0.85),
                                    lambda config: "megatron-core" in config["flags"]),
+    # FlashAttention's first generation against FlashAttention-2 on the same device: Dao 2023
+    # (Sec. 4.1) measures FlashAttention-2 1.7-3.0x faster than flash-attn 1 and 1.3-2.5x faster
+    # than the Triton kernel on A100; on H100, where neither uses wgmma, the two stand closer: at
+    # most FlashAttention-2's speed.
+    "flash1_attention_speed": ((0.3, 1.0),
+                               lambda config: any("@2023-10" in f or f == "flash1"
+                                                  for f in config["flags"])),
     "vector_efficiency": ((0.05, 0.6), None),
     "memory_efficiency": ((0.5, 0.9), None),
     "tile_dim": ((8.0, 512.0), None),
@@ -267,8 +276,26 @@ def recipe_flags(row):
     return flags
 
 
+# The llm-foundry release and attention kernel behind each section of the MPT benchmark tables
+# (mosaicml/llm-foundry scripts/train/benchmarking): the BF16 and FP8 sections came with b2a43a14
+# (2023-10), whose submit_benchmarks.py installs llm-foundry v0.3.0 and runs attn_impl: triton
+# (the Triton FlashAttention kernel; --framework composer@2023-10); the large-scale section came
+# with 5e85bd62 (2024-01), whose sweep.py installs flash-attn 2.4.2 and runs 1b, 3b, 7b and 70b
+# with --attn_impl flash, 13b and 30b with --attn_impl triton.
+MOSAIC_LARGE_SCALE_TRITON = ("MPT-13b", "MPT-30b")
+
+
+def mosaic_framework_flags(row):
+    if "Large Scale" not in (row.get("source_ref") or ""):
+        return ["--framework", "composer@2023-10"]
+    triton = row.get("model_name") in MOSAIC_LARGE_SCALE_TRITON
+    return ["--framework", "composer"] + (["--attention", "flash1"] if triton else [])
+
+
 def framework_flags(row):
     """--framework NAME (the row's framework as autopar's profile) plus the flags it states."""
+    if source_of(row) == "mosaic":
+        return mosaic_framework_flags(row)
     return ["--framework", framework_of(row)] + stated_flags(row) + recipe_flags(row)
 
 

@@ -67,11 +67,11 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   std::string(switches[i].doc))
         ->group("Code path");
   }
-  verb.add_option(
-          "--attention", flags.attention,
-          "flash (FlashAttention-2, PyTorch's SDPA) | cudnn (Transformer Engine's) | unfused "
-          "(the score matrix in memory, Megatron-LM before 2023); "
-          "default: the framework's")
+  verb.add_option("--attention", flags.attention,
+                  "flash (FlashAttention-2, PyTorch's SDPA) | flash1 (FlashAttention's first "
+                  "generation: flash-attn 1.x, the Triton kernel) | cudnn (Transformer Engine's) | "
+                  "unfused (the score matrix in memory, Megatron-LM before 2023); "
+                  "default: the framework's")
       ->group("Code path");
   verb.add_option("--loss", flags.loss,
                   "fp32 (the logits' fp32 copy kept as the softmax: PyTorch's "
@@ -103,21 +103,22 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   auto opSearch = planner::parseOpSearch(flags.opSearch);
   if (!opSearch) return opSearch.error();
   config.opSearch = *opSearch;
-  Expected<cost::Framework> framework = cost::Framework::kMegatronCore;
+  Expected<cost::FrameworkChoice> framework = cost::FrameworkChoice{cost::Framework::kMegatronCore};
   if (!flags.framework.empty()) {
     framework = cost::parseFramework(flags.framework);
     if (!framework) return framework.error();
   } else if (auto cluster = planner::loadCluster(config.cluster, 1, 0, config.devicesPerNode)) {
     // A cluster that does not load is reported where the configuration is estimated.
-    framework = cost::defaultFramework(cluster->device);
+    framework->framework = cost::defaultFramework(cluster->device);
   }
-  config.framework = *framework;
+  config.framework = framework->framework;
+  config.frameworkRelease = framework->release;
   config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
   auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
   if (!optimizerState) return optimizerState.error().in("--optimizer-state");
   config.optimizerState = *optimizerState;
   cost::CodePath& code = config.codePath;
-  code = cost::frameworkProfile(*framework).codePath;
+  code = cost::releaseCodePath(config.framework, config.frameworkRelease);
   const auto switches = cost::codePathSwitches();
   for (size_t i = 0; i < switches.size(); ++i) {
     const int given = flags.codePathSwitches[i];
@@ -127,13 +128,15 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
     using frontend::AttentionKernel;
     if (flags.attention == "flash")
       code.attention = AttentionKernel::kFlash;
+    else if (flags.attention == "flash1")
+      code.attention = AttentionKernel::kFlash1;
     else if (flags.attention == "cudnn")
       code.attention = AttentionKernel::kCudnn;
     else if (flags.attention == "unfused")
       code.attention = AttentionKernel::kUnfused;
     else {
       return Error{
-          fmt::format("--attention {}: expected flash, cudnn or unfused", flags.attention)};
+          fmt::format("--attention {}: expected flash, flash1, cudnn or unfused", flags.attention)};
     }
   }
   if (flags.loss == "fp32") {

@@ -272,7 +272,8 @@ void addPlanVerb(CLI::App& app, Action& action) {
       if (!frameworkName->empty()) {
         auto framework = cost::parseFramework(*frameworkName);
         if (!framework) return reportError(framework.error());
-        options->setup.framework = *framework;
+        options->setup.framework = framework->framework;
+        options->setup.frameworkRelease = framework->release;
         options->frameworkNamed = true;
       }
       return runPlan(*options, *reportPath);

@@ -44,8 +44,13 @@ double computeEfficiency(const ir::Op& op, const std::optional<rules::LocalGemm>
   if (!isTensorCoreKind(family)) return constants.vectorEfficiency;
   // Fused attention runs fixed tiles along the sequence; its fitted efficiency covers its sizes.
   if (family == ir::OpFamily::kAttention) {
-    const bool cudnn = op.attrs.cudnnKernel && constants.cudnnAttentionEfficiency > 0;
-    return cudnn ? constants.cudnnAttentionEfficiency : constants.attentionEfficiency;
+    if (op.attrs.cudnnKernel && constants.cudnnAttentionEfficiency > 0) {
+      return constants.cudnnAttentionEfficiency;
+    }
+    if (op.attrs.flash1Kernel && constants.flash1AttentionSpeed > 0) {
+      return constants.attentionEfficiency * constants.flash1AttentionSpeed;
+    }
+    return constants.attentionEfficiency;
   }
   // A GEMM underfills the device along each of its three dims separately (partial tiles, partial
   // waves, the pipeline's fill along the depth): each extent x costs a factor x / (x + tileDim).

@@ -43,6 +43,26 @@ TEST(ComputeEfficiency, OtherFamiliesTakeTheirOwnConstant) {
                    constants.vectorEfficiency);
 }
 
+TEST(ComputeEfficiency, EachAttentionKernelGenerationRunsAtItsOwnShare) {
+  const CostConstants& h100 = shippedCostModel()->forDevice("H100-SXM5-80GB");
+  ASSERT_GT(h100.flash1AttentionSpeed, 0);
+  ASSERT_LT(h100.flash1AttentionSpeed, 1);
+  ir::Op flash2 = opOf(ir::OpKind::kFlashAttention);
+  ir::Op flash1 = flash2;
+  flash1.attrs.flash1Kernel = true;
+  ir::Op cudnn = flash2;
+  cudnn.attrs.cudnnKernel = true;
+  const double second = computeEfficiency(flash2, std::nullopt, h100);
+  EXPECT_DOUBLE_EQ(computeEfficiency(flash1, std::nullopt, h100),
+                   second * h100.flash1AttentionSpeed);
+  // Hopper's own kernel (cuDNN, built as FlashAttention-3 is) outruns both.
+  EXPECT_GT(computeEfficiency(cudnn, std::nullopt, h100), second);
+  // A cost model without the constant runs the first generation as the second.
+  CostConstants without = h100;
+  without.flash1AttentionSpeed = 0;
+  EXPECT_DOUBLE_EQ(computeEfficiency(flash1, std::nullopt, without), second);
+}
+
 TEST(RooflineSeconds, AnFp8GemmTakesItsBf16TwinsTimeOverTheMeasuredSpeedup) {
   ir::Graph graph;
   auto x = graph.addTensor("x", {{4096, 4096}, ir::DType::kBF16}, ir::TensorRole::kInput);

@@ -81,6 +81,7 @@ std::span<const ConstantField> constantFields() {
       {"fp8_matmul_speedup", 4, &CostConstants::fp8MatmulSpeedup},
       {"attention_efficiency", 1, &CostConstants::attentionEfficiency},
       {"cudnn_attention_efficiency", 1, &CostConstants::cudnnAttentionEfficiency, true},
+      {"flash1_attention_speed", 1, &CostConstants::flash1AttentionSpeed, true},
       {"vector_efficiency", 1, &CostConstants::vectorEfficiency},
       {"memory_efficiency", 1, &CostConstants::memoryEfficiency},
       {"tile_dim", 1e6, &CostConstants::tileDim},

@@ -27,6 +27,10 @@ struct CostConstants {
   /// cuDNN's fused attention (Transformer Engine's, ir::OpAttrs::cudnnKernel), share of dense
   /// peak; 0 (the file does not give it): FlashAttention-2's, as cuDNN runs on Ampere.
   double cudnnAttentionEfficiency = 0;
+  /// FlashAttention's first generation (flash-attn 1.x, the Triton kernel;
+  /// ir::OpAttrs::flash1Kernel): its speed as a share of FlashAttention-2's on the same device;
+  /// 0 (the file does not give it): FlashAttention-2's.
+  double flash1AttentionSpeed = 0;
   double vectorEfficiency = 0;  ///< non-tensor-core FLOPs, share of dense peak
   double memoryEfficiency = 0;  ///< streaming kernels, share of HBM bandwidth
   double tileDim = 0;           ///< each per-device GEMM extent x costs a factor x / (x + tileDim)

@@ -1,8 +1,10 @@
 #include "cost/framework.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "ir/setting.h"
 
@@ -126,6 +128,8 @@ struct ProfileEntry {
   Framework framework;
   std::string_view name;
   std::string_view summary;
+  std::string_view models;
+  std::string_view tag;
   ir::AttentionKernel attention;
   Capabilities can;
   ir::LossKernel loss = ir::LossKernel::kFp32;
@@ -144,17 +148,23 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     {Framework::kMegatronLm2021,
      "megatron-lm-2021",
      "Megatron-LM at the SC'21 paper's commit 6985e589 (Narayanan et al. 2021)",
+     "Megatron-LM 6985e589 (2021-08)",
+     "2021-08",
      ir::AttentionKernel::kUnfused,
      {.zeroStages = 0b0001}},
     {Framework::kMegatronLm,
      "megatron-lm",
      "Megatron-LM 2022 (v3.0; Korthikanti et al. 2022): sequence parallelism, selective "
      "recompute, the distributed optimizer",
+     "Megatron-LM as Korthikanti et al. ran it (arXiv 2205.05198, 2022-05), released as v3.0",
+     "2022-05",
      ir::AttentionKernel::kUnfused,
      {.zeroBubble = true, .zeroStages = 0b0011}},
     {Framework::kMegatronCore,
      "megatron-core",
      "Megatron-Core, NeMo and Megatron-Bridge from 2024 (Transformer Engine)",
+     "Megatron-Core 0.8 (2024-08) to Megatron-LM d98e8a6 (2026-08); NeMo 2.x",
+     "2026-08",
      ir::AttentionKernel::kCudnn,
      {.contextParallel = true,
       .expertParallel = true,
@@ -164,25 +174,35 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     {Framework::kMegatronDeepSpeed,
      "megatron-deepspeed",
      "Megatron-DeepSpeed with DeepSpeed's ZeRO (2021-22)",
+     "Megatron-DeepSpeed with DeepSpeed's ZeRO as Narayanan et al. compared them (arXiv "
+     "2104.04473, 2021-04)",
+     "2021-04",
      ir::AttentionKernel::kUnfused,
      {.interleaved = false, .expertParallel = true, .zeroStages = 0b1111}},
     {Framework::kPytorchFsdp, "pytorch-fsdp",
      "PyTorch FullyShardedDataParallel (FSDP1): data parallelism with sharded states",
-     ir::AttentionKernel::kFlash, kFsdp1},
+     "PyTorch 2.0 (2023-03) to 2.6 (2025-01), scaled_dot_product_attention's flash backend",
+     "2025-01", ir::AttentionKernel::kFlash, kFsdp1},
     {Framework::kTorchtitan,
      "torchtitan",
      "torchtitan: FSDP2, DTensor tensor parallelism, torch.distributed.pipelining, context "
      "parallelism, float8 linears",
+     "torchtitan with torch 2.6 (2024-12) to b5bcd76 (2026-08)",
+     "2026-08",
      ir::AttentionKernel::kFlash,
      {.contextParallel = true, .fp8 = true, .zeroStages = 0b1101}},
     {Framework::kMindSpore,
      "mindspore",
      "MindSpore / MindFormers auto-parallel on Ascend (graph mode)",
+     "MindSpore 2.x with MindFormers fd4deeb (as of 2026-08)",
+     "2026-08",
      ir::AttentionKernel::kFlash,
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0111}},
     {Framework::kMindSpeed,
      "mindspeed",
      "MindSpeed (Megatron-Core on Ascend)",
+     "MindSpeed 028de58 (as of 2026-08)",
+     "2026-08",
      ir::AttentionKernel::kFlash,
      {.contextParallel = true, .expertParallel = true, .zeroStages = 0b0011}},
     // Composer's FSDP1 (composer/distributed/dist_strategy.py) runs llm-foundry's models with
@@ -191,7 +211,19 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
     // te.fp8_autocast (composer/core/precision.py, AMP_FP8).
     {Framework::kComposer, "composer",
      "MosaicML Composer with llm-foundry: FSDP1, flash-attn's fused loss, Transformer Engine fp8",
+     "llm-foundry v0.7.0 (2024-03, MPT's attn_impl: flash) to 8c8dd48f (2025-07)", "2025-07",
      ir::AttentionKernel::kFlash, withFp8(kFsdp1), ir::LossKernel::kFused},
+};
+
+/// Earlier releases whose code path differs from their profile's (docs/frameworks.md).
+constexpr ProfileRelease kReleases[] = {
+    // llm-foundry's MPT benchmark tables of 2023-10 (scripts/train/benchmarking/
+    // submit_benchmarks.py at b2a43a14) ran v0.3.0 with flash-attn 1.0.9 and attn_impl: triton,
+    // the benchmark script's default and every MPT yaml's until v0.7.0 (c26309de).
+    {Framework::kComposer, "2023-10",
+     "llm-foundry v0.3.0 (2023-09) with flash-attn 1.0.9: MPT's attn_impl: triton, the Triton "
+     "FlashAttention kernel",
+     ir::AttentionKernel::kFlash1},
 };
 
 /// The profiles, their code paths set from the switches' table.
@@ -206,7 +238,8 @@ const std::array<FrameworkProfile, kFrameworkCount>& profiles() {
       for (const CodePathSwitch& codeSwitch : kSwitches) {
         code.*codeSwitch.field = codeSwitch.byProfile[f];
       }
-      out[f] = {entry.framework, entry.name, entry.summary, code, entry.can};
+      out[f] = {entry.framework, entry.name, entry.summary, entry.models,
+                entry.tag,       code,       entry.can};
     }
     return out;
   }();
@@ -241,12 +274,47 @@ std::string frameworkNames() {
   return names;
 }
 
-Expected<Framework> parseFramework(std::string_view name) {
+std::span<const ProfileRelease> FrameworkProfile::earlier() const {
+  const auto* first = std::ranges::find(kReleases, framework, &ProfileRelease::framework);
+  const auto* last = std::find_if(first, std::end(kReleases), [&](const ProfileRelease& each) {
+    return each.framework != framework;
+  });
+  return {first, last};
+}
+
+Expected<FrameworkChoice> parseFramework(std::string_view name) {
+  const size_t at = name.find('@');
+  const std::string_view base = name.substr(0, at);
   for (const auto& profile : profiles()) {
-    if (profile.name == name) return profile.framework;
+    if (profile.name != base) continue;
+    if (at == std::string_view::npos) return FrameworkChoice{profile.framework, ""};
+    const std::string_view tag = name.substr(at + 1);
+    if (tag == profile.tag) return FrameworkChoice{profile.framework, ""};
+    std::vector<std::string> known{
+        fmt::format("{}@{} ({})", profile.name, profile.tag, profile.models)};
+    for (const ProfileRelease& release : profile.earlier()) {
+      if (release.tag == tag) return FrameworkChoice{profile.framework, std::string(tag)};
+      known.push_back(fmt::format("{}@{} ({})", profile.name, release.tag, release.release));
+    }
+    return Error{fmt::format("{} '{}': expected {}", ir::flag(ir::Setting::kFramework), name,
+                             fmt::join(known, " or "))};
   }
   return Error{fmt::format("{} '{}': expected one of {}", ir::flag(ir::Setting::kFramework), name,
                            frameworkNames())};
+}
+
+CodePath releaseCodePath(Framework framework, std::string_view release) {
+  const FrameworkProfile& profile = frameworkProfile(framework);
+  CodePath code = profile.codePath;
+  for (const ProfileRelease& each : profile.earlier()) {
+    if (each.tag == release) code.attention = each.attention;
+  }
+  return code;
+}
+
+std::string frameworkLabel(Framework framework, std::string_view release) {
+  const std::string_view name = frameworkProfile(framework).name;
+  return release.empty() ? std::string(name) : fmt::format("{}@{}", name, release);
 }
 
 Framework defaultFramework(const cluster::DeviceSpec& device) {

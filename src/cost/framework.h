@@ -72,18 +72,45 @@ struct Capabilities {
   }
 };
 
+/// An earlier release of a framework whose code path differs from the profile's: named as
+/// NAME@TAG on the command line or in a run yaml ("composer@2023-10"). docs/frameworks.md cites
+/// the source of each.
+struct ProfileRelease {
+  Framework framework;
+  std::string_view tag;           ///< the year and month it was current: "2023-10"
+  std::string_view release;       ///< which release, and what differs: "llm-foundry v0.3.0 (...)"
+  ir::AttentionKernel attention;  ///< the attention kernel it ran
+};
+
 struct FrameworkProfile {
   Framework framework;
   std::string_view name;     ///< the --framework value
   std::string_view summary;  ///< what it stands for, one line
-  CodePath codePath;         ///< the attention kernel and codePathSwitches()' settings
+  /// The releases its code path models, oldest to newest ("Megatron-Core 0.8 (2024) to
+  /// Megatron-LM d98e8a6 (2026-08)"), and the tag of the newest, which NAME@TAG also accepts.
+  std::string_view models;
+  std::string_view tag;
+  CodePath codePath;  ///< the attention kernel and codePathSwitches()' settings
   Capabilities can;
+  /// Its earlier releases with a code path of their own.
+  [[nodiscard]] std::span<const ProfileRelease> earlier() const;
+};
+
+/// A --framework value: the profile, and the earlier release it names, if any.
+struct FrameworkChoice {
+  Framework framework;
+  std::string release;  ///< a ProfileRelease's tag; empty: the profile's code path
 };
 
 /// "megatron-lm-2021", "megatron-lm", "megatron-core", "megatron-deepspeed", "pytorch-fsdp",
-/// "torchtitan", "mindspore", "mindspeed", "composer"; the error lists them.
-Expected<Framework> parseFramework(std::string_view name);
+/// "torchtitan", "mindspore", "mindspeed", "composer", each optionally @TAG: the profile's own tag
+/// or an earlier release's; the errors list them.
+Expected<FrameworkChoice> parseFramework(std::string_view name);
 const FrameworkProfile& frameworkProfile(Framework framework);
+/// The code path of the framework at the release (empty: the profile's own).
+CodePath releaseCodePath(Framework framework, std::string_view release);
+/// "composer@2023-10", or the profile's name where the release is its own.
+std::string frameworkLabel(Framework framework, std::string_view release);
 
 /// The framework a setup on this device runs under when none is named: MindSpeed (Megatron-Core
 /// ported to Ascend, with no Transformer Engine) on an Ascend NPU, Megatron-Core elsewhere.

@@ -34,4 +34,32 @@ TEST(Frameworks, RefusalsNameTheFrameworkAndTheSetting) {
 }
 
 }  // namespace
+TEST(Frameworks, AnEarlierReleaseRunsItsOwnAttentionKernel) {
+  // llm-foundry v0.3.0's MPT ran the Triton FlashAttention kernel (attn_impl: triton).
+  auto release = parseFramework("composer@2023-10");
+  ASSERT_TRUE(release) << release.error().message;
+  EXPECT_EQ(release->framework, Framework::kComposer);
+  EXPECT_EQ(release->release, "2023-10");
+  EXPECT_EQ(releaseCodePath(release->framework, release->release).attention,
+            ir::AttentionKernel::kFlash1);
+  EXPECT_EQ(releaseCodePath(Framework::kComposer, "").attention, ir::AttentionKernel::kFlash);
+  EXPECT_EQ(frameworkLabel(Framework::kComposer, "2023-10"), "composer@2023-10");
+  EXPECT_EQ(frameworkLabel(Framework::kComposer, ""), "composer");
+  // Everything else of the code path is the profile's.
+  CodePath expected = frameworkProfile(Framework::kComposer).codePath;
+  expected.attention = ir::AttentionKernel::kFlash1;
+  EXPECT_EQ(releaseCodePath(Framework::kComposer, "2023-10"), expected);
+}
+
+TEST(Frameworks, AnUnknownReleaseListsTheKnownOnes) {
+  auto unknown = parseFramework("composer@2022-01");
+  ASSERT_FALSE(unknown);
+  const std::string& message = unknown.error().message;
+  EXPECT_EQ(message.rfind("--framework 'composer@2022-01': expected composer@2025-07 (", 0), 0u)
+      << message;
+  EXPECT_NE(message.find(" or composer@2023-10 (llm-foundry v0.3.0"), std::string::npos)
+      << message;
+  EXPECT_FALSE(parseFramework("torchtitan@").ok());
+}
+
 }  // namespace autopar::cost

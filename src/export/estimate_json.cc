@@ -26,7 +26,7 @@ nlohmann::json estimateJson(const planner::MegatronConfig& config,
   }
   nlohmann::json out = {{"model", config.model},
                         {"cluster", estimate.cluster.name},
-                        {"framework", cost::frameworkProfile(config.framework).name},
+                        {"framework", cost::frameworkLabel(config.framework, config.frameworkRelease)},
                         {"devices", estimate.worldSize},
                         {"parallel_config",
                          {{"TP", config.tp},

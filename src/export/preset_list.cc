@@ -72,6 +72,8 @@ std::string_view attentionName(ir::AttentionKernel kernel) {
   switch (kernel) {
     case ir::AttentionKernel::kFlash:
       return "FA2";
+    case ir::AttentionKernel::kFlash1:
+      return "FA1";
     case ir::AttentionKernel::kCudnn:
       return "cuDNN";
     case ir::AttentionKernel::kUnfused:
@@ -110,14 +112,35 @@ std::string codePathTable() {
   return table;
 }
 
+/// The releases each profile models, and its earlier releases' differences.
+std::string releaseTable() {
+  std::string table = "| `--framework` | models | earlier releases (`NAME@TAG`) |\n|---|---|---|\n";
+  for (size_t f = 0; f < cost::kFrameworkCount; ++f) {
+    const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
+    std::vector<std::string> earlier;
+    for (const cost::ProfileRelease& release : profile.earlier()) {
+      earlier.push_back(fmt::format("`@{}`: {}, attention {}", release.tag, release.release,
+                                    attentionName(release.attention)));
+    }
+    table += fmt::format("| `{}`, `{}@{}` | {} | {} |\n", profile.name, profile.name, profile.tag,
+                         profile.models,
+                         earlier.empty() ? "-" : fmt::format("{}", fmt::join(earlier, "; ")));
+  }
+  return table;
+}
+
 }  // namespace
 
 std::string formatFrameworks(bool markdown) {
-  if (markdown) return switchTable() + "\n" + codePathTable();
+  if (markdown) return switchTable() + "\n" + codePathTable() + "\n" + releaseTable();
   std::string text;
   for (size_t f = 0; f < cost::kFrameworkCount; ++f) {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
-    text += fmt::format("{:<19} {}\n", profile.name, profile.summary);
+    text += fmt::format("{:<19} {}\n{:<19} models {} (@{})\n", profile.name, profile.summary, "",
+                        profile.models, profile.tag);
+    for (const cost::ProfileRelease& release : profile.earlier()) {
+      text += fmt::format("{:<19} @{}: {}\n", "", release.tag, release.release);
+    }
   }
   return text;
 }

@@ -23,16 +23,36 @@ std::string_view fsdpShardingStrategy(const planner::MegatronConfig& config) {
   return config.zero == 3 ? "FULL_SHARD" : config.zero == 2 ? "SHARD_GRAD_OP" : "NO_SHARD";
 }
 
+/// MPT's attn_config.attn_impl for the attention kernel (llmfoundry/models/layers/attention.py):
+/// flash (flash-attn 2), triton (the Triton FlashAttention kernel, until v0.7.0), torch (the
+/// score matrix in memory). No llm-foundry setting runs cuDNN's.
+std::string_view mptAttnImpl(ir::AttentionKernel kernel) {
+  switch (kernel) {
+    case ir::AttentionKernel::kFlash1:
+      return "triton";
+    case ir::AttentionKernel::kUnfused:
+      return "torch";
+    case ir::AttentionKernel::kFlash:
+    case ir::AttentionKernel::kCudnn:
+      break;
+  }
+  return "flash";
+}
+
 /// The keys of an llm-foundry run yaml the configuration sets (scripts/train/yamls/pretrain/
 /// and Composer's FSDPConfig, mosaicml/llm-foundry@8c8dd48f): the batch, the precision, FSDP's
-/// sharding and activation checkpointing, and the loss.
+/// sharding and activation checkpointing, the attention kernel and the loss.
 std::string composerYaml(const planner::MegatronConfig& config) {
+  const bool cudnn = config.codePath.attention == ir::AttentionKernel::kCudnn;
   return fmt::format(
       "global_train_batch_size: {}\ndevice_train_microbatch_size: {}\nprecision: amp_{}\n"
       "fsdp_config:\n  sharding_strategy: {}\n  mixed_precision: DEFAULT\n"
-      "  activation_checkpointing: {}\nmodel:\n  loss_fn: {}\n",
+      "  activation_checkpointing: {}\nmodel:\n  attn_config:\n    attn_impl: {}{}\n"
+      "  loss_fn: {}\n",
       config.gbs, config.mbs, config.precision, fsdpShardingStrategy(config),
       config.recompute == ir::Recompute::kFull ? "true" : "false",
+      mptAttnImpl(config.codePath.attention),
+      cudnn ? "  # llm-foundry has no cuDNN attention; flash runs FlashAttention-2" : "",
       config.codePath.loss == ir::LossKernel::kFused ? "fused_crossentropy" : "torch_crossentropy");
 }
 

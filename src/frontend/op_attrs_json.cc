@@ -133,8 +133,8 @@ constexpr AttrCodec codec(std::string_view key) {
   return AttrCodec{key, readField<Field, Reader>, writeField<Field>, isDefaultField<Field>};
 }
 
-const std::array<AttrCodec, 22>& allCodecs() {
-  static const std::array<AttrCodec, 22> kCodecs = {
+const std::array<AttrCodec, 23>& allCodecs() {
+  static const std::array<AttrCodec, 23> kCodecs = {
       codec<&A::transposeA, readBool>("transpose_a"),
       codec<&A::transposeB, readBool>("transpose_b"),
       codec<&A::axes, readIntList>("axes"),
@@ -149,6 +149,7 @@ const std::array<AttrCodec, 22>& allCodecs() {
       codec<&A::causal, readBool>("causal"),
       codec<&A::scoresInMemory, readBool>("scores_in_memory"),
       codec<&A::cudnnKernel, readBool>("cudnn_kernel"),
+      codec<&A::flash1Kernel, readBool>("flash1_kernel"),
       codec<&A::fp8, readBool>("fp8"),
       AttrCodec{"cast_to", readCastTo, writeCastTo, isDefaultField<&A::castTo>},
       AttrCodec{"dropout_rate", readDropoutRate, writeField<&A::dropoutRate>,

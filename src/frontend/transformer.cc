@@ -271,6 +271,7 @@ TensorId TransformerBuilder::attention(const std::string& prefix, TensorId input
   attrs.causal = tower_ == &config_;  // the vision tower attends both ways
   attrs.scoresInMemory = config_.attention == AttentionKernel::kUnfused;
   attrs.cudnnKernel = config_.attention == AttentionKernel::kCudnn;
+  attrs.flash1Kernel = config_.attention == AttentionKernel::kFlash1;
   // Context parallelism cuts the queries' sequence; every query attends to all keys, so the keys
   // and values are gathered along the sequence (the traffic of ring attention).
   const std::vector<int64_t> keys{dp_, 1, tp_};

@@ -14,11 +14,15 @@
 
 namespace autopar::ir {
 
-/// The kernel that runs the attention core. The three run the same math at different speeds and
-/// memory: the fused kernels keep the score matrix on chip, and cuDNN's reaches a larger share of
-/// Hopper's peak than FlashAttention-2's (docs/frameworks.md).
+/// The kernel that runs the attention core. All run the same math at different speeds and
+/// memory: the fused kernels keep the score matrix on chip; each generation of them reaches a
+/// larger share of the device's peak (docs/frameworks.md).
 enum class AttentionKernel : uint8_t {
   kFlash,  ///< FlashAttention-2's kernel, as PyTorch's scaled_dot_product_attention runs it
+  /// FlashAttention's first generation (OpAttrs::flash1Kernel): flash-attn 1.x's CUDA kernel and
+  /// the Triton kernel of the same algorithm (flash_attn_triton.py), which llm-foundry's MPT ran
+  /// as `attn_impl: triton` because it takes an additive bias (ALiBi).
+  kFlash1,
   kCudnn,  ///< cuDNN's fused attention, as Transformer Engine runs it (OpAttrs::cudnnKernel)
   /// The score matrix computed and kept in memory, as Megatron-LM's CoreAttention ran attention
   /// until 2023 (OpAttrs::scoresInMemory).
@@ -61,6 +65,9 @@ struct OpAttrs {
   /// (cost::CostConstants::cudnnAttentionEfficiency); false: FlashAttention-2's kernel, which
   /// PyTorch's scaled_dot_product_attention runs.
   bool cudnnKernel = false;
+  /// FlashAttention: run by FlashAttention's first generation (AttentionKernel::kFlash1), at
+  /// FlashAttention-2's efficiency times cost::CostConstants::flash1AttentionSpeed.
+  bool flash1Kernel = false;
   /// CrossEntropy: run by one kernel over the logits in their own dtype (LossKernel::kFused);
   /// false: over an fp32 copy kept as the softmax.
   bool fusedLoss = false;

@@ -152,6 +152,9 @@ struct TrainingSetup : ParallelConfig {
   /// communications overlap. A setup made by planner::MegatronConfig starts from the framework's
   /// profile; flags such as --overlap-grad-reduce or --attention unfused change it.
   Framework framework = Framework::kMegatronCore;
+  /// An earlier release of the framework the setup runs under ("2023-10" of composer@2023-10;
+  /// cost::ProfileRelease); empty: the profile's own.
+  std::string frameworkRelease;
   CodePath codePath;
   /// How Adam holds its state (--optimizer-state).
   OptimizerState optimizerState = OptimizerState::kFp32;

@@ -60,8 +60,9 @@ namespace {
 /// for. The attention kernel is the model's: evaluate() builds it with the profile's.
 PlanOptions withFramework(PlanOptions options) {
   if (!options.frameworkNamed) return options;
-  const cost::CodePath& code = cost::frameworkProfile(options.setup.framework).codePath;
-  options.setup.codePath = code;
+  options.setup.codePath =
+      cost::releaseCodePath(options.setup.framework, options.setup.frameworkRelease);
+  const cost::CodePath& code = options.setup.codePath;
   TrainingFlags& training = options.training;
   const std::vector<ir::BlockAssignment>& blocks = options.setup.placement;
   const bool fusionIds = std::any_of(

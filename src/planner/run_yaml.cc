@@ -179,10 +179,13 @@ Expected<frontend::MindFormersConfig> applyRunYaml(PlanOptions& options, int64_t
   if (config->framework && !options.frameworkNamed) {
     auto framework = cost::parseFramework(*config->framework);
     if (!framework) {
-      return Error{fmt::format("{}: framework: '{}': expected one of {}", options.config,
-                               *config->framework, cost::frameworkNames())};
+      // The flag's message names the releases a known framework has, after its own prefix.
+      const std::string& message = framework.error().message;
+      return Error{
+          fmt::format("{}: framework: {}", options.config, message.substr(message.find('\'')))};
     }
-    options.setup.framework = *framework;
+    options.setup.framework = framework->framework;
+    options.setup.frameworkRelease = framework->release;
     options.frameworkNamed = true;
   }
   frontend::ParallelSettings& parallel = config->parallel;

@@ -1,5 +1,6 @@
 #include "cost/framework.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "planner/configuration/configuration_estimate.h"
@@ -26,7 +27,13 @@ TEST(Framework, EveryProfileParsesByItsOwnName) {
     EXPECT_EQ(profile.framework, framework);
     auto parsed = cost::parseFramework(profile.name);
     ASSERT_TRUE(parsed) << profile.name;
-    EXPECT_EQ(*parsed, framework);
+    EXPECT_EQ(parsed->framework, framework);
+    EXPECT_EQ(parsed->release, "");
+    // The profile's own tag names the profile.
+    auto tagged = cost::parseFramework(fmt::format("{}@{}", profile.name, profile.tag));
+    ASSERT_TRUE(tagged) << profile.name;
+    EXPECT_EQ(tagged->release, "");
+    EXPECT_FALSE(profile.models.empty());
     EXPECT_TRUE(profile.can.runsZero(0)) << profile.name << ": plain data parallelism";
   }
   auto unknown = cost::parseFramework("deepspeed");

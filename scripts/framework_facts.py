@@ -15,6 +15,16 @@
         defined there, and every `config.FIELD = ...` is a Trainer.Config field. Prints one line
         per mismatch and exits 1, or "ok: ..." and exits 0.
 
+    framework_facts.py extract-megatron GIT_DIR [--rev REV] [--out FILE]
+        Reads Megatron-LM's flags at REV: megatron/training/arguments.py's add_argument literals
+        (with their literal choices) and the flags ArgumentGroupFactory makes of its config
+        dataclasses (scripts/megatron_facts.py). Default out: data/framework_facts/megatron.json.
+
+    framework_facts.py check-megatron FACTS SCRIPT
+        Checks every flag of a launch script's *_ARGS=( ... ) arrays (`autopar search
+        --launch-script`) against FACTS: Megatron-LM declares it, and a value among its literal
+        choices is one of them. One line per mismatch and exit 1, or "ok: ..." and exit 0.
+
 The source is parsed with Python's ast module (dataclass fields are annotated assignments in a
 class body), so extracting needs no torchtitan install and none of its dependencies.
 """
@@ -26,8 +36,11 @@ import os
 import subprocess
 import sys
 
+import megatron_facts
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
+MEGATRON_FACTS = os.path.join(REPO, "data", "framework_facts", "megatron.json")
 
 # Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
 # bases included.
@@ -130,12 +143,27 @@ def module_names(source):
     return names
 
 
-def extract(args):
+def resolve(args):
+    """(git dir, full commit) of the repository and revision given."""
     git_dir = args.git_dir
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")
     commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", args.rev], check=True,
                             capture_output=True, text=True).stdout.strip()
+    return git_dir, commit
+
+
+def write_facts(path, facts):
+    """Writes the facts atomically."""
+    text = json.dumps(facts, indent=1, sort_keys=True) + "\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def extract(args):
+    git_dir, commit = resolve(args)
     cache = {}
 
     def source(path):
@@ -164,12 +192,31 @@ def extract(args):
         "modules": modules,
         "trainer_config": sorted(class_fields(source(TRAINER_CONFIG[0]), TRAINER_CONFIG[1])),
     }
-    text = json.dumps(facts, indent=1, sort_keys=True) + "\n"
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(args.out + ".tmp", args.out)
+    write_facts(args.out, facts)
     print(f"framework_facts: {args.out} from torchtitan {commit[:7]}")
+
+
+def extract_megatron(args):
+    git_dir, commit = resolve(args)
+    facts = {"repository": "NVIDIA/Megatron-LM", "commit": commit,
+             "regenerate": "python3 scripts/framework_facts.py extract-megatron GIT_DIR --rev "
+                           "COMMIT",
+             **megatron_facts.extract(git_dir, commit)}
+    write_facts(args.out, facts)
+    print(f"framework_facts: {args.out} from Megatron-LM {commit[:7]}: {len(facts['flags'])} "
+          f"flags, {len(facts['generated'])} of them from config dataclasses")
+
+
+def check_megatron(args):
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    problems, checked = megatron_facts.check(facts, args.script)
+    for line in problems:
+        print(line)
+    if problems:
+        return 1
+    print(f"ok: {checked} flags checked against Megatron-LM {facts['commit'][:7]}")
+    return 0
 
 
 def dotted_name(node):
@@ -237,10 +284,22 @@ def main():
     c = sub.add_parser("check-torchtitan")
     c.add_argument("facts")
     c.add_argument("module")
+    e = sub.add_parser("extract-megatron")
+    e.add_argument("git_dir")
+    e.add_argument("--rev", default="HEAD")
+    e.add_argument("--out", default=MEGATRON_FACTS)
+    c = sub.add_parser("check-megatron")
+    c.add_argument("facts")
+    c.add_argument("script")
     args = parser.parse_args()
     if args.command == "extract-torchtitan":
         extract(args)
         return 0
+    if args.command == "extract-megatron":
+        extract_megatron(args)
+        return 0
+    if args.command == "check-megatron":
+        return check_megatron(args)
     return check(args)
 
 

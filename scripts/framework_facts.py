@@ -25,6 +25,16 @@
         --launch-script`) against FACTS: Megatron-LM declares it, and a value among its literal
         choices is one of them. One line per mismatch and exit 1, or "ok: ..." and exit 0.
 
+    framework_facts.py extract-mindspeed GIT_DIR [--rev REV] [--out FILE]
+        Reads the fields of auto_parallel_search_optimal_config.json as MindSpeed's multimodal
+        search writes them at REV (scripts/mindspeed_facts.py). Default out:
+        data/framework_facts/mindspeed.json.
+
+    framework_facts.py check-mindspeed FACTS JSON
+        Checks a file autopar wrote (`autopar search --out`): MindSpeed's fields, in its order,
+        and each nested object's keys first and in order. One line per mismatch and exit 1, or
+        "ok: ..." and exit 0.
+
 The source is parsed with Python's ast module (dataclass fields are annotated assignments in a
 class body), so extracting needs no torchtitan install and none of its dependencies.
 """
@@ -37,10 +47,12 @@ import subprocess
 import sys
 
 import megatron_facts
+import mindspeed_facts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
 MEGATRON_FACTS = os.path.join(REPO, "data", "framework_facts", "megatron.json")
+MINDSPEED_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspeed.json")
 
 # Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
 # bases included.
@@ -207,6 +219,28 @@ def extract_megatron(args):
           f"flags, {len(facts['generated'])} of them from config dataclasses")
 
 
+def extract_mindspeed(args):
+    git_dir, commit = resolve(args)
+    facts = {"repository": "Ascend/MindSpeed", "commit": commit, "file": mindspeed_facts.SOLVER,
+             "regenerate": "python3 scripts/framework_facts.py extract-mindspeed GIT_DIR --rev "
+                           "COMMIT",
+             **mindspeed_facts.extract(git_show(git_dir, commit, mindspeed_facts.SOLVER))}
+    write_facts(args.out, facts)
+    print(f"framework_facts: {args.out} from MindSpeed {commit[:7]}: {', '.join(facts['fields'])}")
+
+
+def check_mindspeed(args):
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    problems, checked = mindspeed_facts.check(facts, args.json)
+    for line in problems:
+        print(line)
+    if problems:
+        return 1
+    print(f"ok: {checked} fields checked against MindSpeed {facts['commit'][:7]}")
+    return 0
+
+
 def check_megatron(args):
     with open(args.facts, encoding="utf-8") as f:
         facts = json.load(f)
@@ -291,7 +325,19 @@ def main():
     c = sub.add_parser("check-megatron")
     c.add_argument("facts")
     c.add_argument("script")
+    e = sub.add_parser("extract-mindspeed")
+    e.add_argument("git_dir")
+    e.add_argument("--rev", default="HEAD")
+    e.add_argument("--out", default=MINDSPEED_FACTS)
+    c = sub.add_parser("check-mindspeed")
+    c.add_argument("facts")
+    c.add_argument("json")
     args = parser.parse_args()
+    if args.command == "extract-mindspeed":
+        extract_mindspeed(args)
+        return 0
+    if args.command == "check-mindspeed":
+        return check_mindspeed(args)
     if args.command == "extract-torchtitan":
         extract(args)
         return 0

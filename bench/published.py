@@ -292,11 +292,20 @@ def mosaic_framework_flags(row):
     return ["--framework", "composer"] + (["--attention", "flash1"] if triton else [])
 
 
+# The release a profile's rows ran where the profile's own is newer (docs/frameworks.md):
+# torchtitan's benchmarks of 2024-12 (torch 2.6) ran F.cross_entropy over the whole logits,
+# before its recipes chunked the loss (2026-06).
+RELEASE_OF = {"torchtitan": "torchtitan@2026-05"}
+
+
 def framework_flags(row):
-    """--framework NAME (the row's framework as autopar's profile) plus the flags it states."""
+    """--framework NAME (the row's framework as autopar's profile, at the release it ran) plus
+    the flags it states."""
     if source_of(row) == "mosaic":
         return mosaic_framework_flags(row)
-    return ["--framework", framework_of(row)] + stated_flags(row) + recipe_flags(row)
+    framework = framework_of(row)
+    return (["--framework", RELEASE_OF.get(framework, framework)] + stated_flags(row) +
+            recipe_flags(row))
 
 
 def skip_reason(row):

@@ -76,7 +76,9 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
   verb.add_option("--loss", flags.loss,
                   "fp32 (the logits' fp32 copy kept as the softmax: PyTorch's "
                   "F.cross_entropy(logits.float()), Megatron's) | fused (one kernel over the "
-                  "logits in their dtype: flash-attn's cross_entropy, llm-foundry's default); "
+                  "logits in their dtype: flash-attn's cross_entropy, llm-foundry's default) | "
+                  "chunked (the head and the loss chunk by chunk, the logits never whole: "
+                  "torchtitan's ChunkedLossWrapper, Liger's fused linear cross entropy); "
                   "default: the framework's")
       ->group("Code path");
 }
@@ -143,8 +145,10 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
     code.loss = ir::LossKernel::kFp32;
   } else if (flags.loss == "fused") {
     code.loss = ir::LossKernel::kFused;
+  } else if (flags.loss == "chunked") {
+    code.loss = ir::LossKernel::kChunked;
   } else if (!flags.loss.empty()) {
-    return Error{fmt::format("--loss {}: expected fp32 or fused", flags.loss)};
+    return Error{fmt::format("--loss {}: expected fp32, fused or chunked", flags.loss)};
   }
   return {};
 }

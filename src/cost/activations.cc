@@ -324,7 +324,16 @@ std::vector<int64_t> backwardWorkspace(const ActivationInputs& inputs, bool inPl
       const int64_t perElement = inPlaceLossGradient || op.attrs.fusedLoss
                                      ? ir::dtypeBytes(logits.type.dtype)
                                      : fp32Buffers * 4;
-      slot = std::max(slot, slice.sliceElements() * perElement);
+      if (op.attrs.lossChunks > 0) {
+        // A chunked loss holds one chunk's logits, their fp32 copy and its backward's buffers
+        // at a time (torchtitan's ChunkedLossWrapper runs F.cross_entropy(logits.float()) and
+        // its backward on each chunk before making the next).
+        const int64_t chunk =
+            (slice.sliceElements() + op.attrs.lossChunks - 1) / op.attrs.lossChunks;
+        slot = std::max(slot, chunk * (ir::dtypeBytes(logits.type.dtype) + 4 + fp32Buffers * 4));
+      } else {
+        slot = std::max(slot, slice.sliceElements() * perElement);
+      }
     }
     // PyTorch's context parallelism holds its ring buffers inside the attention's backward,
     // while what its recomputed region made up to the attention is still alive.

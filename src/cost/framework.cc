@@ -187,10 +187,11 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      "torchtitan",
      "torchtitan: FSDP2, DTensor tensor parallelism, torch.distributed.pipelining, context "
      "parallelism, float8 linears",
-     "torchtitan with torch 2.6 (2024-12) to b5bcd76 (2026-08)",
+     "torchtitan 9530a874d (2026-06, its recipes' ChunkedLossWrapper) to b5bcd76 (2026-08)",
      "2026-08",
      ir::AttentionKernel::kFlash,
-     {.contextParallel = true, .fp8 = true, .zeroStages = 0b1101}},
+     {.contextParallel = true, .fp8 = true, .zeroStages = 0b1101},
+     ir::LossKernel::kChunked},
     {Framework::kMindSpore,
      "mindspore",
      "MindSpore / MindFormers auto-parallel on Ascend (graph mode)",
@@ -223,7 +224,14 @@ constexpr ProfileRelease kReleases[] = {
     {Framework::kComposer, "2023-10",
      "llm-foundry v0.3.0 (2023-09) with flash-attn 1.0.9: MPT's attn_impl: triton, the Triton "
      "FlashAttention kernel",
-     ir::AttentionKernel::kFlash1},
+     ir::AttentionKernel::kFlash1, ir::LossKernel::kFused},
+    // torchtitan's llama3 recipes took ChunkedLossWrapper on 2026-06-26 (9530a874d,
+    // torchtitan/models/llama3/config_registry.py); before, F.cross_entropy over the whole
+    // logits, upcast to fp32 (torchtitan/components/loss.py), as its benchmarks of 2024-12 ran.
+    {Framework::kTorchtitan, "2026-05",
+     "torchtitan with torch 2.6 (2024-12) to 2026-06-25, before its recipes chunked the loss: "
+     "F.cross_entropy over the whole logits in fp32",
+     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32},
 };
 
 /// The profiles, their code paths set from the switches' table.
@@ -307,7 +315,9 @@ CodePath releaseCodePath(Framework framework, std::string_view release) {
   const FrameworkProfile& profile = frameworkProfile(framework);
   CodePath code = profile.codePath;
   for (const ProfileRelease& each : profile.earlier()) {
-    if (each.tag == release) code.attention = each.attention;
+    if (each.tag != release) continue;
+    code.attention = each.attention;
+    code.loss = each.loss;
   }
   return code;
 }

@@ -80,6 +80,7 @@ struct ProfileRelease {
   std::string_view tag;           ///< the year and month it was current: "2023-10"
   std::string_view release;       ///< which release, and what differs: "llm-foundry v0.3.0 (...)"
   ir::AttentionKernel attention;  ///< the attention kernel it ran
+  ir::LossKernel loss;            ///< the loss kernel it ran
 };
 
 struct FrameworkProfile {

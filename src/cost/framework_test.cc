@@ -51,6 +51,19 @@ TEST(Frameworks, AnEarlierReleaseRunsItsOwnAttentionKernel) {
   EXPECT_EQ(releaseCodePath(Framework::kComposer, "2023-10"), expected);
 }
 
+TEST(Frameworks, TorchtitanChunksItsLossSinceItsRecipesDo) {
+  EXPECT_EQ(frameworkProfile(Framework::kTorchtitan).codePath.loss, ir::LossKernel::kChunked);
+  auto before = parseFramework("torchtitan@2026-05");
+  ASSERT_TRUE(before) << before.error().message;
+  const CodePath code = releaseCodePath(before->framework, before->release);
+  EXPECT_EQ(code.loss, ir::LossKernel::kFp32);
+  EXPECT_EQ(code.attention, ir::AttentionKernel::kFlash);
+  // The profile's own tag is the profile.
+  auto own = parseFramework("torchtitan@2026-08");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->release, "");
+}
+
 TEST(Frameworks, AnUnknownReleaseListsTheKnownOnes) {
   auto unknown = parseFramework("composer@2022-01");
   ASSERT_FALSE(unknown);

@@ -82,6 +82,18 @@ std::string_view attentionName(ir::AttentionKernel kernel) {
   return "?";
 }
 
+std::string_view lossName(ir::LossKernel kernel) {
+  switch (kernel) {
+    case ir::LossKernel::kFused:
+      return "fused";
+    case ir::LossKernel::kChunked:
+      return "chunked";
+    case ir::LossKernel::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
 std::string switchTable() {
   std::string table = "| switch | yaml key | what it does |\n|---|---|---|\n";
   for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
@@ -103,7 +115,7 @@ std::string codePathTable() {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
     table +=
         fmt::format("| `{}` | {} | {} |", profile.name, attentionName(profile.codePath.attention),
-                    profile.codePath.loss == ir::LossKernel::kFused ? "fused" : "fp32");
+                    lossName(profile.codePath.loss));
     for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
       table += profile.codePath.*codeSwitch.field ? " yes |" : " no |";
     }
@@ -119,8 +131,9 @@ std::string releaseTable() {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
     std::vector<std::string> earlier;
     for (const cost::ProfileRelease& release : profile.earlier()) {
-      earlier.push_back(fmt::format("`@{}`: {}, attention {}", release.tag, release.release,
-                                    attentionName(release.attention)));
+      earlier.push_back(fmt::format("`@{}`: {}; attention {}, loss {}", release.tag,
+                                    release.release, attentionName(release.attention),
+                                    lossName(release.loss)));
     }
     table += fmt::format("| `{}`, `{}@{}` | {} | {} |\n", profile.name, profile.name, profile.tag,
                          profile.models,

@@ -124,6 +124,15 @@ std::string activationCheckpoint(ir::Recompute recompute) {
 /// What the configuration cannot say, as comments.
 std::string notes(const ir::TrainingSetup& config, const TransformerConfig& model) {
   std::string text;
+  if (!config.frameworkRelease.empty()) {
+    text += fmt::format(
+        "# Note: priced as torchtitan@{}; written as torchtitan b5bcd76 takes its configuration, "
+        "with that release's loss.\n",
+        config.frameworkRelease);
+  }
+  if (config.codePath.loss == ir::LossKernel::kFused) {
+    text += "# Note: torchtitan has no fused cross entropy; the plan priced one.\n";
+  }
   if (config.codePath.gradReduceInBf16) {
     text +=
         "# Note: torchtitan reduces gradients in float32 only (training.mixed_precision_reduce); "
@@ -202,12 +211,16 @@ Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
   } else {
     text += "    config.model_spec = llama3.model_registry(\"autopar\")\n";
   }
+  // torchtitan's recipes chunk the loss (ChunkedLossWrapper, 8 chunks); the release before
+  // (torchtitan@2026-05) and a --loss other than chunked run CrossEntropyLoss over the whole
+  // logits, which is torchtitan's only loss kernel.
+  const std::string crossEntropy =
+      "CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec))";
+  text +=
+      config.codePath.loss == ir::LossKernel::kChunked
+          ? fmt::format("    config.loss = ChunkedLossWrapper.Config(loss_fn={})\n", crossEntropy)
+          : fmt::format("    config.loss = {}\n", crossEntropy);
   text += fmt::format(
-      "    config.loss = ChunkedLossWrapper.Config(\n"
-      "        loss_fn=CrossEntropyLoss.Config(\n"
-      "            global_vocab_size=decoder_vocab_size(config.model_spec)\n"
-      "        )\n"
-      "    )\n"
       "    config.parallelism = ParallelismConfig(\n{}    )\n"
       "    config.training = TrainingConfig(\n{}    )\n"
       "    config.activation_checkpoint = {}\n"

@@ -367,6 +367,9 @@ void TransformerBuilder::head(TensorId input, TensorId labels) {
   const auto [tokens, lossVocab] = vocabCuts(config_.lossVocab);
   ir::OpAttrs loss;
   loss.fusedLoss = config_.loss == ir::LossKernel::kFused;
+  // torchtitan's ChunkedLossWrapper.Config.num_chunks default (torchtitan/components/loss.py).
+  constexpr int64_t kLossChunks = 8;
+  if (config_.loss == ir::LossKernel::kChunked) loss.lossChunks = kLossChunks;
   addOp("loss", OpKind::kCrossEntropy, {logits, labels},
         cuts({{tokens[0], tokens[1], lossVocab}, {tokens[0], tokens[1]}}), loss);
 }

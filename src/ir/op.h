@@ -39,6 +39,12 @@ enum class LossKernel : uint8_t {
   /// (llmfoundry/models/mpt/modeling_mpt.py, loss_fn: fused_crossentropy). It keeps the logits
   /// and a per-token log-sum-exp and writes the gradient in the logits' dtype.
   kFused,
+  /// The head's GEMM and the loss run chunk by chunk along the tokens, each chunk's logits made,
+  /// reduced and differentiated before the next (OpAttrs::lossChunks): torchtitan's
+  /// ChunkedLossWrapper (torchtitan/components/loss.py, 8 chunks by default, PyTorch's
+  /// F.cross_entropy(logits.float()) on each), Liger's fused linear cross entropy. The whole
+  /// logits never exist; nothing of them is kept for the backward.
+  kChunked,
 };
 
 /// Attributes of all op kinds in one plain struct; each kind reads only the fields its comment in
@@ -71,6 +77,9 @@ struct OpAttrs {
   /// CrossEntropy: run by one kernel over the logits in their own dtype (LossKernel::kFused);
   /// false: over an fp32 copy kept as the softmax.
   bool fusedLoss = false;
+  /// CrossEntropy: the logits made and reduced in this many chunks of tokens, each chunk's
+  /// gradient taken at once (LossKernel::kChunked); 0: over the whole logits.
+  int64_t lossChunks = 0;
   /// MatMul/BatchMatMul: a GEMM run in fp8 as Transformer Engine runs the linear layers (E4M3
   /// forward, E5M2 gradients, delayed scaling): at the fp8 peak, each operand cast to fp8 by a
   /// kernel of its own; the tensors themselves stay in their dtype (cost/op_cost.cc).

@@ -162,6 +162,24 @@ TEST(CrossEntropySemantics, FusedLossKeepsTheLogitsInTheirDtype) {
   EXPECT_EQ(fp32.backward.saved[0].keptAs, DType::kF32);
 }
 
+// A chunked loss (OpAttrs::lossChunks: torchtitan's ChunkedLossWrapper) takes each chunk's
+// gradient before the next: the backward keeps the labels alone, and moves what the fp32 loss
+// moves over all the chunks together.
+TEST(CrossEntropySemantics, ChunkedLossKeepsOnlyTheLabels) {
+  OpAttrs chunked;
+  chunked.lossChunks = 8;
+  auto op = semantics(OpKind::kCrossEntropy, chunked,
+                      {type({4, 8, 100}, DType::kBF16), type({4, 8}, DType::kI64)});
+  ASSERT_EQ(op.backward.saved.size(), 1u);
+  EXPECT_EQ(op.backward.saved[0].source, SavedTensor::Source::kInput);
+  EXPECT_EQ(op.backward.saved[0].index, 1);
+  auto whole = semantics(OpKind::kCrossEntropy, {},
+                         {type({4, 8, 100}, DType::kBF16), type({4, 8}, DType::kI64)});
+  EXPECT_EQ(op.bytes, whole.bytes);
+  EXPECT_EQ(op.backward.bytes, whole.backward.bytes);
+  EXPECT_EQ(op.backward.flops, whole.backward.flops);
+}
+
 TEST(CrossEntropySemantics, Errors) {
   EXPECT_EQ(inferError(OpKind::kCrossEntropy, {}, {type({4, 8, 100}), type({4}, DType::kI64)}),
             "CrossEntropy: inputs[1] shape [4] differs from [4,8] (the leading dims of inputs[0])");

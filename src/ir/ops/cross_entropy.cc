@@ -74,10 +74,14 @@ int64_t crossEntropyBytes(const TypedOp& op) {
 // PyTorch's log_softmax keeps its fp32 output (torchtitan upcasts the logits with .float()).
 // flash-attn's fused kernel keeps the logits themselves and a per-token fp32 log-sum-exp (the
 // size of the labels or less, counted as them).
+// A chunked loss (OpAttrs::lossChunks) keeps none of the logits: each chunk's gradient is taken
+// before the next chunk is made, so the backward needs only the labels.
 BackwardRule crossEntropyBackward(const TypedOp& op) {
-  BackwardRule rule{
-      kBackwardFlopsPerLogit * elements(op.inputs[0]),
-      {op.attrs.fusedLoss ? savedInput(0) : savedInputAs(0, DType::kF32), savedInput(1)}};
+  BackwardRule rule{kBackwardFlopsPerLogit * elements(op.inputs[0]), {savedInput(1)}};
+  if (op.attrs.lossChunks == 0) {
+    rule.saved.insert(rule.saved.begin(),
+                      op.attrs.fusedLoss ? savedInput(0) : savedInputAs(0, DType::kF32));
+  }
   const auto logits = static_cast<int64_t>(elements(op.inputs[0]));
   rule.bytes = logits * logitPassBytes(op, false) + op.inputs[1].bytes();
   return rule;

@@ -179,6 +179,20 @@ TEST(Framework, LossGradientBuffersFollowTheFramework) {
   EXPECT_EQ(pytorch.activationBytes, megatron.activationBytes);
 }
 
+/// torchtitan's chunked loss (ChunkedLossWrapper, 8 chunks) keeps no logits for the backward and
+/// holds one chunk's bf16 logits, fp32 copy and two fp32 gradient buffers at a time (14 bytes a
+/// logit of the chunk); its release before, torchtitan@2026-05, keeps the fp32 softmax of all of
+/// them and holds the two buffers over all of them.
+TEST(Framework, AChunkedLossHoldsOneChunksLogits) {
+  constexpr int64_t kLogits = int64_t{4096} * 32000;
+  const auto chunked = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone);
+  const auto whole = memoryUnder(cost::Framework::kTorchtitan, ir::Recompute::kNone, 1, 0,
+                                 [](cost::CodePath& code) { code.loss = ir::LossKernel::kFp32; });
+  EXPECT_EQ(whole.activationBytes - chunked.activationBytes, 4 * kLogits);
+  EXPECT_EQ(whole.workspaceBytes, 8 * kLogits);
+  EXPECT_EQ(chunked.workspaceBytes, 14 * kLogits / 8);
+}
+
 /// PyTorch's cross entropy on vocabulary-sharded logits is DTensor's loss_parallel, whose fused
 /// backward holds three fp32 buffers of the local logits at once.
 TEST(Framework, LossParallelHoldsThreeFp32Buffers) {

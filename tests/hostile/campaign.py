@@ -97,6 +97,21 @@ def verb_bases(binary, scratch):
         "validate": (["validate", plan, "--model", "ffn"],
                      [["validate", "{}", "--model", "ffn"], ["validate", plan, "--model", "{}"]]),
     }
+    # The runtime verbs run a 2-device plan on 2 local ranks (LibTorch on this machine's CPUs).
+    plan2 = os.path.join(scratch, "ffn-plan-2.json")
+    subprocess.run([binary, "plan", "--model", "ffn", "--devices", "2", "--out", plan2],
+                   cwd=scratch, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    for verb in ("run", "check"):
+        bases[verb] = ([verb, "--plan", plan2, "--ranks", "2", "--steps", "1"],
+                       [[verb, "--plan", "{}", "--ranks", "2", "--steps", "1"]])
+    # calibrate reads a JSONL of measured runs: three of one estimate.
+    runs = os.path.join(scratch, "runs.jsonl")
+    with open(runs, "w") as f:
+        for seconds in (1.0, 1.1, 1.2):
+            f.write('{"estimate": "--model llama2-7b --tp 2 --dp 4 --gbs 32", '
+                    f'"step_time_s": {seconds}}}\n')
+    bases["calibrate"] = (["calibrate", runs, "--out", os.path.join(scratch, "fitted.json")],
+                          [["calibrate", "{}", "--out", os.path.join(scratch, "fitted.json")]])
     example = os.path.join(REPO, "..", "shared", "data", "iopddl", "example.json")
     if os.path.exists(example):
         bases["iopddl"] = (["iopddl", example, "1"], [["iopddl", "{}", "1"]])

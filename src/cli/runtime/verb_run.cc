@@ -231,10 +231,17 @@ void addCommonOptions(CLI::App* verb, RunOptions& options) {
   verb->add_option("--plan", options.planPath, "plan JSON written by autopar plan --out");
   verb->add_option("--steps", options.config.steps, "training steps")
       ->check(positiveAtMost(1'000'000));
-  verb->add_option("--seed", options.config.seed, "seed of the synthetic data and parameters");
-  verb->add_option("--lr", options.config.learningRate, "Adam's learning rate")->check(positive());
+  // A seed up to 2^53, every integer a double holds exactly (finiteIn reads it as a double).
+  verb->add_option("--seed", options.config.seed, "seed of the synthetic data and parameters")
+      ->check(finiteIn(0, 9007199254740992.0));
+  // A learning rate past 10 or an epsilon past 1 trains nothing a user means: refused, not run.
+  verb->add_option("--lr", options.config.learningRate, "Adam's learning rate")
+      ->check(positive())
+      ->check(finiteIn(0, 10));
   verb->add_flag("--sgd", options.config.sgd, "plain SGD instead of Adam");
-  verb->add_option("--adam-eps", options.config.adamEpsilon, "Adam's epsilon")->check(positive());
+  verb->add_option("--adam-eps", options.config.adamEpsilon, "Adam's epsilon")
+      ->check(positive())
+      ->check(finiteIn(0, 1));
   verb->add_option("--address", options.address,
                    "address the ranks' Gloo connections bind to (default loopback)");
   verb->add_option("--timeout", options.timeoutSeconds,

@@ -229,28 +229,28 @@ def extract_mindspeed(args):
     print(f"framework_facts: {args.out} from MindSpeed {commit[:7]}: {', '.join(facts['fields'])}")
 
 
-def check_mindspeed(args):
-    with open(args.facts, encoding="utf-8") as f:
-        facts = json.load(f)
-    problems, checked = mindspeed_facts.check(facts, args.json)
+def report(problems, ok_line):
+    """Prints each problem, or the ok line; the exit status."""
     for line in problems:
         print(line)
     if problems:
         return 1
-    print(f"ok: {checked} fields checked against MindSpeed {facts['commit'][:7]}")
+    print(ok_line)
     return 0
+
+
+def check_mindspeed(args):
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    problems, checked = mindspeed_facts.check(facts, args.json)
+    return report(problems, f"ok: {checked} fields checked against MindSpeed {facts['commit'][:7]}")
 
 
 def check_megatron(args):
     with open(args.facts, encoding="utf-8") as f:
         facts = json.load(f)
     problems, checked = megatron_facts.check(facts, args.script)
-    for line in problems:
-        print(line)
-    if problems:
-        return 1
-    print(f"ok: {checked} flags checked against Megatron-LM {facts['commit'][:7]}")
-    return 0
+    return report(problems, f"ok: {checked} flags checked against Megatron-LM {facts['commit'][:7]}")
 
 
 def dotted_name(node):
@@ -307,46 +307,34 @@ def check(args):
     return 0
 
 
+# Per framework: its extract and check functions, the default facts file, and the name of what
+# a check reads.
+COMMANDS = {
+    "torchtitan": (extract, DEFAULT_FACTS, check, "module"),
+    "megatron": (extract_megatron, MEGATRON_FACTS, check_megatron, "script"),
+    "mindspeed": (extract_mindspeed, MINDSPEED_FACTS, check_mindspeed, "json"),
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("extract-torchtitan")
-    e.add_argument("git_dir")
-    e.add_argument("--rev", default="HEAD")
-    e.add_argument("--out", default=DEFAULT_FACTS)
-    c = sub.add_parser("check-torchtitan")
-    c.add_argument("facts")
-    c.add_argument("module")
-    e = sub.add_parser("extract-megatron")
-    e.add_argument("git_dir")
-    e.add_argument("--rev", default="HEAD")
-    e.add_argument("--out", default=MEGATRON_FACTS)
-    c = sub.add_parser("check-megatron")
-    c.add_argument("facts")
-    c.add_argument("script")
-    e = sub.add_parser("extract-mindspeed")
-    e.add_argument("git_dir")
-    e.add_argument("--rev", default="HEAD")
-    e.add_argument("--out", default=MINDSPEED_FACTS)
-    c = sub.add_parser("check-mindspeed")
-    c.add_argument("facts")
-    c.add_argument("json")
+    for name, (_, default_out, _, checked) in COMMANDS.items():
+        e = sub.add_parser(f"extract-{name}")
+        e.add_argument("git_dir")
+        e.add_argument("--rev", default="HEAD")
+        e.add_argument("--out", default=default_out)
+        c = sub.add_parser(f"check-{name}")
+        c.add_argument("facts")
+        c.add_argument(checked)
     args = parser.parse_args()
-    if args.command == "extract-mindspeed":
-        extract_mindspeed(args)
+    action, name = args.command.split("-", 1)
+    extract_fn, _, check_fn, _ = COMMANDS[name]
+    if action == "extract":
+        extract_fn(args)
         return 0
-    if args.command == "check-mindspeed":
-        return check_mindspeed(args)
-    if args.command == "extract-torchtitan":
-        extract(args)
-        return 0
-    if args.command == "extract-megatron":
-        extract_megatron(args)
-        return 0
-    if args.command == "check-megatron":
-        return check_megatron(args)
-    return check(args)
+    return check_fn(args)
 
 
 if __name__ == "__main__":

@@ -127,28 +127,14 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
     if (given != 0) code.*switches[i].field = given > 0;
   }
   if (!flags.attention.empty()) {
-    using frontend::AttentionKernel;
-    if (flags.attention == "flash")
-      code.attention = AttentionKernel::kFlash;
-    else if (flags.attention == "flash1")
-      code.attention = AttentionKernel::kFlash1;
-    else if (flags.attention == "cudnn")
-      code.attention = AttentionKernel::kCudnn;
-    else if (flags.attention == "unfused")
-      code.attention = AttentionKernel::kUnfused;
-    else {
-      return Error{
-          fmt::format("--attention {}: expected flash, flash1, cudnn or unfused", flags.attention)};
-    }
+    auto kernel = cost::parseAttentionKernel(flags.attention);
+    if (!kernel) return kernel.error();
+    code.attention = *kernel;
   }
-  if (flags.loss == "fp32") {
-    code.loss = ir::LossKernel::kFp32;
-  } else if (flags.loss == "fused") {
-    code.loss = ir::LossKernel::kFused;
-  } else if (flags.loss == "chunked") {
-    code.loss = ir::LossKernel::kChunked;
-  } else if (!flags.loss.empty()) {
-    return Error{fmt::format("--loss {}: expected fp32, fused or chunked", flags.loss)};
+  if (!flags.loss.empty()) {
+    auto kernel = cost::parseLossKernel(flags.loss);
+    if (!kernel) return kernel.error();
+    code.loss = *kernel;
   }
   return {};
 }

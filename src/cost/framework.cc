@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "ir/setting.h"
@@ -320,6 +321,46 @@ CodePath releaseCodePath(Framework framework, std::string_view release) {
     code.loss = each.loss;
   }
   return code;
+}
+
+namespace {
+
+constexpr std::pair<std::string_view, ir::AttentionKernel> kAttentionKernels[] = {
+    {"flash", ir::AttentionKernel::kFlash},
+    {"flash1", ir::AttentionKernel::kFlash1},
+    {"cudnn", ir::AttentionKernel::kCudnn},
+    {"unfused", ir::AttentionKernel::kUnfused}};
+constexpr std::pair<std::string_view, ir::LossKernel> kLossKernels[] = {
+    {"fp32", ir::LossKernel::kFp32},
+    {"fused", ir::LossKernel::kFused},
+    {"chunked", ir::LossKernel::kChunked}};
+
+/// The kernel `name` names in `table`, or one line naming the flag and every name in it.
+template <class Kernel, size_t N>
+Expected<Kernel> kernelNamed(const std::pair<std::string_view, Kernel> (&table)[N],
+                             std::string_view flag, std::string_view name) {
+  std::string names;
+  for (size_t i = 0; i < N; ++i) {
+    if (table[i].first == name) return table[i].second;
+    names += fmt::format("{}{}", i == 0 ? "" : i + 1 == N ? " or " : ", ", table[i].first);
+  }
+  return Error{fmt::format("{} {}: expected {}", flag, name, names)};
+}
+
+}  // namespace
+
+Expected<ir::AttentionKernel> parseAttentionKernel(std::string_view name) {
+  return kernelNamed(kAttentionKernels, "--attention", name);
+}
+
+Expected<ir::LossKernel> parseLossKernel(std::string_view name) {
+  return kernelNamed(kLossKernels, "--loss", name);
+}
+
+std::string_view lossKernelName(ir::LossKernel kernel) {
+  return std::ranges::find(kLossKernels, kernel,
+                           &std::pair<std::string_view, ir::LossKernel>::second)
+      ->first;
 }
 
 std::string frameworkLabel(Framework framework, std::string_view release) {

@@ -110,6 +110,12 @@ Expected<FrameworkChoice> parseFramework(std::string_view name);
 const FrameworkProfile& frameworkProfile(Framework framework);
 /// The code path of the framework at the release (empty: the profile's own).
 CodePath releaseCodePath(Framework framework, std::string_view release);
+/// The attention and loss kernels by the names --attention and --loss take ("flash1",
+/// "chunked"); an unknown name is one line listing them: "--loss x: expected fp32, fused or
+/// chunked".
+Expected<ir::AttentionKernel> parseAttentionKernel(std::string_view name);
+Expected<ir::LossKernel> parseLossKernel(std::string_view name);
+std::string_view lossKernelName(ir::LossKernel kernel);
 /// "composer@2023-10", or the profile's name where the release is its own.
 std::string frameworkLabel(Framework framework, std::string_view release);
 

@@ -75,4 +75,17 @@ TEST(Frameworks, AnUnknownReleaseListsTheKnownOnes) {
   EXPECT_FALSE(parseFramework("torchtitan@").ok());
 }
 
+TEST(Frameworks, KernelsParseByTheNamesTheFlagsTake) {
+  EXPECT_EQ(*parseAttentionKernel("flash1"), ir::AttentionKernel::kFlash1);
+  EXPECT_EQ(*parseAttentionKernel("cudnn"), ir::AttentionKernel::kCudnn);
+  for (ir::LossKernel kernel :
+       {ir::LossKernel::kFp32, ir::LossKernel::kFused, ir::LossKernel::kChunked}) {
+    EXPECT_EQ(*parseLossKernel(lossKernelName(kernel)), kernel);
+  }
+  EXPECT_EQ(parseAttentionKernel("fa2").error().message,
+            "--attention fa2: expected flash, flash1, cudnn or unfused");
+  EXPECT_EQ(parseLossKernel("liger").error().message,
+            "--loss liger: expected fp32, fused or chunked");
+}
+
 }  // namespace autopar::cost

@@ -82,18 +82,6 @@ std::string_view attentionName(ir::AttentionKernel kernel) {
   return "?";
 }
 
-std::string_view lossName(ir::LossKernel kernel) {
-  switch (kernel) {
-    case ir::LossKernel::kFused:
-      return "fused";
-    case ir::LossKernel::kChunked:
-      return "chunked";
-    case ir::LossKernel::kFp32:
-      break;
-  }
-  return "fp32";
-}
-
 std::string switchTable() {
   std::string table = "| switch | yaml key | what it does |\n|---|---|---|\n";
   for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
@@ -115,7 +103,7 @@ std::string codePathTable() {
     const cost::FrameworkProfile& profile = cost::frameworkProfile(static_cast<cost::Framework>(f));
     table +=
         fmt::format("| `{}` | {} | {} |", profile.name, attentionName(profile.codePath.attention),
-                    lossName(profile.codePath.loss));
+                    cost::lossKernelName(profile.codePath.loss));
     for (const cost::CodePathSwitch& codeSwitch : cost::codePathSwitches()) {
       table += profile.codePath.*codeSwitch.field ? " yes |" : " no |";
     }
@@ -133,7 +121,7 @@ std::string releaseTable() {
     for (const cost::ProfileRelease& release : profile.earlier()) {
       earlier.push_back(fmt::format("`@{}`: {}; attention {}, loss {}", release.tag,
                                     release.release, attentionName(release.attention),
-                                    lossName(release.loss)));
+                                    cost::lossKernelName(release.loss)));
     }
     table += fmt::format("| `{}`, `{}@{}` | {} | {} |\n", profile.name, profile.name, profile.tag,
                          profile.models,

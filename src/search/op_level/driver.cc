@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "search/op_level/ilp.h"
+#include "search/op_level/layer_fold.h"
 #include "search/op_level/recursive.h"
 #include "util/limits.h"
 
@@ -51,8 +52,18 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
   PropagationOptions options;
   options.enableAllToAll = request.enableAllToAll;
   options.costModel = request.costModel;
-  auto result = propagateStrategies(graph, ranks, cluster, *fixed, options);
+  // Unannotated, the search anchors and refines over the whole graph: it decides each repeated
+  // layer once (layer_fold.h). Annotated ops spread in one pass, and their conflicts are named
+  // per op, so an annotated graph is searched whole.
+  std::optional<LayerFold> fold;
+  if (fixed->empty()) fold = foldRepeatedLayers(graph);
+  if (fold) options.copies = fold->copies;
+  auto result = propagateStrategies(fold ? fold->graph : graph, ranks, cluster, *fixed, options);
   if (!result) return result.error();
+  if (fold) {
+    result->cuts = unfoldCuts(*fold, result->cuts);
+    result->log.insert(result->log.begin(), fold->summary.begin(), fold->summary.end());
+  }
   const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();

@@ -79,14 +79,14 @@ Expected<double> assignmentSeconds(const ir::Graph& graph,
                                    const std::vector<rules::ShardedOp>& shards,
                                    const cluster::Cluster& cluster,
                                    const cost::CostConstants& deviceConstants, EdgeCostCache& edges,
-                                   const std::vector<double>* nodeSeconds) {
+                                   const std::vector<double>* nodeSeconds, const OpCopies& copies) {
   double total = 0;
   for (const ir::Op& consumer : graph.ops()) {
     const rules::ShardedOp& shard = shards[consumer.id];
     if (nodeSeconds != nullptr) {
-      total += (*nodeSeconds)[consumer.id];
+      total += (*nodeSeconds)[consumer.id] * copies.of(consumer.id);
     } else if (auto node = nodeCost(graph, consumer, shard, cluster, deviceConstants, edges)) {
-      total += node->seconds;
+      total += node->seconds * copies.of(consumer.id);
     } else {
       return node.error().in(fmt::format("op '{}'", consumer.name));
     }
@@ -95,7 +95,7 @@ Expected<double> assignmentSeconds(const ir::Graph& graph,
       if (producer == ir::kNoOp) continue;
       auto seconds = inputEdgeSeconds(graph, consumer, i, shards[producer], shard, edges);
       if (!seconds) return seconds;
-      total += *seconds;
+      total += *seconds * copies.ofEdge(producer, consumer.id);
     }
   }
   return total;

@@ -7,7 +7,9 @@
 /// propagation prices a candidate's parameter synchronisation with it, and ranks whole
 /// assignments by the same sum.
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -44,13 +46,30 @@ Expected<double> inputEdgeSeconds(const ir::Graph& graph, const ir::Op& consumer
                                   const rules::ShardedOp& producer,
                                   const rules::ShardedOp& consumerShard, EdgeCostCache& edges);
 
+/// How many ops of the full graph each op of a folded one stands for (layer_fold.h): an op's
+/// costs count that many times, and an edge's as many times as its lighter end. Empty: once each.
+class OpCopies {
+ public:
+  OpCopies() = default;
+  explicit OpCopies(std::vector<double> copies) : copies_(std::move(copies)) {}
+  [[nodiscard]] double of(ir::OpId op) const {
+    return copies_.empty() ? 1 : copies_[static_cast<size_t>(op)];
+  }
+  [[nodiscard]] double ofEdge(ir::OpId a, ir::OpId b) const { return std::min(of(a), of(b)); }
+
+ private:
+  std::vector<double> copies_;
+};
+
 /// The objective of one strategy per op (`shards`, indexed by OpId): every op's node cost plus
-/// every tensor's redistribution from its producer to each consumer, forward and backward.
-/// `nodeSeconds`, when given, holds the node costs already known (indexed by OpId).
+/// every tensor's redistribution from its producer to each consumer, forward and backward, each
+/// counted `copies` times. `nodeSeconds`, when given, holds the node costs already known (indexed
+/// by OpId).
 Expected<double> assignmentSeconds(const ir::Graph& graph,
                                    const std::vector<rules::ShardedOp>& shards,
                                    const cluster::Cluster& cluster,
                                    const cost::CostConstants& deviceConstants, EdgeCostCache& edges,
-                                   const std::vector<double>* nodeSeconds = nullptr);
+                                   const std::vector<double>* nodeSeconds = nullptr,
+                                   const OpCopies& copies = {});
 
 }  // namespace autopar::search

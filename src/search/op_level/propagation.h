@@ -18,6 +18,7 @@
 #include "cost/constants.h"
 #include "ir/graph.h"
 #include "rules/sharded_op.h"
+#include "search/op_level/objective.h"
 #include "util/expected.h"
 
 namespace autopar::search {
@@ -37,6 +38,9 @@ struct PropagationOptions {
   /// communications", seed 002), which annotations of the weight ops make sufficient. On when no
   /// op is annotated: propagation then decides the weight ops too.
   bool priceParameterSync = false;
+  /// The copies each op stands for when the graph is folded (layer_fold.h): its costs, and its
+  /// edges', count that many times.
+  OpCopies copies;
 };
 
 /// Two fixed ops whose layouts for one tensor disagree, and what reconciles them.

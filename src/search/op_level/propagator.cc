@@ -93,8 +93,8 @@ Expected<double> Propagator::objectiveSeconds() {
     if (!seconds) return seconds;
     nodeSeconds.push_back(*seconds);
   }
-  return assignmentSeconds(graph_, shards, cluster_, table_.deviceConstants(), edges_,
-                           &nodeSeconds);
+  return assignmentSeconds(graph_, shards, cluster_, table_.deviceConstants(), edges_, &nodeSeconds,
+                           options_.copies);
 }
 
 std::string Propagator::strategyText(ir::OpId op) const {
@@ -130,10 +130,10 @@ Expected<double> Propagator::edgeSeconds(ir::OpId op, const rules::ShardedOp& ca
     const auto source = decidedSourceLayout(tensor, op);
     if (!source) continue;
     auto seconds =
-        edges_.edgeSeconds(*source, candidate.inputs[i], candidate.inputGradPartialAxes[i],
+        edges_.edgeSeconds(source->layout, candidate.inputs[i], candidate.inputGradPartialAxes[i],
                            ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
     if (!seconds) return seconds;
-    total += *seconds;
+    total += *seconds * options_.copies.ofEdge(op, source->op);
   }
   for (size_t j = 0; j < node.outputs.size(); ++j) {
     const ir::Tensor& tensor = graph_.tensor(node.outputs[j]);
@@ -147,7 +147,7 @@ Expected<double> Propagator::edgeSeconds(ir::OpId op, const rules::ShardedOp& ca
             edges_.edgeSeconds(candidate.outputs[j], shard.inputs[k], shard.inputGradPartialAxes[k],
                                ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
         if (!seconds) return seconds;
-        total += *seconds;
+        total += *seconds * options_.copies.ofEdge(op, consumerId);
       }
     }
   }
@@ -248,13 +248,15 @@ Expected<double> Propagator::secondsAhead(const std::vector<AheadPoint>& points,
   return total;
 }
 
-std::optional<layout::TensorLayout> Propagator::decidedSourceLayout(const ir::Tensor& tensor,
-                                                                    ir::OpId self) const {
+std::optional<Propagator::SourceLayout> Propagator::decidedSourceLayout(const ir::Tensor& tensor,
+                                                                        ir::OpId self) const {
   if (tensor.producer != ir::kNoOp) {
     if (!shards_[tensor.producer]) return std::nullopt;
     const ir::Op& producer = graph_.op(tensor.producer);
     for (size_t j = 0; j < producer.outputs.size(); ++j) {
-      if (producer.outputs[j] == tensor.id) return shards_[tensor.producer]->outputs[j];
+      if (producer.outputs[j] == tensor.id) {
+        return SourceLayout{shards_[tensor.producer]->outputs[j], tensor.producer};
+      }
     }
     return std::nullopt;
   }
@@ -262,7 +264,9 @@ std::optional<layout::TensorLayout> Propagator::decidedSourceLayout(const ir::Te
     if (consumer == self || !shards_[consumer]) continue;
     const ir::Op& op = graph_.op(consumer);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
-      if (op.inputs[k] == tensor.id) return shards_[consumer]->inputs[k].withoutPartial();
+      if (op.inputs[k] == tensor.id) {
+        return SourceLayout{shards_[consumer]->inputs[k].withoutPartial(), consumer};
+      }
     }
   }
   return std::nullopt;
@@ -286,7 +290,7 @@ Expected<double> Propagator::localSeconds(const ir::Op& node, const rules::Shard
   if (!own) return own;
   auto edge = edgeSeconds(node.id, shard);
   if (!edge) return edge;
-  return *own + *edge;
+  return *own * options_.copies.of(node.id) + *edge;
 }
 
 Status Propagator::decideBest(ir::OpId op, ir::OpId via, PropagationResult& result) {
@@ -318,7 +322,8 @@ Status Propagator::decideBest(ir::OpId op, ir::OpId via, PropagationResult& resu
       if (!seconds) return seconds.error().in(fmt::format("op '{}'", node.name));
       sync = *seconds;
     }
-    const Key key{*edge + aheadSeconds + sync, candidate.computeSeconds};
+    // The chains ahead lie mostly within the op's own layer: they count as often as it does.
+    const Key key{*edge + (aheadSeconds + sync) * options_.copies.of(op), candidate.computeSeconds};
     if (best == nullptr || key < bestKey || (key == bestKey && candidate.cuts < best->cuts)) {
       best = &candidate;
       bestKey = key;
@@ -362,7 +367,8 @@ Status Propagator::recordConflict(const ir::Tensor& tensor, ir::OpId consumer, s
                                   PropagationResult& result) {
   const auto source = decidedSourceLayout(tensor, consumer);
   const auto& target = shards_[consumer]->inputs[index];
-  auto plan = layout::redistribute(*source, target, cluster_, ir::dtypeBytes(tensor.type.dtype));
+  auto plan =
+      layout::redistribute(source->layout, target, cluster_, ir::dtypeBytes(tensor.type.dtype));
   if (!plan) return plan.error();
   if (plan->empty()) return {};
   std::vector<std::string> steps;

@@ -309,10 +309,14 @@ class Propagator {
   Expected<double> secondsAhead(const std::vector<AheadPoint>& points,
                                 const layout::TensorLayout& layout);
 
+  /// The decided layout a tensor arrives in, and the op that decided it.
+  struct SourceLayout {
+    layout::TensorLayout layout;
+    ir::OpId op = ir::kNoOp;
+  };
   /// The decided layout a tensor arrives in: its producer's output, or for a parameter or input
   /// the layout of its first decided consumer other than `self` (the storage layout).
-  std::optional<layout::TensorLayout> decidedSourceLayout(const ir::Tensor& tensor,
-                                                          ir::OpId self) const;
+  std::optional<SourceLayout> decidedSourceLayout(const ir::Tensor& tensor, ir::OpId self) const;
 
   /// An op's node cost under `shard` plus its redistribution to its decided neighbours; the node
   /// cost from the table when `shard` is one of its candidates.

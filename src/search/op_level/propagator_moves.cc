@@ -29,15 +29,15 @@ constexpr size_t kComponentStarts = 8;
 constexpr size_t kRoleMoves = 4;
 constexpr int kRoleRadius = 2;
 
-/// The `count` groups of ops with the most forward FLOPs, heaviest first (on a tie, the lower
-/// first op).
-std::vector<std::vector<ir::OpId>> heaviestGroups(const ir::Graph& graph,
+/// The `count` groups of ops with the most forward FLOPs, each op counted as often as it stands
+/// for, heaviest first (on a tie, the lower first op).
+std::vector<std::vector<ir::OpId>> heaviestGroups(const ir::Graph& graph, const OpCopies& copies,
                                                   std::vector<std::vector<ir::OpId>> groups,
                                                   size_t count) {
   std::vector<std::pair<double, size_t>> weighed;
   for (size_t g = 0; g < groups.size(); ++g) {
     double flops = 0;
-    for (ir::OpId op : groups[g]) flops += graph.forwardFlops(graph.op(op));
+    for (ir::OpId op : groups[g]) flops += graph.forwardFlops(graph.op(op)) * copies.of(op);
     weighed.emplace_back(flops, g);
   }
   std::stable_sort(weighed.begin(), weighed.end(), [&](const auto& a, const auto& b) {
@@ -150,8 +150,9 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestComponents(ir::OpId ancho
       if (tensor.producer == ir::kNoOp) continue;
       const auto source = decidedSourceLayout(tensor, node.id);
       const rules::ShardedOp& shard = *shards_[node.id];
-      auto seconds = edges_.edgeSeconds(*source, shard.inputs[i], shard.inputGradPartialAxes[i],
-                                        ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
+      auto seconds =
+          edges_.edgeSeconds(source->layout, shard.inputs[i], shard.inputGradPartialAxes[i],
+                             ir::dtypeBytes(tensor.type.dtype), tensor.hasGradient());
       if (seconds && *seconds == 0) parent[root(node.id)] = root(tensor.producer);
     }
   }
@@ -161,7 +162,7 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestComponents(ir::OpId ancho
   for (auto& [top, ops] : byRoot) {
     if (ops.size() >= 2 && root(anchor) != top) components.push_back(std::move(ops));
   }
-  return heaviestGroups(graph_, std::move(components), kComponentMoves);
+  return heaviestGroups(graph_, options_.copies, std::move(components), kComponentMoves);
 }
 
 std::vector<std::vector<ir::OpId>> Propagator::heaviestRoles(ir::OpId anchor) const {
@@ -180,7 +181,7 @@ std::vector<std::vector<ir::OpId>> Propagator::heaviestRoles(ir::OpId anchor) co
   for (auto& [role, ops] : roles) {
     if (std::find(ops.begin(), ops.end(), anchor) == ops.end()) groups.push_back(std::move(ops));
   }
-  return heaviestGroups(graph_, std::move(groups), kRoleMoves);
+  return heaviestGroups(graph_, options_.copies, std::move(groups), kRoleMoves);
 }
 
 std::vector<ir::OpId> Propagator::region(const std::vector<ir::OpId>& ops, int radius,
@@ -273,13 +274,13 @@ Expected<double> Propagator::regionSeconds(const std::vector<ir::OpId>& ops,
     const ir::Op& op = graph_.op(id);
     auto node = nodeSecondsOf(op, *shards_[id], chosen_[id]);
     if (!node) return node;
-    total += *node;
+    total += *node * options_.copies.of(id);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const ir::OpId producer = graph_.tensor(op.inputs[i]).producer;
       if (producer == ir::kNoOp) continue;
       auto seconds = inputEdgeSeconds(graph_, op, i, *shards_[producer], *shards_[id], edges_);
       if (!seconds) return seconds;
-      total += *seconds;
+      total += *seconds * options_.copies.ofEdge(producer, id);
     }
     for (ir::TensorId output : op.outputs) {
       for (ir::OpId consumerId : uniqueConsumers(graph_.tensor(output))) {
@@ -290,7 +291,7 @@ Expected<double> Propagator::regionSeconds(const std::vector<ir::OpId>& ops,
           auto seconds =
               inputEdgeSeconds(graph_, consumer, k, *shards_[id], *shards_[consumerId], edges_);
           if (!seconds) return seconds;
-          total += *seconds;
+          total += *seconds * options_.copies.ofEdge(id, consumerId);
         }
       }
     }

@@ -133,6 +133,10 @@ Change fullRecomputeChange() {
 Change optimizerParallelChange() {
   return {{{Setting::kOptimizerParallel, ""}}, {{"parallel.enable_parallel_optimizer", "True"}}};
 }
+Change optimizerParallelCommRecomputeChange() {
+  return {{{Setting::kParallelOptimizerCommRecompute, ""}},
+          {{"recompute_config.parallel_optimizer_comm_recompute", "True"}}};
+}
 
 void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
   const ir::Recompute recompute = options.setup.recompute;
@@ -150,18 +154,36 @@ void addRecompute(const PlanOptions& options, std::vector<Variant>& out) {
 
 void addOptimizerParallel(const PlanOptions& options, std::vector<Variant>& out) {
   const TrainingFlags& training = options.training;
+  // Each variant turns optimizer parallel on as well, where the plan does not have it.
+  auto withOptimizerParallel = [&](Change change) {
+    return training.optimizerParallel ? change : merged(optimizerParallelChange(), change);
+  };
   if (!training.optimizerParallel) {
     out.push_back({Lever::kOptimizerParallel, optimizerParallelChange(),
                    [](PlanOptions& o) { o.training.optimizerParallel = true; }});
   }
   // Accumulated gradients sharded too: worth it only when a step accumulates micro-batches.
   if (!training.gradientAccumulationShard && training.microBatches > 1) {
-    Change change{{{Setting::kGradientAccumulationShard, ""}},
-                  {{"parallel.parallel_optimizer_config.gradient_accumulation_shard", "True"}}};
-    if (!training.optimizerParallel) change = merged(out.back().change, change);  // the above
-    out.push_back({Lever::kOptimizerParallel, change, [](PlanOptions& o) {
+    out.push_back(
+        {Lever::kOptimizerParallel,
+         withOptimizerParallel(
+             {{{Setting::kGradientAccumulationShard, ""}},
+              {{"parallel.parallel_optimizer_config.gradient_accumulation_shard", "True"}}}),
+         [](PlanOptions& o) {
+           o.training.optimizerParallel = true;
+           o.training.gradientAccumulationShard = true;
+         }});
+  }
+  // Recomputed blocks keep each gathered parameter from forward to backward unless the gather is
+  // recomputed too (MindSpore's parallel_optimizer_comm_recompute, off by default): without it,
+  // optimizer parallel under full recompute still holds the stage's gathered weights. Alone it
+  // changes nothing; the trials pair it with the recompute lever.
+  if (!training.parallelOptimizerCommRecompute) {
+    out.push_back({Lever::kOptimizerParallel,
+                   withOptimizerParallel(optimizerParallelCommRecomputeChange()),
+                   [](PlanOptions& o) {
                      o.training.optimizerParallel = true;
-                     o.training.gradientAccumulationShard = true;
+                     o.training.parallelOptimizerCommRecompute = true;
                    }});
   }
 }
@@ -215,7 +237,8 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
 }
 
 /// The fastest double-recursive plan that fits among seed 000's mem_coeff ladder, with
-/// MindFormers' memory levers (optimizer parallel, then full recompute) where the ladder alone
+/// MindFormers' memory levers (optimizer parallel, then full recompute, then the gathers
+/// recomputed) where the ladder alone
 /// does not fit (`--mem-coeff fastest` on the ladder alone). It can take three levers at once,
 /// which the trials' pairs never combine: LLaMA2-70B over 1,024 A100s fits at mem_coeff 1.6 with
 /// optimizer parallel and full recompute, faster a sample than the best pair, full recompute and
@@ -233,12 +256,17 @@ std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster
   if (!choice || !choice->fits) return std::nullopt;
   const std::string value = fmt::format("{:g}", choice->options.memCoeff);
   Change change{{{Setting::kMemCoeff, value}}, {{"parallel_config.mem_coeff", value}}};
-  // The ladder's levers (planner/mem_coeff_auto.h): optimizer parallel, then full recompute.
+  // The ladder's levers (planner/mem_coeff_auto.h): optimizer parallel, full recompute, and the
+  // gathers recomputed.
   if (choice->options.training.optimizerParallel && !options.training.optimizerParallel) {
     change = merged(change, optimizerParallelChange());
   }
   if (choice->options.setup.recompute != options.setup.recompute) {
     change = merged(change, fullRecomputeChange());
+  }
+  if (choice->options.training.parallelOptimizerCommRecompute &&
+      !options.training.parallelOptimizerCommRecompute) {
+    change = merged(change, optimizerParallelCommRecomputeChange());
   }
   return trialOf(change, choice->evaluated, cluster.device.memoryBytes, options.setup.memoryPolicy);
 }

@@ -27,26 +27,35 @@ constexpr int kMostPlans = 48;
 struct Levers {
   bool optimizerParallel = false;
   bool fullRecompute = false;
+  bool commRecompute = false;  ///< optimizer-parallel gathers recomputed in recomputed blocks
   /// The flags that turn them on, as the report prints them.
   [[nodiscard]] std::vector<std::string> flags() const {
     std::vector<std::string> flags;
     if (optimizerParallel) flags.push_back(ir::flag(Setting::kOptimizerParallel));
     if (fullRecompute) flags.insert(flags.end(), {ir::flag(Setting::kRecompute), "full"});
+    if (commRecompute) flags.push_back(ir::flag(Setting::kParallelOptimizerCommRecompute));
     return flags;
   }
   void apply(PlanOptions& options) const {
     if (optimizerParallel) options.training.optimizerParallel = true;
     if (fullRecompute) options.setup.recompute = ir::Recompute::kFull;
+    if (commRecompute) options.training.parallelOptimizerCommRecompute = true;
   }
 };
 
-/// No lever; then optimizer parallel; then also full recompute, each only where the plan does
-/// not already have it.
+/// No lever; then optimizer parallel; then also full recompute; then also the gathers
+/// recomputed, so that recomputed blocks stop holding every gathered parameter; each only where
+/// the plan does not already have it.
 std::vector<Levers> leverSets(const PlanOptions& options) {
   const bool optimizerParallel = !options.training.optimizerParallel;
+  const bool fullRecompute = options.setup.recompute == ir::Recompute::kNone;
   std::vector<Levers> sets{{}};
-  if (optimizerParallel) sets.push_back({true, false});
-  if (options.setup.recompute == ir::Recompute::kNone) sets.push_back({optimizerParallel, true});
+  if (optimizerParallel) sets.push_back({true, false, false});
+  if (fullRecompute) sets.push_back({optimizerParallel, true, false});
+  if (options.setup.recompute != ir::Recompute::kSelective &&
+      !options.training.parallelOptimizerCommRecompute) {
+    sets.push_back({optimizerParallel, fullRecompute, true});
+  }
   return sets;
 }
 

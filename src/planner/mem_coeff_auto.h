@@ -5,9 +5,10 @@
 /// fastest (every rung of a climb planned, then every plan between the search's change points
 /// in the climb that fits, FastestClimb). Seed 000 suggests changing mem_coeff by factors of 4,
 /// so the ladder is 0.1 x 4^k (0.1, 0.4, 1.6, ... 6553.6). When no rung fits alone, the ladder is
-/// climbed again with optimizer parallel on, then with full recompute too: the memory levers
-/// MindFormers' own run yamls turn on (`enable_parallel_optimizer: True`, `recompute: True`); a
-/// lever the plan already has stays as it is.
+/// climbed again with optimizer parallel on, then with full recompute too, then with the
+/// optimizer-parallel gathers recomputed as well: the memory levers MindFormers' own run yamls
+/// turn on (`enable_parallel_optimizer: True`, `recompute: True`,
+/// `parallel_optimizer_comm_recompute: True`); a lever the plan already has stays as it is.
 ///   chooseMemCoeff(llama2-70b on 128 nodes) -> mem_coeff 0.4 with optimizer parallel and full
 ///   recompute: no rung fits alone or with optimizer parallel alone, nor 0.1 with both
 

@@ -45,6 +45,24 @@ std::vector<rules::StrategySource> searchSources(const ir::Graph& graph,
   return sources;
 }
 
+/// Whether the whole-graph search `mode` finishes on `graph` within the measured op limit
+/// (util/limits.h); the error says what the graph holds (`what`: "the graph") and what to use
+/// instead.
+Status checkSearchSize(const ir::Graph& graph, SearchMode mode,
+                       std::string_view what = "the graph") {
+  int64_t limit = 0;
+  if (mode == SearchMode::kShardingPropagation) limit = limits::kMaxPropagationOps;
+  if (mode == SearchMode::kRecursiveProgramming) limit = limits::kMaxRecursiveOps;
+  if (mode == SearchMode::kIlp) limit = limits::kMaxIlpOps;
+  const auto ops = static_cast<int64_t>(graph.ops().size());
+  if (limit == 0 || ops <= limit) return {};
+  return Error{fmt::format(
+      "--search {}: {} has {} ops, above the {} this search finishes within a minute "
+      "(docs/limits.md); plan fewer layers, use --search semi_auto, or search the layers with "
+      "`autopar search`",
+      searchModeName(mode), what, ops, limit)};
+}
+
 Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster, const SearchRequest& request) {
   auto fixed = rules::annotatedCuts(graph, request.overrides);
@@ -58,6 +76,11 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
   std::optional<LayerFold> fold;
   if (fixed->empty()) fold = foldRepeatedLayers(graph);
   if (fold) options.copies = fold->copies;
+  if (auto status = checkSearchSize(fold ? fold->graph : graph, SearchMode::kShardingPropagation,
+                                    fold ? "the graph, its repeated layers folded," : "the graph");
+      !status) {
+    return status.error();
+  }
   auto result = propagateStrategies(fold ? fold->graph : graph, ranks, cluster, *fixed, options);
   if (!result) return result.error();
   if (fold) {
@@ -129,26 +152,13 @@ Expected<SearchMode> parseSearchMode(std::string_view name) {
                   name)};
 }
 
-/// Whether the whole-graph search `mode` finishes on `graph` within the measured op limit
-/// (util/limits.h); the error says what the graph holds and what to use instead.
-Status checkSearchSize(const ir::Graph& graph, SearchMode mode) {
-  int64_t limit = 0;
-  if (mode == SearchMode::kShardingPropagation) limit = limits::kMaxPropagationOps;
-  if (mode == SearchMode::kRecursiveProgramming) limit = limits::kMaxRecursiveOps;
-  if (mode == SearchMode::kIlp) limit = limits::kMaxIlpOps;
-  const auto ops = static_cast<int64_t>(graph.ops().size());
-  if (limit == 0 || ops <= limit) return {};
-  return Error{fmt::format(
-      "--search {}: the graph has {} ops, above the {} this search finishes within a minute "
-      "(docs/limits.md); plan fewer layers, use --search semi_auto, or search the layers with "
-      "`autopar search`",
-      searchModeName(mode), ops, limit)};
-}
-
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,
                                          const cluster::Cluster& cluster,
                                          const SearchRequest& request) {
-  if (auto status = checkSearchSize(graph, request.mode); !status) return status.error();
+  // Propagation checks the graph it searches, which may be folded (propagation above).
+  if (request.mode != SearchMode::kShardingPropagation) {
+    if (auto status = checkSearchSize(graph, request.mode); !status) return status.error();
+  }
   switch (request.mode) {
     case SearchMode::kDataParallel:
       return dataParallel(graph, ranks);

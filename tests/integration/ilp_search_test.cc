@@ -104,7 +104,7 @@ TEST(IlpSearch, OptimumBoundsTheFastSearchesAndUnannotatedPropagationComesClose)
   }
 }
 
-TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
+TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneDropped) {
   const Block block = llamaBlock(8);
   auto free = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, -1,
                                 solveOptions(60, 200, 1, 1));
@@ -115,12 +115,14 @@ TEST(IlpSearch, MemoryLimitIsHonouredAndAnImpossibleOneNamed) {
   ASSERT_TRUE(tight.ok()) << tight.error().message;
   EXPECT_LE(tight->solve.evaluation.peakUsage, used * 3 / 4);
   EXPECT_GE(tight->solve.evaluation.cost, free->solve.evaluation.cost);
+  EXPECT_FALSE(tight->memoryLimitDropped);
+  // No assignment fits one byte: the search solves for time alone and says so; the planner then
+  // reports the plan against the device and plans the fixes.
   auto impossible = search::searchIlp(block.graph, block.ranks, block.cluster, kShipped, {}, 1,
                                       solveOptions(60, 200, 1, 1));
-  ASSERT_FALSE(impossible.ok());
-  EXPECT_EQ(impossible.error().message,
-            "--search ilp: infeasible: no choice of strategies keeps memory within the usage limit "
-            "(memory limit 1 bytes per device)");
+  ASSERT_TRUE(impossible.ok()) << impossible.error().message;
+  EXPECT_TRUE(impossible->memoryLimitDropped);
+  EXPECT_EQ(impossible->solve.evaluation.cost, free->solve.evaluation.cost);
 }
 
 }  // namespace

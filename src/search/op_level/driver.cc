@@ -118,18 +118,35 @@ Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& rank
   if (!fixed) return fixed.error();
   SolveOptions options;
   options.timeLimitSeconds = request.timeLimitSeconds;
-  auto result =
-      searchIlp(graph, ranks, cluster, *request.costModel, *fixed, request.memoryLimitBytes,
-                options, request.enableAllToAll, request.tieLayers);
+  // Unannotated, each repeated layer is decided once (layer_fold.h), as propagation does.
+  std::optional<LayerFold> fold;
+  if (fixed->empty() && !request.tieLayers) fold = foldRepeatedLayers(graph);
+  const ir::Graph& searched = fold ? fold->graph : graph;
+  if (auto status = checkSearchSize(searched, SearchMode::kIlp,
+                                    fold ? "the graph, its repeated layers folded," : "the graph");
+      !status) {
+    return status.error();
+  }
+  auto result = searchIlp(searched, ranks, cluster, *request.costModel, *fixed,
+                          request.memoryLimitBytes, options, request.enableAllToAll,
+                          request.tieLayers, fold ? fold->copies : OpCopies{});
   if (!result) return result.error();
+  if (fold) result->cuts = unfoldCuts(*fold, result->cuts);
   const auto sources = searchSources(graph, *fixed, request);
   auto sharding = rules::shardGraphWithCuts(graph, ranks, result->cuts, sources);
   if (!sharding) return sharding.error();
   SearchOutcome outcome{std::move(*sharding), {}, {}};
+  if (fold) outcome.explanation = fold->summary;
   outcome.explanation.push_back(
       fmt::format("ilp: {} ops, {} strategies, objective {} ns, lower bound {:.0f} ns, {}",
-                  graph.ops().size(), result->variables, result->solve.evaluation.cost,
+                  searched.ops().size(), result->variables, result->solve.evaluation.cost,
                   result->solve.lowerBound, result->solve.status));
+  if (result->memoryLimitDropped) {
+    outcome.explanation.push_back(fmt::format(
+        "ilp: no assignment keeps parameter states and kept activations within {:.2f} GiB a "
+        "device; solved for time alone",
+        static_cast<double>(request.memoryLimitBytes) / static_cast<double>(int64_t{1} << 30)));
+  }
   return outcome;
 }
 
@@ -155,8 +172,8 @@ Expected<SearchMode> parseSearchMode(std::string_view name) {
 Expected<SearchOutcome> searchStrategies(const ir::Graph& graph, const std::vector<int>& ranks,
                                          const cluster::Cluster& cluster,
                                          const SearchRequest& request) {
-  // Propagation checks the graph it searches, which may be folded (propagation above).
-  if (request.mode != SearchMode::kShardingPropagation) {
+  // Propagation and the ILP check the graph they search, which may be folded (above).
+  if (request.mode != SearchMode::kShardingPropagation && request.mode != SearchMode::kIlp) {
     if (auto status = checkSearchSize(graph, request.mode); !status) return status.error();
   }
   switch (request.mode) {

@@ -161,37 +161,73 @@ TiedProblem tieRepeatedLayers(const ir::Graph& graph, const IlpExtraction& extra
   return tied;
 }
 
+namespace {
+
+/// `value` counted `copies` times, infinite staying infinite.
+int64_t times(int64_t value, double copies) {
+  if (value >= ir::kInfiniteCost) return value;
+  const double scaled = static_cast<double>(value) * copies;
+  return scaled >= static_cast<double>(ir::kInfiniteCost) ? ir::kInfiniteCost
+                                                          : std::llround(scaled);
+}
+
+/// Each node's costs and usages counted as often as its op stands for, each edge's as often as
+/// its lighter end (OpCopies).
+void weighByCopies(const OpCopies& copies, ir::IntraOpProblem& problem) {
+  for (size_t v = 0; v < problem.nodes.size(); ++v) {
+    const double count = copies.of(static_cast<ir::OpId>(v));
+    for (int64_t& cost : problem.nodes[v].costs) cost = times(cost, count);
+    for (int64_t& usage : problem.nodes[v].usages) usage = times(usage, count);
+  }
+  for (ir::IntraOpProblem::Edge& edge : problem.edges) {
+    const double count = copies.ofEdge(edge.from, edge.to);
+    for (int64_t& cost : edge.costs) cost = times(cost, count);
+  }
+}
+
+Expected<SolveResult> solveExtraction(const ir::Graph& graph, const IlpExtraction& extraction,
+                                      const SolveOptions& options, bool tieLayers) {
+  if (!tieLayers) return solvePortfolio(extraction.problem, options);
+  const TiedProblem tied = tieRepeatedLayers(graph, extraction);
+  auto solve = solvePortfolio(tied.problem, options);
+  if (solve && !solve->solution.empty()) {
+    std::vector<int> expanded;
+    for (int r : tied.representative) expanded.push_back(solve->solution[static_cast<size_t>(r)]);
+    solve->solution = std::move(expanded);
+    solve->evaluation = *ir::evaluateSolution(extraction.problem, solve->solution);
+    solve->status += fmt::format(" (layers tied: {} of {} ops decided)", tied.problem.nodes.size(),
+                                 extraction.problem.nodes.size());
+  }
+  return solve;
+}
+
+}  // namespace
+
 Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster,
                                     const cost::CostConstants& costModel,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
-                                    bool enableAllToAll, bool tieLayers) {
+                                    bool enableAllToAll, bool tieLayers, const OpCopies& copies) {
   auto extraction = extractIntraOpProblem(graph, ranks, cluster, costModel, fixed, memoryLimitBytes,
                                           enableAllToAll);
   if (!extraction) return extraction.error();
-  Expected<SolveResult> solve = Error{"not solved"};
-  if (!tieLayers) {
-    solve = solvePortfolio(extraction->problem, options);
-  } else {
-    const TiedProblem tied = tieRepeatedLayers(graph, *extraction);
-    solve = solvePortfolio(tied.problem, options);
-    if (solve && !solve->solution.empty()) {
-      std::vector<int> expanded;
-      for (int r : tied.representative) expanded.push_back(solve->solution[static_cast<size_t>(r)]);
-      solve->solution = std::move(expanded);
-      solve->evaluation = *ir::evaluateSolution(extraction->problem, solve->solution);
-      solve->status += fmt::format(" (layers tied: {} of {} ops decided)",
-                                   tied.problem.nodes.size(), extraction->problem.nodes.size());
-    }
-  }
+  weighByCopies(copies, extraction->problem);
+  auto solve = solveExtraction(graph, *extraction, options, tieLayers);
   if (!solve) return solve.error();
+  IlpSearchResult result;
+  if (solve->solution.empty() && extraction->problem.usageLimit >= 0) {
+    // The planner then reports the plan against the device and plans the fixes that fit.
+    extraction->problem.usageLimit = -1;
+    solve = solveExtraction(graph, *extraction, options, tieLayers);
+    if (!solve) return solve.error();
+    result.memoryLimitDropped = true;
+  }
   if (solve->solution.empty()) {
     return Error{fmt::format("{}: {} (memory limit {} bytes per device)",
                              ir::flag(ir::Setting::kSearch, "ilp"), solve->status,
                              memoryLimitBytes)};
   }
-  IlpSearchResult result;
   for (size_t op = 0; op < solve->solution.size(); ++op) {
     result.cuts.push_back(extraction->candidates[op][static_cast<size_t>(solve->solution[op])]);
     result.variables += static_cast<int64_t>(extraction->candidates[op].size());

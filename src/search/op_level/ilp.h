@@ -26,6 +26,7 @@
 #include "ir/intra_op_problem.h"
 #include "rules/sharded_op.h"
 #include "search/intra_op/intra_op_solver.h"
+#include "search/op_level/objective.h"
 #include "util/expected.h"
 
 namespace autopar::search {
@@ -57,14 +58,20 @@ struct IlpSearchResult {
   std::vector<rules::FactorCuts> cuts;  ///< per op
   SolveResult solve;
   int64_t variables = 0;  ///< strategies over all ops, after extraction
+  /// No assignment kept the op-level memory estimate within the limit: the solve was repeated
+  /// without it, for the least time, and the plan says whether it fits.
+  bool memoryLimitDropped = false;
 };
 
-/// Extracts and solves; fails when no assignment fits the memory limit, naming the limit.
+/// Extracts and solves, each op's costs and usages counted `copies` times (a folded graph,
+/// layer_fold.h). When no assignment fits the memory limit, solves again without it
+/// (IlpSearchResult::memoryLimitDropped); fails when none avoids infinite costs.
 Expected<IlpSearchResult> searchIlp(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster,
                                     const cost::CostConstants& costModel,
                                     const std::map<ir::OpId, rules::FactorCuts>& fixed,
                                     int64_t memoryLimitBytes, const SolveOptions& options,
-                                    bool enableAllToAll = false, bool tieLayers = false);
+                                    bool enableAllToAll = false, bool tieLayers = false,
+                                    const OpCopies& copies = {});
 
 }  // namespace autopar::search

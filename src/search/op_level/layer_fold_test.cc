@@ -4,6 +4,7 @@
 
 #include "cluster/cluster.h"
 #include "search/op_level/driver.h"
+#include "search/op_level/ilp.h"
 #include "search/op_level/propagation.h"
 
 namespace autopar::search {
@@ -109,6 +110,37 @@ TEST(LayerFold, ShardingPropagationOverTheFoldMatchesTheWholeGraphsPlan) {
     const std::string name = "layer" + std::to_string(i) + ".fc1";
     EXPECT_EQ(foldedCuts[*graph.findOp(name)], foldedCuts[*graph.findOp("layer1.fc1")]) << name;
   }
+}
+
+// The ILP over the fold: its plan, priced on the whole graph, is within 2% of the ILP's optimum
+// over the whole graph, and the solve names the 9 ops it decided.
+TEST(LayerFold, TheIlpOverTheFoldMatchesTheWholeGraphsOptimum) {
+  const ir::Graph graph = stackGraph(12);
+  const cluster::Cluster cluster = *cluster::clusterPreset("dgx-h100");
+  const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+  SearchRequest request;
+  request.mode = SearchMode::kIlp;
+  auto folded = searchStrategies(graph, ranks, cluster, request);
+  ASSERT_TRUE(folded.ok()) << folded.error().message;
+  ASSERT_GE(folded->explanation.size(), 2u);
+  EXPECT_EQ(folded->explanation[0],
+            "stack.layer: 12 layers, those after the first alike: decided as 2");
+  EXPECT_TRUE(folded->explanation[1].starts_with("ilp: 9 ops,")) << folded->explanation[1];
+  const cost::CostConstants& constants = cost::shippedCostModel()->forDevice(cluster.device.name);
+  auto whole = searchIlp(graph, ranks, cluster, *cost::shippedCostModel(), {}, -1, {});
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  auto objective = [&](const std::vector<rules::FactorCuts>& cuts) {
+    std::vector<rules::ShardedOp> shards;
+    for (const ir::Op& op : graph.ops()) {
+      shards.push_back(
+          *rules::applyFactorCuts(*rules::shardingRuleFor(graph, op), cuts[op.id], ranks));
+    }
+    EdgeCostCache edges(cluster, {});
+    return *assignmentSeconds(graph, shards, cluster, constants, edges);
+  };
+  std::vector<rules::FactorCuts> foldedCuts;
+  for (const auto& op : folded->sharding.ops) foldedCuts.push_back(op.cuts);
+  EXPECT_LE(objective(foldedCuts), objective(whole->cuts) * 1.02);
 }
 
 }  // namespace

@@ -30,6 +30,18 @@
         search writes them at REV (scripts/mindspeed_facts.py). Default out:
         data/framework_facts/mindspeed.json.
 
+    framework_facts.py extract-mindformers GIT_DIR [--rev REV] [--out FILE]
+        Reads the keys a MindFormers run yaml takes at REV: the __init__ parameters of the classes
+        its sections build (parallel_config, recompute_config, model.model_config's type), and the
+        key paths MindFormers' own run yamls use in the sections it hands on whole (parallel,
+        runner_config, the top level) (scripts/mindformers_facts.py). Default out:
+        data/framework_facts/mindformers.json.
+
+    framework_facts.py check-mindformers FACTS YAML
+        Checks a run yaml autopar wrote (`autopar search --mindformers-yaml`) against FACTS: every
+        key is one MindFormers takes there (a model key autopar marks as its own is let through).
+        One line per mismatch and exit 1, or "ok: ..." and exit 0.
+
     framework_facts.py check-mindspeed FACTS JSON
         Checks a file autopar wrote (`autopar search --out`): MindSpeed's fields, in its order,
         and each nested object's keys first and in order. One line per mismatch and exit 1, or
@@ -47,12 +59,14 @@ import subprocess
 import sys
 
 import megatron_facts
+import mindformers_facts
 import mindspeed_facts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
 MEGATRON_FACTS = os.path.join(REPO, "data", "framework_facts", "megatron.json")
 MINDSPEED_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspeed.json")
+MINDFORMERS_FACTS = os.path.join(REPO, "data", "framework_facts", "mindformers.json")
 
 # Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
 # bases included.
@@ -219,6 +233,17 @@ def extract_megatron(args):
           f"flags, {len(facts['generated'])} of them from config dataclasses")
 
 
+def extract_mindformers(args):
+    git_dir, commit = resolve(args)
+    facts = {"repository": "mindspore-lab/mindformers", "commit": commit,
+             "regenerate": "python3 scripts/framework_facts.py extract-mindformers GIT_DIR --rev "
+                           "COMMIT",
+             **mindformers_facts.extract(git_dir, commit)}
+    write_facts(args.out, facts)
+    print(f"framework_facts: {args.out} from MindFormers {commit[:7]}: {facts['run_yamls']} run "
+          f"yamls, {len(facts['witnessed']['parallel'])} parallel keys")
+
+
 def extract_mindspeed(args):
     git_dir, commit = resolve(args)
     facts = {"repository": "Ascend/MindSpeed", "commit": commit, "file": mindspeed_facts.SOLVER,
@@ -244,6 +269,13 @@ def check_mindspeed(args):
         facts = json.load(f)
     problems, checked = mindspeed_facts.check(facts, args.json)
     return report(problems, f"ok: {checked} fields checked against MindSpeed {facts['commit'][:7]}")
+
+
+def check_mindformers(args):
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    problems, checked = mindformers_facts.check(facts, args.yaml)
+    return report(problems, f"ok: {checked} keys checked against MindFormers {facts['commit'][:7]}")
 
 
 def check_megatron(args):
@@ -313,6 +345,7 @@ COMMANDS = {
     "torchtitan": (extract, DEFAULT_FACTS, check, "module"),
     "megatron": (extract_megatron, MEGATRON_FACTS, check_megatron, "script"),
     "mindspeed": (extract_mindspeed, MINDSPEED_FACTS, check_mindspeed, "json"),
+    "mindformers": (extract_mindformers, MINDFORMERS_FACTS, check_mindformers, "yaml"),
 }
 
 

@@ -222,35 +222,37 @@ def extract(args):
     print(f"framework_facts: {args.out} from torchtitan {commit[:7]}")
 
 
+def write_extracted(args, name, repository, commit, extracted):
+    """Writes a framework's facts with where they came from and how to regenerate them."""
+    facts = {"repository": repository, "commit": commit,
+             "regenerate": f"python3 scripts/framework_facts.py extract-{name} GIT_DIR --rev COMMIT",
+             **extracted}
+    write_facts(args.out, facts)
+    return facts
+
+
 def extract_megatron(args):
     git_dir, commit = resolve(args)
-    facts = {"repository": "NVIDIA/Megatron-LM", "commit": commit,
-             "regenerate": "python3 scripts/framework_facts.py extract-megatron GIT_DIR --rev "
-                           "COMMIT",
-             **megatron_facts.extract(git_dir, commit)}
-    write_facts(args.out, facts)
+    facts = write_extracted(args, "megatron", "NVIDIA/Megatron-LM", commit,
+                            megatron_facts.extract(git_dir, commit))
     print(f"framework_facts: {args.out} from Megatron-LM {commit[:7]}: {len(facts['flags'])} "
           f"flags, {len(facts['generated'])} of them from config dataclasses")
 
 
 def extract_mindformers(args):
     git_dir, commit = resolve(args)
-    facts = {"repository": "mindspore-lab/mindformers", "commit": commit,
-             "regenerate": "python3 scripts/framework_facts.py extract-mindformers GIT_DIR --rev "
-                           "COMMIT",
-             **mindformers_facts.extract(git_dir, commit)}
-    write_facts(args.out, facts)
+    facts = write_extracted(args, "mindformers", "mindspore-lab/mindformers", commit,
+                            mindformers_facts.extract(git_dir, commit))
     print(f"framework_facts: {args.out} from MindFormers {commit[:7]}: {facts['run_yamls']} run "
           f"yamls, {len(facts['witnessed']['parallel'])} parallel keys")
 
 
 def extract_mindspeed(args):
     git_dir, commit = resolve(args)
-    facts = {"repository": "Ascend/MindSpeed", "commit": commit, "file": mindspeed_facts.SOLVER,
-             "regenerate": "python3 scripts/framework_facts.py extract-mindspeed GIT_DIR --rev "
-                           "COMMIT",
-             **mindspeed_facts.extract(git_show(git_dir, commit, mindspeed_facts.SOLVER))}
-    write_facts(args.out, facts)
+    facts = write_extracted(args, "mindspeed", "Ascend/MindSpeed", commit,
+                            {"file": mindspeed_facts.SOLVER,
+                             **mindspeed_facts.extract(
+                                 git_show(git_dir, commit, mindspeed_facts.SOLVER))})
     print(f"framework_facts: {args.out} from MindSpeed {commit[:7]}: {', '.join(facts['fields'])}")
 
 
@@ -264,25 +266,16 @@ def report(problems, ok_line):
     return 0
 
 
-def check_mindspeed(args):
-    with open(args.facts, encoding="utf-8") as f:
-        facts = json.load(f)
-    problems, checked = mindspeed_facts.check(facts, args.json)
-    return report(problems, f"ok: {checked} fields checked against MindSpeed {facts['commit'][:7]}")
-
-
-def check_mindformers(args):
-    with open(args.facts, encoding="utf-8") as f:
-        facts = json.load(f)
-    problems, checked = mindformers_facts.check(facts, args.yaml)
-    return report(problems, f"ok: {checked} keys checked against MindFormers {facts['commit'][:7]}")
-
-
-def check_megatron(args):
-    with open(args.facts, encoding="utf-8") as f:
-        facts = json.load(f)
-    problems, checked = megatron_facts.check(facts, args.script)
-    return report(problems, f"ok: {checked} flags checked against Megatron-LM {facts['commit'][:7]}")
+def check_against(module, argument, counted, framework):
+    """The check-NAME command of a framework whose module checks a file: `module.check(facts,
+    path)` gives (problems, how many `counted` it checked) for the file named by `argument`."""
+    def run(args):
+        with open(args.facts, encoding="utf-8") as f:
+            facts = json.load(f)
+        problems, checked = module.check(facts, getattr(args, argument))
+        return report(problems, f"ok: {checked} {counted} checked against {framework} "
+                                f"{facts['commit'][:7]}")
+    return run
 
 
 def dotted_name(node):
@@ -343,9 +336,12 @@ def check(args):
 # a check reads.
 COMMANDS = {
     "torchtitan": (extract, DEFAULT_FACTS, check, "module"),
-    "megatron": (extract_megatron, MEGATRON_FACTS, check_megatron, "script"),
-    "mindspeed": (extract_mindspeed, MINDSPEED_FACTS, check_mindspeed, "json"),
-    "mindformers": (extract_mindformers, MINDFORMERS_FACTS, check_mindformers, "yaml"),
+    "megatron": (extract_megatron, MEGATRON_FACTS,
+                 check_against(megatron_facts, "script", "flags", "Megatron-LM"), "script"),
+    "mindspeed": (extract_mindspeed, MINDSPEED_FACTS,
+                  check_against(mindspeed_facts, "json", "fields", "MindSpeed"), "json"),
+    "mindformers": (extract_mindformers, MINDFORMERS_FACTS,
+                    check_against(mindformers_facts, "yaml", "keys", "MindFormers"), "yaml"),
 }
 
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "cluster/cluster.h"
 #include "search/op_level/driver.h"
 #include "search/op_level/ilp.h"
@@ -43,6 +45,19 @@ ir::Graph stackGraph(int layers, int odd = -1) {
   return graph;
 }
 
+/// The op-level objective (objective.h) of one cut per op of `graph`.
+double objective(const ir::Graph& graph, const cluster::Cluster& cluster,
+                 const std::vector<int>& ranks, const std::vector<rules::FactorCuts>& cuts) {
+  std::vector<rules::ShardedOp> shards;
+  for (const ir::Op& op : graph.ops()) {
+    shards.push_back(
+        *rules::applyFactorCuts(*rules::shardingRuleFor(graph, op), cuts[op.id], ranks));
+  }
+  EdgeCostCache edges(cluster, {});
+  return *assignmentSeconds(graph, shards, cluster,
+                            cost::shippedCostModel()->forDevice(cluster.device.name), edges);
+}
+
 TEST(LayerFold, KeepsTheFirstTwoLayersAndWeighsTheSecondByTheCopiesItStandsFor) {
   const ir::Graph graph = stackGraph(8);
   auto fold = foldRepeatedLayers(graph);
@@ -76,71 +91,53 @@ TEST(LayerFold, LeavesStacksWhoseLaterLayersDifferOrThatAreTooShort) {
   EXPECT_TRUE(foldRepeatedLayers(stackGraph(8, /*odd=*/0)).has_value());
 }
 
-// The folded search decides each layer once; its plan, priced on the whole graph, is no worse
-// than 2% above the plan the search makes over the whole graph, and the searched graph is the
-// fold's.
-TEST(LayerFold, ShardingPropagationOverTheFoldMatchesTheWholeGraphsPlan) {
+/// The 12-layer stack on one 8-device node, searched by `mode` over the fold; the whole-graph
+/// search's cuts come from `whole`. Checks that the fold was searched, that the folded plan,
+/// priced on the whole graph, is within 2% of the whole-graph plan's objective, and that every
+/// layer after the first took layer 1's decision.
+void expectFoldedPlanMatchesWholeGraph(
+    SearchMode mode,
+    const std::function<std::vector<rules::FactorCuts>(const ir::Graph&, const cluster::Cluster&,
+                                                       const std::vector<int>&)>& whole,
+    const std::string& solveLine) {
   const ir::Graph graph = stackGraph(12);
   const cluster::Cluster cluster = *cluster::clusterPreset("dgx-h100");
   const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
   SearchRequest request;
-  request.mode = SearchMode::kShardingPropagation;
+  request.mode = mode;
   auto folded = searchStrategies(graph, ranks, cluster, request);
   ASSERT_TRUE(folded.ok()) << folded.error().message;
-  ASSERT_FALSE(folded->explanation.empty());
-  EXPECT_EQ(folded->explanation.front(),
+  ASSERT_GE(folded->explanation.size(), 2u);
+  EXPECT_EQ(folded->explanation[0],
             "stack.layer: 12 layers, those after the first alike: decided as 2");
-  auto whole = propagateStrategies(graph, ranks, cluster, {});
-  ASSERT_TRUE(whole.ok()) << whole.error().message;
-  auto objective = [&](const std::vector<rules::FactorCuts>& cuts) {
-    std::vector<rules::ShardedOp> shards;
-    for (const ir::Op& op : graph.ops()) {
-      shards.push_back(
-          *rules::applyFactorCuts(*rules::shardingRuleFor(graph, op), cuts[op.id], ranks));
-    }
-    EdgeCostCache edges(cluster, {});
-    return *assignmentSeconds(graph, shards, cluster,
-                              cost::shippedCostModel()->forDevice(cluster.device.name), edges);
-  };
+  EXPECT_TRUE(folded->explanation[1].starts_with(solveLine)) << folded->explanation[1];
   std::vector<rules::FactorCuts> foldedCuts;
   for (const auto& op : folded->sharding.ops) foldedCuts.push_back(op.cuts);
-  EXPECT_LE(objective(foldedCuts), objective(whole->cuts) * 1.02);
-  // Every layer after the first took layer 1's decision.
+  EXPECT_LE(objective(graph, cluster, ranks, foldedCuts),
+            objective(graph, cluster, ranks, whole(graph, cluster, ranks)) * 1.02);
   for (int i = 2; i < 12; ++i) {
     const std::string name = "layer" + std::to_string(i) + ".fc1";
     EXPECT_EQ(foldedCuts[*graph.findOp(name)], foldedCuts[*graph.findOp("layer1.fc1")]) << name;
   }
 }
 
-// The ILP over the fold: its plan, priced on the whole graph, is within 2% of the ILP's optimum
-// over the whole graph, and the solve names the 9 ops it decided.
+TEST(LayerFold, ShardingPropagationOverTheFoldMatchesTheWholeGraphsPlan) {
+  expectFoldedPlanMatchesWholeGraph(
+      SearchMode::kShardingPropagation,
+      [](const ir::Graph& graph, const cluster::Cluster& cluster, const std::vector<int>& ranks) {
+        return propagateStrategies(graph, ranks, cluster, {})->cuts;
+      },
+      "no annotated op: anchored at ");
+}
+
+// The ILP over the fold decides 9 ops (the first two layers and the head).
 TEST(LayerFold, TheIlpOverTheFoldMatchesTheWholeGraphsOptimum) {
-  const ir::Graph graph = stackGraph(12);
-  const cluster::Cluster cluster = *cluster::clusterPreset("dgx-h100");
-  const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
-  SearchRequest request;
-  request.mode = SearchMode::kIlp;
-  auto folded = searchStrategies(graph, ranks, cluster, request);
-  ASSERT_TRUE(folded.ok()) << folded.error().message;
-  ASSERT_GE(folded->explanation.size(), 2u);
-  EXPECT_EQ(folded->explanation[0],
-            "stack.layer: 12 layers, those after the first alike: decided as 2");
-  EXPECT_TRUE(folded->explanation[1].starts_with("ilp: 9 ops,")) << folded->explanation[1];
-  const cost::CostConstants& constants = cost::shippedCostModel()->forDevice(cluster.device.name);
-  auto whole = searchIlp(graph, ranks, cluster, *cost::shippedCostModel(), {}, -1, {});
-  ASSERT_TRUE(whole.ok()) << whole.error().message;
-  auto objective = [&](const std::vector<rules::FactorCuts>& cuts) {
-    std::vector<rules::ShardedOp> shards;
-    for (const ir::Op& op : graph.ops()) {
-      shards.push_back(
-          *rules::applyFactorCuts(*rules::shardingRuleFor(graph, op), cuts[op.id], ranks));
-    }
-    EdgeCostCache edges(cluster, {});
-    return *assignmentSeconds(graph, shards, cluster, constants, edges);
-  };
-  std::vector<rules::FactorCuts> foldedCuts;
-  for (const auto& op : folded->sharding.ops) foldedCuts.push_back(op.cuts);
-  EXPECT_LE(objective(foldedCuts), objective(whole->cuts) * 1.02);
+  expectFoldedPlanMatchesWholeGraph(
+      SearchMode::kIlp,
+      [](const ir::Graph& graph, const cluster::Cluster& cluster, const std::vector<int>& ranks) {
+        return searchIlp(graph, ranks, cluster, *cost::shippedCostModel(), {}, -1, {})->cuts;
+      },
+      "ilp: 9 ops,");
 }
 
 }  // namespace

@@ -67,6 +67,15 @@ struct Capabilities {
   bool fp8 = false;
   /// The ZeRO stages it runs, bit z for stage z (0: plain data parallelism).
   uint8_t zeroStages = 0b0001;
+  /// ZeRO 1 and 2 run as MindSpore's optimizer parallel (semi-auto and auto parallel): each
+  /// parameter of parallel_optimizer_threshold (64 KB) or more is stored as its minimal slice and
+  /// all-gathered for every micro-batch that uses it (MindSpore's MicroStepAllGather under a
+  /// pipeline or gradient accumulation: frontend/parallel/step_parallel.cc), the gradients
+  /// accumulated whole and reduce-scattered once a step, or every micro-batch under ZeRO 2
+  /// (gradient_accumulation_shard). Otherwise ZeRO 1 and 2 are a distributed optimizer
+  /// (Megatron-LM's, FSDP's SHARD_GRAD_OP): whole parameters, sharded states, and the updated
+  /// slices all-gathered once a step.
+  bool zeroAsOptimizerParallel = false;
   [[nodiscard]] bool runsZero(int zero) const {
     return zero >= 0 && zero <= 3 && ((zeroStages >> zero) & 1) != 0;
   }

@@ -52,6 +52,10 @@ std::string mindformersRunYaml(const ir::TrainingSetup& config, const plan::Inpu
       "use_parallel: True\nparallel:\n  parallel_mode: 1\n  full_batch: True\n"
       "  enable_parallel_optimizer: {}\n",
       yamlBool(config.zero > 0));
+  // ZeRO 2: the accumulated gradients sharded too, reduce-scattered every micro-batch.
+  if (config.zero >= 2) {
+    yaml += "  parallel_optimizer_config:\n    gradient_accumulation_shard: True\n";
+  }
   if (interleaved) {
     yaml += "  pipeline_config:\n    pipeline_interleave: True\n    pipeline_scheduler: '1f1b'\n";
   }

@@ -119,8 +119,10 @@ Expected<cost::EvaluateOptions> evaluateOptions(const ir::TrainingSetup& setup,
   // parameters and cut them in equal, padded parts, and ZeRO-3 gathers a parameter anew for
   // forward, a recomputed forward and backward.
   const int zero = setup.zeroAsRun();
-  options.optimizerParallel.padToShard = zero > 0;
-  options.optimizerParallel.distributedOptimizer = zero == 1 || zero == 2;
+  // Under MindSpore a ZeRO stage is its own optimizer parallel, which adds neither.
+  const bool flattened = !cost::frameworkProfile(setup.framework).can.zeroAsOptimizerParallel;
+  options.optimizerParallel.padToShard = zero > 0 && flattened;
+  options.optimizerParallel.distributedOptimizer = (zero == 1 || zero == 2) && flattened;
   options.recompute.parallelOptimizerRegather = zero == 3;
   options.optimizer.fp32Gradients = setup.fp32Gradients();
   options.optimizer.state = setup.optimizerState;

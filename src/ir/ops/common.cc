@@ -80,7 +80,9 @@ int64_t savedExtraBytes(const BackwardRule& rule) {
 
 double zeroFlops(const TypedOp& /*op*/) { return 0; }
 
-SavedTensor savedInput(int index) { return SavedTensor{SavedTensor::Source::kInput, index, 0}; }
+SavedTensor savedInput(int index) {
+  return SavedTensor{SavedTensor::Source::kInput, index, 0, std::nullopt};
+}
 
 SavedTensor savedInputAs(int index, DType dtype) {
   SavedTensor saved = savedInput(index);
@@ -88,8 +90,10 @@ SavedTensor savedInputAs(int index, DType dtype) {
   return saved;
 }
 
-SavedTensor savedOutput() { return SavedTensor{SavedTensor::Source::kOutput, 0, 0}; }
+SavedTensor savedOutput() { return SavedTensor{SavedTensor::Source::kOutput, 0, 0, std::nullopt}; }
 
-SavedTensor savedExtra(int64_t bytes) { return SavedTensor{SavedTensor::Source::kExtra, 0, bytes}; }
+SavedTensor savedExtra(int64_t bytes) {
+  return SavedTensor{SavedTensor::Source::kExtra, 0, bytes, std::nullopt};
+}
 
 }  // namespace autopar::ir::ops

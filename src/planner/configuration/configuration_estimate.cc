@@ -7,6 +7,7 @@
 
 #include "cost/compute.h"
 #include "cost/constants.h"
+#include "cost/framework.h"
 #include "ir/setting.h"
 #include "util/limits.h"
 
@@ -216,7 +217,12 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // The ZeRO stage as MindSpore's optimizer-parallel features; evaluateOptions adds what
   // Megatron's distributed optimizer and FSDP do beyond them.
   const int zero = config.zeroAsRun();
-  if (zero > 0) {
+  if (zero > 0 && cost::frameworkProfile(config.framework).can.zeroAsOptimizerParallel) {
+    // MindSpore's optimizer parallel as its run yaml turns it on (exporters::mindformersRunYaml):
+    // parameters stored as slices above its threshold, gathered for every micro-batch.
+    training.optimizerParallel = true;
+    training.gradientAccumulationShard = zero >= 2;
+  } else if (zero > 0) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
     training.optimizerParallel = true;
     training.optimizerThresholdKb = 0;

@@ -238,11 +238,10 @@ void addMemCoeff(const PlanOptions& options, std::vector<Variant>& out) {
 
 /// The fastest double-recursive plan that fits among seed 000's mem_coeff ladder, with
 /// MindFormers' memory levers (optimizer parallel, then full recompute, then the gathers
-/// recomputed) where the ladder alone
-/// does not fit (`--mem-coeff fastest` on the ladder alone). It can take three levers at once,
-/// which the trials' pairs never combine: LLaMA2-70B over 1,024 A100s fits at mem_coeff 1.6 with
-/// optimizer parallel and full recompute, faster a sample than the best pair, full recompute and
-/// 32 pipeline stages (`autopar plan --model llama2-70b --nodes 128 --search
+/// recomputed) where the ladder alone does not fit (`--mem-coeff fastest` on the ladder alone).
+/// It can take three levers at once, which the trials' pairs never combine: LLaMA2-70B over 1,024
+/// A100s fits at mem_coeff 1.6 with optimizer parallel and full recompute, faster a sample than
+/// the best pair (`autopar plan --model llama2-70b --nodes 128 --search
 /// recursive_programming` prints both).
 std::optional<Trial> memCoeffLadderFix(const PlanOptions& options, const cluster::Cluster& cluster,
                                        const FitProgress& progress) {

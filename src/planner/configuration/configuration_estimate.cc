@@ -217,17 +217,17 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   // The ZeRO stage as MindSpore's optimizer-parallel features; evaluateOptions adds what
   // Megatron's distributed optimizer and FSDP do beyond them.
   const int zero = config.zeroAsRun();
-  if (zero > 0 && cost::frameworkProfile(config.framework).can.zeroAsOptimizerParallel) {
-    // MindSpore's optimizer parallel as its run yaml turns it on (exporters::mindformersRunYaml):
-    // parameters stored as slices above its threshold, gathered for every micro-batch.
+  if (zero > 0) {
     training.optimizerParallel = true;
     training.gradientAccumulationShard = zero >= 2;
-  } else if (zero > 0) {
+  }
+  // Under MindSpore that is all: its optimizer parallel as the run yaml turns it on
+  // (exporters::mindformersRunYaml), parameters stored as slices above its threshold and
+  // gathered for every micro-batch.
+  if (zero > 0 && !cost::frameworkProfile(config.framework).can.zeroAsOptimizerParallel) {
     // Megatron's distributed optimizer shards every parameter's state, however small.
-    training.optimizerParallel = true;
     training.optimizerThresholdKb = 0;
     training.groupUpdate = zero < 3;
-    training.gradientAccumulationShard = zero >= 2;
     // ZeRO-3 frees a gathered parameter after every use and gathers it again.
     training.parallelOptimizerCommRecompute = zero == 3;
   }

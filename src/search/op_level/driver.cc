@@ -63,6 +63,21 @@ Status checkSearchSize(const ir::Graph& graph, SearchMode mode,
       searchModeName(mode), what, ops, limit)};
 }
 
+/// What a whole-graph search of `mode` runs on: `graph` with its repeated layers folded
+/// (layer_fold.h) when `foldLayers` and they fold (nullopt: the graph itself), checked against
+/// the search's op limit.
+Expected<std::optional<LayerFold>> foldForSearch(const ir::Graph& graph, SearchMode mode,
+                                                 bool foldLayers) {
+  std::optional<LayerFold> fold;
+  if (foldLayers) fold = foldRepeatedLayers(graph);
+  if (auto status = checkSearchSize(fold ? fold->graph : graph, mode,
+                                    fold ? "the graph, its repeated layers folded," : "the graph");
+      !status) {
+    return status.error();
+  }
+  return fold;
+}
+
 Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<int>& ranks,
                                     const cluster::Cluster& cluster, const SearchRequest& request) {
   auto fixed = rules::annotatedCuts(graph, request.overrides);
@@ -73,14 +88,10 @@ Expected<SearchOutcome> propagation(const ir::Graph& graph, const std::vector<in
   // Unannotated, the search anchors and refines over the whole graph: it decides each repeated
   // layer once (layer_fold.h). Annotated ops spread in one pass, and their conflicts are named
   // per op, so an annotated graph is searched whole.
-  std::optional<LayerFold> fold;
-  if (fixed->empty()) fold = foldRepeatedLayers(graph);
+  auto folded = foldForSearch(graph, SearchMode::kShardingPropagation, fixed->empty());
+  if (!folded) return folded.error();
+  const std::optional<LayerFold>& fold = *folded;
   if (fold) options.copies = fold->copies;
-  if (auto status = checkSearchSize(fold ? fold->graph : graph, SearchMode::kShardingPropagation,
-                                    fold ? "the graph, its repeated layers folded," : "the graph");
-      !status) {
-    return status.error();
-  }
   auto result = propagateStrategies(fold ? fold->graph : graph, ranks, cluster, *fixed, options);
   if (!result) return result.error();
   if (fold) {
@@ -119,14 +130,10 @@ Expected<SearchOutcome> ilp(const ir::Graph& graph, const std::vector<int>& rank
   SolveOptions options;
   options.timeLimitSeconds = request.timeLimitSeconds;
   // Unannotated, each repeated layer is decided once (layer_fold.h), as propagation does.
-  std::optional<LayerFold> fold;
-  if (fixed->empty() && !request.tieLayers) fold = foldRepeatedLayers(graph);
+  auto folded = foldForSearch(graph, SearchMode::kIlp, fixed->empty() && !request.tieLayers);
+  if (!folded) return folded.error();
+  const std::optional<LayerFold>& fold = *folded;
   const ir::Graph& searched = fold ? fold->graph : graph;
-  if (auto status = checkSearchSize(searched, SearchMode::kIlp,
-                                    fold ? "the graph, its repeated layers folded," : "the graph");
-      !status) {
-    return status.error();
-  }
   auto result = searchIlp(searched, ranks, cluster, *request.costModel, *fixed,
                           request.memoryLimitBytes, options, request.enableAllToAll,
                           request.tieLayers, fold ? fold->copies : OpCopies{});

@@ -144,7 +144,6 @@ std::optional<LayerFold> foldRepeatedLayers(const ir::Graph& graph) {
   const Stacks stacks = findStacks(graph);
   std::vector<ir::OpId> keptAs(graph.ops().size());
   for (const ir::Op& op : graph.ops()) keptAs[op.id] = op.id;
-  std::vector<double> copiesOf(graph.ops().size(), 1);  // by op of the original graph
   std::vector<std::string> summary;
   for (const auto& [prefix, layers] : stacks.byPrefix) {
     if (layers.size() < 3) continue;
@@ -159,17 +158,15 @@ std::optional<LayerFold> foldRepeatedLayers(const ir::Graph& graph) {
       const Layer& later = stacks.layers[layers[i]];
       for (size_t k = 0; k < later.ops.size(); ++k) keptAs[later.ops[k]] = second.ops[k];
     }
-    for (ir::OpId op : second.ops) copiesOf[op] = static_cast<double>(layers.size() - 1);
     summary.push_back(fmt::format("{}: {} layers, those after the first alike: decided as 2",
                                   prefix, layers.size()));
   }
   if (summary.empty()) return std::nullopt;
   auto fold = rebuild(graph, keptAs);
   if (!fold) return std::nullopt;
-  std::vector<double> copies(fold->graph.ops().size(), 1);
-  for (const ir::Op& op : graph.ops()) {
-    if (keptAs[op.id] == op.id) copies[fold->representative[op.id]] = copiesOf[op.id];
-  }
+  // Each op of the fold stands for the ops it represents, itself among them.
+  std::vector<double> copies(fold->graph.ops().size(), 0);
+  for (ir::OpId representative : fold->representative) copies[representative] += 1;
   fold->copies = OpCopies(std::move(copies));
   fold->summary = std::move(summary);
   return fold;

@@ -13,8 +13,9 @@ Every .h and .cc file under src/NAME/ (recursively, *_test.cc included) is scann
   and system headers are not checked. gtest/ and gmock/ are allowed in tests (*_test.cc) and test
   helpers (*_test_util.h) only, which the module's test binary links.
 
-The executables (src/cli/ is `autopar`, src/cli/runtime/ is `autopar-runtime`) may use everything
-their target_link_libraries reach transitively, through the modules' DEPS, and src/cli/'s headers.
+The executables (src/cli/ is `autopar`, src/cli/runtime/ is `autopar-runtime`, src/python/ is the
+Python extension `_autopar`) may use everything their target_link_libraries reach transitively,
+through other targets' links and the modules' DEPS, and src/cli/'s headers.
 
     scripts/check_layering.py [--root DIR]   (default: this repository)
 
@@ -51,7 +52,8 @@ EXTERNAL_HEADERS = [
 TEST_ONLY_HEADERS = ("gtest/", "gmock/")
 TEST_FILE = re.compile(r"(_test\.cc|_test_util\.h)$")
 # The executables built from src/ outside autopar_module: source folder -> CMake target.
-EXECUTABLES = {"cli": "autopar", "cli/runtime": "autopar-runtime"}
+# `autopar` is main() over autopar_cli, the verbs' library; _autopar is the Python extension over it.
+EXECUTABLES = {"cli": "autopar", "cli/runtime": "autopar-runtime", "python": "_autopar"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 CALL = re.compile(r"\b(autopar_module|target_link_libraries)\s*\(")
 LINK_KEYWORDS = {"PUBLIC", "PRIVATE", "INTERFACE"}
@@ -90,18 +92,18 @@ def cmake_calls(text):
 
 
 def read_cmake(root):
-    """({module: [DEPS]}, {executable target: [linked libraries]}) from CMakeLists.txt."""
+    """({module: [DEPS]}, {target: [linked libraries]}) from CMakeLists.txt."""
     modules, links = {}, {}
     for command, args in cmake_calls(strip_comments((root / "CMakeLists.txt").read_text())):
         if command == "autopar_module" and args:
             deps = args[args.index("DEPS") + 1:] if "DEPS" in args else []
             modules[args[0]] = deps
-        elif command == "target_link_libraries" and args and args[0] in EXECUTABLES.values():
+        elif command == "target_link_libraries" and args:
             links.setdefault(args[0], []).extend(a for a in args[1:] if a not in LINK_KEYWORDS)
     return modules, links
 
 
-def closure(libraries, modules):
+def closure(libraries, modules, links):
     """Every library reachable from `libraries` through the modules' DEPS (themselves included)."""
     reached, pending = set(), list(libraries)
     while pending:
@@ -109,7 +111,9 @@ def closure(libraries, modules):
         if library in reached:
             continue
         reached.add(library)
-        if library.startswith("autopar_"):
+        if library in links:
+            pending.extend(links[library])
+        elif library.startswith("autopar_"):
             pending.extend(modules.get(library[len("autopar_"):], []))
     return reached
 
@@ -119,7 +123,7 @@ def units(modules, links):
     found = [Unit(name, name, set(deps)) for name, deps in modules.items()]
     for folder, target in EXECUTABLES.items():
         if target in links:
-            found.append(Unit(folder, target, closure(links[target], modules)))
+            found.append(Unit(folder, target, closure(links[target], modules, links)))
     return sorted(found, key=lambda unit: -unit.folder.count("/"))
 
 

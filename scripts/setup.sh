@@ -22,6 +22,9 @@ packages=(
   chromium fonts-dejavu-core
   # The parsers' libFuzzer targets (scripts/fuzz.sh): clang and its sanitizer runtimes.
   clang libclang-rt-14-dev
+  # The Python package (src/python): pybind11 builds it, pytest tests it, torch.fx traces modules
+  # for autopar.from_torch.
+  pybind11-dev python3-dev python3-pytest python3-torch
 )
 
 missing=()

@@ -46,12 +46,12 @@ std::string oneLine(const std::string& text, size_t limit) {
 
 int reportError(const Error& error) {
   // An error may echo what was given (a 60 KB argument); one line stays readable.
-  fmt::print(stderr, "autopar: error: {}\n", oneLine(error.message, 400));
+  fmt::print(verbErr(), "autopar: error: {}\n", oneLine(error.message, 400));
   return kExitBadInput;
 }
 
 int reportDoesNotFit(const std::string& advice) {
-  fmt::print(stderr, "autopar: {}\n", oneLine(advice, 4000));
+  fmt::print(verbErr(), "autopar: {}\n", oneLine(advice, 4000));
   return kExitDoesNotFit;
 }
 

@@ -105,7 +105,8 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   auto opSearch = planner::parseOpSearch(flags.opSearch);
   if (!opSearch) return opSearch.error();
   config.opSearch = *opSearch;
-  Expected<cost::FrameworkChoice> framework = cost::FrameworkChoice{cost::Framework::kMegatronCore, {}};
+  Expected<cost::FrameworkChoice> framework =
+      cost::FrameworkChoice{cost::Framework::kMegatronCore, {}};
   if (!flags.framework.empty()) {
     framework = cost::parseFramework(flags.framework);
     if (!framework) return framework.error();

@@ -34,15 +34,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("autopar {} (plan format {})", AUTOPAR_VERSION,
                                                 autopar::plan::kPlanFormatVersion));
   Action action;
-  addPlanVerb(app, action);
-  addLayoutVerb(app, action);
-  addRedistributeVerb(app, action);
-  addListVerbs(app, action);
-  addValidateVerb(app, action);
-  addIopddlVerb(app, action);
-  addEstimateVerb(app, action);
-  addSearchVerb(app, action);
-  addCalibrateVerb(app, action);
+  addPlannerVerbs(app, action);
   addRuntimeVerbs(app, action, argv);
   return parseAndRun(app, action, argc, argv);
 }

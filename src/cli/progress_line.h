@@ -14,25 +14,27 @@
 #include <string>
 #include <thread>
 
+#include "cli/verb_output.h"
+
 namespace autopar::cli {
 
 class ProgressLine {
  public:
   /// `what`: the work, e.g. "solving the ILP"; `limitSeconds` > 0 adds "(limit N s)".
   ProgressLine(std::string what, double limitSeconds) {
-    if (isatty(STDERR_FILENO) == 0) return;
+    if (!errIsTerminal()) return;
     const std::string limit =
         limitSeconds > 0 ? fmt::format(" (limit {:g} s)", limitSeconds) : std::string();
-    thread_ = std::thread([this, what = std::move(what), limit] {
+    thread_ = std::thread([this, what = std::move(what), limit, err = verbErr()] {
       const auto start = std::chrono::steady_clock::now();
       std::unique_lock<std::mutex> lock(mutex_);
       while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; })) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        fmt::print(stderr, "\r{}: {:.0f} s{}", what, elapsed, limit);
-        std::fflush(stderr);
+        fmt::print(err, "\r{}: {:.0f} s{}", what, elapsed, limit);
+        std::fflush(err);
       }
-      fmt::print(stderr, "\r\033[K");
+      fmt::print(err, "\r\033[K");
     });
   }
   ~ProgressLine() {

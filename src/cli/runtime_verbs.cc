@@ -71,7 +71,7 @@ int runRuntime(const std::vector<std::string>& arguments) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
-  fmt::print(stderr, "autopar: error: autopar-runtime {} was killed by signal {}\n",
+  fmt::print(verbErr(), "autopar: error: autopar-runtime {} was killed by signal {}\n",
              arguments.front(), WTERMSIG(status));
   return 1;
 }

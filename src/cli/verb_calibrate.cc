@@ -189,24 +189,25 @@ void printCalibration(const planner::Calibration& calibration, const CalibrateAr
   const auto peaks = static_cast<size_t>(
       std::count_if(calibration.runs.begin(), calibration.runs.end(),
                     [](const planner::CalibratedRun& run) { return run.memory; }));
-  fmt::print("calibrated on {} runs ({} step times, {} peaks), from {}\n", runs,
+  fmt::print(verbOut(), "calibrated on {} runs ({} step times, {} peaks), from {}\n", runs,
              calibration.runs.size() - peaks, peaks,
              args.costModel.empty() ? "the shipped cost model" : args.costModel);
   for (const planner::CalibratedConstant& constant : calibration.fitted) {
-    fmt::print("  {:<28} {:.6g} -> {:.6g}\n", constant.key, constant.before, constant.after);
+    fmt::print(verbOut(), "  {:<28} {:.6g} -> {:.6g}\n", constant.key, constant.before,
+               constant.after);
   }
-  fmt::print("\n{:<32} {:>12} {:>12} {:>12} {:>12}\n", "run", "measured", "before", "after",
-             "left out");
+  fmt::print(verbOut(), "\n{:<32} {:>12} {:>12} {:>12} {:>12}\n", "run", "measured", "before",
+             "after", "left out");
   for (const planner::CalibratedRun& run : calibration.runs) {
-    fmt::print("{:<32} {:>12} {:>12} {:>12} {:>12}\n",
+    fmt::print(verbOut(), "{:<32} {:>12} {:>12} {:>12} {:>12}\n",
                fmt::format("{} {}", run.label, run.memory ? "peak" : "step"),
                figure(run.measured, run.memory), figure(run.before, run.memory),
                figure(run.after, run.memory), figure(run.leftOut, run.memory));
   }
-  fmt::print("\nmean absolute error {:.1f}% -> {:.1f}%", calibration.errorBefore,
+  fmt::print(verbOut(), "\nmean absolute error {:.1f}% -> {:.1f}%", calibration.errorBefore,
              calibration.errorAfter);
-  if (runs > 1) fmt::print("; leave-one-out {:.1f}%", calibration.leaveOneOutError);
-  fmt::print("\nwrote {}: use it with --cost-model {}\n", args.out, args.out);
+  if (runs > 1) fmt::print(verbOut(), "; leave-one-out {:.1f}%", calibration.leaveOneOutError);
+  fmt::print(verbOut(), "\nwrote {}: use it with --cost-model {}\n", args.out, args.out);
 }
 
 int runCalibrate(const CalibrateArgs& args) {

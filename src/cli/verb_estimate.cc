@@ -46,9 +46,10 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
     }
   }
   if (args.json) {
-    fmt::print("{}\n", exporters::estimateJson(config, estimate, placed, closed).dump(2));
+    fmt::print(verbOut(), "{}\n",
+               exporters::estimateJson(config, estimate, placed, closed).dump(2));
   } else {
-    fmt::print("{}", exporters::formatEstimateReport(config, estimate, placed, closed));
+    fmt::print(verbOut(), "{}", exporters::formatEstimateReport(config, estimate, placed, closed));
   }
   if (estimate.fits()) return kExitOk;
   return reportDoesNotFit(planner::overflowAdvice(estimate, config));

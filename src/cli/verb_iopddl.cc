@@ -34,8 +34,8 @@ int runEvaluate(const IopddlOptions& options, const ir::IntraOpProblem& problem)
   if (!solution) return reportError(solution.error());
   auto evaluation = ir::evaluateSolution(problem, *solution);
   if (!evaluation) return reportError(evaluation.error().in(options.second));
-  fmt::print("cost {}\npeak usage {} of limit {}\n{}\n", evaluation->cost, evaluation->peakUsage,
-             problem.usageLimit,
+  fmt::print(verbOut(), "cost {}\npeak usage {} of limit {}\n{}\n", evaluation->cost,
+             evaluation->peakUsage, problem.usageLimit,
              evaluation->feasible ? "feasible" : "INFEASIBLE: " + evaluation->reason);
   return evaluation->feasible ? kExitOk : kExitDoesNotFit;
 }
@@ -64,14 +64,14 @@ int runSolve(const IopddlOptions& options, const ir::IntraOpProblem& problem) {
   progress.reset();
   if (!result) return reportError(result.error().in(options.file));
   if (result->solution.empty()) {
-    fmt::print(stderr, "{}: {}\n", options.file, result->status);
-    fmt::print("[]\n");
+    fmt::print(verbErr(), "{}: {}\n", options.file, result->status);
+    fmt::print(verbOut(), "[]\n");
     return kExitDoesNotFit;
   }
-  fmt::print(stderr, "{}: cost {}, peak usage {} of limit {} ({})\n", options.file,
+  fmt::print(verbErr(), "{}: cost {}, peak usage {} of limit {} ({})\n", options.file,
              result->evaluation.cost, result->evaluation.peakUsage, problem.usageLimit,
              result->status);
-  fmt::print("[{}]\n", fmt::join(result->solution, ", "));
+  fmt::print(verbOut(), "[{}]\n", fmt::join(result->solution, ", "));
   return kExitOk;
 }
 

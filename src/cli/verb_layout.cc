@@ -44,7 +44,7 @@ int runLayout(const LayoutOptions& options) {
   auto sharded = rules::applyFactorCuts(*rule, *cuts, ranks);
   if (!sharded) return reportError(sharded.error().in("--devices"));
 
-  fmt::print("{}", exporters::formatLayout(*sharded, numDevices, options.json));
+  fmt::print(verbOut(), "{}", exporters::formatLayout(*sharded, numDevices, options.json));
   return kExitOk;
 }
 

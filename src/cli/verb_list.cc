@@ -10,14 +10,14 @@ namespace autopar::cli {
 namespace {
 
 int listModels(bool json) {
-  fmt::print("{}", exporters::formatModelPresets(json));
+  fmt::print(verbOut(), "{}", exporters::formatModelPresets(json));
   return kExitOk;
 }
 
 int listClusters(bool json) {
   auto text = exporters::formatClusterPresets(json);
   if (!text) return reportError(text.error());
-  fmt::print("{}", *text);
+  fmt::print(verbOut(), "{}", *text);
   return kExitOk;
 }
 
@@ -45,7 +45,7 @@ void addListVerbs(CLI::App& app, Action& action) {
                        "profile's settings");
   frameworks->callback([&action, markdown] {
     action = [markdown] {
-      fmt::print("{}", exporters::formatFrameworks(*markdown));
+      fmt::print(verbOut(), "{}", exporters::formatFrameworks(*markdown));
       return kExitOk;
     };
   });

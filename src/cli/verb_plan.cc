@@ -78,7 +78,7 @@ Status writeMegatronArguments(const planner::PlannedRequest& planned) {
   auto arguments = exporters::megatronArguments(exported);
   if (!arguments) return arguments.error();
   for (const std::string& note : exporters::megatronNotes(*exported.setup)) {
-    fmt::print(stderr, "autopar: --megatron-args: note: {}\n", note);
+    fmt::print(verbErr(), "autopar: --megatron-args: note: {}\n", note);
   }
   return writeFileAtomically(planned.options.megatronArgsOut, *arguments + "\n");
 }
@@ -86,17 +86,20 @@ Status writeMegatronArguments(const planner::PlannedRequest& planned) {
 int runPlan(planner::PlanOptions options, const std::string& reportPath) {
   // A progress line for each step that can take seconds, and while re-planning with fixes (on
   // large models that takes seconds), when stderr is a terminal.
-  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const bool terminal = errIsTerminal();
   planner::PlanObserver observer;
   observer.step = [](const std::string& step, double limitSeconds) {
+    stopIfCancelled();
     return std::make_shared<ProgressLine>(step, limitSeconds);
   };
   observer.fixes = [terminal](int planned) {
-    if (terminal) fmt::print(stderr, "\rdoes not fit; re-planning with fixes: {} plans", planned);
+    stopIfCancelled();
+    if (terminal)
+      fmt::print(verbErr(), "\rdoes not fit; re-planning with fixes: {} plans", planned);
   };
   auto planned = planner::planRequest(std::move(options), observer);
   if (!planned) return reportError(planned.error());
-  if (planned->advice && terminal) fmt::print(stderr, "\r\033[K");
+  if (planned->advice && terminal) fmt::print(verbErr(), "\r\033[K");
   const planner::PlanOptions& request = planned->options;
   const plan::Plan& result = planned->plan;
   const cluster::Cluster& cluster = planned->cluster;
@@ -132,18 +135,19 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
     }
   }
   if (request.json) {
-    fmt::print("{}\n", json);
+    fmt::print(verbOut(), "{}\n", json);
   } else {
     if (request.explain) {
-      for (const auto& line : planned->evaluated.outcome.explanation) fmt::print("{}\n", line);
-      fmt::print("\n");
+      for (const auto& line : planned->evaluated.outcome.explanation)
+        fmt::print(verbOut(), "{}\n", line);
+      fmt::print(verbOut(), "\n");
     }
-    if (!request.configNote.empty()) fmt::print("{}\n\n", request.configNote);
-    if (!planned->memCoeffNote.empty()) fmt::print("{}\n\n", planned->memCoeffNote);
-    fmt::print("{}", exporters::formatPlanReport(result, header));
+    if (!request.configNote.empty()) fmt::print(verbOut(), "{}\n\n", request.configNote);
+    if (!planned->memCoeffNote.empty()) fmt::print(verbOut(), "{}\n\n", planned->memCoeffNote);
+    fmt::print(verbOut(), "{}", exporters::formatPlanReport(result, header));
   }
   if (result.estimate.fits) return kExitOk;
-  fmt::print(stderr,
+  fmt::print(verbErr(),
              "autopar: does not fit: peak memory {} exceeds the {} of one {} (parameters+"
              "gradients+optimizer states {}, activations {})\n",
              planner::formatBytes(result.estimate.peakMemoryBytes),
@@ -152,12 +156,13 @@ int runPlan(planner::PlanOptions options, const std::string& reportPath) {
                                   result.estimate.memory.gradientBytes +
                                   result.estimate.memory.optimizerBytes),
              planner::formatBytes(result.estimate.memory.activationBytes));
-  if (planned->advice->fixes.empty()) fmt::print(stderr, "autopar: {}\n", planned->advice->unmet);
+  if (planned->advice->fixes.empty())
+    fmt::print(verbErr(), "autopar: {}\n", planned->advice->unmet);
   for (size_t i = 0; i < planned->advice->fixes.size(); ++i) {
-    fmt::print(stderr, "{} {}\n", i == 0 ? "autopar: fits with" : "                or",
+    fmt::print(verbErr(), "{} {}\n", i == 0 ? "autopar: fits with" : "                or",
                planner::formatFix(planned->advice->fixes[i]));
   }
-  if (!request.out.empty()) fmt::print(stderr, "autopar: {} not written\n", request.out);
+  if (!request.out.empty()) fmt::print(verbErr(), "autopar: {} not written\n", request.out);
   return kExitDoesNotFit;
 }
 

@@ -46,8 +46,9 @@ int runRedistribute(const RedistributeOptions& options) {
   auto plan =
       layout::redistribute(*from, *to, *cluster, ir::dtypeBytes(*dtype), redistributionOptions);
   if (!plan) return reportError(plan.error());
-  fmt::print("{}", exporters::formatRedistribution(*plan, *from, *to, *dtype, cluster->name,
-                                                   options.json));
+  fmt::print(
+      verbOut(), "{}",
+      exporters::formatRedistribution(*plan, *from, *to, *dtype, cluster->name, options.json));
   return kExitOk;
 }
 

@@ -146,7 +146,7 @@ std::optional<int> sampleBlocks(SearchArgs& args) {
   if (!arguments) return reportError(arguments.error());
   if (const int profiled = runRuntime(*arguments); profiled != kExitOk) return profiled;
   if (args.nodeRank != 0) {
-    fmt::print("node {}: sampling done; node 0 runs the search\n", args.nodeRank);
+    fmt::print(verbOut(), "node {}: sampling done; node 0 runs the search\n", args.nodeRank);
     return kExitOk;
   }
   args.request.profilePath = table;
@@ -182,9 +182,9 @@ int runGraphSearch(const SearchArgs& args) {
       return reportError(written.error());
     }
   }
-  fmt::print("{}", exporters::formatGraphSearchReport(*found, plan, context));
-  fmt::print("\nwrote {}\n", out);
-  if (!args.reportPath.empty()) fmt::print("wrote {}\n", args.reportPath);
+  fmt::print(verbOut(), "{}", exporters::formatGraphSearchReport(*found, plan, context));
+  fmt::print(verbOut(), "\nwrote {}\n", out);
+  if (!args.reportPath.empty()) fmt::print(verbOut(), "wrote {}\n", args.reportPath);
   return kExitOk;
 }
 
@@ -210,12 +210,13 @@ int runSearch(SearchArgs args) {
   if (args.autoParallelMm) {
     if (std::optional<int> ended = sampleBlocks(args)) return *ended;
   }
-  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const bool terminal = errIsTerminal();
   auto progress = [&](int done, int total) {
-    if (terminal) fmt::print(stderr, "\rrefining on the full model: {}/{}", done, total);
+    stopIfCancelled();
+    if (terminal) fmt::print(verbErr(), "\rrefining on the full model: {}/{}", done, total);
   };
   auto found = planner::searchConfigurations(args.request, progress);
-  if (terminal) fmt::print(stderr, "\n");
+  if (terminal) fmt::print(verbErr(), "\n");
   if (!found) return reportError(found.error());
   if (!found->best) {
     return reportDoesNotFit(
@@ -250,13 +251,13 @@ int runSearch(SearchArgs args) {
     }
   }
   if (args.json) {
-    fmt::print("{}\n", optimal.dump(4));
+    fmt::print(verbOut(), "{}\n", optimal.dump(4));
     return kExitOk;
   }
-  fmt::print("{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
-  if (!args.launchScript.empty()) fmt::print("wrote {}\n", args.launchScript);
-  if (!args.mindformersYaml.empty()) fmt::print("wrote {}\n", args.mindformersYaml);
-  if (!args.reportPath.empty()) fmt::print("wrote {}\n", args.reportPath);
+  fmt::print(verbOut(), "{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
+  if (!args.launchScript.empty()) fmt::print(verbOut(), "wrote {}\n", args.launchScript);
+  if (!args.mindformersYaml.empty()) fmt::print(verbOut(), "wrote {}\n", args.mindformersYaml);
+  if (!args.reportPath.empty()) fmt::print(verbOut(), "wrote {}\n", args.reportPath);
   return kExitOk;
 }
 

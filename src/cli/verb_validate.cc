@@ -44,15 +44,17 @@ int runValidate(const ValidateOptions& options) {
   std::iota(ranks.begin(), ranks.end(), 0);
   auto sharded = rules::shardGraph(model->graph, ranks, strategies);
   if (!sharded) return reportError(sharded.error().in(options.planPath));
-  fmt::print("{}: valid plan for {} ({} ops, {} devices)\n", options.planPath, options.model,
-             loaded->ops.size(), loaded->devices);
+  fmt::print(verbOut(), "{}: valid plan for {} ({} ops, {} devices)\n", options.planPath,
+             options.model, loaded->ops.size(), loaded->devices);
   const plan::EstimateRecord& estimate = loaded->estimate;
   if (estimate.deviceMemoryBytes == 0) return kExitOk;  // a plan without a costed estimate
-  fmt::print(
-      "  estimated peak {} of {} per device: {}\n", planner::formatBytes(estimate.peakMemoryBytes),
-      planner::formatBytes(estimate.deviceMemoryBytes), estimate.fits ? "fits" : "DOES NOT FIT");
+  fmt::print(verbOut(), "  estimated peak {} of {} per device: {}\n",
+             planner::formatBytes(estimate.peakMemoryBytes),
+             planner::formatBytes(estimate.deviceMemoryBytes),
+             estimate.fits ? "fits" : "DOES NOT FIT");
   if (estimate.fits) return kExitOk;
-  fmt::print(stderr, "autopar: {}: valid, but does not fit in device memory\n", options.planPath);
+  fmt::print(verbErr(), "autopar: {}: valid, but does not fit in device memory\n",
+             options.planPath);
   return kExitDoesNotFit;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/verb_output.h"
 #include "planner/configuration/estimate_request.h"
 #include "util/expected.h"
 #include "util/limits.h"
@@ -41,6 +42,10 @@ CLI::Validator finiteIn(double low, double high);
 /// Parses argv into `app`'s verbs and runs the chosen verb's action: help exits 0, a parse error
 /// is one line and exit 2.
 int parseAndRun(CLI::App& app, const Action& action, int argc, char** argv);
+
+/// The verbs the planner library answers (everything but `run`, `check` and `profile`), as
+/// `autopar` and the Python package both register them.
+void addPlannerVerbs(CLI::App& app, Action& action);
 
 void addPlanVerb(CLI::App& app, Action& action);
 void addLayoutVerb(CLI::App& app, Action& action);

@@ -1,0 +1,305 @@
+"""The planner's verbs as Python functions: keyword arguments named as the command's flags,
+typed results whose to_dict() is the JSON the command prints with --json, and the command's
+one-line errors raised as exceptions (docs/python.md)."""
+
+import contextlib
+import json
+import os
+import tempfile
+
+from . import _verbs
+from ._verbs import DoesNotFit
+
+
+class Result:
+    """A verb's answer: to_dict() is the JSON `autopar VERB --json` prints for the same inputs;
+    the common fields are attributes."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def to_dict(self):
+        return json.loads(json.dumps(self._data))
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._summary()})"
+
+    def _summary(self):
+        return ", ".join(f"{key}={value!r}" for key, value in list(self._data.items())[:6])
+
+
+def _parallel_fields(cls, keys):
+    """Adds read-only attributes for the result's parallel_config entries: {attribute: key}."""
+    for attribute, key in keys.items():
+        setattr(cls, attribute, property(lambda self, key=key: self._data["parallel_config"][key],
+                                         doc=f"parallel_config[{key!r}]"))
+    return cls
+
+
+class SearchResult(Result):
+    """`search`'s best configuration: seed 003's optimal-config JSON (MindSpeed's keys), with the
+    exports written for it (`launch_script`, `mindformers_yaml`)."""
+
+    def __init__(self, data, launch_script=None, mindformers_yaml=None):
+        super().__init__(data)
+        self.launch_script = launch_script
+        self.mindformers_yaml = mindformers_yaml
+
+    @property
+    def step_seconds(self):
+        return self._data["e2e_time"] / 1000.0
+
+    @property
+    def throughput(self):
+        """Tokens per second over the cluster."""
+        return self._data["throughput"]
+
+    @property
+    def mindspeed_json(self):
+        """Seed 003's auto_parallel_search_optimal_config.json (the same as to_dict())."""
+        return self.to_dict()
+
+    def _summary(self):
+        return (f"tp={self.tp}, pp={self.pp}, dp={self.dp}, cp={self.cp}, "
+                f"micro_batch_size={self.micro_batch_size}, zero={self.zero}, "
+                f"recompute={self.recompute!r}, step_seconds={self.step_seconds:.4g}")
+
+
+_parallel_fields(SearchResult, {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "ep": "EP",
+                                "vpp": "VPP", "micro_batch_size": "MBS", "zero": "ZeRO",
+                                "sequence_parallel": "SP", "schedule": "schedule",
+                                "recompute": "recompute"})
+
+
+class EstimateResult(Result):
+    """`estimate`'s prediction for one configuration: step time, memory per stage, throughput."""
+
+    step_seconds = property(lambda self: self._data["step_time_s"])
+    fits = property(lambda self: self._data["fits"])
+    peak_memory_bytes = property(lambda self: max(self._data["peak_memory_bytes"]),
+                                 doc="the most loaded stage's peak")
+    memory_verdict = property(lambda self: self._data["memory_verdict"])
+    mfu = property(lambda self: self._data["mfu"])
+    tokens_per_s = property(lambda self: self._data["tokens_per_s"])
+    stages = property(lambda self: self._data["stages"])
+
+    def _summary(self):
+        return (f"step_seconds={self.step_seconds:.4g}, peak_gib="
+                f"{self.peak_memory_bytes / 2**30:.2f}, fits={self.fits}, mfu={self.mfu:.3f}")
+
+
+_parallel_fields(EstimateResult, {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", "ep": "EP",
+                                  "vpp": "VPP", "micro_batch_size": "MBS",
+                                  "global_batch_size": "GBS", "micro_batches": "micro_batches",
+                                  "zero": "zero", "recompute": "recompute"})
+
+
+class PlanResult(Result):
+    """`plan`'s plan JSON (docs/plan-format.md). `estimate` holds its step time and peak; the
+    exports are methods, since each plans again with its output file named."""
+
+    def __init__(self, data, keywords):
+        super().__init__(data)
+        self._keywords = keywords
+
+    @property
+    def estimate(self):
+        return self._data.get("estimate", {})
+
+    @property
+    def step_seconds(self):
+        return self.estimate.get("step_time_s")
+
+    @property
+    def peak_memory_bytes(self):
+        return self.estimate.get("peak_memory_bytes")
+
+    @property
+    def fits(self):
+        return self.estimate.get("fits")
+
+    @property
+    def ops(self):
+        """Each op's strategy, device matrix and costs."""
+        return self._data.get("ops", [])
+
+    def _export(self, flag):
+        with _materialized(self._keywords) as (keywords, directory):
+            path = os.path.join(directory, "export")
+            _verbs.run(_verbs.arguments("plan", {**keywords, flag: path}))
+            return _read(path)
+
+    def megatron_args(self):
+        """Megatron-LM's arguments for the plan, one line (`plan --megatron-args`)."""
+        return self._export("megatron_args").strip()
+
+    def mindspore_strategy(self):
+        """The op strategies as the JSON MindSpore loads (`plan --mindspore-strategy`)."""
+        return json.loads(self._export("mindspore_strategy"))
+
+    def _summary(self):
+        return f"step_seconds={self.step_seconds!r}, fits={self.fits!r}"
+
+
+def _model_argument(model, directory):
+    """A model as the command takes it: a preset name or a path as they are, a dict of dimensions
+    or a graph (autopar.Graph, or a dict with "format": "autopar.graph") written to a file."""
+    if model is None or isinstance(model, str):
+        return model
+    if isinstance(model, os.PathLike):
+        return os.fspath(model)
+    to_json = getattr(model, "to_json", None)
+    if callable(to_json):
+        model = to_json()
+    if isinstance(model, dict):
+        path = os.path.join(directory, "model.json")
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(model, file)
+        return path
+    raise ValueError(f"model: expected a preset name, a path, a dict of dimensions or a graph, "
+                     f"got {type(model).__name__}")
+
+
+@contextlib.contextmanager
+def _materialized(keywords):
+    """`keywords` with the model as the command takes it, for the duration of the block."""
+    with tempfile.TemporaryDirectory(prefix="autopar-") as directory:
+        yield {**keywords, "model": _model_argument(keywords.get("model"), directory)}, directory
+
+
+def _is_graph(model):
+    return str(model).endswith((".json", ".onnx")) and _reads_as_graph(model)
+
+
+def _reads_as_graph(path):
+    if str(path).endswith(".onnx"):
+        return True
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file).get("format") == "autopar.graph"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _run_json(verb, keywords):
+    words = _verbs.arguments(verb, {**keywords, "json": True})
+    out, _ = _verbs.run(words)
+    return json.loads(out)
+
+
+def estimate(**keywords):
+    """`autopar estimate`: one configuration's step time and memory. Raises DoesNotFit (with
+    the verified single changes that fit) when it does not fit."""
+    with _materialized(keywords) as (given, _):
+        try:
+            return EstimateResult(_run_json("estimate", given))
+        except DoesNotFit as error:
+            raise DoesNotFit(error.message, _flag_fixes(error.message)) from None
+
+
+def search(**keywords):
+    """`autopar search`: the fastest configuration that fits. For a transformer the result also
+    carries the launch script and MindFormers yaml written for it; files named by `out`,
+    `launch_script`, `mindformers_yaml` or `report` are written there as well."""
+    with _materialized(keywords) as (given, directory):
+        graph = _is_graph(given["model"])
+        given.setdefault("out", os.path.join(directory, "out.json"))
+        if not graph:
+            given.setdefault("launch_script", os.path.join(directory, "launch.sh"))
+            given.setdefault("mindformers_yaml", os.path.join(directory, "run.yaml"))
+        words = _verbs.arguments("search", {**given, "json": not graph})
+        try:
+            out, _ = _verbs.run(words)
+        except DoesNotFit as error:
+            raise DoesNotFit(error.message, _flag_fixes(error.message)) from None
+        if graph:
+            return PlanResult(json.loads(_read(given["out"])), _graph_plan_keywords(keywords))
+        return SearchResult(json.loads(out), _read(given["launch_script"]),
+                            _read(given["mindformers_yaml"]))
+
+
+def _graph_plan_keywords(keywords):
+    kept = ("model", "cluster", "nodes", "devices_per_node")
+    return {key: value for key, value in keywords.items() if key in kept}
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def plan(**keywords):
+    """`autopar plan`: the plan of one model on one cluster. Raises DoesNotFit carrying the plan
+    and the fixes autopar verified by planning them."""
+    with _materialized(keywords) as (given, _):
+        words = _verbs.arguments("plan", {**given, "json": True})
+        status, out, err = _verbs._autopar.run(words)
+    if status == _verbs.EXIT_DOES_NOT_FIT and out.strip():
+        data = json.loads(out)
+        raise DoesNotFit("\n".join(_verbs.error_lines(err)), _with_keywords(data.get("fixes", [])),
+                         PlanResult(data, keywords))
+    if status != 0:
+        _verbs.raise_for(status, words, err)
+    return PlanResult(json.loads(out), keywords)
+
+
+def validate(**keywords):
+    """`autopar validate`: checks a plan JSON against its model. Returns the report's lines;
+    raises ValueError when the plan is invalid and DoesNotFit when it does not fit."""
+    out, _ = _verbs.run(_verbs.arguments("validate", keywords))
+    return out.splitlines()
+
+
+def models():
+    """The built-in model presets (`autopar models --json`)."""
+    return _run_json("models", {})
+
+
+def clusters():
+    """The built-in cluster presets (`autopar clusters --json`)."""
+    return _run_json("clusters", {})
+
+
+def _keywords_of(flags):
+    """["--pipeline-stages", "8", "--recompute-activations"] as keyword arguments:
+    {"pipeline_stages": 8, "recompute_activations": True}."""
+    keywords, index = {}, 0
+    while index < len(flags):
+        name = flags[index][2:].replace("-", "_")
+        if index + 1 < len(flags) and not flags[index + 1].startswith("--"):
+            value = flags[index + 1]
+            try:
+                value = int(value)
+            except ValueError:
+                try:
+                    value = float(value)
+                except ValueError:
+                    pass
+            keywords[name] = value
+            index += 2
+        else:
+            keywords[name] = True
+            index += 1
+    return keywords
+
+
+def _with_keywords(fixes):
+    """Each fix with its flags also as the keyword arguments that apply it."""
+    return [{**fix, "keywords": _keywords_of(fix["flags"])} for fix in fixes]
+
+
+def _flag_fixes(message):
+    """The changes a does-not-fit message names as fitting ("fits with --pp 2 --dp 2 (31.28
+    GiB, step 3.587 s), or ..."), each {"flags": [...], "text": ...}."""
+    fixes = []
+    marker = "fits with "
+    if marker not in message:
+        return fixes
+    for part in message.split(marker, 1)[1].split(", or "):
+        flags = part.split(" (", 1)[0].strip()
+        if flags.startswith("--"):
+            fixes.append({"flags": flags.split(), "text": part.strip()})
+    return _with_keywords(fixes)

@@ -1,0 +1,130 @@
+"""The Python API against the command: the same answers, errors and fixes."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import autopar
+from conftest import ROOT, cli, cli_json
+
+
+def test_search_equals_the_command(scratch):
+    best = autopar.search(model="llama2-7b", nodes=1, gbs=32)
+    expected = cli_json("search", "--model", "llama2-7b", "--nodes", "1", "--gbs", "32",
+                        "--json", "--out", str(scratch / "optimal.json"))
+    assert best.to_dict() == expected
+    assert (best.tp, best.pp, best.dp) == (expected["parallel_config"]["TP"],
+                                          expected["parallel_config"]["PP"],
+                                          expected["parallel_config"]["DP"])
+    assert best.step_seconds == pytest.approx(expected["e2e_time"] / 1000)
+    # The search writes no file where the caller is unless asked to.
+    assert os.listdir(scratch) == ["optimal.json"]
+
+
+def test_search_exports_equal_the_command(scratch):
+    best = autopar.search(model="llama2-7b", nodes=1, gbs=32, framework="megatron-core")
+    cli("search", "--model", "llama2-7b", "--nodes", "1", "--gbs", "32", "--framework",
+        "megatron-core", "--out", "o.json", "--launch-script", "launch.sh", "--mindformers-yaml",
+        "run.yaml")
+    assert best.launch_script == (scratch / "launch.sh").read_text()
+    assert best.mindformers_yaml == (scratch / "run.yaml").read_text()
+    assert "pretrain_gpt.py" in best.launch_script
+
+
+def test_estimate_and_plan_equal_the_command():
+    estimate = autopar.estimate(model="llama2-7b", tp=2, dp=4, gbs=32, zero=1)
+    assert estimate.to_dict() == cli_json("estimate", "--model", "llama2-7b", "--tp", "2", "--dp",
+                                          "4", "--gbs", "32", "--zero", "1", "--json")
+    assert estimate.tp == 2 and estimate.fits
+    plan = autopar.plan(model="llama2-7b", devices=8, tp=2, recompute="full")
+    assert plan.to_dict() == cli_json("plan", "--model", "llama2-7b", "--devices", "8", "--tp",
+                                      "2", "--recompute", "full", "--json")
+    assert plan.fits and plan.step_seconds > 0
+
+
+def test_presets_equal_the_command():
+    assert autopar.models() == cli_json("models", "--json")
+    assert autopar.clusters() == cli_json("clusters", "--json")
+
+
+def test_a_model_as_a_dict_of_dimensions_or_a_graph():
+    dimensions = {"name": "gpt-4l", "num_layers": 4, "hidden_size": 1024, "ffn_hidden_size": 4096,
+                  "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048,
+                  "swiglu": False}
+    assert autopar.estimate(model=dimensions, tp=2, dp=4, gbs=32).fits
+    graph = autopar.Graph("ffn")
+    x = graph.input("x", [64, 1024])
+    h = graph.op("fc1", "MatMul", [x, graph.parameter("fc1.weight", [1024, 4096])])
+    graph.op("act", "ReLU", [h])
+    planned = autopar.plan(model=graph, devices=8, search="sharding_propagation")
+    assert planned.fits and {op["name"] for op in planned.ops} == {"fc1", "act"}
+
+
+def test_bad_input_raises_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match=r"^--tp: expected a positive number, got 0$"):
+        autopar.estimate(model="llama2-7b", tp=0)
+    with pytest.raises(ValueError, match=r"^estimate: unknown argument 'tpp'; did you mean 'tp'\?"):
+        autopar.estimate(model="llama2-7b", tpp=2)
+    with pytest.raises(ValueError, match=r"unknown model preset 'llama9'"):
+        autopar.plan(model="llama9")
+    with pytest.raises(ValueError, match=r"^model: expected a preset name"):
+        autopar.plan(model=3.5)
+    with pytest.raises(ValueError, match=r"^recompute: expected True or False|--recompute"):
+        autopar.plan(model="llama2-7b", recompute="sometimes")
+
+
+def test_does_not_fit_carries_fixes_that_fit():
+    with pytest.raises(autopar.DoesNotFit) as raised:
+        autopar.plan(model="gpt3-175b", cluster="dgx-h100", nodes=8, tp=8)
+    error = raised.value
+    assert "does not fit" in error.message and error.result.fits is False
+    assert error.fixes, error.message
+    for fix in error.fixes:
+        fixed = autopar.plan(model="gpt3-175b", cluster="dgx-h100", nodes=8, tp=8,
+                             **fix["keywords"])
+        assert fixed.fits
+        assert fixed.step_seconds == pytest.approx(fix["step_time_s"])
+    with pytest.raises(autopar.DoesNotFit) as raised:
+        autopar.estimate(model="llama2-7b", tp=2, dp=4, gbs=32, zero=1, memory_margin=40)
+    assert raised.value.fixes
+    for fix in raised.value.fixes:
+        keywords = {"tp": 2, "dp": 4, "gbs": 32, "zero": 1, "memory_margin": 40}
+        keywords.update(fix["keywords"])
+        assert autopar.estimate(model="llama2-7b", **keywords).fits
+
+
+def test_the_gil_is_released_during_a_search():
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    start = time.monotonic()
+    autopar.search(model="llama2-70b", nodes=128, gbs=1024, op_search="recursive_programming")
+    end = time.monotonic()
+    stop.set()
+    counter.join()
+    during = [t for t in ticks if start < t < end]
+    assert end - start > 0.2 and len(during) >= (end - start) / 0.05
+
+
+def test_ctrl_c_interrupts_a_search_cleanly():
+    # The double-recursive plan of LLaMA2-70B over 1,024 devices takes 5 s on 2 cores (its
+    # mem_coeff ladder); SIGINT after 0.3 s stops it at its next planning step.
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        autopar.plan(model="llama2-70b", nodes=128, search="recursive_programming")
+    assert time.monotonic() - start < 2.5
+    timer.join()
+    # The library is usable afterwards.
+    assert autopar.search(model="llama2-7b", nodes=1, gbs=32).tp >= 1

@@ -70,13 +70,14 @@ def example_inputs(batch, seq, vocab):
 
 def main():
     model = GPT()
-    graph = autopar.from_torch(model, example_inputs(8, 1024, 32000), name="gpt")
+    graph = autopar.from_torch(model, example_inputs(2, 1024, 32000), name="gpt")
     print(graph)
     best = autopar.search(model=graph, cluster="dgx-h100", gbs=64)
     print(f"step {best.step_seconds:.3f} s, peak {best.estimate['peak_memory_bytes'] / 2**30:.2f} "
           f"GiB, fits: {best.fits}")
-    for index, stage in enumerate(best.estimate["stages"]):
-        print(f"stage {index}: blocks {stage['blocks']}")
+    stages = best.estimate["stages"]
+    print(f"{len(stages)} pipeline stages, the last blocks of each: "
+          f"{[stage['blocks'][1] or '(head)' for stage in stages]}")
     return 0
 
 

@@ -1,7 +1,10 @@
 """The Python API against the command: the same answers, errors and fixes."""
 
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -128,3 +131,27 @@ def test_ctrl_c_interrupts_a_search_cleanly():
     timer.join()
     # The library is usable afterwards.
     assert autopar.search(model="llama2-7b", nodes=1, gbs=32).tp >= 1
+
+
+def test_pip_installs_the_package(tmp_path):
+    # Into a virtual environment that sees Debian's packages, from the source tree, offline.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True)
+    subprocess.run([venv / "bin" / "pip", "install", "--quiet", "--no-build-isolation",
+                    "--no-index", str(ROOT)], check=True, cwd=tmp_path)
+    done = subprocess.run([venv / "bin" / "python", "-c",
+                           "import autopar; print(autopar.__file__); "
+                           "print(autopar.search(model='llama2-7b', nodes=1, gbs=32).tp)"],
+                          capture_output=True, text=True, check=True, cwd=tmp_path,
+                          env={"PATH": os.environ["PATH"]})
+    installed, tp = done.stdout.split()
+    assert installed.startswith(str(venv)) and int(tp) >= 1
+
+
+def test_the_readme_python_blocks_run(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip()

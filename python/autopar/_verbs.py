@@ -32,14 +32,14 @@ class DoesNotFit(Exception):
 
 @functools.lru_cache(maxsize=None)
 def declared_options(verb):
-    """{keyword: (flag, takes a value, {False: the negating flag or None})} for `verb`."""
+    """{keyword: (flag, takes a value, the negating flag or None, positional)} for `verb`."""
     declared = {}
-    for names, takes_value, _ in _autopar.options(verb):
+    for names, takes_value, positional, _ in _autopar.options(verb):
         negation = next((name for name in names if name.startswith("no-")), None)
         for name in names:
             if name.startswith("no-") and name != names[0]:
                 continue
-            declared[name.replace("-", "_")] = (name, takes_value, negation)
+            declared[name.replace("-", "_")] = (name, takes_value, negation, positional)
     return declared
 
 
@@ -58,7 +58,7 @@ def _value_text(keyword, value):
 def arguments(verb, keywords):
     """The command line `autopar VERB ...` for `keywords` (None values left out)."""
     declared = declared_options(verb)
-    words = [verb]
+    words, positionals = [verb], []
     for keyword, value in keywords.items():
         if value is None:
             continue
@@ -66,8 +66,10 @@ def arguments(verb, keywords):
             close = difflib.get_close_matches(keyword, declared, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ValueError(f"{verb}: unknown argument '{keyword}'{hint}")
-        flag, takes_value, negation = declared[keyword]
-        if takes_value:
+        flag, takes_value, negation, positional = declared[keyword]
+        if positional:
+            positionals.append(_value_text(keyword, value))
+        elif takes_value:
             # One word, so a value that starts with '-' is not read as a flag.
             words.append(f"--{flag}={_value_text(keyword, value)}")
         elif value is True:
@@ -77,7 +79,8 @@ def arguments(verb, keywords):
                 words.append(f"--{negation}")
         else:
             raise ValueError(f"{keyword}: expected True or False, got {value!r}")
-    return words
+    # After "--", so a positional that starts with '-' is not read as a flag.
+    return words + (["--", *positionals] if positionals else [])
 
 
 def error_lines(err):

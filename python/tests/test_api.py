@@ -1,5 +1,6 @@
 """The Python API against the command: the same answers, errors and fixes."""
 
+import json
 import os
 import re
 import signal
@@ -155,3 +156,19 @@ def test_the_readme_python_blocks_run(capsys):
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip()
+
+
+def test_plan_exports_and_validate_equal_the_command(scratch):
+    flags = {"model": "llama2-7b", "devices": 8, "tp": 2, "recompute": "full"}
+    planned = autopar.plan(**flags)
+    cli("plan", "--model", "llama2-7b", "--devices", "8", "--tp", "2", "--recompute", "full",
+        "--out", "plan.json", "--megatron-args", "args.txt", "--mindspore-strategy",
+        "strategy.json")
+    assert planned.megatron_args() == (scratch / "args.txt").read_text().strip()
+    assert "--tensor-model-parallel-size 2" in planned.megatron_args()
+    assert planned.mindspore_strategy() == json.loads((scratch / "strategy.json").read_text())
+    report = autopar.validate(plan="plan.json", model="llama2-7b")
+    assert report == cli("validate", "plan.json", "--model", "llama2-7b")[1].splitlines()
+    assert "valid plan" in report[0]
+    with pytest.raises(ValueError, match=r"nope.json"):
+        autopar.validate(plan="nope.json", model="llama2-7b")

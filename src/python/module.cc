@@ -118,9 +118,11 @@ std::tuple<int, std::string, std::string> run(const std::vector<std::string>& ar
   return result.get();
 }
 
-/// The options `verb` declares: (long names, whether it takes a value, description).
-std::vector<std::tuple<std::vector<std::string>, bool, std::string>> options(
-    const std::string& verb) {
+/// An option a verb declares: its long names (a positional's name), whether it takes a value,
+/// whether it is positional, and its description.
+using DeclaredOption = std::tuple<std::vector<std::string>, bool, bool, std::string>;
+
+std::vector<DeclaredOption> options(const std::string& verb) {
   PlannerApp planner;
   const CLI::App* command = nullptr;
   try {
@@ -128,11 +130,15 @@ std::vector<std::tuple<std::vector<std::string>, bool, std::string>> options(
   } catch (const CLI::OptionNotFound&) {
     throw py::value_error("unknown verb '" + verb + "'");
   }
-  std::vector<std::tuple<std::vector<std::string>, bool, std::string>> declared;
+  std::vector<DeclaredOption> declared;
   for (const CLI::Option* option : command->get_options()) {
-    if (option->get_lnames().empty() || option->get_lnames().front() == "help") continue;
-    declared.emplace_back(option->get_lnames(), option->get_type_size_max() != 0,
-                          option->get_description());
+    if (option->get_lnames().empty() && option->get_positional()) {
+      declared.emplace_back(std::vector<std::string>{option->get_name(true, false)}, true, true,
+                            option->get_description());
+    } else if (!option->get_lnames().empty() && option->get_lnames().front() != "help") {
+      declared.emplace_back(option->get_lnames(), option->get_type_size_max() != 0, false,
+                            option->get_description());
+    }
   }
   return declared;
 }
@@ -155,6 +161,6 @@ PYBIND11_MODULE(_autopar, m) {
   m.def("run", &run, py::arg("arguments"),
         "Runs a verb with its options as `autopar` would; returns (exit status, stdout, stderr)");
   m.def("options", &options, py::arg("verb"),
-        "The options a verb declares: (long names, takes a value, description)");
+        "The options a verb declares: (long names, takes a value, positional, description)");
   m.def("verbs", &verbs, "The planner verbs the extension runs");
 }

@@ -53,8 +53,8 @@ void addConfigurationOptions(CLI::App& verb, planner::MegatronConfig& config,
                   "weight's missing 16 bits: NeMo's distributed_fused_adam, 10) | bf16 (bf16 "
                   "moments, no master: distributed_fused_adam with optim.dtype bf16, 4) | "
                   "fp32-moments (fp32 moments, no master: MindFormers' AdamW on float16 "
-                  "weights, 8)")
-      ->capture_default_str();
+                  "weights, 8); default: the framework's, fp32-moments under mindspore, else "
+                  "fp32");
   verb.add_option(
       "--framework", flags.framework,
       "the framework that runs the plan, whose code path is costed (docs/frameworks.md): " +
@@ -117,9 +117,12 @@ Status applyConfigurationFlags(const ConfigurationFlags& flags, planner::Megatro
   config.framework = framework->framework;
   config.frameworkRelease = framework->release;
   config.memoryMarginBytes = static_cast<int64_t>(flags.memoryMarginGib * (1LL << 30));
-  auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
-  if (!optimizerState) return optimizerState.error().in("--optimizer-state");
-  config.optimizerState = *optimizerState;
+  config.optimizerState = cost::defaultOptimizerState(config.framework);
+  if (!flags.optimizerState.empty()) {
+    auto optimizerState = cost::parseOptimizerState(flags.optimizerState);
+    if (!optimizerState) return optimizerState.error().in("--optimizer-state");
+    config.optimizerState = *optimizerState;
+  }
   cost::CodePath& code = config.codePath;
   code = cost::releaseCodePath(config.framework, config.frameworkRelease);
   const auto switches = cost::codePathSwitches();

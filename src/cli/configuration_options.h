@@ -14,11 +14,11 @@ namespace autopar::cli {
 
 /// The flags of those options that the planner takes as values, not strings.
 struct ConfigurationFlags {
-  std::string costModel;                ///< --cost-model: a constants file, empty for the built-in
-  std::string opSearch = "megatron";    ///< --op-search
-  std::string framework;                ///< empty: the cluster's default (cost::defaultFramework)
-  double memoryMarginGib = 0;           ///< --memory-margin
-  std::string optimizerState = "fp32";  ///< --optimizer-state
+  std::string costModel;              ///< --cost-model: a constants file, empty for the built-in
+  std::string opSearch = "megatron";  ///< --op-search
+  std::string framework;              ///< empty: the cluster's default (cost::defaultFramework)
+  double memoryMarginGib = 0;         ///< --memory-margin
+  std::string optimizerState;         ///< --optimizer-state; empty: the framework's
   /// Changes to the framework's code path, one per cost::codePathSwitches() entry: CLI11 counts
   /// --overlap-grad-reduce as +1 and --no-overlap-grad-reduce as -1, so 0 keeps the profile's
   /// setting.

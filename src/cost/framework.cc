@@ -366,6 +366,11 @@ std::string_view lossKernelName(ir::LossKernel kernel) {
       ->first;
 }
 
+ir::OptimizerState defaultOptimizerState(Framework framework) {
+  return framework == Framework::kMindSpore ? ir::OptimizerState::kFp32Moments
+                                            : ir::OptimizerState::kFp32;
+}
+
 std::string frameworkLabel(Framework framework, std::string_view release) {
   const std::string_view name = frameworkProfile(framework).name;
   return release.empty() ? std::string(name) : fmt::format("{}@{}", name, release);

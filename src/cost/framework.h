@@ -128,6 +128,12 @@ std::string_view lossKernelName(ir::LossKernel kernel);
 /// "composer@2023-10", or the profile's name where the release is its own.
 std::string frameworkLabel(Framework framework, std::string_view release);
 
+/// How the framework's Adam holds its state when --optimizer-state does not say: MindFormers'
+/// Adam variants keep fp32 moments beside the 16-bit weight they update in place, with no master
+/// copy (fp32-moments, 8 bytes a parameter); the others keep an fp32 master copy and moments
+/// (fp32, 12).
+ir::OptimizerState defaultOptimizerState(Framework framework);
+
 /// The framework a setup on this device runs under when none is named: MindSpeed (Megatron-Core
 /// ported to Ascend, with no Transformer Engine) on an Ascend NPU, Megatron-Core elsewhere.
 Framework defaultFramework(const cluster::DeviceSpec& device);

@@ -10,11 +10,15 @@ namespace autopar::exporters {
 
 std::string mindformersParallelConfig(const ir::TrainingSetup& config, int64_t microBatches) {
   // Without a pipeline MindFormers sets micro_batch_num to 1; the micro-batches of a step are
-  // then its gradient accumulation steps (runner_config).
+  // then its gradient accumulation steps (runner_config). vocab_emb_dp False: the configuration
+  // splits the embedding table and the LM head's vocabulary by tensor parallelism, as
+  // Megatron-LM does and as it was priced; MindFormers' default (True) keeps both whole on
+  // every device, which for LLaMA2-70B on TP 4 made the last stage's head 4x the work.
   return fmt::format(
       "parallel_config:\n  data_parallel: {}\n  model_parallel: {}\n  context_parallel: {}\n"
       "  expert_parallel: {}\n  pipeline_stage: {}\n  micro_batch_num: {}\n  use_seq_parallel: {}\n"
-      "  optimizer_shard: {}\nrecompute_config:\n  recompute: {}\n  select_recompute: {}\n"
+      "  vocab_emb_dp: False\n  optimizer_shard: {}\nrecompute_config:\n  recompute: {}\n  "
+      "select_recompute: {}\n"
       "runner_config:\n  batch_size: {}\n{}",
       config.dp, config.tp, config.cp, config.ep, config.pp, config.pp > 1 ? microBatches : 1,
       config.sequenceParallel ? "True" : "False", config.zero > 0 ? "True" : "False",

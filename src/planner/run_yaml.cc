@@ -44,9 +44,9 @@ void applyYamlFeatures(const frontend::ParallelSettings& parallel, PlanOptions& 
            parallel.recomputeSliceActivation);
   fromYaml(options, Setting::kAllToAll, options.enableAllToAll, parallel.enableAllToAll);
   training.interleavedCopies = parallel.microBatchInterleaveNum;
-  // MindFormers' Adam variants keep fp32 moments beside the float16 weight they update in place,
-  // and MindSpore's gradients take the weight's 16-bit dtype, as under --grad-reduce-in-bf16.
-  setup.optimizerState = cost::OptimizerState::kFp32Moments;
+  // MindFormers' Adam state (cost::defaultOptimizerState), and MindSpore's gradients take the
+  // weight's 16-bit dtype, as under --grad-reduce-in-bf16.
+  setup.optimizerState = cost::defaultOptimizerState(cost::Framework::kMindSpore);
   setup.codePath.gradReduceInBf16 = true;
   if (parallel.ppInterleaveNum > 1) {
     fromYaml(options, Setting::kSchedule, setup.schedule, ir::Schedule::kInterleaved);

@@ -9,7 +9,12 @@ as a user following the tour would. The tour's `my_runs.jsonl` stands for a user
 runs: the script writes three runs of the calibrated setup, 10% slower than the shipped model
 predicts, before the tour starts.
 
-  python3 scripts/readme_commands.py build/release/autopar [--list] [--only TEXT]
+  python3 scripts/readme_commands.py build/release/autopar [--list] [--only TEXT] [--docs]
+
+--docs runs the `autopar ...` lines of docs/*.md instead, from their ```sh and unmarked blocks:
+every one but a synopsis (a line with placeholders: `[--nodes K]`, `FILE`, `M`) and one under a
+comment that says "not run here" (a command that needs a second node). They run in one scratch
+directory per file, in order, as a reader of that page would.
 
 Prints one line per command with its exit status and seconds; exits 1 naming each command that
 failed, timed out or exited with another status than the README states.
@@ -24,17 +29,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Seconds one command may take on a 2-core machine; the tour's slowest is seed 003's sampling.
 TIMEOUT_S = 400
 
 
-def tour_commands(markdown):
-    """(command words, expected exit) for each command of the markdown's ```sh blocks."""
+# A synopsis's placeholders: an optional part in brackets, or a word in capitals (M, FILE, K).
+SYNOPSIS = re.compile(r"\[|(?<![\w./-])[A-Z][A-Z_]*(?![\w./-])")
+
+
+def tour_commands(markdown, blocks=r"```sh\n(.*?)```", docs=False):
+    """(command words, expected exit) for each command of the markdown's ```sh blocks (with
+    `docs`, its ```sh and unmarked blocks less synopses and what a comment says is not run)."""
     commands = []
     expect_three = False
-    for block in re.findall(r"```sh\n(.*?)```", markdown, re.S):
+    skip_next = False
+    for block in re.findall(blocks, markdown, re.S):
         lines = block.split("\n")
         i = 0
         while i < len(lines):
@@ -47,8 +59,12 @@ def tour_commands(markdown):
             if stripped.startswith("#"):
                 if re.search(r"\bexits? 3\b", stripped):
                     expect_three = True
+                skip_next = skip_next or "not run here" in stripped
                 continue
             if not (stripped.startswith("autopar ") or stripped.startswith("bench/")):
+                continue
+            if docs and (skip_next or SYNOPSIS.search(stripped.split("#")[0])):
+                skip_next = expect_three = False
                 continue
             words = shlex.split(stripped, comments=True)
             commands.append((words, 3 if expect_three else 0))
@@ -81,22 +97,8 @@ def run(words, binary, scratch):
         return None, time.monotonic() - start, [f"timed out after {TIMEOUT_S} s"]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("binary")
-    parser.add_argument("--list", action="store_true", help="print the commands, run nothing")
-    parser.add_argument("--only", default="", help="run only commands containing TEXT")
-    args = parser.parse_args()
-    with open(os.path.join(ROOT, "README.md")) as f:
-        commands = tour_commands(f.read())
-    if args.list:
-        for words, expected in commands:
-            print(f"exit {expected}: {shlex.join(words)}")
-        return 0
-    if not commands:
-        print("README.md: no commands found in its ```sh blocks", file=sys.stderr)
-        return 1
-    binary = os.path.abspath(args.binary)
+def run_page(page, commands, binary, only):
+    """Runs one page's commands in order in a scratch directory; returns the failures."""
     failures = []
     with tempfile.TemporaryDirectory(prefix="autopar-readme-") as scratch:
         for name in ("examples", "tests"):
@@ -104,14 +106,42 @@ def main():
         write_user_runs(binary, scratch)
         for words, expected in commands:
             line = shlex.join(words)
-            if args.only not in line:
+            if only not in line:
                 continue
             status, seconds, errors = run(words, binary, scratch)
             print(f"{'ok  ' if status == expected else 'FAIL'} exit {status} "
-                  f"(README: {expected}) {seconds:6.1f} s  {line}", flush=True)
+                  f"({page}: {expected}) {seconds:6.1f} s  {line}", flush=True)
             if status != expected:
-                failures.append(f"{line}: exit {status}, README says {expected}: "
+                failures.append(f"{page}: {line}: exit {status}, the page says {expected}: "
                                 + (errors[-1] if errors else "no message"))
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("binary")
+    parser.add_argument("--list", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--only", default="", help="run only commands containing TEXT")
+    parser.add_argument("--docs", action="store_true", help="docs/*.md's commands, not README's")
+    args = parser.parse_args()
+    if args.docs:
+        pages = {path.name: tour_commands(path.read_text(), r"```(?:sh)?\n(.*?)```", docs=True)
+                 for path in sorted(Path(ROOT, "docs").glob("*.md"))}
+    else:
+        with open(os.path.join(ROOT, "README.md")) as f:
+            pages = {"README.md": tour_commands(f.read())}
+    if args.list:
+        for page, commands in pages.items():
+            for words, expected in commands:
+                print(f"{page}: exit {expected}: {shlex.join(words)}")
+        return 0
+    if not any(pages.values()):
+        print("no commands found in the pages' ```sh blocks", file=sys.stderr)
+        return 1
+    binary = os.path.abspath(args.binary)
+    failures = []
+    for page, commands in pages.items():
+        failures += run_page(page, commands, binary, args.only)
     for failure in failures:
         print(failure, file=sys.stderr)
     return 1 if failures else 0

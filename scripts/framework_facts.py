@@ -47,7 +47,19 @@
         and each nested object's keys first and in order. One line per mismatch and exit 1, or
         "ok: ..." and exit 0.
 
-The source is parsed with Python's ast module (dataclass fields are annotated assignments in a
+    framework_facts.py extract-mindspore FILE --rev COMMIT [--out FILE]
+        Reads what MindSpore's strategy-file readers take (StrategyJsonInfo::FromJson, which
+        set_op_strategy_config(mode="LOAD") uses, and StrategyCheckpointInfo::FromJson) from
+        strategy_checkpoint_info.cc at COMMIT: a git directory holding it, or the one file (the
+        repository is too large to fetch whole), with --rev its full commit
+        (scripts/mindspore_facts.py). Default out: data/framework_facts/mindspore.json.
+
+    framework_facts.py check-mindspore FACTS JSON
+        Checks a strategy file autopar wrote (`autopar plan --mindspore-strategy`): every key one a
+        reader takes, every item with the fields set_op_strategy_config's reader requires, of
+        their types. One line per mismatch and exit 1, or "ok: ..." and exit 0.
+
+The Python sources are parsed with Python's ast module (dataclass fields are annotated assignments in a
 class body), so extracting needs no torchtitan install and none of its dependencies.
 """
 
@@ -55,18 +67,21 @@ import argparse
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
 import megatron_facts
 import mindformers_facts
 import mindspeed_facts
+import mindspore_facts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
 MEGATRON_FACTS = os.path.join(REPO, "data", "framework_facts", "megatron.json")
 MINDSPEED_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspeed.json")
 MINDFORMERS_FACTS = os.path.join(REPO, "data", "framework_facts", "mindformers.json")
+MINDSPORE_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspore.json")
 
 # Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
 # bases included.
@@ -256,6 +271,23 @@ def extract_mindspeed(args):
     print(f"framework_facts: {args.out} from MindSpeed {commit[:7]}: {', '.join(facts['fields'])}")
 
 
+def extract_mindspore(args):
+    if os.path.isfile(args.git_dir):
+        if not re.fullmatch(r"[0-9a-f]{40}", args.rev):
+            raise SystemExit("framework_facts: extract-mindspore FILE needs --rev, the full commit "
+                             "the file is from")
+        commit = args.rev
+        with open(args.git_dir, encoding="utf-8") as f:
+            source = f.read()
+    else:
+        git_dir, commit = resolve(args)
+        source = git_show(git_dir, commit, mindspore_facts.SOURCE)
+    facts = write_extracted(args, "mindspore", "mindspore-ai/mindspore", commit,
+                            mindspore_facts.extract(source))
+    sections = facts["readers"]["StrategyJsonInfo"]["sections"]
+    print(f"framework_facts: {args.out} from MindSpore {commit[:7]}: {', '.join(sections)}")
+
+
 def report(problems, ok_line):
     """Prints each problem, or the ok line; the exit status."""
     for line in problems:
@@ -342,6 +374,8 @@ COMMANDS = {
                   check_against(mindspeed_facts, "json", "fields", "MindSpeed"), "json"),
     "mindformers": (extract_mindformers, MINDFORMERS_FACTS,
                     check_against(mindformers_facts, "yaml", "keys", "MindFormers"), "yaml"),
+    "mindspore": (extract_mindspore, MINDSPORE_FACTS,
+                  check_against(mindspore_facts, "json", "fields", "MindSpore"), "json"),
 }
 
 

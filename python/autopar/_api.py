@@ -191,19 +191,25 @@ def _run_json(verb, keywords):
 
 
 def estimate(**keywords):
-    """`autopar estimate`: one configuration's step time and memory. Raises DoesNotFit (with
-    the verified single changes that fit) when it does not fit."""
+    """`autopar estimate`: one configuration's step time and memory. Raises DoesNotFit carrying
+    the estimate and the single changes autopar estimated to fit, fastest first."""
     with _materialized(keywords) as (given, _):
-        try:
-            return EstimateResult(_run_json("estimate", given))
-        except DoesNotFit as error:
-            raise DoesNotFit(error.message, _flag_fixes(error.message)) from None
+        words = _verbs.arguments("estimate", {**given, "json": True})
+        status, out, err = _verbs._autopar.run(words)
+    if status == _verbs.EXIT_DOES_NOT_FIT and out.strip():
+        data = json.loads(out)
+        raise DoesNotFit("\n".join(_verbs.error_lines(err)), _with_keywords(data["fixes"]),
+                         EstimateResult(data))
+    if status != 0:
+        _verbs.raise_for(status, words, err)
+    return EstimateResult(json.loads(out))
 
 
 def search(**keywords):
     """`autopar search`: the fastest configuration that fits. For a transformer the result also
     carries the launch script and MindFormers yaml written for it; files named by `out`,
-    `launch_script`, `mindformers_yaml` or `report` are written there as well."""
+    `launch_script`, `mindformers_yaml` or `report` are written there as well. When nothing
+    fits, DoesNotFit's message says what would (more nodes, say); it has no fixes to apply."""
     with _materialized(keywords) as (given, directory):
         graph = _is_graph(given["model"])
         given.setdefault("out", os.path.join(directory, "out.json"))
@@ -211,10 +217,7 @@ def search(**keywords):
             given.setdefault("launch_script", os.path.join(directory, "launch.sh"))
             given.setdefault("mindformers_yaml", os.path.join(directory, "run.yaml"))
         words = _verbs.arguments("search", {**given, "json": not graph})
-        try:
-            out, _ = _verbs.run(words)
-        except DoesNotFit as error:
-            raise DoesNotFit(error.message, _flag_fixes(error.message)) from None
+        out, _ = _verbs.run(words)
         if graph:
             return PlanResult(json.loads(_read(given["out"])), _graph_plan_keywords(keywords))
         return SearchResult(json.loads(out), _read(given["launch_script"]),
@@ -289,17 +292,3 @@ def _keywords_of(flags):
 def _with_keywords(fixes):
     """Each fix with its flags also as the keyword arguments that apply it."""
     return [{**fix, "keywords": _keywords_of(fix["flags"])} for fix in fixes]
-
-
-def _flag_fixes(message):
-    """The changes a does-not-fit message names as fitting ("fits with --pp 2 --dp 2 (31.28
-    GiB, step 3.587 s), or ..."), each {"flags": [...], "text": ...}."""
-    fixes = []
-    marker = "fits with "
-    if marker not in message:
-        return fixes
-    for part in message.split(marker, 1)[1].split(", or "):
-        flags = part.split(" (", 1)[0].strip()
-        if flags.startswith("--"):
-            fixes.append({"flags": flags.split(), "text": part.strip()})
-    return _with_keywords(fixes)

@@ -19,8 +19,9 @@ class DoesNotFit(Exception):
     """The input was valid, but no configuration of it fits device memory.
 
     `message` is the command's advice (which constraint failed, by how much), `fixes` the changes
-    autopar verified by planning them (each a dict: the flags, and for `plan` the step time and
-    peak they were planned at), and `result` what was planned without them, where there is one.
+    autopar verified by planning or estimating them (each a dict: `flags` as on the command line,
+    `keywords` the same as keyword arguments, and the step time and peak it was verified at), and
+    `result` what was planned or estimated without them, where there is one.
     """
 
     def __init__(self, message, fixes=(), result=None):

@@ -93,11 +93,12 @@ def test_does_not_fit_carries_fixes_that_fit():
         assert fixed.step_seconds == pytest.approx(fix["step_time_s"])
     with pytest.raises(autopar.DoesNotFit) as raised:
         autopar.estimate(model="llama2-7b", tp=2, dp=4, gbs=32, zero=1, memory_margin=40)
-    assert raised.value.fixes
+    assert raised.value.fixes and raised.value.result.fits is False
     for fix in raised.value.fixes:
         keywords = {"tp": 2, "dp": 4, "gbs": 32, "zero": 1, "memory_margin": 40}
         keywords.update(fix["keywords"])
-        assert autopar.estimate(model="llama2-7b", **keywords).fits
+        fixed = autopar.estimate(model="llama2-7b", **keywords)
+        assert fixed.fits and fixed.step_seconds == pytest.approx(fix["step_time_s"])
 
 
 def test_the_gil_is_released_during_a_search():

@@ -45,14 +45,17 @@ int report(const EstimateArgs& args, const planner::MegatronConfig& config,
       return reportError(written.error());
     }
   }
+  std::optional<planner::OverflowAdvice> advice;
+  if (!estimate.fits()) advice = planner::overflowAdvice(estimate, config);
   if (args.json) {
+    const auto* fixes = advice ? &advice->fixes : nullptr;
     fmt::print(verbOut(), "{}\n",
-               exporters::estimateJson(config, estimate, placed, closed).dump(2));
+               exporters::estimateJson(config, estimate, placed, closed, fixes).dump(2));
   } else {
     fmt::print(verbOut(), "{}", exporters::formatEstimateReport(config, estimate, placed, closed));
   }
-  if (estimate.fits()) return kExitOk;
-  return reportDoesNotFit(planner::overflowAdvice(estimate, config));
+  if (!advice) return kExitOk;
+  return reportDoesNotFit(advice->message);
 }
 
 /// The request the parsed flags make.

@@ -84,7 +84,7 @@ std::vector<FitChange> changesThatFit(const MegatronConfig& config, size_t most)
   return fitting;
 }
 
-std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config) {
+OverflowAdvice overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config) {
   const auto& step = estimate.evaluated.estimate;
   const auto& memory = step.peakMemory();
   const std::pair<const char*, int64_t> parts[] = {
@@ -112,18 +112,19 @@ std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig&
       fmt::format("does not fit: stage {} needs {} of {} device memory{}, {} {} the largest part; ",
                   step.peakStage, need, formatBytes(estimate.cluster.device.memoryBytes), kept,
                   largest->first, formatBytes(largest->second));
-  const std::vector<FitChange> changes = changesThatFit(config);
+  std::vector<FitChange> changes = changesThatFit(config);
   if (changes.empty()) {
-    return advice +
-           "no single change of ZeRO stage, recompute, gradient dtype, TP, PP, CP or micro-batch "
-           "fits it (autopar search looks further)";
+    return {advice +
+                "no single change of ZeRO stage, recompute, gradient dtype, TP, PP, CP or "
+                "micro-batch fits it (autopar search looks further)",
+            {}};
   }
   std::vector<std::string> named;
   for (const FitChange& change : changes) {
     named.push_back(fmt::format("{} ({}, step {:.3f} s)", change.flags,
                                 formatBytes(change.peakBytes), change.stepSeconds));
   }
-  return advice + fmt::format("fits with {}", fmt::join(named, ", or "));
+  return {advice + fmt::format("fits with {}", fmt::join(named, ", or ")), std::move(changes)};
 }
 
 }  // namespace autopar::planner

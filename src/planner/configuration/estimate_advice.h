@@ -25,8 +25,14 @@ struct FitChange {
 /// The single changes to `config` that fit, fastest first, at most `most` of them.
 std::vector<FitChange> changesThatFit(const MegatronConfig& config, size_t most = 3);
 
-/// For a configuration that does not fit: which stage overflows, by how much, its largest part,
-/// and changesThatFit's changes (or, when none does, that none does and what to try).
-std::string overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config);
+struct OverflowAdvice {
+  /// Which stage overflows, by how much, its largest part, and the changes (or, when none fits,
+  /// that none does and what to try): one line.
+  std::string message;
+  std::vector<FitChange> fixes;  ///< changesThatFit's, fastest first
+};
+
+/// For a configuration that does not fit: what overflows and the single changes that fit.
+OverflowAdvice overflowAdvice(const ConfigEstimate& estimate, const MegatronConfig& config);
 
 }  // namespace autopar::planner

@@ -13,6 +13,9 @@ from ._api import (DoesNotFit, EstimateResult, PlanResult, Result, SearchResult,
 from ._autopar import __version__, plan_format_version
 from .graph import Graph
 
+# Shown as autopar.DoesNotFit in tracebacks, where users catch it.
+DoesNotFit.__module__ = __name__
+
 __all__ = ["DoesNotFit", "EstimateResult", "PlanResult", "Result", "SearchResult", "clusters",
            "estimate", "models", "plan", "search", "validate", "from_torch", "Graph",
            "__version__", "plan_format_version"]

@@ -40,13 +40,35 @@ def _parallel_fields(cls, keys):
 
 
 class SearchResult(Result):
-    """`search`'s best configuration: seed 003's optimal-config JSON (MindSpeed's keys), with the
-    exports written for it (`launch_script`, `mindformers_yaml`)."""
+    """`search`'s best configuration: seed 003's optimal-config JSON (MindSpeed's keys). Its
+    exports, `launch_script` and `mindformers_yaml`, are written when first read (the search runs
+    again with the file named: it is deterministic), so a model one of them cannot express still
+    gets its search."""
 
-    def __init__(self, data, launch_script=None, mindformers_yaml=None):
+    def __init__(self, data, keywords):
         super().__init__(data)
-        self.launch_script = launch_script
-        self.mindformers_yaml = mindformers_yaml
+        self._keywords = keywords
+        self._exports = {}
+
+    def _export(self, flag):
+        if flag not in self._exports:
+            with _materialized(self._keywords) as (keywords, directory):
+                path = os.path.join(directory, "export")
+                keywords.setdefault("out", os.path.join(directory, "out.json"))
+                _verbs.run(_verbs.arguments("search", {**keywords, flag: path}))
+                self._exports[flag] = _read(path)
+        return self._exports[flag]
+
+    @property
+    def launch_script(self):
+        """The bash script that launches the configuration on every node (`--launch-script`):
+        Megatron-LM's pretrain_gpt.py, or torchtitan's trainer, by `framework`."""
+        return self._export("launch_script")
+
+    @property
+    def mindformers_yaml(self):
+        """The configuration as a complete MindFormers run yaml (`--mindformers-yaml`)."""
+        return self._export("mindformers_yaml")
 
     @property
     def step_seconds(self):
@@ -206,22 +228,20 @@ def estimate(**keywords):
 
 
 def search(**keywords):
-    """`autopar search`: the fastest configuration that fits. For a transformer the result also
-    carries the launch script and MindFormers yaml written for it; files named by `out`,
-    `launch_script`, `mindformers_yaml` or `report` are written there as well. When nothing
-    fits, DoesNotFit's message says what would (more nodes, say); it has no fixes to apply."""
+    """`autopar search`: the fastest configuration that fits (a transformer: SearchResult; a
+    graph: the winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
+    `report` are written there, as the command writes them; without `out` nothing is left behind.
+    When nothing fits, DoesNotFit's message says what would (more nodes, say)."""
     with _materialized(keywords) as (given, directory):
         graph = _is_graph(given["model"])
         given.setdefault("out", os.path.join(directory, "out.json"))
-        if not graph:
-            given.setdefault("launch_script", os.path.join(directory, "launch.sh"))
-            given.setdefault("mindformers_yaml", os.path.join(directory, "run.yaml"))
         words = _verbs.arguments("search", {**given, "json": not graph})
         out, _ = _verbs.run(words)
         if graph:
             return PlanResult(json.loads(_read(given["out"])), _graph_plan_keywords(keywords))
-        return SearchResult(json.loads(out), _read(given["launch_script"]),
-                            _read(given["mindformers_yaml"]))
+    exported = ("out", "launch_script", "mindformers_yaml", "report")
+    return SearchResult(json.loads(out),
+                        {key: value for key, value in keywords.items() if key not in exported})
 
 
 def _graph_plan_keywords(keywords):

@@ -173,3 +173,27 @@ def test_plan_exports_and_validate_equal_the_command(scratch):
     assert "valid plan" in report[0]
     with pytest.raises(ValueError, match=r"nope.json"):
         autopar.validate(plan="nope.json", model="llama2-7b")
+
+
+def test_verbs_run_side_by_side_in_threads():
+    cases = [{"model": "llama2-7b", "nodes": 1, "gbs": 32},
+             {"model": "mixtral-8x7b", "nodes": 8, "gbs": 256},
+             {"model": "qwen2-vl-72b", "cluster": "ascend-910b-node", "nodes": 8, "gbs": 128}]
+    alone = [autopar.search(**case).to_dict() for case in cases]
+    together = [None] * len(cases)
+    threads = [threading.Thread(target=lambda i=i: together.__setitem__(
+        i, autopar.search(**cases[i]).to_dict())) for i in range(len(cases))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert together == alone
+
+
+def test_an_export_a_model_cannot_take_fails_alone():
+    # Qwen2-VL is searched; its launch script is MindSpeed-MM's own, which autopar does not write.
+    best = autopar.search(model="qwen2-vl-72b", cluster="ascend-910b-node", nodes=8, gbs=128)
+    assert best.tp >= 1
+    with pytest.raises(ValueError, match=r"^--launch-script: a multimodal model"):
+        best.launch_script
+    assert "parallel_config:" in best.mindformers_yaml

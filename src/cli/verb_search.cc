@@ -14,6 +14,7 @@
 #include "cli/configuration_options.h"
 #include "cli/html_report_file.h"
 #include "cli/verbs.h"
+#include "export/group_report.h"
 #include "export/html_report_content.h"
 #include "export/launch_script.h"
 #include "export/mindformers_yaml.h"
@@ -21,6 +22,7 @@
 #include "export/search_report.h"
 #include "plan/plan_json.h"
 #include "planner/configuration/configuration_search.h"
+#include "planner/configuration/group_search.h"
 #include "planner/graph_search.h"
 #include "planner/inputs.h"
 #include "planner/plan_assembly.h"
@@ -49,6 +51,7 @@ struct SearchArgs {
   std::string out;  ///< empty: kOptimalConfigFile, or kGraphPlanFile for a graph
   ConfigurationFlags flags;
   bool json = false;
+  std::string objective = "fastest";   ///< --objective, on a cluster of device groups
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
   std::string mindformersYaml;         ///< --mindformers-yaml
@@ -188,6 +191,42 @@ int runGraphSearch(const SearchArgs& args) {
   return kExitOk;
 }
 
+/// `autopar search` on a cluster of device groups (planner/configuration/group_search.h): the
+/// winner of the group the objective picks is written and exported as on one group.
+int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups) {
+  if (planner::isGraphModel(args.request.base.model) || args.autoParallelMm) {
+    return reportError(Error{fmt::format(
+        "--cluster {}: device groups are searched for a transformer (a preset, config.json or "
+        "dimensions JSON), without --auto-parallel-mm",
+        args.request.base.cluster)});
+  }
+  auto objective = planner::parseObjective(args.objective);
+  if (!objective) return reportError(objective.error());
+  auto found = planner::searchGroups(args.request, groups, *objective);
+  if (!found) return reportError(found.error());
+  const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
+                                               args.request.profilePath, args.top};
+  if (!found->chosen) {
+    return reportDoesNotFit(fmt::format("nothing fits on any group of {} alone:\n{}", groups.name,
+                                        exporters::formatGroupSearch(*found, context)));
+  }
+  const planner::ConfigurationSearch& best = *found->groups[*found->chosen].found;
+  if (args.out.empty()) args.out = kOptimalConfigFile;
+  const nlohmann::ordered_json optimal = exporters::mindspeedOptimalConfig(
+      *best.best, planner::layersPerStage(*best.estimate, best.best->pp, "llm"),
+      planner::layersPerStage(*best.estimate, best.best->pp, "vit"), best.estimate->sequence,
+      best.estimate->worldSize, best.bestSeconds);
+  if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
+    return reportError(written.error().in("--out"));
+  }
+  if (args.json) {
+    fmt::print(verbOut(), "{}\n", optimal.dump(4));
+    return kExitOk;
+  }
+  fmt::print(verbOut(), "{}\nwrote {}\n", exporters::formatGroupSearch(*found, context), args.out);
+  return kExitOk;
+}
+
 int runSearch(SearchArgs args) {
   if (auto status = applyConfigurationFlags(args.flags, args.request.base); !status) {
     return reportError(status.error());
@@ -196,6 +235,14 @@ int runSearch(SearchArgs args) {
     auto schedule = ir::parseSchedule(name);
     if (!schedule) return reportError(schedule.error().in("--schedules"));
     args.request.schedules.push_back(*schedule);
+  }
+  auto groups = planner::loadClusterGroups(args.request.base.cluster);
+  if (!groups) return reportError(groups.error().in("--cluster"));
+  if (*groups) return runGroupSearch(args, **groups);
+  if (args.objective != "fastest") {
+    return reportError(
+        Error{"--objective: chooses among device groups; --cluster names one "
+              "device kind"});
   }
   if (planner::isGraphModel(args.request.base.model)) {
     if (args.autoParallelMm) {
@@ -291,6 +338,12 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "--framework)");
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
+  verb->add_option("--objective", args->objective,
+                   "on a cluster of device groups (docs/cluster-format.md): the group to plan "
+                   "on, by the fastest step (fastest) or the fewest dollars per million tokens "
+                   "(cost, from the groups' price_per_device_hour)")
+      ->check(CLI::IsMember({"fastest", "cost"}))
+      ->capture_default_str();
   addReportOption(*verb, args->reportPath);
   verb->add_option("--mindformers-yaml", args->mindformersYaml,
                    "also write the best configuration as a complete MindFormers run yaml "

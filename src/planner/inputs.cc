@@ -144,9 +144,30 @@ Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int d
   }
   Expected<cluster::Cluster> loaded =
       yaml ? cluster::loadClusterYaml(name) : cluster::clusterPreset(name, nodes, devicesPerNode);
+  if (!loaded && yaml) {
+    // Read again only when it failed: a file of device groups is named as such.
+    if (auto groups = loadClusterGroups(name); groups && *groups) {
+      return Error{
+          fmt::format("{}: a cluster of {} device groups; `autopar search` plans on it, "
+                      "while this verb takes one device kind (a preset, or a yaml of "
+                      "one device)",
+                      name, (*groups)->groups.size())};
+    }
+  }
   if (!loaded) return loaded.error();
   if (devices <= 0) return loaded;
   return cluster::takeDevices(*loaded, devices);
+}
+
+Expected<std::optional<cluster::ClusterGroups>> loadClusterGroups(const std::string& name) {
+  using Groups = std::optional<cluster::ClusterGroups>;
+  if (!endsWith(name, ".yaml") && !endsWith(name, ".yml")) return Groups();
+  auto text = readTextFile(name);
+  if (!text) return text.error();
+  if (!cluster::describesGroups(*text)) return Groups();
+  auto groups = cluster::parseClusterGroupsYaml(*text, name);
+  if (!groups) return groups.error();
+  return Groups(std::move(*groups));
 }
 
 std::string formatBytes(int64_t bytes) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cluster/cluster.h"
+#include "cluster/cluster_groups.h"
 #include "frontend/transformer.h"
 #include "ir/graph.h"
 #include "ir/parallel_config.h"
@@ -76,9 +77,14 @@ bool isGraphModel(const std::string& model);
 Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& model);
 
 /// `cluster` is a preset name (see `autopar clusters`) or a path ending in .yaml/.yml. `nodes`
-/// multiplies a preset; `devices` (0 = all) takes the first devices.
+/// multiplies a preset; `devices` (0 = all) takes the first devices. A file of device groups is
+/// refused naming the verb that takes it (`search`).
 Expected<cluster::Cluster> loadCluster(const std::string& cluster, int nodes, int devices,
                                        int devicesPerNode = 0);
+
+/// The device groups a cluster yaml describes (cluster/cluster_groups.h); empty for a preset
+/// name or a file of one device kind.
+Expected<std::optional<cluster::ClusterGroups>> loadClusterGroups(const std::string& cluster);
 
 /// "1.50 GiB", "312.0 MiB", "512 B".
 std::string formatBytes(int64_t bytes);

@@ -1,0 +1,200 @@
+// Device groups (cluster_groups.h). Errors name the file and the key path.
+
+#include "cluster/cluster_groups.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "cluster/yaml_fields.h"
+#include "util/text_file.h"
+
+namespace autopar::cluster {
+
+namespace {
+
+/// Device name -> the first node preset holding it ("H100-SXM5-80GB" -> "dgx-h100").
+std::map<std::string, std::string> presetsByDevice() {
+  std::map<std::string, std::string> presets;
+  for (const std::string& name : clusterPresetNames()) {
+    if (auto preset = clusterPreset(name)) presets.emplace(preset->device.name, name);
+  }
+  return presets;
+}
+
+Expected<DeviceGroup> parseGroup(const YAML::Node& node, const std::string& path,
+                                 const std::map<std::string, std::string>& presets) {
+  if (!node.IsMap()) return Error{fmt::format("{}: expected a map with name, device, nodes", path)};
+  if (auto status = checkKeys(
+          node, path, {"name", "device", "nodes", "devices_per_node", "price_per_device_hour"});
+      !status) {
+    return status.error();
+  }
+  DeviceGroup group;
+  auto name = text(node, path, "name");
+  if (!name) return name.error();
+  group.name = *name;
+  auto device = text(node, path, "device");
+  if (!device) return device.error();
+  const auto preset = presets.find(*device);
+  if (preset == presets.end()) {
+    std::vector<std::string> known;
+    for (const auto& [deviceName, presetName] : presets) known.push_back(deviceName);
+    return Error{fmt::format("{}.device: '{}' is no preset's device; expected one of {}", path,
+                             *device, fmt::join(known, ", "))};
+  }
+  group.preset = preset->second;
+  auto nodes = positiveCount(node, path, "nodes", false, 1);
+  if (!nodes) return nodes.error();
+  group.nodes = *nodes;
+  const int presetPerNode = clusterPreset(group.preset)->devicesPerNode;
+  auto perNode = positiveCount(node, path, "devices_per_node", false, presetPerNode);
+  if (!perNode) return perNode.error();
+  group.devicesPerNode = *perNode;
+  if (static_cast<double>(group.nodes) * group.devicesPerNode > kMaxDevices) {
+    return Error{fmt::format("{}: {} x {} devices, expected at most {}", path, group.nodes,
+                             group.devicesPerNode, kMaxDevices)};
+  }
+  if (const YAML::Node price = node["price_per_device_hour"]) {
+    double dollars = -1;
+    // Up to $1M a device-hour: a price beyond it is a typo, and it bounds what costs multiply.
+    if (!price.IsScalar() || !YAML::convert<double>::decode(price, dollars) || !(dollars >= 0) ||
+        !(dollars <= 1e6)) {
+      return Error{
+          fmt::format("{}.price_per_device_hour: expected US dollars from 0 to 1e6, got "
+                      "'{}'",
+                      path, price.IsScalar() ? price.Scalar() : "a map or list")};
+    }
+    group.pricePerDeviceHour = dollars;
+  }
+  return group;
+}
+
+Expected<GroupLink> parseLink(const YAML::Node& node, const std::string& path,
+                              const std::set<std::string>& groups) {
+  if (!node.IsMap()) {
+    return Error{fmt::format("{}: expected a map with between, gbps_per_device, latency_us", path)};
+  }
+  if (auto status = checkKeys(node, path, {"between", "gbps_per_device", "latency_us"}); !status) {
+    return status.error();
+  }
+  const YAML::Node between = node["between"];
+  if (!between || !between.IsSequence() || between.size() != 2 || !between[0].IsScalar() ||
+      !between[1].IsScalar()) {
+    return Error{fmt::format("{}.between: expected two group names, e.g. [h100, a100]", path)};
+  }
+  GroupLink link{between[0].Scalar(), between[1].Scalar()};
+  for (const std::string& end : {link.first, link.second}) {
+    if (!groups.contains(end)) {
+      return Error{fmt::format("{}.between: no group named '{}'; the groups are {}", path, end,
+                               fmt::join(groups, ", "))};
+    }
+  }
+  if (link.first == link.second) {
+    return Error{
+        fmt::format("{}.between: joins '{}' to itself; a group's own links are its "
+                    "preset's",
+                    path, link.first)};
+  }
+  auto gbps = positiveNumber(node, path, "gbps_per_device", true);
+  if (!gbps) return gbps.error();
+  link.bytesPerSecond = *gbps * 1e9 / 8;
+  auto latency = positiveNumber(node, path, "latency_us", true);
+  if (!latency) return latency.error();
+  link.latencySeconds = *latency * 1e-6;
+  return link;
+}
+
+Expected<ClusterGroups> parseDocument(const YAML::Node& root) {
+  if (!root.IsMap()) return Error{"expected a map with name, groups and links"};
+  if (auto status = checkKeys(root, "", {"name", "groups", "links"}); !status) {
+    return status.error();
+  }
+  ClusterGroups cluster;
+  auto name = text(root, "", "name");
+  if (!name) return name.error();
+  cluster.name = *name;
+  const YAML::Node groups = root["groups"];
+  if (!groups || !groups.IsSequence() || groups.size() == 0) {
+    return Error{"groups: expected a non-empty list of {name, device, nodes, devices_per_node}"};
+  }
+  const auto presets = presetsByDevice();
+  std::set<std::string> names;
+  double devices = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string path = fmt::format("groups[{}]", i);
+    auto group = parseGroup(groups[i], path, presets);
+    if (!group) return group.error();
+    if (!names.insert(group->name).second) {
+      return Error{fmt::format("{}.name: '{}' names another group too", path, group->name)};
+    }
+    devices += group->devices();
+    cluster.groups.push_back(std::move(*group));
+  }
+  if (devices > kMaxDevices) {
+    return Error{
+        fmt::format("groups: {} devices in all, expected at most {}", devices, kMaxDevices)};
+  }
+  if (const YAML::Node links = root["links"]) {
+    if (!links.IsSequence()) return Error{"links: expected a list of {between, gbps_per_device}"};
+    std::set<std::pair<std::string, std::string>> joined;
+    for (size_t i = 0; i < links.size(); ++i) {
+      const std::string path = fmt::format("links[{}]", i);
+      auto link = parseLink(links[i], path, names);
+      if (!link) return link.error();
+      if (!joined.insert(std::minmax(link->first, link->second)).second) {
+        return Error{fmt::format("{}.between: {} and {} are joined by an earlier link too", path,
+                                 link->first, link->second)};
+      }
+      cluster.links.push_back(std::move(*link));
+    }
+  }
+  return cluster;
+}
+
+}  // namespace
+
+Expected<Cluster> ClusterGroups::clusterOf(const DeviceGroup& group) const {
+  auto cluster = clusterPreset(group.preset, group.nodes, group.devicesPerNode);
+  if (!cluster) return cluster.error();
+  cluster->name = fmt::format("{}/{}", name, group.name);
+  return cluster;
+}
+
+bool describesGroups(const std::string& yamlText) {
+  // A top-level key starts a line: no parse (the reader that follows parses once).
+  static const std::regex kGroupsKey(R"((^|\n)groups[ \t]*:)");
+  return std::regex_search(yamlText, kGroupsKey);
+}
+
+Expected<ClusterGroups> parseClusterGroupsYaml(const std::string& yamlText,
+                                               const std::string& sourceName) {
+  YAML::Node root;
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(yamlText);
+    if (documents.size() > 1) {
+      return Error{fmt::format("holds {} documents (---); expected one cluster", documents.size())}
+          .in(sourceName);
+    }
+    if (!documents.empty()) root = documents.front();
+  } catch (const YAML::Exception& error) {
+    return Error{fmt::format("line {}: {}", error.mark.line + 1, error.msg)}.in(sourceName);
+  }
+  auto cluster = parseDocument(root);
+  if (!cluster) return cluster.error().in(sourceName);
+  return cluster;
+}
+
+Expected<ClusterGroups> loadClusterGroupsYaml(const std::string& path) {
+  auto text = readTextFile(path);
+  if (!text) return text.error();
+  return parseClusterGroupsYaml(*text, path);
+}
+
+}  // namespace autopar::cluster

@@ -54,7 +54,7 @@ class SearchResult(Result):
         if flag not in self._exports:
             with _materialized(self._keywords) as (keywords, directory):
                 path = os.path.join(directory, "export")
-                keywords.setdefault("out", os.path.join(directory, "out.json"))
+                keywords["out"] = os.path.join(directory, "out.json")
                 _verbs.run(_verbs.arguments("search", {**keywords, flag: path}))
                 self._exports[flag] = _read(path)
         return self._exports[flag]
@@ -125,7 +125,9 @@ class PlanResult(Result):
 
     def __init__(self, data, keywords):
         super().__init__(data)
-        self._keywords = keywords
+        # What plans it again for an export; None for a graph search's winner, which `plan`
+        # does not reproduce from the search's keywords.
+        self._keywords = None if keywords is None else _without_outputs(keywords)
 
     @property
     def estimate(self):
@@ -149,6 +151,10 @@ class PlanResult(Result):
         return self._data.get("ops", [])
 
     def _export(self, flag):
+        if self._keywords is None:
+            raise ValueError(f"{flag}: a graph search's winner is exported by planning it: "
+                             "autopar.plan(model=..., pipeline_stages=..., ...) with the "
+                             "winner's options")
         with _materialized(self._keywords) as (keywords, directory):
             path = os.path.join(directory, "export")
             _verbs.run(_verbs.arguments("plan", {**keywords, flag: path}))
@@ -232,21 +238,28 @@ def search(**keywords):
     graph: the winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
     `report` are written there, as the command writes them; without `out` nothing is left behind.
     When nothing fits, DoesNotFit's message says what would (more nodes, say)."""
+    if keywords.get("auto_parallel_mm"):
+        raise ValueError("auto_parallel_mm: seed 003's sampling starts autopar-runtime on every "
+                         "node; run it as the command (`autopar search --auto-parallel-mm ...`) "
+                         "and pass its table here as profile=")
     with _materialized(keywords) as (given, directory):
         graph = _is_graph(given["model"])
-        given.setdefault("out", os.path.join(directory, "out.json"))
+        if given.get("out") is None:
+            given["out"] = os.path.join(directory, "out.json")
         words = _verbs.arguments("search", {**given, "json": not graph})
         out, _ = _verbs.run(words)
         if graph:
-            return PlanResult(json.loads(_read(given["out"])), _graph_plan_keywords(keywords))
-    exported = ("out", "launch_script", "mindformers_yaml", "report")
-    return SearchResult(json.loads(out),
-                        {key: value for key, value in keywords.items() if key not in exported})
+            return PlanResult(json.loads(_read(given["out"])), None)
+    return SearchResult(json.loads(out), _without_outputs(keywords))
 
 
-def _graph_plan_keywords(keywords):
-    kept = ("model", "cluster", "nodes", "devices_per_node")
-    return {key: value for key, value in keywords.items() if key in kept}
+_OUTPUTS = ("out", "launch_script", "mindformers_yaml", "report", "megatron_args",
+            "mindspore_strategy")
+
+
+def _without_outputs(keywords):
+    """The keywords less the files they would write: what an export runs the verb again with."""
+    return {key: value for key, value in keywords.items() if key not in _OUTPUTS}
 
 
 def _read(path):
@@ -272,7 +285,8 @@ def plan(**keywords):
 def validate(**keywords):
     """`autopar validate`: checks a plan JSON against its model. Returns the report's lines;
     raises ValueError when the plan is invalid and DoesNotFit when it does not fit."""
-    out, _ = _verbs.run(_verbs.arguments("validate", keywords))
+    with _materialized(keywords) as (given, _):
+        out, _ = _verbs.run(_verbs.arguments("validate", given))
     return out.splitlines()
 
 

@@ -7,6 +7,7 @@ with the same one-line messages.
 
 import difflib
 import functools
+import numbers
 import os
 
 from . import _autopar
@@ -33,27 +34,39 @@ class DoesNotFit(Exception):
 
 @functools.lru_cache(maxsize=None)
 def declared_options(verb):
-    """{keyword: (flag, takes a value, the negating flag or None, positional)} for `verb`."""
+    """{keyword: (flag, takes a value, the negating flag or None, positional, delimiter)} for
+    `verb`. A flag's `no-` name is its negation only beside its positive name
+    (--overlap-grad-reduce / --no-overlap-grad-reduce); a flag named `no-...` alone is a flag."""
     declared = {}
-    for names, takes_value, positional, _ in _autopar.options(verb):
-        negation = next((name for name in names if name.startswith("no-")), None)
+    for names, takes_value, positional, delimiter, _ in _autopar.options(verb):
+        negation = next((name for name in names[1:] if name.startswith("no-")), None)
         for name in names:
-            if name.startswith("no-") and name != names[0]:
+            if name == negation:
                 continue
-            declared[name.replace("-", "_")] = (name, takes_value, negation, positional)
+            declared[name.replace("-", "_")] = (name, takes_value, negation, positional,
+                                                delimiter)
     return declared
 
 
 def _value_text(keyword, value):
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join(_value_text(keyword, item) for item in value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
+    if isinstance(value, (str, numbers.Integral)):
         return str(value)
-    raise ValueError(f"{keyword}: expected a string, number, path or list, got {type(value).__name__}")
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    raise ValueError(f"{keyword}: expected a string, number or path, got {type(value).__name__}")
+
+
+def _values(keyword, value, delimiter):
+    """The option's values as words: a list joined with the option's delimiter, or one word per
+    item where the option is given again for each (--shard A=... --shard B=...)."""
+    if not isinstance(value, (list, tuple)):
+        return [_value_text(keyword, value)]
+    items = [_value_text(keyword, item) for item in value]
+    return [delimiter.join(items)] if delimiter else items
 
 
 def arguments(verb, keywords):
@@ -67,12 +80,14 @@ def arguments(verb, keywords):
             close = difflib.get_close_matches(keyword, declared, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise ValueError(f"{verb}: unknown argument '{keyword}'{hint}")
-        flag, takes_value, negation, positional = declared[keyword]
+        flag, takes_value, negation, positional, delimiter = declared[keyword]
         if positional:
-            positionals.append(_value_text(keyword, value))
+            positionals.extend(_values(keyword, value, delimiter))
+        elif isinstance(value, bool) and negation:
+            words.append(f"--{flag}" if value else f"--{negation}")
         elif takes_value:
-            # One word, so a value that starts with '-' is not read as a flag.
-            words.append(f"--{flag}={_value_text(keyword, value)}")
+            # One word each, so a value that starts with '-' is not read as a flag.
+            words.extend(f"--{flag}={text}" for text in _values(keyword, value, delimiter))
         elif value is True:
             words.append(f"--{flag}")
         elif value is False:

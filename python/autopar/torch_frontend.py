@@ -114,6 +114,8 @@ class _Converter:
         self.tensors = {}  # fx node -> autopar tensor name
         self.declared = set()
         self.unknown = {}  # Opaque kind -> nodes
+        self.parts = {}  # a node returning a tuple -> its Opaque op's output tensors
+        self.parameter_names = {}  # id(parameter) -> its tensor: a tied weight is one tensor
         self.names = set()
         self.folded = self.flattened_loss_inputs()
 
@@ -145,7 +147,18 @@ class _Converter:
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
     def meta(node):
-        return node.meta.get("tensor_meta")
+        """The node's TensorMetadata; None for a non-tensor and for a tuple of tensors."""
+        meta = node.meta.get("tensor_meta")
+        return meta if hasattr(meta, "shape") else None  # TensorMetadata is a named tuple
+
+    @staticmethod
+    def tuple_meta(node):
+        """The TensorMetadata of each element of a node that returns a tuple of tensors."""
+        meta = node.meta.get("tensor_meta")
+        if isinstance(meta, (tuple, list)) and not hasattr(meta, "shape") and meta and \
+                all(hasattr(m, "shape") for m in meta):
+            return list(meta)
+        return None
 
     def shape(self, node):
         return list(self.meta(node).shape)
@@ -163,15 +176,19 @@ class _Converter:
             name = node.target
         else:
             name = f"{path}.{node.name}" if path else node.name
-        while name in self.names:
+        while name in self.names or name in self.declared:
             name += "_"
         self.names.add(name)
         return name
 
     def parameter(self, name, tensor):
-        if name not in self.declared:
-            self.declared.add(name)
-            self.graph.parameter(name, list(tensor.shape), _DTYPES.get(tensor.dtype, "fp32"))
+        """The parameter's tensor, declared once; a weight two modules share (a head tied to the
+        embedding) is one tensor, named where it is first used."""
+        if id(tensor) in self.parameter_names:
+            return self.parameter_names[id(tensor)]
+        self.declared.add(name)
+        self.graph.parameter(name, list(tensor.shape), _DTYPES.get(tensor.dtype, "fp32"))
+        self.parameter_names[id(tensor)] = name
         return name
 
     def emit(self, node, kind, inputs, attrs=None, name=None):
@@ -185,12 +202,37 @@ class _Converter:
     def emit_inner(self, node, suffix, kind, inputs, attrs=None):
         """An op before the node's own (a Linear's MatMul before its bias Add)."""
         name = f"{node.target}.{suffix}"
+        while name in self.names or name in self.declared:
+            name += "_"
         self.names.add(name)
         block = _block_of(node.meta.get("autopar_path", ""), self.blocks)
         return self.graph.op(name, kind, inputs, attrs=attrs, block=block)
 
     def alias(self, node, source):
         self.tensors[node] = self.tensors[source]
+
+    def opaque_tuple(self, node):
+        """A node returning several tensors (chunk, split, topk, an LSTM): one Opaque op with an
+        output per tensor; getitem picks them (self.parts)."""
+        kind = self.kind_of(node)
+        self.unknown[kind] = self.unknown.get(kind, 0) + 1
+        metas = self.tuple_meta(node)
+        name = self.op_name(node)
+        inputs = [self.tensors[a] for a in node.all_input_nodes if a in self.tensors]
+        types = [{"shape": list(m.shape), "dtype": _DTYPES.get(m.dtype, "fp32")} for m in metas]
+        outputs = [f"{name}.{i}" for i in range(len(metas))]
+        block = _block_of(node.meta.get("autopar_path", ""), self.blocks)
+        self.graph.op(name, "Opaque", inputs, attrs={"op_type": kind, "output_types": types},
+                      block=block, outputs=outputs)
+        self.parts[node] = outputs
+
+    @staticmethod
+    def kind_of(node):
+        if node.op == "call_method":
+            return f"Tensor.{node.target}"
+        if node.op == "call_module":
+            return f"torch.nn.{node.graph.owning_module.get_submodule(node.target).__class__.__name__}"
+        return getattr(node.target, "__qualname__", str(node.target))
 
     def opaque(self, node, kind):
         self.unknown[kind] = self.unknown.get(kind, 0) + 1
@@ -204,7 +246,9 @@ class _Converter:
             if node.op == "output":
                 continue
             if node.op != "placeholder" and self.meta(node) is None:
-                continue  # not a tensor (a size, a tuple): used only through the shapes
+                if node.op != "output" and self.tuple_meta(node):
+                    self.opaque_tuple(node)
+                continue  # not a tensor (a size): used only through the shapes
             if node in self.folded:
                 self.alias(node, node.args[0])
             else:
@@ -247,7 +291,7 @@ class _Converter:
         elif isinstance(module, torch.nn.Embedding):
             self.emit(node, "Gather", [self.parameter(f"{path}.weight", module.weight), x])
         elif isinstance(module, torch.nn.LayerNorm) and module.elementwise_affine and \
-                len(module.normalized_shape) == 1:
+                getattr(module, "bias", None) is not None and len(module.normalized_shape) == 1:
             self.emit(node, "LayerNorm", [x, self.parameter(f"{path}.weight", module.weight),
                                           self.parameter(f"{path}.bias", module.bias)],
                       {"epsilon": module.eps})
@@ -278,9 +322,9 @@ class _Converter:
             rate = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
             self.emit(node, "Dropout", [self.tensors[node.args[0]]],
                       {"dropout_rate": rate} if rate else None)
-        elif target is F.cross_entropy and len(node.args) >= 2:
-            self.emit(node, "CrossEntropy", [self.tensors[node.args[0]],
-                                             self.tensors[node.args[1]]])
+        elif target is F.cross_entropy and self.plain_cross_entropy(node):
+            labels = node.args[1] if len(node.args) > 1 else node.kwargs["target"]
+            self.emit(node, "CrossEntropy", [self.tensors[node.args[0]], self.tensors[labels]])
         elif target in _REDUCTIONS:
             self.reduction(node, _REDUCTIONS[target])
         elif target in (torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze):
@@ -290,6 +334,8 @@ class _Converter:
             self.concat(node)
         elif target is torch.transpose:
             self.transpose(node, node.args[1], node.args[2])
+        elif target is operator.getitem and node.args[0] in self.parts:
+            self.tensors[node] = self.parts[node.args[0]][node.args[1]]
         elif target is operator.getitem and self.is_tensor(node.args[0]):
             self.getitem(node)
         else:
@@ -334,12 +380,23 @@ class _Converter:
         else:
             self.opaque(node, f"{kind} of non-tensors")
 
+    @staticmethod
+    def plain_cross_entropy(node):
+        """The mean loss over integer class labels, which autopar's CrossEntropy is: no weights,
+        label smoothing, ignore_index or reduction other than the mean."""
+        labels = node.args[1] if len(node.args) > 1 else node.kwargs.get("target")
+        plain = {"weight": None, "reduction": "mean", "label_smoothing": 0.0,
+                 "ignore_index": -100}
+        return (isinstance(labels, torch.fx.Node) and len(node.args) <= 2
+                and all(node.kwargs.get(key, value) == value for key, value in plain.items()))
+
     def matmul(self, node):
         a, b = node.args[0], node.args[1]
         rank_a, rank_b = len(self.shape(a)), len(self.shape(b))
         if rank_b == 2 and rank_a >= 2:
             self.emit(node, "MatMul", [self.tensors[a], self.tensors[b]])
-        elif rank_a >= 3 and rank_b >= 3:
+        elif rank_a >= 3 and rank_b >= 3 and \
+                self.shape(b)[:-2] == self.shape(a)[rank_a - rank_b:-2]:
             self.emit(node, "BatchMatMul", [self.tensors[a], self.tensors[b]])
         else:
             self.opaque(node, "matmul of these ranks")
@@ -383,9 +440,16 @@ class _Converter:
             self.opaque(node, "Tensor.__getitem__")
             return
         starts, ends = [], []
+        out = self.shape(node)
         for dim, size in enumerate(shape):
             part = index[dim] if dim < len(index) else slice(None)
-            start, end, _ = part.indices(size)
+            if isinstance(part.start, torch.fx.Node):
+                self.opaque(node, "Tensor.__getitem__")
+                return
+            # A stop traced as a node (x[:, :s] with s = x.size(1)): the output's extent says it.
+            start = slice(part.start, None).indices(size)[0]
+            end = start + out[dim] if isinstance(part.stop, torch.fx.Node) else \
+                slice(start, part.stop).indices(size)[1]
             starts.append(start)
             ends.append(end)
         self.emit(node, "Slice", [self.tensors[source]], {"starts": starts, "ends": ends})
@@ -423,8 +487,13 @@ def from_torch(module, example_inputs, name=None):
     if len(placeholders) != len(example_inputs):
         raise ValueError(f"example_inputs: forward takes {len(placeholders)} tensor(s), got "
                          f"{len(example_inputs)}")
+    # One forward for the shapes, which must not change the module: its buffers (BatchNorm's
+    # running statistics) are put back.
+    saved = {key: buffer.clone() for key, buffer in module.named_buffers()}
     with torch.no_grad():
         ShapeProp(traced).propagate(*example_inputs)
+        for key, buffer in module.named_buffers():
+            buffer.copy_(saved[key])
     graph = Graph(name or type(module).__name__,
                   f"traced from {type(module).__module__}.{type(module).__name__} with torch.fx")
     _Converter(traced, module, graph).convert()

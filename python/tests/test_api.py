@@ -197,3 +197,30 @@ def test_an_export_a_model_cannot_take_fails_alone():
     with pytest.raises(ValueError, match=r"^--launch-script: a multimodal model"):
         best.launch_script
     assert "parallel_config:" in best.mindformers_yaml
+
+
+def test_flags_lists_and_negations_become_the_commands_words():
+    from autopar import _verbs
+    assert _verbs.arguments("plan", {"shard": ["a=((2,1),(1,1))", "b=((1,2),(2,1))"]}) == \
+        ["plan", "--shard=a=((2,1),(1,1))", "--shard=b=((1,2),(2,1))"]
+    assert _verbs.arguments("search", {"schedules": ["1f1b", "interleaved"]}) == \
+        ["search", "--schedules=1f1b,interleaved"]
+    assert _verbs.arguments("estimate", {"overlap_grad_reduce": False}) == \
+        ["estimate", "--no-overlap-grad-reduce"]
+    assert _verbs.arguments("validate", {"plan": "-p.json", "model": "m"}) == \
+        ["validate", "--model=m", "--", "-p.json"]
+    slower = autopar.estimate(model="llama2-7b", tp=2, dp=4, gbs=32, zero=1,
+                              overlap_grad_reduce=False)
+    assert slower.to_dict() == cli_json("estimate", "--model", "llama2-7b", "--tp", "2", "--dp",
+                                        "4", "--gbs", "32", "--zero", "1",
+                                        "--no-overlap-grad-reduce", "--json")
+
+
+def test_a_graph_search_winner_is_not_exported_from_other_options():
+    graph = autopar.Graph("ffn")
+    x = graph.input("x", [64, 1024])
+    graph.op("fc1", "MatMul", [x, graph.parameter("fc1.weight", [1024, 4096])])
+    best = autopar.search(model=graph, gbs=64, out=None)
+    assert best.fits
+    with pytest.raises(ValueError, match=r"^megatron_args: a graph search's winner"):
+        best.megatron_args()

@@ -56,7 +56,7 @@ def test_a_traced_four_block_gpt_is_pipelined():
     assert best.fits and len(best.estimate["stages"]) >= 2
 
 
-class _WithTopK(torch.nn.Module):
+class _WithCumsum(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(16, 16)
@@ -68,7 +68,7 @@ class _WithTopK(torch.nn.Module):
 
 def test_an_unknown_op_is_replicated_with_one_warning_per_kind():
     with pytest.warns(UserWarning, match=r"cumsum is not an op autopar knows; 2 node\(s\)") as seen:
-        graph = autopar.from_torch(_WithTopK(), torch.randn(8, 16))
+        graph = autopar.from_torch(_WithCumsum(), torch.randn(8, 16))
     assert len([w for w in seen if "cumsum" in str(w.message)]) == 1
     kinds = [op["kind"] for op in graph.to_json()["ops"]]
     assert kinds.count("Opaque") == 2
@@ -87,3 +87,46 @@ def test_bad_modules_and_inputs_raise_value_error(scratch):
     saved = json.loads(graph.save(scratch / "g.json") and (scratch / "g.json").read_text())
     assert saved["format"] == "autopar.graph" and [op["kind"] for op in saved["ops"]] == \
         ["MatMul", "Add", "ReLU"]
+
+
+class _Shared(torch.nn.Module):
+    """A tuple-returning op, a Linear applied twice, a head tied to the embedding, a slice whose
+    stop is traced, a keyword target and a BatchNorm-free forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 8)
+        self.fc = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 16, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids, labels):
+        parts = torch.chunk(self.emb(ids), 2, dim=-1)
+        y = self.fc(self.fc(torch.cat([parts[0], parts[1]], dim=-1)))
+        logits = self.head(y[:, :y.size(1)])
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), target=labels.flatten())
+
+
+def test_tuples_shared_layers_tied_weights_and_traced_slices():
+    with pytest.warns(UserWarning, match=r"chunk is not an op autopar knows; 1 node"):
+        graph = autopar.from_torch(_Shared(), (torch.randint(0, 16, (4, 6)),
+                                               torch.randint(0, 16, (4, 6))))
+    ops = {op["name"]: op for op in graph.to_json()["ops"]}
+    assert ops["chunk"]["outputs"] == ["chunk.0", "chunk.1"]
+    assert ops["cat"]["inputs"] == ["chunk.0", "chunk.1"]
+    assert {"fc.matmul", "fc.matmul_", "fc", "fc_"} <= set(ops)
+    assert ops["head"]["inputs"][1] == "emb.weight"  # one tensor for the tied weight
+    assert [op["kind"] for op in ops.values()].count("Slice") == 1
+    assert ops[graph.ops[-1]["name"]]["kind"] == "CrossEntropy"
+    parameters = [t["name"] for t in graph.to_json()["tensors"] if t["role"] == "parameter"]
+    assert sorted(parameters) == ["emb.weight", "fc.bias", "fc.weight"]
+    assert autopar.plan(model=graph, devices=4, search="sharding_propagation").fits
+
+
+def test_tracing_leaves_the_module_as_it_was():
+    module = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    before = module[1].running_mean.clone()
+    with pytest.warns(UserWarning, match=r"BatchNorm1d is not an op autopar knows"):
+        graph = autopar.from_torch(module, torch.randn(8, 4) + 3, name="bn")
+    assert graph.name == "bn"
+    assert torch.equal(module[1].running_mean, before)

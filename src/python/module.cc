@@ -119,8 +119,9 @@ std::tuple<int, std::string, std::string> run(const std::vector<std::string>& ar
 }
 
 /// An option a verb declares: its long names (a positional's name), whether it takes a value,
-/// whether it is positional, and its description.
-using DeclaredOption = std::tuple<std::vector<std::string>, bool, bool, std::string>;
+/// whether it is positional, the delimiter its values are joined with ("" when each value is
+/// given as the option again), and its description.
+using DeclaredOption = std::tuple<std::vector<std::string>, bool, bool, std::string, std::string>;
 
 std::vector<DeclaredOption> options(const std::string& verb) {
   PlannerApp planner;
@@ -132,11 +133,13 @@ std::vector<DeclaredOption> options(const std::string& verb) {
   }
   std::vector<DeclaredOption> declared;
   for (const CLI::Option* option : command->get_options()) {
+    const char delimiter = option->get_delimiter();
+    const std::string joiner = delimiter == '\0' ? "" : std::string(1, delimiter);
     if (option->get_lnames().empty() && option->get_positional()) {
       declared.emplace_back(std::vector<std::string>{option->get_name(true, false)}, true, true,
-                            option->get_description());
+                            joiner, option->get_description());
     } else if (!option->get_lnames().empty() && option->get_lnames().front() != "help") {
-      declared.emplace_back(option->get_lnames(), option->get_type_size_max() != 0, false,
+      declared.emplace_back(option->get_lnames(), option->get_type_size_max() != 0, false, joiner,
                             option->get_description());
     }
   }
@@ -161,6 +164,7 @@ PYBIND11_MODULE(_autopar, m) {
   m.def("run", &run, py::arg("arguments"),
         "Runs a verb with its options as `autopar` would; returns (exit status, stdout, stderr)");
   m.def("options", &options, py::arg("verb"),
-        "The options a verb declares: (long names, takes a value, positional, description)");
+        "The options a verb declares: (long names, takes a value, positional, delimiter, "
+        "description)");
   m.def("verbs", &verbs, "The planner verbs the extension runs");
 }

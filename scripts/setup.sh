@@ -23,8 +23,9 @@ packages=(
   # The parsers' libFuzzer targets (scripts/fuzz.sh): clang and its sanitizer runtimes.
   clang libclang-rt-14-dev
   # The Python package (src/python): pybind11 builds it, pytest tests it, torch.fx traces modules
-  # for autopar.from_torch.
+  # for autopar.from_torch; pip, setuptools, wheel and venv install it (`pip install .`).
   pybind11-dev python3-dev python3-pytest python3-torch
+  python3-pip python3-setuptools python3-wheel python3-venv
 )
 
 missing=()

@@ -135,6 +135,23 @@ def test_ctrl_c_interrupts_a_search_cleanly():
     assert autopar.search(model="llama2-7b", nodes=1, gbs=32).tp >= 1
 
 
+def test_ctrl_c_interrupts_a_graph_search_between_configurations():
+    # The ViT encoder over 512 H100s under sharding propagation takes about 0.9 s on 2 cores.
+    model = str(ROOT / "examples" / "graphs" / "vit_encoder.json")
+    arguments = {"model": model, "cluster": "dgx-h100", "nodes": 64, "gbs": 4096,
+                 "op_search": "sharding_propagation"}
+    start = time.monotonic()
+    autopar.search(**arguments)
+    whole = time.monotonic() - start
+    timer = threading.Timer(whole / 4, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        autopar.search(**arguments)
+    assert time.monotonic() - start < whole
+    timer.join()
+
+
 def test_pip_installs_the_package(tmp_path):
     # Into a virtual environment that sees Debian's packages, from the source tree, offline.
     venv = tmp_path / "venv"

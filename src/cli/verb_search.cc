@@ -167,6 +167,7 @@ int runGraphSearch(const SearchArgs& args) {
   request.devicesPerNode = base.devicesPerNode;
   request.opSearch = base.opSearch;
   request.globalBatch = base.gbs;
+  request.progress = [](int, int) { stopIfCancelled(); };
   auto found = planner::searchGraph(request);
   if (!found) return reportError(found.error());
   if (!found->best) {

@@ -86,8 +86,12 @@ Expected<GraphSearch> searchGraph(const GraphSearchRequest& request) {
         ir::flag(ir::Setting::kGbs, request.globalBatch), found.batch, kMaxMicroBatches)};
   }
   found.microBatches = request.globalBatch / found.batch;
-  for (const GraphCandidate& candidate :
-       candidatesOf(cluster->numDevices, found.blocks, found.microBatches)) {
+  const std::vector<GraphCandidate> candidates =
+      candidatesOf(cluster->numDevices, found.blocks, found.microBatches);
+  for (const GraphCandidate& candidate : candidates) {
+    if (request.progress) {
+      request.progress(found.evaluated + found.skipped, static_cast<int>(candidates.size()));
+    }
     const PlanOptions options = optionsOf(request, candidate, found.microBatches);
     // The graph was read once; each configuration evaluates a copy.
     auto evaluated = evaluateModel(*model, options, *cluster);

@@ -21,6 +21,7 @@
 ///   -> 8 micro-batches of 64 on 8 A100s; best: 2 stages of 8 blocks, ZB-H1, no recompute (83.1 ms)
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct GraphSearchRequest {
   /// is the micro-batches per step.
   int64_t globalBatch = 0;
   double ilpTimeLimit = 60;  ///< --op-search ilp: seconds for CBC per evaluation
+  /// Called before each configuration is evaluated, with those done and the total; it may throw
+  /// to stop the search (the Python package's Ctrl-C).
+  std::function<void(int done, int total)> progress;
 };
 
 struct GraphCandidate {

@@ -65,8 +65,9 @@ TEST(ClusterGroups, BadSpecsAreOneLineNamingTheField) {
   EXPECT_EQ(errorOf("latency_us: 10", "latency_ms: 10"),
             "m.yaml: links[0].latency_ms: unknown key; did you mean latency_us? "
             "(docs/cluster-format.md)");
-  EXPECT_EQ(errorOf("groups:", "groups: []\nx:"), "m.yaml: x: unknown key; did you mean name? "
-                                                  "(docs/cluster-format.md)");
+  EXPECT_EQ(errorOf("groups:", "groups: []\nx:"),
+            "m.yaml: x: unknown key; did you mean name? "
+            "(docs/cluster-format.md)");
 }
 
 TEST(ClusterGroups, OnlyAFileWithGroupsDescribesThem) {

@@ -166,18 +166,9 @@ Expected<Cluster> parseDocument(const YAML::Node& root) {
 }  // namespace
 
 Expected<Cluster> parseClusterYaml(const std::string& yamlText, const std::string& sourceName) {
-  YAML::Node root;
-  try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(yamlText);
-    if (documents.size() > 1) {
-      return Error{fmt::format("holds {} documents (---); expected one cluster", documents.size())}
-          .in(sourceName);
-    }
-    if (!documents.empty()) root = documents.front();
-  } catch (const YAML::Exception& error) {
-    return Error{fmt::format("line {}: {}", error.mark.line + 1, error.msg)}.in(sourceName);
-  }
-  auto cluster = parseDocument(root);
+  auto root = loadOneDocument(yamlText);
+  if (!root) return root.error().in(sourceName);
+  auto cluster = parseDocument(*root);
   if (!cluster) return cluster.error().in(sourceName);
   return cluster;
 }

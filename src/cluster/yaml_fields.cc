@@ -11,6 +11,18 @@
 
 namespace autopar::cluster {
 
+Expected<YAML::Node> loadOneDocument(const std::string& yamlText) {
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(yamlText);
+    if (documents.size() > 1) {
+      return Error{fmt::format("holds {} documents (---); expected one cluster", documents.size())};
+    }
+    return documents.empty() ? YAML::Node() : documents.front();
+  } catch (const YAML::Exception& error) {
+    return Error{fmt::format("line {}: {}", error.mark.line + 1, error.msg)};
+  }
+}
+
 std::string keyPath(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }

@@ -18,6 +18,10 @@ namespace autopar::cluster {
 /// counts stay within int.
 inline constexpr double kMaxDevices = 1048576;
 
+/// The one document of a cluster yaml (an empty node for empty text): a second document, or a
+/// syntax error ("line 3: <yaml-cpp's message>"), is one line.
+Expected<YAML::Node> loadOneDocument(const std::string& yamlText);
+
 /// "device.memory_gib", or "nodes" at the top level.
 std::string keyPath(const std::string& path, const std::string& key);
 
@@ -36,7 +40,6 @@ Expected<int> positiveCount(const YAML::Node& node, const std::string& path, con
                             bool required, int fallback = 0);
 
 /// A non-empty string at `node[key]`.
-Expected<std::string> text(const YAML::Node& node, const std::string& path,
-                           const std::string& key);
+Expected<std::string> text(const YAML::Node& node, const std::string& path, const std::string& key);
 
 }  // namespace autopar::cluster

@@ -192,18 +192,59 @@ int runGraphSearch(const SearchArgs& args) {
   return kExitOk;
 }
 
+/// Writes a search's winner: seed 003's JSON to --out, and the launch script, the MindFormers
+/// yaml and the HTML report where asked. Returns the JSON.
+Expected<nlohmann::ordered_json> writeWinner(const SearchArgs& args,
+                                             const planner::ConfigurationSearch& found,
+                                             const exporters::SearchReportContext& context) {
+  const planner::MegatronConfig& best = *found.best;
+  const planner::ConfigEstimate& estimate = *found.estimate;
+  nlohmann::ordered_json optimal =
+      exporters::mindspeedOptimalConfig(best, planner::layersPerStage(estimate, best.pp, "llm"),
+                                        planner::layersPerStage(estimate, best.pp, "vit"),
+                                        estimate.sequence, estimate.worldSize, found.bestSeconds);
+  if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
+    return written.error().in("--out");
+  }
+  if (!args.launchScript.empty()) {
+    if (auto written = writeLaunchScript(args.launchScript, best, estimate); !written) {
+      return written.error();
+    }
+  }
+  if (!args.mindformersYaml.empty()) {
+    if (auto written = writeMindFormersYaml(args.mindformersYaml, best, estimate); !written) {
+      return written.error();
+    }
+  }
+  if (!args.reportPath.empty()) {
+    if (auto written =
+            writeHtmlReport(args.reportPath, exporters::searchHtmlReport(found, context));
+        !written) {
+      return written.error();
+    }
+  }
+  return optimal;
+}
+
+/// After the report: "wrote FILE" for each file writeWinner wrote.
+void printWritten(const SearchArgs& args) {
+  fmt::print(verbOut(), "\nwrote {}\n", args.out);
+  for (const std::string* path : {&args.launchScript, &args.mindformersYaml, &args.reportPath}) {
+    if (!path->empty()) fmt::print(verbOut(), "wrote {}\n", *path);
+  }
+}
+
 /// `autopar search` on a cluster of device groups (planner/configuration/group_search.h): the
 /// winner of the group the objective picks is written and exported as on one group.
-int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups) {
+int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups,
+                   planner::Objective objective) {
   if (planner::isGraphModel(args.request.base.model) || args.autoParallelMm) {
     return reportError(Error{fmt::format(
         "--cluster {}: device groups are searched for a transformer (a preset, config.json or "
         "dimensions JSON), without --auto-parallel-mm",
         args.request.base.cluster)});
   }
-  auto objective = planner::parseObjective(args.objective);
-  if (!objective) return reportError(objective.error());
-  auto found = planner::searchGroups(args.request, groups, *objective);
+  auto found = planner::searchGroups(args.request, groups, objective);
   if (!found) return reportError(found.error());
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
@@ -211,20 +252,15 @@ int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups) {
     return reportDoesNotFit(fmt::format("nothing fits on any group of {} alone:\n{}", groups.name,
                                         exporters::formatGroupSearch(*found, context)));
   }
-  const planner::ConfigurationSearch& best = *found->groups[*found->chosen].found;
   if (args.out.empty()) args.out = kOptimalConfigFile;
-  const nlohmann::ordered_json optimal = exporters::mindspeedOptimalConfig(
-      *best.best, planner::layersPerStage(*best.estimate, best.best->pp, "llm"),
-      planner::layersPerStage(*best.estimate, best.best->pp, "vit"), best.estimate->sequence,
-      best.estimate->worldSize, best.bestSeconds);
-  if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
-    return reportError(written.error().in("--out"));
-  }
+  auto optimal = writeWinner(args, *found->groups[*found->chosen].found, context);
+  if (!optimal) return reportError(optimal.error());
   if (args.json) {
-    fmt::print(verbOut(), "{}\n", optimal.dump(4));
+    fmt::print(verbOut(), "{}\n", optimal->dump(4));
     return kExitOk;
   }
-  fmt::print(verbOut(), "{}\nwrote {}\n", exporters::formatGroupSearch(*found, context), args.out);
+  fmt::print(verbOut(), "{}", exporters::formatGroupSearch(*found, context));
+  printWritten(args);
   return kExitOk;
 }
 
@@ -237,10 +273,12 @@ int runSearch(SearchArgs args) {
     if (!schedule) return reportError(schedule.error().in("--schedules"));
     args.request.schedules.push_back(*schedule);
   }
+  auto objective = planner::parseObjective(args.objective);
+  if (!objective) return reportError(objective.error());
   auto groups = planner::loadClusterGroups(args.request.base.cluster);
   if (!groups) return reportError(groups.error().in("--cluster"));
-  if (*groups) return runGroupSearch(args, **groups);
-  if (args.objective != "fastest") {
+  if (*groups) return runGroupSearch(args, **groups, *objective);
+  if (*objective != planner::Objective::kFastest) {
     return reportError(
         Error{"--objective: chooses among device groups; --cluster names one "
               "device kind"});
@@ -270,42 +308,16 @@ int runSearch(SearchArgs args) {
     return reportDoesNotFit(
         planner::nothingFitsAdvice(*found, std::max(args.request.base.nodes, 1)));
   }
-  const nlohmann::ordered_json optimal = exporters::mindspeedOptimalConfig(
-      *found->best, planner::layersPerStage(*found->estimate, found->best->pp, "llm"),
-      planner::layersPerStage(*found->estimate, found->best->pp, "vit"), found->estimate->sequence,
-      found->estimate->worldSize, found->bestSeconds);
-  if (auto written = writeFileAtomically(args.out, optimal.dump(4) + "\n"); !written) {
-    return reportError(written.error().in("--out"));
-  }
-  if (!args.launchScript.empty()) {
-    if (auto written = writeLaunchScript(args.launchScript, *found->best, *found->estimate);
-        !written) {
-      return reportError(written.error());
-    }
-  }
-  if (!args.mindformersYaml.empty()) {
-    if (auto written = writeMindFormersYaml(args.mindformersYaml, *found->best, *found->estimate);
-        !written) {
-      return reportError(written.error());
-    }
-  }
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
-  if (!args.reportPath.empty()) {
-    if (auto written =
-            writeHtmlReport(args.reportPath, exporters::searchHtmlReport(*found, context));
-        !written) {
-      return reportError(written.error());
-    }
-  }
+  auto optimal = writeWinner(args, *found, context);
+  if (!optimal) return reportError(optimal.error());
   if (args.json) {
-    fmt::print(verbOut(), "{}\n", optimal.dump(4));
+    fmt::print(verbOut(), "{}\n", optimal->dump(4));
     return kExitOk;
   }
-  fmt::print(verbOut(), "{}\nwrote {}\n", exporters::formatSearchReport(*found, context), args.out);
-  if (!args.launchScript.empty()) fmt::print(verbOut(), "wrote {}\n", args.launchScript);
-  if (!args.mindformersYaml.empty()) fmt::print(verbOut(), "wrote {}\n", args.mindformersYaml);
-  if (!args.reportPath.empty()) fmt::print(verbOut(), "wrote {}\n", args.reportPath);
+  fmt::print(verbOut(), "{}", exporters::formatSearchReport(*found, context));
+  printWritten(args);
   return kExitOk;
 }
 
@@ -343,7 +355,6 @@ void addSearchVerb(CLI::App& app, Action& action) {
                    "on a cluster of device groups (docs/cluster-format.md): the group to plan "
                    "on, by the fastest step (fastest) or the fewest dollars per million tokens "
                    "(cost, from the groups' price_per_device_hour)")
-      ->check(CLI::IsMember({"fastest", "cost"}))
       ->capture_default_str();
   addReportOption(*verb, args->reportPath);
   verb->add_option("--mindformers-yaml", args->mindformersYaml,

@@ -49,6 +49,7 @@ Expected<DeviceGroup> parseGroup(const YAML::Node& node, const std::string& path
     return Error{fmt::format("{}.device: '{}' is no preset's device; expected one of {}", path,
                              *device, fmt::join(known, ", "))};
   }
+  group.device = *device;
   group.preset = preset->second;
   auto nodes = positiveCount(node, path, "nodes", false, 1);
   if (!nodes) return nodes.error();

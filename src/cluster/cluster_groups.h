@@ -23,7 +23,8 @@ namespace autopar::cluster {
 
 struct DeviceGroup {
   std::string name;
-  std::string preset;  ///< the node preset holding the group's device ("dgx-h100")
+  std::string device;  ///< the device's name, as the file gives it ("H100-SXM5-80GB")
+  std::string preset;  ///< the node preset holding that device ("dgx-h100")
   int nodes = 1;
   int devicesPerNode = 1;
   double pricePerDeviceHour = 0;  ///< USD; 0 when the file gives none

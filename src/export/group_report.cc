@@ -33,10 +33,9 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
   int idle = 0;
   for (size_t i = 0; i < search.groups.size(); ++i) {
     const planner::GroupOutcome& outcome = search.groups[i];
-    const std::string device =
-        outcome.found ? outcome.found->cluster.device.name : outcome.group.preset;
     text += fmt::format("{:<10} {:>7}  {:<16} {:<44} {:>10} {:>11} {:>9} {:>10}{}\n",
-                        outcome.group.name, outcome.group.devices(), device, bestOf(outcome),
+                        outcome.group.name, outcome.group.devices(), outcome.group.device,
+                        bestOf(outcome),
                         outcome.found ? fmt::format("{:.3f} s", outcome.stepSeconds) : "-",
                         outcome.found ? fmt::format("{:.0f}", outcome.tokensPerSecond) : "-",
                         dollars(outcome.dollarsPerHour), dollars(outcome.dollarsPerMillionTokens),

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
-#include <memory>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -96,9 +95,9 @@ std::tuple<int, std::string, std::string> runVerb(const std::vector<std::string>
 /// 50 ms for Python's signals: Ctrl-C asks the verb to stop at its next unit of work, waits for
 /// it to unwind, and raises KeyboardInterrupt.
 std::tuple<int, std::string, std::string> run(const std::vector<std::string>& arguments) {
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<bool> cancel{false};  // outlives the worker: it is joined below
   std::packaged_task<std::tuple<int, std::string, std::string>()> task(
-      [arguments, cancel] { return runVerb(arguments, cancel.get()); });
+      [&arguments, &cancel] { return runVerb(arguments, &cancel); });
   auto result = task.get_future();
   std::thread worker(std::move(task));
   bool interrupted = false;
@@ -109,7 +108,7 @@ std::tuple<int, std::string, std::string> run(const std::vector<std::string>& ar
       const py::gil_scoped_acquire held;
       if (PyErr_CheckSignals() != 0) {
         interrupted = true;
-        cancel->store(true);
+        cancel.store(true);
       }
     }
   }

@@ -9,10 +9,9 @@ namespace {
 constexpr double kSecondsPerHour = 3600;
 
 /// The outcome of one group: its search, its winner's speed and price.
-Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::ClusterGroups& groups,
-                                   const cluster::DeviceGroup& group) {
-  auto cluster = groups.clusterOf(group);
-  if (!cluster) return cluster.error();
+Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group) {
+  // The group as ClusterGroups::clusterOf makes it: its preset over its nodes, by name, as the
+  // configuration search loads clusters.
   request.base.cluster = group.preset;
   request.base.nodes = group.nodes;
   request.base.devicesPerNode = group.devicesPerNode;
@@ -60,7 +59,7 @@ Expected<GroupSearch> searchGroups(const SearchRequest& request,
                                    const cluster::ClusterGroups& groups, Objective objective) {
   GroupSearch search{groups.name, objective};
   for (const cluster::DeviceGroup& group : groups.groups) {
-    auto outcome = searchGroup(request, groups, group);
+    auto outcome = searchGroup(request, group);
     if (!outcome) return outcome.error().in(fmt::format("group {}", group.name));
     search.groups.push_back(std::move(*outcome));
   }

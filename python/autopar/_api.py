@@ -52,11 +52,7 @@ class SearchResult(Result):
 
     def _export(self, flag):
         if flag not in self._exports:
-            with _materialized(self._keywords) as (keywords, directory):
-                path = os.path.join(directory, "export")
-                keywords["out"] = os.path.join(directory, "out.json")
-                _verbs.run(_verbs.arguments("search", {**keywords, flag: path}))
-                self._exports[flag] = _read(path)
+            self._exports[flag] = _written("search", self._keywords, flag)
         return self._exports[flag]
 
     @property
@@ -155,10 +151,7 @@ class PlanResult(Result):
             raise ValueError(f"{flag}: a graph search's winner is exported by planning it: "
                              "autopar.plan(model=..., pipeline_stages=..., ...) with the "
                              "winner's options")
-        with _materialized(self._keywords) as (keywords, directory):
-            path = os.path.join(directory, "export")
-            _verbs.run(_verbs.arguments("plan", {**keywords, flag: path}))
-            return _read(path)
+        return _written("plan", self._keywords, flag)
 
     def megatron_args(self):
         """Megatron-LM's arguments for the plan, one line (`plan --megatron-args`)."""
@@ -218,19 +211,36 @@ def _run_json(verb, keywords):
     return json.loads(out)
 
 
-def estimate(**keywords):
-    """`autopar estimate`: one configuration's step time and memory. Raises DoesNotFit carrying
-    the estimate and the single changes autopar estimated to fit, fastest first."""
+def _result_or_does_not_fit(verb, keywords, result):
+    """`autopar VERB --json` as `result(data)`. Where it does not fit (exit 3) the command still
+    prints its JSON, with the fixes it verified: DoesNotFit carries them and `result(data)`."""
     with _materialized(keywords) as (given, _):
-        words = _verbs.arguments("estimate", {**given, "json": True})
+        words = _verbs.arguments(verb, {**given, "json": True})
         status, out, err = _verbs._autopar.run(words)
     if status == _verbs.EXIT_DOES_NOT_FIT and out.strip():
         data = json.loads(out)
-        raise DoesNotFit("\n".join(_verbs.error_lines(err)), _with_keywords(data["fixes"]),
-                         EstimateResult(data))
+        raise DoesNotFit("\n".join(_verbs.error_lines(err)), _with_keywords(data.get("fixes", [])),
+                         result(data))
     if status != 0:
         _verbs.raise_for(status, words, err)
-    return EstimateResult(json.loads(out))
+    return result(json.loads(out))
+
+
+def _written(verb, keywords, flag):
+    """The text of the file `autopar VERB` writes for `flag` (an export), run again with it named
+    in a temporary directory; a search's --out goes there too."""
+    with _materialized(keywords) as (given, directory):
+        path = os.path.join(directory, "export")
+        if verb == "search":
+            given["out"] = os.path.join(directory, "out.json")
+        _verbs.run(_verbs.arguments(verb, {**given, flag: path}))
+        return _read(path)
+
+
+def estimate(**keywords):
+    """`autopar estimate`: one configuration's step time and memory. Raises DoesNotFit carrying
+    the estimate and the single changes autopar estimated to fit, fastest first."""
+    return _result_or_does_not_fit("estimate", keywords, EstimateResult)
 
 
 def search(**keywords):
@@ -270,16 +280,7 @@ def _read(path):
 def plan(**keywords):
     """`autopar plan`: the plan of one model on one cluster. Raises DoesNotFit carrying the plan
     and the fixes autopar verified by planning them."""
-    with _materialized(keywords) as (given, _):
-        words = _verbs.arguments("plan", {**given, "json": True})
-        status, out, err = _verbs._autopar.run(words)
-    if status == _verbs.EXIT_DOES_NOT_FIT and out.strip():
-        data = json.loads(out)
-        raise DoesNotFit("\n".join(_verbs.error_lines(err)), _with_keywords(data.get("fixes", [])),
-                         PlanResult(data, keywords))
-    if status != 0:
-        _verbs.raise_for(status, words, err)
-    return PlanResult(json.loads(out), keywords)
+    return _result_or_does_not_fit("plan", keywords, lambda data: PlanResult(data, keywords))
 
 
 def validate(**keywords):

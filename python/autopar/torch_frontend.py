@@ -99,6 +99,11 @@ def _block_of(path, blocks):
     return best
 
 
+def _loss_labels(node):
+    """A cross_entropy call's target, given by position or as `target=`."""
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("target")
+
+
 def _axis(dim, rank):
     return dim + rank if dim < 0 else dim
 
@@ -127,8 +132,9 @@ class _Converter:
         for node in self.traced.graph.nodes:
             if node.op != "call_function" or node.target is not F.cross_entropy:
                 continue
-            logits, labels = node.args[0], node.args[1]
-            if not all(self.is_flatten(n) and len(n.users) == 1 for n in (logits, labels)):
+            logits, labels = node.args[0], _loss_labels(node)
+            if not all(isinstance(n, torch.fx.Node) and self.is_flatten(n) and len(n.users) == 1
+                       for n in (logits, labels)):
                 continue
             logits_source, labels_source = logits.args[0], labels.args[0]
             if self.shape(logits_source)[:-1] == self.shape(labels_source):
@@ -176,10 +182,17 @@ class _Converter:
             name = node.target
         else:
             name = f"{path}.{node.name}" if path else node.name
+        return self.unique(name)
+
+    def unique(self, name):
+        """`name`, or it with "_" appended until no op or declared tensor has it; reserved."""
         while name in self.names or name in self.declared:
             name += "_"
         self.names.add(name)
         return name
+
+    def block_of(self, node):
+        return _block_of(node.meta.get("autopar_path", ""), self.blocks)
 
     def parameter(self, name, tensor):
         """The parameter's tensor, declared once; a weight two modules share (a head tied to the
@@ -193,20 +206,15 @@ class _Converter:
 
     def emit(self, node, kind, inputs, attrs=None, name=None):
         name = name or self.op_name(node)
-        block = _block_of(node.meta.get("autopar_path", ""), self.blocks)
-        output = self.graph.op(name, kind, inputs, attrs=attrs, block=block,
+        output = self.graph.op(name, kind, inputs, attrs=attrs, block=self.block_of(node),
                                output_shape=self.shape(node))
         self.tensors[node] = output
         return output
 
     def emit_inner(self, node, suffix, kind, inputs, attrs=None):
         """An op before the node's own (a Linear's MatMul before its bias Add)."""
-        name = f"{node.target}.{suffix}"
-        while name in self.names or name in self.declared:
-            name += "_"
-        self.names.add(name)
-        block = _block_of(node.meta.get("autopar_path", ""), self.blocks)
-        return self.graph.op(name, kind, inputs, attrs=attrs, block=block)
+        return self.graph.op(self.unique(f"{node.target}.{suffix}"), kind, inputs, attrs=attrs,
+                             block=self.block_of(node))
 
     def alias(self, node, source):
         self.tensors[node] = self.tensors[source]
@@ -221,9 +229,8 @@ class _Converter:
         inputs = [self.tensors[a] for a in node.all_input_nodes if a in self.tensors]
         types = [{"shape": list(m.shape), "dtype": _DTYPES.get(m.dtype, "fp32")} for m in metas]
         outputs = [f"{name}.{i}" for i in range(len(metas))]
-        block = _block_of(node.meta.get("autopar_path", ""), self.blocks)
         self.graph.op(name, "Opaque", inputs, attrs={"op_type": kind, "output_types": types},
-                      block=block, outputs=outputs)
+                      block=self.block_of(node), outputs=outputs)
         self.parts[node] = outputs
 
     @staticmethod
@@ -246,7 +253,7 @@ class _Converter:
             if node.op == "output":
                 continue
             if node.op != "placeholder" and self.meta(node) is None:
-                if node.op != "output" and self.tuple_meta(node):
+                if self.tuple_meta(node):
                     self.opaque_tuple(node)
                 continue  # not a tensor (a size): used only through the shapes
             if node in self.folded:
@@ -323,8 +330,8 @@ class _Converter:
             self.emit(node, "Dropout", [self.tensors[node.args[0]]],
                       {"dropout_rate": rate} if rate else None)
         elif target is F.cross_entropy and self.plain_cross_entropy(node):
-            labels = node.args[1] if len(node.args) > 1 else node.kwargs["target"]
-            self.emit(node, "CrossEntropy", [self.tensors[node.args[0]], self.tensors[labels]])
+            self.emit(node, "CrossEntropy",
+                      [self.tensors[node.args[0]], self.tensors[_loss_labels(node)]])
         elif target in _REDUCTIONS:
             self.reduction(node, _REDUCTIONS[target])
         elif target in (torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze):
@@ -384,7 +391,7 @@ class _Converter:
     def plain_cross_entropy(node):
         """The mean loss over integer class labels, which autopar's CrossEntropy is: no weights,
         label smoothing, ignore_index or reduction other than the mean."""
-        labels = node.args[1] if len(node.args) > 1 else node.kwargs.get("target")
+        labels = _loss_labels(node)
         plain = {"weight": None, "reduction": "mean", "label_smoothing": 0.0,
                  "ignore_index": -100}
         return (isinstance(labels, torch.fx.Node) and len(node.args) <= 2

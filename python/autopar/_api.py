@@ -92,6 +92,45 @@ _parallel_fields(SearchResult, {"tp": "TP", "pp": "PP", "dp": "DP", "cp": "CP", 
                                 "recompute": "recompute"})
 
 
+class GroupShare:
+    """One device group's part of a SharedPlanResult: its name, device, share of the global batch
+    and the configuration it trains that share with (seed 003's keys, as SearchResult reads
+    them)."""
+
+    def __init__(self, data):
+        self.name = data["name"]
+        self.device = data["device"]
+        self.devices = data["nodes"] * data["devices_per_node"]
+        self.samples = data["samples"]
+        self.config = SearchResult(data["config"], None)
+
+    def __repr__(self):
+        return (f"GroupShare(name={self.name!r}, samples={self.samples}, "
+                f"{self.config._summary()})")
+
+
+class SharedPlanResult(Result):
+    """`search` on a cluster of device groups whose fastest (or cheapest) plan shares the batch
+    across groups: each group trains its share with its own configuration, then the gradients
+    all-reduce across groups. No framework runs it, so it has no exports."""
+
+    step_seconds = property(lambda self: self._data["e2e_time"] / 1000.0)
+    tokens_per_second = property(lambda self: self._data["tokens_per_second"])
+    sync_seconds = property(lambda self: self._data["cross_group_sync_time"] / 1000.0,
+                            doc="the gradient all-reduce across groups")
+    dollars_per_hour = property(lambda self: self._data["dollars_per_hour"])
+    dollars_per_million_tokens = property(lambda self: self._data["dollars_per_million_tokens"])
+
+    @property
+    def groups(self):
+        """Per group it uses, in the cluster file's order: a GroupShare."""
+        return [GroupShare(group) for group in self._data["groups"]]
+
+    def _summary(self):
+        shares = ", ".join(f"{share['name']}={share['samples']}" for share in self._data["groups"])
+        return f"{shares}, step_seconds={self.step_seconds:.4g}"
+
+
 class EstimateResult(Result):
     """`estimate`'s prediction for one configuration: step time, memory per stage, throughput."""
 
@@ -244,8 +283,9 @@ def estimate(**keywords):
 
 
 def search(**keywords):
-    """`autopar search`: the fastest configuration that fits (a transformer: SearchResult; a
-    graph: the winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
+    """`autopar search`: the fastest configuration that fits (a transformer: SearchResult, or on a
+    cluster of device groups a plan sharing the batch across them: SharedPlanResult; a graph: the
+    winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
     `report` are written there, as the command writes them; without `out` nothing is left behind.
     When nothing fits, DoesNotFit's message says what would (more nodes, say)."""
     if keywords.get("auto_parallel_mm"):
@@ -260,7 +300,10 @@ def search(**keywords):
         out, _ = _verbs.run(words)
         if graph:
             return PlanResult(json.loads(_read(given["out"])), None)
-    return SearchResult(json.loads(out), _without_outputs(keywords))
+    data = json.loads(out)
+    if "groups" in data:
+        return SharedPlanResult(data)
+    return SearchResult(data, _without_outputs(keywords))
 
 
 _OUTPUTS = ("out", "launch_script", "mindformers_yaml", "report", "megatron_args",

@@ -241,3 +241,19 @@ def test_a_graph_search_winner_is_not_exported_from_other_options():
     assert best.fits
     with pytest.raises(ValueError, match=r"^megatron_args: a graph search's winner"):
         best.megatron_args()
+
+
+def test_a_plan_across_device_groups_is_a_shared_plan_result(scratch):
+    mixed = str(ROOT.parent / "shared" / "examples" / "mixed-cluster.yaml")
+    shared = autopar.search(model="llama2-13b", cluster=mixed, gbs=256)
+    expected = cli_json("search", "--model", "llama2-13b", "--cluster", mixed, "--gbs", "256",
+                        "--json", "--out", "o.json")
+    assert isinstance(shared, autopar.SharedPlanResult)
+    assert shared.to_dict() == expected
+    assert [share.name for share in shared.groups] == ["h100", "a100"]
+    assert sum(share.samples for share in shared.groups) == 256
+    assert shared.groups[0].config.tp == expected["groups"][0]["config"]["parallel_config"]["TP"]
+    assert shared.step_seconds == pytest.approx(expected["e2e_time"] / 1000)
+    alone = autopar.search(model="llama2-13b", cluster=mixed, gbs=256, cross_group=False)
+    assert isinstance(alone, autopar.SearchResult)
+    assert shared.step_seconds < alone.step_seconds

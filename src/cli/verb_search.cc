@@ -52,6 +52,7 @@ struct SearchArgs {
   ConfigurationFlags flags;
   bool json = false;
   std::string objective = "fastest";   ///< --objective, on a cluster of device groups
+  bool crossGroup = true;              ///< --cross-group
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
   std::string mindformersYaml;         ///< --mindformers-yaml
@@ -234,29 +235,64 @@ void printWritten(const SearchArgs& args) {
   }
 }
 
+/// Writes a plan across device groups: its JSON (exporters::sharedPlanJson) to --out. No
+/// framework runs one model's data-parallel replicas on uneven shares of the batch, so the
+/// framework exports are refused in one line that names the way to a one-group plan.
+Expected<nlohmann::ordered_json> writeSharedPlan(const SearchArgs& args,
+                                                 const planner::GroupSearch& search,
+                                                 const planner::SharedPlan& plan) {
+  for (const auto& [flag, path] : {std::pair{"--launch-script", &args.launchScript},
+                                   std::pair{"--mindformers-yaml", &args.mindformersYaml}}) {
+    if (!path->empty()) {
+      return Error{fmt::format(
+          "{}: the chosen plan shares the batch unevenly across device groups, which no "
+          "framework runs (Megatron-LM, torchtitan and MindFormers split it evenly over "
+          "identical replicas); add --no-cross-group to plan on one group",
+          flag)};
+    }
+  }
+  nlohmann::ordered_json json = exporters::sharedPlanJson(search, plan);
+  if (auto written = writeFileAtomically(args.out, json.dump(4) + "\n"); !written) {
+    return written.error().in("--out");
+  }
+  if (!args.reportPath.empty()) {
+    const exporters::SearchReportContext context{args.request.base.model, search.globalBatch,
+                                                 args.request.profilePath, args.top};
+    if (auto written = writeHtmlReport(args.reportPath,
+                                       exporters::sharedPlanHtmlReport(search, plan, context));
+        !written) {
+      return written.error();
+    }
+  }
+  return json;
+}
+
 /// `autopar search` on a cluster of device groups (planner/configuration/group_search.h): the
-/// winner of the group the objective picks is written and exported as on one group.
+/// plan the objective picks is written: a group's winner, exported as on one group, or a plan
+/// across groups (writeSharedPlan).
 int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups,
-                   planner::Objective objective) {
+                   const planner::GroupSearchOptions& options) {
   if (planner::isGraphModel(args.request.base.model) || args.autoParallelMm) {
     return reportError(Error{fmt::format(
         "--cluster {}: device groups are searched for a transformer (a preset, config.json or "
         "dimensions JSON), without --auto-parallel-mm",
         args.request.base.cluster)});
   }
-  auto found = planner::searchGroups(args.request, groups, objective);
+  auto found = planner::searchGroups(args.request, groups, options);
   if (!found) return reportError(found.error());
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
   if (!found->chosen) {
-    return reportDoesNotFit(fmt::format("nothing fits on any group of {} alone:\n{}", groups.name,
+    return reportDoesNotFit(fmt::format("nothing fits on {}:\n{}", groups.name,
                                         exporters::formatGroupSearch(*found, context)));
   }
   if (args.out.empty()) args.out = kOptimalConfigFile;
-  auto optimal = writeWinner(args, *found->groups[*found->chosen].found, context);
-  if (!optimal) return reportError(optimal.error());
+  const planner::GroupSearch::Choice chosen = *found->chosen;
+  auto written = chosen.shared ? writeSharedPlan(args, *found, found->shared[chosen.index])
+                               : writeWinner(args, *found->groups[chosen.index].found, context);
+  if (!written) return reportError(written.error());
   if (args.json) {
-    fmt::print(verbOut(), "{}\n", optimal->dump(4));
+    fmt::print(verbOut(), "{}\n", written->dump(4));
     return kExitOk;
   }
   fmt::print(verbOut(), "{}", exporters::formatGroupSearch(*found, context));
@@ -277,11 +313,11 @@ int runSearch(SearchArgs args) {
   if (!objective) return reportError(objective.error());
   auto groups = planner::loadClusterGroups(args.request.base.cluster);
   if (!groups) return reportError(groups.error().in("--cluster"));
-  if (*groups) return runGroupSearch(args, **groups, *objective);
-  if (*objective != planner::Objective::kFastest) {
+  if (*groups) return runGroupSearch(args, **groups, {*objective, args.crossGroup});
+  if (*objective != planner::Objective::kFastest || !args.crossGroup) {
     return reportError(
-        Error{"--objective: chooses among device groups; --cluster names one "
-              "device kind"});
+        Error{"--objective and --no-cross-group: choose among device groups; "
+              "--cluster names one device kind"});
   }
   if (planner::isGraphModel(args.request.base.model)) {
     if (args.autoParallelMm) {
@@ -352,10 +388,14 @@ void addSearchVerb(CLI::App& app, Action& action) {
   verb->add_flag("--json", args->json,
                  "print the optimal configuration JSON instead of the report");
   verb->add_option("--objective", args->objective,
-                   "on a cluster of device groups (docs/cluster-format.md): the group to plan "
-                   "on, by the fastest step (fastest) or the fewest dollars per million tokens "
+                   "on a cluster of device groups (docs/cluster-format.md): the plan to take: "
+                   "the fastest step (fastest) or the fewest dollars per million tokens "
                    "(cost, from the groups' price_per_device_hour)")
       ->capture_default_str();
+  verb->add_flag("--cross-group,!--no-cross-group", args->crossGroup,
+                 "on a cluster of device groups, also search plans whose data-parallel replicas "
+                 "span groups, each group training its share of the batch (--no-cross-group: "
+                 "each group alone)");
   addReportOption(*verb, args->reportPath);
   verb->add_option("--mindformers-yaml", args->mindformersYaml,
                    "also write the best configuration as a complete MindFormers run yaml "

@@ -161,15 +161,15 @@ void timelineRow(Out out, int stage, const std::vector<sim::TimelineBlock>& bloc
   fmt::format_to(out, "</g>");
 }
 
-void timelineChart(const HtmlReport& report, Out out) {
+void timelineChart(const HtmlReport& report, Out out, const std::string& id) {
   const auto stages = static_cast<double>(report.timeline.size());
   const double height = kAxisHeight + stages * (kRowHeight + kRowGap);
   const double span = report.stepSeconds > 0 ? report.stepSeconds : 1;
   const double scale = kPlotWidth / span;
   fmt::format_to(out,
-                 "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
+                 "<svg id=\"{2}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
                  "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\">",
-                 kLabelWidth + kPlotWidth + 16, height);
+                 kLabelWidth + kPlotWidth + 16, height, id);
   for (size_t s = 0; s < report.timeline.size(); ++s) {
     timelineRow(out, static_cast<int>(s), report.timeline[s],
                 static_cast<double>(s) * (kRowHeight + kRowGap), scale, report.stepSeconds);
@@ -208,16 +208,16 @@ constexpr std::array<MemoryPart, 7> kMemoryParts{{
      &cost::MemoryBreakdown::runtimeBytes},
 }};
 
-void memoryChart(const HtmlReport& report, Out out) {
+void memoryChart(const HtmlReport& report, Out out, const std::string& id) {
   int64_t widest = report.deviceMemoryBytes;
   for (const auto& memory : report.stageMemory) widest = std::max(widest, memory.total());
   const double scale = widest > 0 ? kPlotWidth / static_cast<double>(widest) : 0;
   const double rows = static_cast<double>(report.stageMemory.size());
   const double height = kAxisHeight + 14 + rows * (kRowHeight + kRowGap);
   fmt::format_to(out,
-                 "<svg id=\"memory\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
+                 "<svg id=\"{2}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" "
                  "height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\">",
-                 kLabelWidth + kPlotWidth + kTotalWidth, height);
+                 kLabelWidth + kPlotWidth + kTotalWidth, height, id);
   for (size_t s = 0; s < report.stageMemory.size(); ++s) {
     const cost::MemoryBreakdown& memory = report.stageMemory[s];
     const double y = static_cast<double>(s) * (kRowHeight + kRowGap);
@@ -320,6 +320,31 @@ pre { background: #f6f6f6; padding: 8px; overflow-x: auto; }
 </style>
 )";
 
+/// A step's timeline and its memory per stage, under `heading` tags; `idSuffix` keeps the
+/// charts' ids unique when a page draws several steps.
+void stepCharts(const HtmlReport& report, Out out, std::string_view heading,
+                const std::string& idSuffix) {
+  fmt::format_to(out, "<{0}>Pipeline timeline of one step</{0}>\n", heading);
+  legend(out, {{"fwd", "forward"},
+               {"bwd", "backward (recompute included)"},
+               {"wgt", "weight gradients (zero-bubble W)"},
+               {"comm", "exposed communication within a block"},
+               {"sync", "gradient sync"},
+               {"opt", "optimizer"},
+               {"gather", "parameter all-gather"},
+               {"idle", "bubble"}});
+  timelineChart(report, out, "timeline" + idSuffix);
+  fmt::format_to(out, "<{0}>Memory per stage at its peak</{0}>\n", heading);
+  legend(out, {{"m-param", "parameters"},
+               {"m-grad", "gradients"},
+               {"m-opt", "optimizer states"},
+               {"m-act", "activations"},
+               {"m-work", "workspace"},
+               {"m-comm", "communication buffers"},
+               {"m-run", "runtime"}});
+  memoryChart(report, out, "memory" + idSuffix);
+}
+
 }  // namespace
 
 std::string renderHtmlReport(const HtmlReport& report) {
@@ -332,25 +357,17 @@ std::string renderHtmlReport(const HtmlReport& report) {
   for (const auto& [name, value] : report.summary) {
     fmt::format_to(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
   }
-  fmt::format_to(out, "</dl>\n<h2>Pipeline timeline of one step</h2>\n");
-  legend(out, {{"fwd", "forward"},
-               {"bwd", "backward (recompute included)"},
-               {"wgt", "weight gradients (zero-bubble W)"},
-               {"comm", "exposed communication within a block"},
-               {"sync", "gradient sync"},
-               {"opt", "optimizer"},
-               {"gather", "parameter all-gather"},
-               {"idle", "bubble"}});
-  timelineChart(report, out);
-  fmt::format_to(out, "<h2>Memory per stage at its peak</h2>\n");
-  legend(out, {{"m-param", "parameters"},
-               {"m-grad", "gradients"},
-               {"m-opt", "optimizer states"},
-               {"m-act", "activations"},
-               {"m-work", "workspace"},
-               {"m-comm", "communication buffers"},
-               {"m-run", "runtime"}});
-  memoryChart(report, out);
+  fmt::format_to(out, "</dl>\n");
+  if (report.sections.empty()) stepCharts(report, out, "h2", "");
+  for (size_t i = 0; i < report.sections.size(); ++i) {
+    const HtmlReport& section = report.sections[i];
+    fmt::format_to(out, "<h2>{}</h2>\n<dl class=\"summary\">", escape(section.title));
+    for (const auto& [name, value] : section.summary) {
+      fmt::format_to(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
+    }
+    fmt::format_to(out, "</dl>\n");
+    stepCharts(section, out, "h3", fmt::format("-{}", i));
+  }
   if (!report.candidates.empty()) table(out, candidateTable(report), "candidates");
   for (size_t i = 0; i < report.tables.size(); ++i) {
     table(out, report.tables[i], fmt::format("table{}", i));

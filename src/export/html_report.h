@@ -55,6 +55,10 @@ struct HtmlReport {
   std::vector<ReportTable> tables;
   /// Preformatted text shown as is (the export lines).
   std::vector<std::pair<std::string, std::string>> listings;
+  /// A step run by several parts at once (a plan across device groups): each part's title,
+  /// summary, timeline and memory, drawn in place of the page's own on a shared time axis (each
+  /// part's stepSeconds).
+  std::vector<HtmlReport> sections;
 };
 
 /// The page. Deterministic: the same report gives the same bytes.

@@ -247,6 +247,53 @@ Expected<HtmlReport> searchHtmlReport(const planner::ConfigurationSearch& found,
   return report;
 }
 
+Expected<HtmlReport> sharedPlanHtmlReport(const planner::GroupSearch& search,
+                                          const planner::SharedPlan& plan,
+                                          const SearchReportContext& context) {
+  HtmlReport report;
+  std::string members;
+  for (const planner::GroupOutcome& share : plan.shares) {
+    members += fmt::format("{}{} ({} samples)", members.empty() ? "" : " + ", share.group.name,
+                           share.samples);
+  }
+  report.title = fmt::format("autopar search: {} on {}, global batch {}: {} sharing the batch",
+                             context.model, search.cluster, search.globalBatch, members);
+  const planner::Throughput& throughput = plan.throughput;
+  report.summary = {
+      {"step time", planner::formatSeconds(throughput.stepSeconds)},
+      {"slowest group", planner::formatSeconds(plan.slowestGroupSeconds)},
+      {"gradient all-reduce across groups",
+       fmt::format("{} over {}", planner::formatSeconds(plan.syncSeconds), plan.syncLink)},
+      {"throughput", fmt::format("{:.0f} tokens/s", throughput.tokensPerSecond)}};
+  if (throughput.dollarsPerHour > 0) {
+    report.summary.emplace_back("price",
+                                fmt::format("${:.2f} per hour", throughput.dollarsPerHour));
+  }
+  if (throughput.dollarsPerMillionTokens > 0) {
+    report.summary.emplace_back(
+        "cost", fmt::format("${:.3f} per million tokens", throughput.dollarsPerMillionTokens));
+  }
+  for (const planner::GroupOutcome& share : plan.shares) {
+    auto section = estimateHtmlReport(*share.found->best, *share.found->estimate);
+    if (!section) return section.error();
+    section->title = fmt::format("{}: {} samples on {} x {}", share.group.name, share.samples,
+                                 share.group.devices(), share.group.device);
+    // The groups wait for the slowest, then all-reduce across groups: every stage's row ends in
+    // that synchronisation, on the whole step's axis.
+    for (std::vector<sim::TimelineBlock>& stage : section->timeline) {
+      sim::TimelineBlock sync;
+      sync.kind = sim::TimelineBlock::kGradientSync;
+      sync.startSeconds = plan.slowestGroupSeconds;
+      sync.endSeconds = throughput.stepSeconds;
+      sync.communicationSeconds = plan.syncSeconds;
+      stage.push_back(sync);
+    }
+    section->stepSeconds = throughput.stepSeconds;
+    report.sections.push_back(std::move(*section));
+  }
+  return report;
+}
+
 Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
                                     const ReportHeader& header, std::string_view unmet) {
   HtmlReport report;

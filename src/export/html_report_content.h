@@ -13,6 +13,7 @@
 #include "plan/plan.h"
 #include "planner/configuration/configuration_estimate.h"
 #include "planner/configuration/configuration_search.h"
+#include "planner/configuration/group_search.h"
 #include "planner/graph_search.h"
 #include "planner/plan_evaluation.h"
 #include "util/expected.h"
@@ -25,6 +26,13 @@ Expected<HtmlReport> estimateHtmlReport(const planner::MegatronConfig& config,
 /// `found` has a winner (`found.best`).
 Expected<HtmlReport> searchHtmlReport(const planner::ConfigurationSearch& found,
                                       const SearchReportContext& context);
+
+/// A plan across device groups (`plan`, one of `search.shared`): its step, throughput and price,
+/// then each group's timeline and memory on its share, on the whole step's time axis, ending in
+/// the gradient synchronisation across groups.
+Expected<HtmlReport> sharedPlanHtmlReport(const planner::GroupSearch& search,
+                                          const planner::SharedPlan& plan,
+                                          const SearchReportContext& context);
 
 /// A graph search's winner `plan` (`found.best`), with the configurations that fit ranked.
 Expected<HtmlReport> graphSearchHtmlReport(const planner::GraphSearch& found,

@@ -2,40 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
 namespace autopar::planner {
 
 namespace {
 
-constexpr double kSecondsPerHour = 3600;
+/// Groups that fit alone beyond which only the set of all of them shares the batch (2^6 - 7 = 57
+/// sets of two or more below it).
+constexpr size_t kMaxGroupsForSubsets = 6;
 
-/// The outcome of one group: its search, its winner's speed and price.
-Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group) {
-  // The group as ClusterGroups::clusterOf makes it: its preset over its nodes, by name, as the
-  // configuration search loads clusters.
-  request.base.cluster = group.preset;
-  request.base.nodes = group.nodes;
-  request.base.devicesPerNode = group.devicesPerNode;
-  GroupOutcome outcome{group};
-  outcome.dollarsPerHour = group.pricePerDeviceHour * group.devices();
-  auto found = searchConfigurations(request);
-  if (!found) return found.error();
-  if (!found->best) {
-    outcome.unmet = nothingFitsAdvice(*found, group.nodes);
-    return outcome;
-  }
-  outcome.stepSeconds = found->bestSeconds;
-  outcome.tokensPerSecond = found->estimate->tokensPerSecond;
-  if (outcome.tokensPerSecond > 0 && group.pricePerDeviceHour > 0) {
-    const double tokensPerHour = outcome.tokensPerSecond * kSecondsPerHour;
-    outcome.dollarsPerMillionTokens = outcome.dollarsPerHour / tokensPerHour * 1e6;
-  }
-  outcome.found = std::move(*found);
-  return outcome;
-}
-
-/// Whether `a` serves the objective better than `b` (both with a winner). Under `cost`, a group
-/// without a price cannot be compared and loses to one with a price.
-bool better(const GroupOutcome& a, const GroupOutcome& b, Objective objective) {
+/// Whether `a` serves the objective better than `b`. Under `cost`, a plan without a price cannot
+/// be compared and loses to one with a price.
+bool better(const Throughput& a, const Throughput& b, Objective objective) {
   if (objective == Objective::kCost) {
     const bool aPriced = a.dollarsPerMillionTokens > 0;
     const bool bPriced = b.dollarsPerMillionTokens > 0;
@@ -47,6 +26,26 @@ bool better(const GroupOutcome& a, const GroupOutcome& b, Objective objective) {
   return a.tokensPerSecond > b.tokensPerSecond;
 }
 
+/// The sets of two or more groups that fit alone, as indices in the file's order.
+std::vector<std::vector<size_t>> groupSets(const std::vector<GroupOutcome>& alone) {
+  std::vector<size_t> fitting;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    if (alone[i].found) fitting.push_back(i);
+  }
+  if (fitting.size() < 2) return {};
+  if (fitting.size() > kMaxGroupsForSubsets) return {fitting};
+  std::vector<std::vector<size_t>> sets;
+  for (unsigned mask = 1; mask < (1U << fitting.size()); ++mask) {
+    if (std::popcount(mask) < 2) continue;
+    std::vector<size_t> members;
+    for (size_t bit = 0; bit < fitting.size(); ++bit) {
+      if (mask & (1U << bit)) members.push_back(fitting[bit]);
+    }
+    sets.push_back(std::move(members));
+  }
+  return sets;
+}
+
 }  // namespace
 
 Expected<Objective> parseObjective(std::string_view name) {
@@ -55,22 +54,66 @@ Expected<Objective> parseObjective(std::string_view name) {
   return Error{fmt::format("--objective {}: expected fastest or cost", name)};
 }
 
+Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,
+                                   int64_t samples) {
+  // The group as ClusterGroups::clusterOf makes it: its preset over its nodes, by name, as the
+  // configuration search loads clusters.
+  request.base.cluster = group.preset;
+  request.base.nodes = group.nodes;
+  request.base.devicesPerNode = group.devicesPerNode;
+  request.base.gbs = samples;
+  GroupOutcome outcome;
+  outcome.group = group;
+  outcome.samples = samples;
+  auto found = searchConfigurations(request);
+  if (!found) return found.error();
+  if (!found->best) {
+    outcome.unmet = nothingFitsAdvice(*found, group.nodes);
+    return outcome;
+  }
+  outcome.throughput.stepSeconds = found->bestSeconds;
+  outcome.throughput.tokensPerSecond = found->estimate->tokensPerSecond;
+  outcome.throughput.dollarsPerHour = group.pricePerDeviceHour * group.devices();
+  outcome.throughput.dollarsPerMillionTokens =
+      group.pricePerDeviceHour > 0 ? dollarsPerMillionTokens(outcome.throughput) : 0;
+  outcome.found = std::move(*found);
+  return outcome;
+}
+
+const Throughput& GroupSearch::chosenThroughput() const {
+  return chosen->shared ? shared[chosen->index].throughput : groups[chosen->index].throughput;
+}
+
 Expected<GroupSearch> searchGroups(const SearchRequest& request,
-                                   const cluster::ClusterGroups& groups, Objective objective) {
-  GroupSearch search{groups.name, objective};
+                                   const cluster::ClusterGroups& groups,
+                                   const GroupSearchOptions& options) {
+  GroupSearch search;
+  search.cluster = groups.name;
+  search.options = options;
+  search.globalBatch = request.base.gbs;
   for (const cluster::DeviceGroup& group : groups.groups) {
-    auto outcome = searchGroup(request, group);
+    auto outcome = searchGroup(request, group, request.base.gbs);
     if (!outcome) return outcome.error().in(fmt::format("group {}", group.name));
     search.groups.push_back(std::move(*outcome));
   }
-  for (size_t i = 0; i < search.groups.size(); ++i) {
-    if (!search.groups[i].found) continue;
-    if (!search.chosen || better(search.groups[i], search.groups[*search.chosen], objective)) {
-      search.chosen = i;
+  if (options.crossGroup) {
+    for (const std::vector<size_t>& members : groupSets(search.groups)) {
+      auto plan = shareBatch(request, groups, search.groups, members);
+      if (!plan) return plan.error();
+      if (*plan) search.shared.push_back(std::move(**plan));
     }
   }
-  if (objective == Objective::kCost && search.chosen &&
-      search.groups[*search.chosen].dollarsPerMillionTokens == 0) {
+  auto consider = [&](bool shared, size_t index, const Throughput& throughput) {
+    if (!search.chosen || better(throughput, search.chosenThroughput(), options.objective)) {
+      search.chosen = GroupSearch::Choice{shared, index};
+    }
+  };
+  for (size_t i = 0; i < search.groups.size(); ++i) {
+    if (search.groups[i].found) consider(false, i, search.groups[i].throughput);
+  }
+  for (size_t i = 0; i < search.shared.size(); ++i) consider(true, i, search.shared[i].throughput);
+  if (options.objective == Objective::kCost && search.chosen &&
+      search.chosenThroughput().dollarsPerMillionTokens == 0) {
     return Error{
         fmt::format("--objective cost: {} gives no group a price_per_device_hour", groups.name)};
   }

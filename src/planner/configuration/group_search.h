@@ -1,13 +1,17 @@
 #pragma once
 /// \file
-/// `autopar search` on a cluster of device groups (cluster/cluster_groups.h): the configuration
-/// search on each group alone, each winner priced in dollars from the group's price, and the
-/// group the objective picks: the fastest step (`fastest`), or the fewest dollars per million
-/// tokens (`cost`).
-///   searchGroups(request, mixed, Objective::kCost)
-///   -> h100: TP 2 PP 1 DP 8 ..., 1.21 s, $64.00/h, $0.52 per M tokens; a100: ... (chosen)
-/// A plan across groups (pipeline stages on different kinds, data-parallel shares balanced by
-/// speed) is not searched: the groups not chosen are left idle, and the result says so.
+/// `autopar search` on a cluster of device groups (cluster/cluster_groups.h). Each group is
+/// searched alone, and, across groups, plans whose data-parallel replicas span them: each group
+/// trains the model on its share of the global batch with the configuration its own search picks
+/// for that share, the shares balanced so the groups finish together, and the gradients are
+/// synchronised hierarchically (reduced inside each group as on one group, the reduced shards
+/// all-reduced across groups over the slowest link between them, gathered inside again). Every
+/// plan is priced in dollars from the groups' prices, and the objective picks one: the fastest
+/// step (`fastest`), or the fewest dollars per million tokens (`cost`).
+///   searchGroups(request, mixed, {Objective::kFastest})
+///   -> h100 alone 10.23 s; a100 alone 13.07 s; h100 + a100 sharing the batch 6.1 s (chosen)
+/// Pipeline stages on different kinds are not searched: a cross-group plan needs each group to
+/// hold a whole replica.
 
 #include <optional>
 #include <string>
@@ -24,27 +28,78 @@ enum class Objective { kFastest, kCost };
 /// "fastest" or "cost"; the error lists them.
 Expected<Objective> parseObjective(std::string_view name);
 
-struct GroupOutcome {
-  cluster::DeviceGroup group;
-  std::optional<ConfigurationSearch> found;  ///< with a winner; empty when none
-  std::string unmet;                         ///< without one: why (nothing fits, or an error)
+struct GroupSearchOptions {
+  Objective objective = Objective::kFastest;
+  /// Also search plans across groups (data-parallel shares); off: each group alone.
+  bool crossGroup = true;
+};
+
+/// What a plan trains per second and what it costs.
+struct Throughput {
   double stepSeconds = 0;
   double tokensPerSecond = 0;
-  double dollarsPerHour = 0;  ///< the group's devices at its price
-  /// Dollars per million tokens trained at the winner's speed (0 when the group has no price).
+  double dollarsPerHour = 0;  ///< its devices at their groups' prices
+  /// Dollars per million tokens trained at its speed (0 when a device it uses has no price).
   double dollarsPerMillionTokens = 0;
 };
 
-struct GroupSearch {
-  std::string cluster;  ///< the groups file's name
-  Objective objective = Objective::kFastest;
-  std::vector<GroupOutcome> groups;  ///< in the file's order
-  std::optional<size_t> chosen;      ///< the objective's pick among those with a winner
+/// Dollars per hour over million tokens per hour (0 at no speed).
+double dollarsPerMillionTokens(const Throughput& throughput);
+
+/// One group's search on a batch: the whole global batch, or its share of it.
+struct GroupOutcome {
+  cluster::DeviceGroup group;
+  int64_t samples = 0;                       ///< the batch it trains per step
+  std::optional<ConfigurationSearch> found;  ///< with a winner; empty when none
+  std::string unmet;                         ///< without one: why (nothing fits, or an error)
+  Throughput throughput;                     ///< its winner's (zeros without one)
 };
 
-/// Searches `request` (its base's cluster replaced by each group's) on every group. Errors are
-/// the request's own (a model that does not load); a group where nothing fits is an outcome.
+/// Searches `request` (its base's cluster replaced by the group's, its global batch by
+/// `samples`) on one group. A group where nothing fits is an outcome, not an error.
+Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,
+                                   int64_t samples);
+
+/// A plan whose data-parallel replicas span several groups.
+struct SharedPlan {
+  std::vector<GroupOutcome> shares;  ///< per group it uses, in the file's order; samples sum
+                                     ///< to the global batch
+  double slowestGroupSeconds = 0;    ///< the slowest group's step on its share
+  double syncSeconds = 0;            ///< the gradient all-reduce across groups, after it
+  std::string syncLink;              ///< the slowest link it crosses, "h100-a100 at 100 Gbit/s"
+  Throughput throughput;
+};
+
+/// The shares of `members` (indices into `groups.groups`, 2 or more, each with its winner on the
+/// whole batch in `alone`) that make the fastest step: shares start in proportion to each group's
+/// speed alone and move a quantum (1/32 of the batch, rounded to a divisor) at a time from the
+/// slowest group while that shortens the step. Empty when no split fits.
+Expected<std::optional<SharedPlan>> shareBatch(const SearchRequest& request,
+                                               const cluster::ClusterGroups& groups,
+                                               const std::vector<GroupOutcome>& alone,
+                                               const std::vector<size_t>& members);
+
+struct GroupSearch {
+  std::string cluster;  ///< the groups file's name
+  GroupSearchOptions options;
+  int64_t globalBatch = 0;
+  std::vector<GroupOutcome> groups;  ///< each alone on the whole batch, in the file's order
+  std::vector<SharedPlan> shared;    ///< the best split of each set of groups that has one
+  /// The objective's pick: a group alone (an index into `groups`) or a shared plan (into
+  /// `shared`); empty when nothing fits.
+  struct Choice {
+    bool shared = false;
+    size_t index = 0;
+  };
+  std::optional<Choice> chosen;
+  [[nodiscard]] const Throughput& chosenThroughput() const;
+};
+
+/// Searches every group alone, then (with options.crossGroup) every set of two or more groups
+/// that fit alone, sharing the batch (up to 6 such groups; with more, all of them at once).
+/// Errors are the request's own (a model that does not load).
 Expected<GroupSearch> searchGroups(const SearchRequest& request,
-                                   const cluster::ClusterGroups& groups, Objective objective);
+                                   const cluster::ClusterGroups& groups,
+                                   const GroupSearchOptions& options);
 
 }  // namespace autopar::planner

@@ -51,8 +51,12 @@ struct SearchArgs {
   std::string out;  ///< empty: kOptimalConfigFile, or kGraphPlanFile for a graph
   ConfigurationFlags flags;
   bool json = false;
-  std::string objective = "fastest";   ///< --objective, on a cluster of device groups
-  bool crossGroup = true;              ///< --cross-group
+  std::string objective = "fastest";  ///< --objective, on a cluster of device groups
+  bool crossGroup = true;             ///< --cross-group
+  /// The availability question (--available, --min-tokens-per-s, --max-dollars-per-hour).
+  std::string available;
+  double minTokensPerSecond = 0;
+  double maxDollarsPerHour = 0;
   std::vector<std::string> schedules;  ///< --schedules
   std::string launchScript;            ///< --launch-script
   std::string mindformersYaml;         ///< --mindformers-yaml
@@ -283,6 +287,9 @@ int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups,
   const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
                                                args.request.profilePath, args.top};
   if (!found->chosen) {
+    if (found->devices && !found->devices->unmet.empty()) {
+      return reportDoesNotFit(found->devices->unmet);
+    }
     return reportDoesNotFit(fmt::format("nothing fits on {}:\n{}", groups.name,
                                         exporters::formatGroupSearch(*found, context)));
   }
@@ -313,11 +320,24 @@ int runSearch(SearchArgs args) {
   if (!objective) return reportError(objective.error());
   auto groups = planner::loadClusterGroups(args.request.base.cluster);
   if (!groups) return reportError(groups.error().in("--cluster"));
-  if (*groups) return runGroupSearch(args, **groups, {*objective, args.crossGroup});
-  if (*objective != planner::Objective::kFastest || !args.crossGroup) {
+  const bool availability =
+      !args.available.empty() || args.minTokensPerSecond > 0 || args.maxDollarsPerHour > 0;
+  if (*groups) {
+    planner::GroupSearchOptions options{*objective, args.crossGroup};
+    if (availability) {
+      auto offered = planner::parseAvailability(args.available, **groups);
+      if (!offered) return reportError(offered.error());
+      offered->minTokensPerSecond = args.minTokensPerSecond;
+      offered->maxDollarsPerHour = args.maxDollarsPerHour;
+      options.availability = std::move(*offered);
+    }
+    return runGroupSearch(args, **groups, options);
+  }
+  if (*objective != planner::Objective::kFastest || !args.crossGroup || availability) {
     return reportError(
-        Error{"--objective and --no-cross-group: choose among device groups; "
-              "--cluster names one device kind"});
+        Error{"--objective, --no-cross-group, --available, --min-tokens-per-s and "
+              "--max-dollars-per-hour choose among device groups; --cluster names one device "
+              "kind"});
   }
   if (planner::isGraphModel(args.request.base.model)) {
     if (args.autoParallelMm) {
@@ -396,6 +416,19 @@ void addSearchVerb(CLI::App& app, Action& action) {
                  "on a cluster of device groups, also search plans whose data-parallel replicas "
                  "span groups, each group training its share of the batch (--no-cross-group: "
                  "each group alone)");
+  verb->add_option("--available", args->available,
+                   "on a cluster of device groups, the nodes on offer per group, e.g. "
+                   "h100=2,a100=4 (groups left out offer none): the search chooses how many of "
+                   "each to use (default with --min-tokens-per-s or --max-dollars-per-hour: "
+                   "each group's size)");
+  verb->add_option("--min-tokens-per-s", args->minTokensPerSecond,
+                   "with device groups, a throughput floor the chosen devices must reach "
+                   "(--objective cost: the cheapest token that trains this fast)")
+      ->check(finiteIn(0, 1e12));
+  verb->add_option("--max-dollars-per-hour", args->maxDollarsPerHour,
+                   "with device groups, a budget the chosen devices must stay within "
+                   "(--objective fastest: the fastest plan it buys)")
+      ->check(finiteIn(0, 1e9));
   addReportOption(*verb, args->reportPath);
   verb->add_option("--mindformers-yaml", args->mindformersYaml,
                    "also write the best configuration as a complete MindFormers run yaml "

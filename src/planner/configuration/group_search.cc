@@ -12,20 +12,6 @@ namespace {
 /// sets of two or more below it).
 constexpr size_t kMaxGroupsForSubsets = 6;
 
-/// Whether `a` serves the objective better than `b`. Under `cost`, a plan without a price cannot
-/// be compared and loses to one with a price.
-bool better(const Throughput& a, const Throughput& b, Objective objective) {
-  if (objective == Objective::kCost) {
-    const bool aPriced = a.dollarsPerMillionTokens > 0;
-    const bool bPriced = b.dollarsPerMillionTokens > 0;
-    if (aPriced != bPriced) return aPriced;
-    if (aPriced && a.dollarsPerMillionTokens != b.dollarsPerMillionTokens) {
-      return a.dollarsPerMillionTokens < b.dollarsPerMillionTokens;
-    }
-  }
-  return a.tokensPerSecond > b.tokensPerSecond;
-}
-
 /// The sets of two or more groups that fit alone, as indices in the file's order.
 std::vector<std::vector<size_t>> groupSets(const std::vector<GroupOutcome>& alone) {
   std::vector<size_t> fitting;
@@ -52,6 +38,18 @@ Expected<Objective> parseObjective(std::string_view name) {
   if (name == "fastest") return Objective::kFastest;
   if (name == "cost") return Objective::kCost;
   return Error{fmt::format("--objective {}: expected fastest or cost", name)};
+}
+
+bool better(const Throughput& a, const Throughput& b, Objective objective) {
+  if (objective == Objective::kCost) {
+    const bool aPriced = a.dollarsPerMillionTokens > 0;
+    const bool bPriced = b.dollarsPerMillionTokens > 0;
+    if (aPriced != bPriced) return aPriced;
+    if (aPriced && a.dollarsPerMillionTokens != b.dollarsPerMillionTokens) {
+      return a.dollarsPerMillionTokens < b.dollarsPerMillionTokens;
+    }
+  }
+  return a.tokensPerSecond > b.tokensPerSecond;
 }
 
 Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,
@@ -84,9 +82,12 @@ const Throughput& GroupSearch::chosenThroughput() const {
   return chosen->shared ? shared[chosen->index].throughput : groups[chosen->index].throughput;
 }
 
-Expected<GroupSearch> searchGroups(const SearchRequest& request,
-                                   const cluster::ClusterGroups& groups,
-                                   const GroupSearchOptions& options) {
+namespace {
+
+/// Every group alone at its size, then the sets of groups sharing the batch.
+Expected<GroupSearch> searchEveryGroup(const SearchRequest& request,
+                                       const cluster::ClusterGroups& groups,
+                                       const GroupSearchOptions& options) {
   GroupSearch search;
   search.cluster = groups.name;
   search.options = options;
@@ -103,17 +104,30 @@ Expected<GroupSearch> searchGroups(const SearchRequest& request,
       if (*plan) search.shared.push_back(std::move(**plan));
     }
   }
-  auto consider = [&](bool shared, size_t index, const Throughput& throughput) {
-    if (!search.chosen || better(throughput, search.chosenThroughput(), options.objective)) {
-      search.chosen = GroupSearch::Choice{shared, index};
-    }
-  };
   for (size_t i = 0; i < search.groups.size(); ++i) {
-    if (search.groups[i].found) consider(false, i, search.groups[i].throughput);
+    if (search.groups[i].found) search.consider(false, i);
   }
-  for (size_t i = 0; i < search.shared.size(); ++i) consider(true, i, search.shared[i].throughput);
-  if (options.objective == Objective::kCost && search.chosen &&
-      search.chosenThroughput().dollarsPerMillionTokens == 0) {
+  for (size_t i = 0; i < search.shared.size(); ++i) search.consider(true, i);
+  return search;
+}
+
+}  // namespace
+
+void GroupSearch::consider(bool isShared, size_t index) {
+  const Throughput& throughput = isShared ? shared[index].throughput : groups[index].throughput;
+  if (!chosen || better(throughput, chosenThroughput(), options.objective)) {
+    chosen = Choice{isShared, index};
+  }
+}
+
+Expected<GroupSearch> searchGroups(const SearchRequest& request,
+                                   const cluster::ClusterGroups& groups,
+                                   const GroupSearchOptions& options) {
+  auto search = options.availability ? chooseDevices(request, groups, options)
+                                     : searchEveryGroup(request, groups, options);
+  if (!search) return search.error();
+  if (options.objective == Objective::kCost && search->chosen &&
+      search->chosenThroughput().dollarsPerMillionTokens == 0) {
     return Error{
         fmt::format("--objective cost: {} gives no group a price_per_device_hour", groups.name)};
   }

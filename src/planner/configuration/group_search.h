@@ -28,10 +28,26 @@ enum class Objective { kFastest, kCost };
 /// "fastest" or "cost"; the error lists them.
 Expected<Objective> parseObjective(std::string_view name);
 
+/// The availability question (Sailor's, SOSP'25): which of the devices on offer to use. Each
+/// group may use from 0 up to `nodes` of its nodes; the plan must train at least
+/// `minTokensPerSecond` and cost at most `maxDollarsPerHour` (0: no floor, no budget).
+struct Availability {
+  std::vector<int> nodes;  ///< per group, in the file's order
+  double minTokensPerSecond = 0;
+  double maxDollarsPerHour = 0;
+};
+
+/// "h100=2,a100=4": nodes on offer per group (groups left out offer none); each at most 2^20.
+/// Empty text: every group's own size. Errors name --available and the group.
+Expected<Availability> parseAvailability(std::string_view text,
+                                         const cluster::ClusterGroups& groups);
+
 struct GroupSearchOptions {
   Objective objective = Objective::kFastest;
   /// Also search plans across groups (data-parallel shares); off: each group alone.
   bool crossGroup = true;
+  /// Choose how many nodes of each group to use (chooseDevices); empty: all of each.
+  std::optional<Availability> availability;
 };
 
 /// What a plan trains per second and what it costs.
@@ -79,6 +95,15 @@ Expected<std::optional<SharedPlan>> shareBatch(const SearchRequest& request,
                                                const std::vector<GroupOutcome>& alone,
                                                const std::vector<size_t>& members);
 
+/// What answering the availability question looked at.
+struct DeviceChoice {
+  Availability offered;
+  std::vector<std::vector<int>> sizes;  ///< per group, the node counts searched alone
+  int combinations = 0;                 ///< sets of sizes priced (estimated across groups)
+  int plannedExactly = 0;               ///< of them, planned across groups exactly
+  std::string unmet;  ///< when no choice meets the constraints: which, and what came closest
+};
+
 struct GroupSearch {
   std::string cluster;  ///< the groups file's name
   GroupSearchOptions options;
@@ -92,8 +117,39 @@ struct GroupSearch {
     size_t index = 0;
   };
   std::optional<Choice> chosen;
+  /// With an availability question: `groups` holds each group's best size alone within the
+  /// constraints (its DeviceGroup resized), `shared` the chosen plan when it spans groups.
+  std::optional<DeviceChoice> devices;
   [[nodiscard]] const Throughput& chosenThroughput() const;
+  /// Takes a group alone (`shared` false) or a shared plan as `chosen` if the objective prefers
+  /// it.
+  void consider(bool shared, size_t index);
 };
+
+/// Whether `a` serves the objective better than `b`. Under `cost`, a plan without a price cannot
+/// be compared and loses to one with a price.
+bool better(const Throughput& a, const Throughput& b, Objective objective);
+
+/// The gradient all-reduce across `members` after each group's own reduction: a ring over the
+/// groups, each group's reduced gradient spread over all its devices, so the smallest group's
+/// devices carry it over the slowest link between members (a pair the file joins by no link
+/// crosses the slower of the two groups' own inter-node links).
+struct CrossSync {
+  double seconds = 0;
+  std::string link;  ///< "h100-a100 at 100 Gbit/s per device"
+};
+Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
+                                   const std::vector<size_t>& members, double gradientBytes);
+
+/// The availability question: searches each group alone at a ladder of sizes (powers of two up
+/// to what it offers, what it offers, and the most the budget affords it), prices every
+/// combination of sizes (across groups estimated from each group's speed alone plus the
+/// synchronisation), plans the best few combinations across groups exactly, and picks by the
+/// objective among those that meet the floor and the budget. Nothing meeting them is an outcome
+/// (`chosen` empty), not an error.
+Expected<GroupSearch> chooseDevices(const SearchRequest& request,
+                                    const cluster::ClusterGroups& groups,
+                                    const GroupSearchOptions& options);
 
 /// Searches every group alone, then (with options.crossGroup) every set of two or more groups
 /// that fit alone, sharing the batch (up to 6 such groups; with more, all of them at once).

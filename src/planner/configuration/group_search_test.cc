@@ -88,5 +88,65 @@ TEST(SearchGroups, TheSynchronisationFollowsTheLinkAndCanBeTurnedOff) {
   EXPECT_EQ(alone->groups[alone->chosen->index].group.name, "h100");
 }
 
+/// Under a budget the fastest choice stays within it, and no group alone at any size the budget
+/// affords is faster.
+TEST(ChooseDevices, TheFastestChoiceWithinABudget) {
+  auto groups = cluster::loadClusterGroupsYaml(kMixed);
+  ASSERT_TRUE(groups);
+  auto offered = parseAvailability("", *groups);
+  ASSERT_TRUE(offered);
+  EXPECT_EQ(offered->nodes, (std::vector<int>{2, 4}));
+  offered->maxDollarsPerHour = 50;
+  auto found = searchGroups(llama13b(), *groups, {Objective::kFastest, true, *offered});
+  ASSERT_TRUE(found && found->chosen && found->devices);
+  const Throughput& chosen = found->chosenThroughput();
+  EXPECT_LE(chosen.dollarsPerHour, 50);
+  for (size_t g = 0; g < groups->groups.size(); ++g) {
+    for (int nodes = 1; nodes <= offered->nodes[g]; ++nodes) {
+      cluster::DeviceGroup group = groups->groups[g];
+      group.nodes = nodes;
+      auto alone = searchGroup(llama13b(), group, 256);
+      ASSERT_TRUE(alone);
+      if (!alone->found || alone->throughput.dollarsPerHour > 50) continue;
+      EXPECT_GE(chosen.tokensPerSecond, alone->throughput.tokensPerSecond)
+          << group.name << " x" << nodes;
+    }
+  }
+}
+
+/// Under a floor the cheapest choice reaches it; a floor nothing reaches leaves no choice and
+/// says which constraint failed.
+TEST(ChooseDevices, TheCheapestChoiceAboveAFloor) {
+  auto groups = cluster::loadClusterGroupsYaml(kMixed);
+  ASSERT_TRUE(groups);
+  auto offered = parseAvailability("h100=1,a100=4", *groups);
+  ASSERT_TRUE(offered);
+  offered->minTokensPerSecond = 120000;
+  auto found = searchGroups(llama13b(), *groups, {Objective::kCost, true, *offered});
+  ASSERT_TRUE(found && found->chosen);
+  EXPECT_GE(found->chosenThroughput().tokensPerSecond, 120000);
+  ASSERT_TRUE(found->chosen->shared);
+  for (const GroupOutcome& share : found->shared[found->chosen->index].shares) {
+    EXPECT_LE(share.group.nodes, share.group.name == "h100" ? 1 : 4);
+  }
+  offered->minTokensPerSecond = 1e7;
+  auto none = searchGroups(llama13b(), *groups, {Objective::kCost, true, *offered});
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->chosen);
+  EXPECT_NE(none->devices->unmet.find("--min-tokens-per-s 10000000"), std::string::npos)
+      << none->devices->unmet;
+}
+
+TEST(ChooseDevices, BadAvailabilityNamesTheFlag) {
+  auto groups = cluster::loadClusterGroupsYaml(kMixed);
+  ASSERT_TRUE(groups);
+  for (const char* text :
+       {"h100", "h100=x", "h100=-1", "v100=1", "h100=1,h100=2", "h100=0", "h100=1000000000"}) {
+    auto offered = parseAvailability(text, *groups);
+    ASSERT_FALSE(offered) << text;
+    EXPECT_EQ(offered.error().message.rfind("--available", 0), 0U) << offered.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace autopar::planner

@@ -88,14 +88,8 @@ std::vector<int64_t> proportionalShares(const std::vector<double>& speeds, int64
   return shares;
 }
 
-/// The gradient all-reduce across `members` after each group's own reduction: a ring over the
-/// groups, each group's reduced gradient spread over all its devices, so the smallest group's
-/// devices carry it over the slowest link between members (a pair without a link in the file
-/// crosses the slower of the two groups' own inter-node links).
-struct CrossSync {
-  double seconds = 0;
-  std::string link;
-};
+}  // namespace
+
 Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
                                    const std::vector<size_t>& members, double gradientBytes) {
   double bytesPerSecond = kNever;
@@ -138,8 +132,6 @@ Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
   const double ring = 2 * (k - 1) / k * gradientBytes / (smallest * bytesPerSecond);
   return CrossSync{ring + 2 * (k - 1) * latency, link};
 }
-
-}  // namespace
 
 double dollarsPerMillionTokens(const Throughput& throughput) {
   if (throughput.tokensPerSecond <= 0) return 0;

@@ -28,11 +28,44 @@ std::map<std::string, std::string> presetsByDevice() {
   return presets;
 }
 
+/// A group whose device is a spec: one node of it, with the group's link levels (each but the
+/// last within a node, so the group resizes by whole nodes) and host.
+Expected<Cluster> parseSpecGroup(const YAML::Node& node, const std::string& path, int nodes) {
+  auto perNode = positiveCount(node, path, "devices_per_node", true);
+  if (!perNode) return perNode.error();
+  if (static_cast<double>(nodes) * *perNode > kMaxDevices) {
+    return Error{fmt::format("{}: {} x {} devices, expected at most {}", path, nodes, *perNode,
+                             kMaxDevices)};
+  }
+  Cluster spec;
+  spec.devicesPerNode = *perNode;
+  spec.numDevices = *perNode;
+  auto device = parseDeviceSpec(node["device"], path + ".device");
+  if (!device) return device.error();
+  spec.device = std::move(*device);
+  auto levels = parseLinkLevels(node["levels"], path + ".levels", nodes * *perNode);
+  if (!levels) return levels.error();
+  for (size_t i = 0; i + 1 < levels->size(); ++i) {
+    if (*perNode % (*levels)[i].domainSize != 0) {
+      return Error{fmt::format(
+          "{}.levels[{}].domain_size: {} spans more than a node of {}; a group's levels but "
+          "the last join devices within a node",
+          path, i, (*levels)[i].domainSize, *perNode)};
+    }
+  }
+  spec.levels = std::move(*levels);
+  auto host = parseHostSpec(node["host"], path + ".host");
+  if (!host) return host.error();
+  spec.host = *host;
+  return spec;
+}
+
 Expected<DeviceGroup> parseGroup(const YAML::Node& node, const std::string& path,
                                  const std::map<std::string, std::string>& presets) {
   if (!node.IsMap()) return Error{fmt::format("{}: expected a map with name, device, nodes", path)};
-  if (auto status = checkKeys(
-          node, path, {"name", "device", "nodes", "devices_per_node", "price_per_device_hour"});
+  if (auto status = checkKeys(node, path,
+                              {"name", "device", "nodes", "devices_per_node", "levels", "host",
+                               "zone", "price_per_device_hour"});
       !status) {
     return status.error();
   }
@@ -40,24 +73,47 @@ Expected<DeviceGroup> parseGroup(const YAML::Node& node, const std::string& path
   auto name = text(node, path, "name");
   if (!name) return name.error();
   group.name = *name;
-  auto device = text(node, path, "device");
-  if (!device) return device.error();
-  const auto preset = presets.find(*device);
-  if (preset == presets.end()) {
-    std::vector<std::string> known;
-    for (const auto& [deviceName, presetName] : presets) known.push_back(deviceName);
-    return Error{fmt::format("{}.device: '{}' is no preset's device; expected one of {}", path,
-                             *device, fmt::join(known, ", "))};
+  if (node["zone"]) {
+    auto zone = text(node, path, "zone");
+    if (!zone) return zone.error();
+    group.zone = *zone;
   }
-  group.device = *device;
-  group.preset = preset->second;
   auto nodes = positiveCount(node, path, "nodes", false, 1);
   if (!nodes) return nodes.error();
   group.nodes = *nodes;
-  const int presetPerNode = clusterPreset(group.preset)->devicesPerNode;
-  auto perNode = positiveCount(node, path, "devices_per_node", false, presetPerNode);
-  if (!perNode) return perNode.error();
-  group.devicesPerNode = *perNode;
+  if (node["device"] && node["device"].IsMap()) {
+    auto spec = parseSpecGroup(node, path, group.nodes);
+    if (!spec) return spec.error();
+    group.device = spec->device.name;
+    group.devicesPerNode = spec->devicesPerNode;
+    group.spec = std::move(*spec);
+  } else {
+    for (const char* key : {"levels", "host"}) {
+      if (node[key]) {
+        return Error{
+            fmt::format("{}.{}: a preset's device brings its own links; give {} with a device spec "
+                        "(docs/cluster-format.md)",
+                        path, key, key)};
+      }
+    }
+    auto device = text(node, path, "device");
+    if (!device) return device.error();
+    const auto preset = presets.find(*device);
+    if (preset == presets.end()) {
+      std::vector<std::string> known;
+      for (const auto& [deviceName, presetName] : presets) known.push_back(deviceName);
+      return Error{
+          fmt::format("{}.device: '{}' is no preset's device; expected one of {}, or a device spec "
+                      "(docs/cluster-format.md)",
+                      path, *device, fmt::join(known, ", "))};
+    }
+    group.device = *device;
+    group.preset = preset->second;
+    const int presetPerNode = clusterPreset(group.preset)->devicesPerNode;
+    auto perNode = positiveCount(node, path, "devices_per_node", false, presetPerNode);
+    if (!perNode) return perNode.error();
+    group.devicesPerNode = *perNode;
+  }
   if (static_cast<double>(group.nodes) * group.devicesPerNode > kMaxDevices) {
     return Error{fmt::format("{}: {} x {} devices, expected at most {}", path, group.nodes,
                              group.devicesPerNode, kMaxDevices)};
@@ -112,6 +168,30 @@ Expected<GroupLink> parseLink(const YAML::Node& node, const std::string& path,
   return link;
 }
 
+/// Groups in different zones cross the network between zones, which only the file can price:
+/// every such pair needs a link.
+Status checkZones(const ClusterGroups& cluster) {
+  for (size_t a = 0; a < cluster.groups.size(); ++a) {
+    for (size_t b = a + 1; b < cluster.groups.size(); ++b) {
+      const DeviceGroup& first = cluster.groups[a];
+      const DeviceGroup& second = cluster.groups[b];
+      if (first.zone == second.zone) continue;
+      const bool linked =
+          std::any_of(cluster.links.begin(), cluster.links.end(), [&](const GroupLink& link) {
+            return std::minmax(link.first, link.second) == std::minmax(first.name, second.name);
+          });
+      if (!linked) {
+        return Error{fmt::format(
+            "groups[{}].zone: {} ({}) and {} ({}) are in different zones; links must give "
+            "the link between them",
+            b, first.name, first.zone.empty() ? "no zone" : "zone " + first.zone, second.name,
+            second.zone.empty() ? "no zone" : "zone " + second.zone)};
+      }
+    }
+  }
+  return {};
+}
+
 Expected<ClusterGroups> parseDocument(const YAML::Node& root) {
   if (!root.IsMap()) return Error{"expected a map with name, groups and links"};
   if (auto status = checkKeys(root, "", {"name", "groups", "links"}); !status) {
@@ -156,15 +236,52 @@ Expected<ClusterGroups> parseDocument(const YAML::Node& root) {
       cluster.links.push_back(std::move(*link));
     }
   }
+  if (auto status = checkZones(cluster); !status) return status.error();
   return cluster;
 }
 
 }  // namespace
 
 Expected<Cluster> ClusterGroups::clusterOf(const DeviceGroup& group) const {
-  auto cluster = clusterPreset(group.preset, group.nodes, group.devicesPerNode);
-  if (!cluster) return cluster.error();
-  cluster->name = fmt::format("{}/{}", name, group.name);
+  Cluster cluster;
+  if (group.spec) {
+    cluster = *group.spec;
+    cluster.numDevices = group.nodes * group.devicesPerNode;
+    cluster.levels.back().domainSize = cluster.numDevices;
+  } else {
+    auto preset = clusterPreset(group.preset, group.nodes, group.devicesPerNode);
+    if (!preset) return preset.error();
+    cluster = std::move(*preset);
+  }
+  cluster.name = fmt::format("{}/{}", name, group.name);
+  return cluster;
+}
+
+Expected<Cluster> ClusterGroups::clusterOf(const std::string& groupName, int nodes) const {
+  const auto group = std::find_if(groups.begin(), groups.end(),
+                                  [&](const DeviceGroup& g) { return g.name == groupName; });
+  if (group == groups.end()) {
+    std::vector<std::string> names;
+    for (const DeviceGroup& g : groups) names.push_back(g.name);
+    return Error{
+        fmt::format("no group named '{}'; the groups are {}", groupName, fmt::join(names, ", "))};
+  }
+  DeviceGroup sized = *group;
+  if (nodes > 0) sized.nodes = nodes;
+  return clusterOf(sized);
+}
+
+bool isGroupReference(const std::string& name) {
+  static const std::regex kReference(R"(\.ya?ml#[^#/]+$)");
+  return std::regex_search(name, kReference);
+}
+
+Expected<Cluster> loadGroupReference(const std::string& reference, int nodes) {
+  const size_t hash = reference.rfind('#');
+  auto groups = loadClusterGroupsYaml(reference.substr(0, hash));
+  if (!groups) return groups.error();
+  auto cluster = groups->clusterOf(reference.substr(hash + 1), nodes);
+  if (!cluster) return cluster.error().in(reference);
   return cluster;
 }
 
@@ -180,6 +297,9 @@ Expected<ClusterGroups> parseClusterGroupsYaml(const std::string& yamlText,
   if (!root) return root.error().in(sourceName);
   auto cluster = parseDocument(*root);
   if (!cluster) return cluster.error().in(sourceName);
+  for (DeviceGroup& group : cluster->groups) {
+    if (group.spec) group.reference = sourceName + "#" + group.name;
+  }
   return cluster;
 }
 

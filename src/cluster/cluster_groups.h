@@ -10,9 +10,11 @@
 ///        price_per_device_hour: 1.20}
 ///   links:
 ///     - {between: [h100, a100], gbps_per_device: 100, latency_us: 10}
-/// A group's device is one a node preset holds (`autopar clusters`); inside a group the preset's
-/// links join its devices, so a group is that preset over its nodes.
+/// A group's device is one a node preset holds (`autopar clusters`), whose links then join the
+/// group's devices, or a spec with its own link levels (as a one-device cluster yaml gives
+/// them). Groups in different zones must be joined by a link.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,13 @@ namespace autopar::cluster {
 struct DeviceGroup {
   std::string name;
   std::string device;  ///< the device's name, as the file gives it ("H100-SXM5-80GB")
-  std::string preset;  ///< the node preset holding that device ("dgx-h100")
+  std::string preset;  ///< the node preset holding that device ("dgx-h100"); empty for a spec
+  /// A device given by its spec (docs/cluster-format.md): one node of it, its levels (those
+  /// inside a node, then the last, between nodes) and host; the cluster by which
+  /// planner::loadCluster names it, "FILE.yaml#NAME" (`reference`).
+  std::optional<Cluster> spec;
+  std::string reference;
+  std::string zone;  ///< empty: none given
   int nodes = 1;
   int devicesPerNode = 1;
   double pricePerDeviceHour = 0;  ///< USD; 0 when the file gives none
@@ -42,8 +50,10 @@ struct ClusterGroups {
   std::string name;
   std::vector<DeviceGroup> groups;
   std::vector<GroupLink> links;
-  /// The group as a cluster of its own: its preset over its nodes.
+  /// The group as a cluster of its own: its preset or spec over its nodes.
   [[nodiscard]] Expected<Cluster> clusterOf(const DeviceGroup& group) const;
+  /// The group named "NAME" of a "FILE.yaml#NAME" reference over `nodes` nodes (0: its own).
+  [[nodiscard]] Expected<Cluster> clusterOf(const std::string& name, int nodes) const;
 };
 
 /// Whether yaml text describes device groups (a line starting with the top-level key `groups:`)
@@ -54,5 +64,10 @@ bool describesGroups(const std::string& yamlText);
 Expected<ClusterGroups> parseClusterGroupsYaml(const std::string& yamlText,
                                                const std::string& sourceName);
 Expected<ClusterGroups> loadClusterGroupsYaml(const std::string& path);
+
+/// Whether `name` refers to one group of a groups file ("mixed.yaml#h100"), and how to split it.
+bool isGroupReference(const std::string& name);
+/// The group `reference` names, over `nodes` nodes (0: the file's); errors name the reference.
+Expected<Cluster> loadGroupReference(const std::string& reference, int nodes);
 
 }  // namespace autopar::cluster

@@ -56,7 +56,8 @@ TEST(ClusterGroups, BadSpecsAreOneLineNamingTheField) {
             "'-4'");
   EXPECT_EQ(errorOf("device: H100-SXM5-80GB", "device: H200"),
             "m.yaml: groups[0].device: 'H200' is no preset's device; expected one of "
-            "A100-SXM4-40GB, A100-SXM4-80GB, Ascend-910B, CPU-rank, H100-SXM5-80GB");
+            "A100-SXM4-40GB, A100-SXM4-80GB, Ascend-910B, CPU-rank, H100-SXM5-80GB, or a device "
+            "spec (docs/cluster-format.md)");
   EXPECT_EQ(errorOf("name: a100", "name: h100"),
             "m.yaml: groups[1].name: 'h100' names another group too");
   EXPECT_EQ(errorOf("[h100, a100]", "[h100, h100]"),
@@ -73,6 +74,49 @@ TEST(ClusterGroups, BadSpecsAreOneLineNamingTheField) {
 TEST(ClusterGroups, OnlyAFileWithGroupsDescribesThem) {
   EXPECT_TRUE(describesGroups(kMixed));
   EXPECT_FALSE(describesGroups("name: one\ndevices_per_node: 8\n# groups: not a key\n"));
+}
+
+/// A device given by its spec: the group is that device over its nodes, its levels inside a node
+/// kept and the last spanning the group; a reference FILE#GROUP loads it at another size.
+TEST(ClusterGroups, ASpecGroupIsItsDeviceAndLevelsOverItsNodes) {
+  const std::string path = AUTOPAR_SOURCE_DIR "/examples/clusters/h100-v100-spec.yaml";
+  auto groups = loadClusterGroupsYaml(path);
+  ASSERT_TRUE(groups.ok()) << groups.error().message;
+  const DeviceGroup& v100 = groups->groups[1];
+  ASSERT_TRUE(v100.spec);
+  EXPECT_TRUE(v100.preset.empty());
+  EXPECT_EQ(v100.device, "V100-SXM2-32GB");
+  EXPECT_EQ(v100.zone, "b");
+  EXPECT_EQ(v100.reference, path + "#v100");
+  auto cluster = groups->clusterOf(v100);
+  ASSERT_TRUE(cluster.ok());
+  EXPECT_EQ(cluster->numDevices, 32);
+  EXPECT_EQ(cluster->device.memoryBytes, int64_t{32} << 30);
+  ASSERT_EQ(cluster->levels.size(), 2u);
+  EXPECT_EQ(cluster->levels[0].domainSize, 8);
+  EXPECT_EQ(cluster->levels[1].domainSize, 32);
+  EXPECT_TRUE(isGroupReference(v100.reference));
+  EXPECT_FALSE(isGroupReference(path));
+  auto two = loadGroupReference(v100.reference, 2);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->numDevices, 16);
+  EXPECT_EQ(two->levels[1].domainSize, 16);
+}
+
+TEST(ClusterGroups, GroupsInDifferentZonesNeedALink) {
+  // With the link, different zones are fine.
+  EXPECT_EQ(errorOf("nodes: 4, price", "nodes: 4, zone: eu, price"), "parsed");
+  std::string text = kMixed;
+  text.replace(text.find("nodes: 4, price"), 15, "nodes: 4, zone: eu, price");
+  text = text.substr(0, text.find("links:"));
+  auto parsed = parseClusterGroupsYaml(text, "m.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().message,
+            "m.yaml: groups[1].zone: h100 (no zone) and a100 (zone eu) are in different zones; "
+            "links must give the link between them");
+  EXPECT_EQ(errorOf("device: A100-SXM4-40GB,", "device: A100-SXM4-40GB, levels: [],"),
+            "m.yaml: groups[1].levels: a preset's device brings its own links; give levels with "
+            "a device spec (docs/cluster-format.md)");
 }
 
 }  // namespace

@@ -20,31 +20,37 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
-  if (!node || !node.IsMap()) return Error{"device: expected a map with name, memory_gib, ..."};
+}  // namespace
+
+Expected<DeviceSpec> parseDeviceSpec(const YAML::Node& node, const std::string& path) {
+  if (!node || !node.IsMap()) {
+    return Error{fmt::format("{}: expected a map with name, memory_gib, ...", path)};
+  }
   if (auto status =
-          checkKeys(node, "device", {"name", "memory_gib", "memory_gbytes_per_s", "peak_tflops"});
+          checkKeys(node, path, {"name", "memory_gib", "memory_gbytes_per_s", "peak_tflops"});
       !status) {
     return status.error();
   }
   DeviceSpec device;
-  auto name = text(node, "device", "name");
+  auto name = text(node, path, "name");
   if (!name) return name.error();
   device.name = *name;
-  auto memory = positiveNumber(node, "device", "memory_gib", true);
+  auto memory = positiveNumber(node, path, "memory_gib", true);
   if (!memory) return memory.error();
   // 2^20 GiB (1 PiB) per device keeps every byte count autopar derives from it within int64.
   if (*memory > 1048576) {
-    return Error{
-        fmt::format("device.memory_gib: {} is above the limit 1048576 (docs/limits.md)", *memory)};
+    return Error{fmt::format("{}.memory_gib: {} is above the limit 1048576 (docs/limits.md)", path,
+                             *memory)};
   }
   device.memoryBytes = static_cast<int64_t>(*memory * kGiB);
-  auto bandwidth = positiveNumber(node, "device", "memory_gbytes_per_s", true);
+  auto bandwidth = positiveNumber(node, path, "memory_gbytes_per_s", true);
   if (!bandwidth) return bandwidth.error();
   device.memoryBytesPerSecond = *bandwidth * 1e9;
   const YAML::Node peaks = node["peak_tflops"];
-  if (!peaks || !peaks.IsMap())
-    return Error{"device.peak_tflops: expected a map such as {bf16: 312}"};
+  const std::string peaksPath = path + ".peak_tflops";
+  if (!peaks || !peaks.IsMap()) {
+    return Error{fmt::format("{}: expected a map such as {{bf16: 312}}", peaksPath)};
+  }
   const std::pair<const char*, Precision> names[] = {{"fp32", Precision::kF32},
                                                      {"tf32", Precision::kTF32},
                                                      {"bf16", Precision::kBF16},
@@ -56,31 +62,32 @@ Expected<DeviceSpec> parseDevice(const YAML::Node& node) {
                               [&](const auto& item) { return key == item.first; });
     if (match == std::end(names)) {
       return Error{
-          fmt::format("device.peak_tflops.{}: unknown precision; expected fp32, tf32, "
+          fmt::format("{}.{}: unknown precision; expected fp32, tf32, "
                       "bf16, fp16 or fp8",
-                      key)};
+                      peaksPath, key)};
     }
-    auto peak = positiveNumber(peaks, "device.peak_tflops", key, true);
+    auto peak = positiveNumber(peaks, peaksPath, key, true);
     if (!peak) return peak.error();
     device.peakFlopsPerSecond[match->second] = *peak * 1e12;
   }
-  if (auto status = checkKeys(peaks, "device.peak_tflops", {"fp32", "tf32", "bf16", "fp16", "fp8"});
-      !status) {
+  if (auto status = checkKeys(peaks, peaksPath, {"fp32", "tf32", "bf16", "fp16", "fp8"}); !status) {
     return status.error();
   }
-  if (device.peakFlopsPerSecond.empty())
-    return Error{"device.peak_tflops: expected at least one precision"};
+  if (device.peakFlopsPerSecond.empty()) {
+    return Error{fmt::format("{}: expected at least one precision", peaksPath)};
+  }
   return device;
 }
 
-Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevices) {
+Expected<std::vector<LinkLevel>> parseLinkLevels(const YAML::Node& node, const std::string& where,
+                                                 int numDevices) {
   if (!node || !node.IsSequence() || node.size() == 0) {
-    return Error{
-        "levels: expected a non-empty list of {name, domain_size, gbytes_per_s, latency_us}"};
+    return Error{fmt::format(
+        "{}: expected a non-empty list of {{name, domain_size, gbytes_per_s, latency_us}}", where)};
   }
   std::vector<LinkLevel> levels;
   for (size_t i = 0; i < node.size(); ++i) {
-    const std::string path = fmt::format("levels[{}]", i);
+    const std::string path = fmt::format("{}[{}]", where, i);
     const bool last = i + 1 == node.size();
     if (auto status =
             checkKeys(node[i], path, {"name", "domain_size", "gbytes_per_s", "latency_us"});
@@ -114,21 +121,22 @@ Expected<std::vector<LinkLevel>> parseLevels(const YAML::Node& node, int numDevi
   return levels;
 }
 
-Expected<HostSpec> parseHost(const YAML::Node& node) {
+Expected<HostSpec> parseHostSpec(const YAML::Node& node, const std::string& path) {
   HostSpec host;
   if (!node) return host;
-  if (auto status = checkKeys(node, "host", {"memory_gib", "link_gbytes_per_s", "tflops"});
-      !status) {
+  if (auto status = checkKeys(node, path, {"memory_gib", "link_gbytes_per_s", "tflops"}); !status) {
     return status.error();
   }
-  auto memory = positiveNumber(node, "host", "memory_gib", false, 0);
+  auto memory = positiveNumber(node, path, "memory_gib", false, 0);
   if (!memory) return memory.error();
-  auto link = positiveNumber(node, "host", "link_gbytes_per_s", false, 0);
+  auto link = positiveNumber(node, path, "link_gbytes_per_s", false, 0);
   if (!link) return link.error();
-  auto tflops = positiveNumber(node, "host", "tflops", false, 0);
+  auto tflops = positiveNumber(node, path, "tflops", false, 0);
   if (!tflops) return tflops.error();
   return HostSpec{static_cast<int64_t>(*memory * kGiB), *link * 1e9, *tflops * 1e12};
 }
+
+namespace {
 
 Expected<Cluster> parseDocument(const YAML::Node& root) {
   if (!root.IsMap()) return Error{"expected a map with name, devices_per_node, device and levels"};
@@ -151,13 +159,13 @@ Expected<Cluster> parseDocument(const YAML::Node& root) {
   }
   cluster.devicesPerNode = *perNode;
   cluster.numDevices = *perNode * *nodes;
-  auto device = parseDevice(root["device"]);
+  auto device = parseDeviceSpec(root["device"], "device");
   if (!device) return device.error();
   cluster.device = std::move(*device);
-  auto levels = parseLevels(root["levels"], cluster.numDevices);
+  auto levels = parseLinkLevels(root["levels"], "levels", cluster.numDevices);
   if (!levels) return levels.error();
   cluster.levels = std::move(*levels);
-  auto host = parseHost(root["host"]);
+  auto host = parseHostSpec(root["host"], "host");
   if (!host) return host.error();
   cluster.host = *host;
   return cluster;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "util/expected.h"
 
 namespace autopar::cluster {
@@ -41,5 +42,14 @@ Expected<int> positiveCount(const YAML::Node& node, const std::string& path, con
 
 /// A non-empty string at `node[key]`.
 Expected<std::string> text(const YAML::Node& node, const std::string& path, const std::string& key);
+
+/// The parts of a cluster spec (docs/cluster-format.md), under `path` ("device", or
+/// "groups[1].device" for a device group given by its spec).
+Expected<DeviceSpec> parseDeviceSpec(const YAML::Node& node, const std::string& path);
+/// Link levels, innermost first, over `numDevices` (the last level spans them all).
+Expected<std::vector<LinkLevel>> parseLinkLevels(const YAML::Node& node, const std::string& path,
+                                                 int numDevices);
+/// Optional: absent gives zeros.
+Expected<HostSpec> parseHostSpec(const YAML::Node& node, const std::string& path);
 
 }  // namespace autopar::cluster

@@ -137,6 +137,15 @@ Expected<frontend::TransformerConfig> transformerConfigOf(const std::string& mod
 
 Expected<cluster::Cluster> loadCluster(const std::string& name, int nodes, int devices,
                                        int devicesPerNode) {
+  if (cluster::isGroupReference(name)) {
+    if (devicesPerNode > 0) {
+      return Error{fmt::format("{}: resizes a preset's nodes; {} gives its own",
+                               ir::flag(Setting::kDevicesPerNode), name)};
+    }
+    auto group = cluster::loadGroupReference(name, nodes);
+    if (!group || devices <= 0) return group;
+    return cluster::takeDevices(*group, devices);
+  }
   const bool yaml = endsWith(name, ".yaml") || endsWith(name, ".yml");
   if (yaml && devicesPerNode > 0) {
     return Error{fmt::format("{}: resizes a preset's nodes; {} gives its own levels",

@@ -54,11 +54,11 @@ bool better(const Throughput& a, const Throughput& b, Objective objective) {
 
 Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,
                                    int64_t samples) {
-  // The group as ClusterGroups::clusterOf makes it: its preset over its nodes, by name, as the
-  // configuration search loads clusters.
-  request.base.cluster = group.preset;
+  // The group as ClusterGroups::clusterOf makes it, by name, as the configuration search loads
+  // clusters: its preset over its nodes, or its spec by reference ("mixed.yaml#v100").
+  request.base.cluster = group.spec ? group.reference : group.preset;
   request.base.nodes = group.nodes;
-  request.base.devicesPerNode = group.devicesPerNode;
+  request.base.devicesPerNode = group.spec ? 0 : group.devicesPerNode;
   request.base.gbs = samples;
   GroupOutcome outcome;
   outcome.group = group;

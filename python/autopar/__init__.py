@@ -8,15 +8,17 @@ named as the command's flags, typed results and the command's errors as exceptio
 docs/python.md describes the API; autopar.from_torch traces a PyTorch module into a graph.
 """
 
-from ._api import (DoesNotFit, EstimateResult, GroupShare, PlanResult, Result, SearchResult,
-                   SharedPlanResult, clusters, estimate, models, plan, search, validate)
+from ._api import (DoesNotFit, EstimateResult, GroupPipelineResult, GroupShare, PlanResult,
+                   Result, SearchResult, SharedPlanResult, clusters, estimate, models, plan,
+                   search, validate)
 from ._autopar import __version__, plan_format_version
 from .graph import Graph
 
 # Shown as autopar.DoesNotFit in tracebacks, where users catch it.
 DoesNotFit.__module__ = __name__
 
-__all__ = ["DoesNotFit", "EstimateResult", "GroupShare", "PlanResult", "Result", "SearchResult",
+__all__ = ["DoesNotFit", "EstimateResult", "GroupPipelineResult", "GroupShare", "PlanResult",
+           "Result", "SearchResult",
            "SharedPlanResult", "clusters",
            "estimate", "models", "plan", "search", "validate", "from_torch", "Graph",
            "__version__", "plan_format_version"]

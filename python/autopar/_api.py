@@ -131,6 +131,28 @@ class SharedPlanResult(Result):
         return f"{shares}, step_seconds={self.step_seconds:.4g}"
 
 
+class GroupPipelineResult(Result):
+    """`search` on a cluster of device groups whose chosen plan pipelines across two groups: its
+    first stages on one kind, the rest on another, the layers split by their speeds. `config` is
+    its configuration as SearchResult reads seed 003's keys (layer_placement per stage);
+    `stages` lists each stage's group, device, layers and peak memory."""
+
+    step_seconds = property(lambda self: self._data["e2e_time"] / 1000.0)
+    tokens_per_second = property(lambda self: self._data["tokens_per_second"])
+    dollars_per_hour = property(lambda self: self._data["dollars_per_hour"])
+    dollars_per_million_tokens = property(lambda self: self._data["dollars_per_million_tokens"])
+    stages = property(lambda self: self._data["stages"])
+
+    @property
+    def config(self):
+        return SearchResult(self._data["config"], None)
+
+    def _summary(self):
+        groups = " -> ".join(dict.fromkeys(stage["group"] for stage in self.stages))
+        layers = [stage["layers"] for stage in self.stages]
+        return f"{groups}, layers={layers}, step_seconds={self.step_seconds:.4g}"
+
+
 class EstimateResult(Result):
     """`estimate`'s prediction for one configuration: step time, memory per stage, throughput."""
 
@@ -284,8 +306,8 @@ def estimate(**keywords):
 
 def search(**keywords):
     """`autopar search`: the fastest configuration that fits (a transformer: SearchResult, or on a
-    cluster of device groups a plan sharing the batch across them: SharedPlanResult; a graph: the
-    winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
+    cluster of device groups a plan sharing the batch across them, SharedPlanResult, or pipelining
+    across two of them, GroupPipelineResult; a graph: the winner's PlanResult). Files named by `out`, `launch_script`, `mindformers_yaml` or
     `report` are written there, as the command writes them; without `out` nothing is left behind.
     When nothing fits, DoesNotFit's message says what would (more nodes, say)."""
     if keywords.get("auto_parallel_mm"):
@@ -303,6 +325,8 @@ def search(**keywords):
     data = json.loads(out)
     if "groups" in data:
         return SharedPlanResult(data)
+    if "stages" in data:
+        return GroupPipelineResult(data)
     return SearchResult(data, _without_outputs(keywords))
 
 

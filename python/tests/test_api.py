@@ -257,3 +257,15 @@ def test_a_plan_across_device_groups_is_a_shared_plan_result(scratch):
     alone = autopar.search(model="llama2-13b", cluster=mixed, gbs=256, cross_group=False)
     assert isinstance(alone, autopar.SearchResult)
     assert shared.step_seconds < alone.step_seconds
+
+
+def test_a_pipeline_across_device_groups_is_a_group_pipeline_result(scratch):
+    mixed = str(ROOT.parent / "shared" / "examples" / "mixed-cluster.yaml")
+    pipeline = autopar.search(model="llama2-70b", cluster=mixed, gbs=256)
+    expected = cli_json("search", "--model", "llama2-70b", "--cluster", mixed, "--gbs", "256",
+                        "--json", "--out", "o.json")
+    assert isinstance(pipeline, autopar.GroupPipelineResult)
+    assert pipeline.to_dict() == expected
+    assert sum(stage["layers"] for stage in pipeline.stages) == 80
+    assert pipeline.config.pp == len(pipeline.stages)
+    assert {stage["group"] for stage in pipeline.stages} == {"h100", "a100"}

@@ -271,6 +271,44 @@ Expected<nlohmann::ordered_json> writeSharedPlan(const SearchArgs& args,
   return json;
 }
 
+/// Writes a pipeline across device groups: its JSON (exporters::pipelinePlanJson) to --out, its
+/// Megatron-LM launch script and HTML report where asked; MindFormers' yaml is refused in one
+/// line (its pipeline is one device kind's).
+Expected<nlohmann::ordered_json> writePipelinePlan(const SearchArgs& args,
+                                                   const planner::GroupSearch& search,
+                                                   const planner::SplitPipeline& pipeline) {
+  if (!args.mindformersYaml.empty()) {
+    return Error{
+        "--mindformers-yaml: the chosen plan pipelines across device groups, which a "
+        "MindFormers run yaml cannot place; add --no-cross-group to plan on one group"};
+  }
+  std::optional<std::string> script;
+  if (!args.launchScript.empty()) {
+    auto made = exporters::pipelineLaunchScript(search, pipeline, args.request.base.model);
+    if (!made) return made.error();
+    script = std::move(*made);
+  }
+  nlohmann::ordered_json json = exporters::pipelinePlanJson(search, pipeline);
+  if (auto written = writeFileAtomically(args.out, json.dump(4) + "\n"); !written) {
+    return written.error().in("--out");
+  }
+  if (script) {
+    if (auto written = writeFileAtomically(args.launchScript, *script); !written) {
+      return written.error().in("--launch-script");
+    }
+  }
+  if (!args.reportPath.empty()) {
+    const exporters::SearchReportContext context{args.request.base.model, search.globalBatch,
+                                                 args.request.profilePath, args.top};
+    if (auto written = writeHtmlReport(
+            args.reportPath, exporters::pipelinePlanHtmlReport(search, pipeline, context));
+        !written) {
+      return written.error();
+    }
+  }
+  return json;
+}
+
 /// `autopar search` on a cluster of device groups (planner/configuration/group_search.h): the
 /// plan the objective picks is written: a group's winner, exported as on one group, or a plan
 /// across groups (writeSharedPlan).
@@ -295,8 +333,12 @@ int runGroupSearch(SearchArgs& args, const cluster::ClusterGroups& groups,
   }
   if (args.out.empty()) args.out = kOptimalConfigFile;
   const planner::GroupSearch::Choice chosen = *found->chosen;
-  auto written = chosen.shared ? writeSharedPlan(args, *found, found->shared[chosen.index])
-                               : writeWinner(args, *found->groups[chosen.index].found, context);
+  using Choice = planner::GroupSearch::Choice;
+  auto written = chosen.kind == Choice::kShared
+                     ? writeSharedPlan(args, *found, found->shared[chosen.index])
+                 : chosen.kind == Choice::kPipeline
+                     ? writePipelinePlan(args, *found, found->pipelines[chosen.index])
+                     : writeWinner(args, *found->groups[chosen.index].found, context);
   if (!written) return reportError(written.error());
   if (args.json) {
     fmt::print(verbOut(), "{}\n", written->dump(4));

@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
+#include "export/launch_script.h"
 #include "export/mindspeed_json.h"
 #include "ir/parallel_config.h"
 
@@ -114,10 +116,56 @@ std::string sharedDetail(const planner::SharedPlan& plan) {
   return text;
 }
 
+/// "a100 -> h100 pipeline": its first stages' group, then the last stages'.
+std::string pipelineName(const planner::GroupSearch& search,
+                         const planner::SplitPipeline& pipeline) {
+  return fmt::format("{} -> {} pipeline", search.groups[pipeline.front].group.name,
+                     search.groups[pipeline.back].group.name);
+}
+
+/// "TP 2 PP 2+1 DP 8 MBS 1 SP, layers 9,9|22, recompute none": stages per group, layers per stage.
+std::string pipelineShape(const planner::SplitPipeline& pipeline) {
+  const planner::MegatronConfig& config = pipeline.config;
+  std::string front;
+  std::string back;
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    std::string& part = static_cast<int>(s) < pipeline.frontStages ? front : back;
+    part += (part.empty() ? "" : ",") + std::to_string(pipeline.layers[s]);
+  }
+  return fmt::format("TP {} PP {}+{} DP {} MBS {}{}, layers {}|{}, recompute {}", config.tp,
+                     pipeline.frontStages, config.pp - pipeline.frontStages, config.dp, config.mbs,
+                     config.sequenceParallel ? " SP" : "", front, back,
+                     ir::recomputeName(config.recompute));
+}
+
+/// The chosen pipeline across groups: each stage's group, layers, time and memory, the crossing.
+std::string pipelineDetail(const planner::GroupSearch& search,
+                           const planner::SplitPipeline& pipeline) {
+  std::string text;
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    const bool front = static_cast<int>(s) < pipeline.frontStages;
+    const cluster::DeviceGroup& group = search.groups[front ? pipeline.front : pipeline.back].group;
+    const cost::StageCost& cost = pipeline.report.stages[s];
+    text += fmt::format(
+        "  stage {}: {} layers on {} x {} ({}), forward + backward {:.1f} ms a micro-batch, peak "
+        "{} of {}\n",
+        s, pipeline.layers[s], pipeline.config.tp * pipeline.config.dp, group.device, group.name,
+        (cost.forwardSeconds + cost.backwardSeconds) * 1e3,
+        planner::formatBytes(pipeline.peakBytes[s]), planner::formatBytes(pipeline.deviceBytes[s]));
+  }
+  text += fmt::format(
+      "  {} micro-batches under 1F1B; a micro-batch's activations cross {} in {:.2f} ms; step "
+      "{:.3f} s (bubble {:.3f} s)\n",
+      pipeline.pipeline.microBatches, pipeline.link, pipeline.boundarySeconds * 1e3,
+      pipeline.step.stepSeconds, pipeline.step.bubbleSeconds);
+  return text;
+}
+
 }  // namespace
 
 std::string formatGroupSearch(const planner::GroupSearch& search,
                               const SearchReportContext& context) {
+  using Choice = planner::GroupSearch::Choice;
   const bool cost = search.options.objective == planner::Objective::kCost;
   std::string text =
       fmt::format("autopar search: {} on {}: {} device groups, global batch {}, objective {}\n\n",
@@ -125,6 +173,9 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
                   cost ? "cost (dollars per million tokens)" : "fastest");
   if (search.devices) text += offeredText(search);
   const auto& chosen = search.chosen;
+  auto isChosen = [&](Choice::Kind kind, size_t index) {
+    return chosen && chosen->kind == kind && chosen->index == index;
+  };
   std::vector<PlanRow> rows;
   for (size_t i = 0; i < search.groups.size(); ++i) {
     const planner::GroupOutcome& outcome = search.groups[i];
@@ -135,8 +186,7 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
                     outcome.found    ? configurationOf(*outcome.found->best)
                     : search.devices ? outcome.unmet
                                      : "nothing fits",
-                    outcome.found ? &outcome.throughput : nullptr,
-                    chosen && !chosen->shared && chosen->index == i});
+                    outcome.found ? &outcome.throughput : nullptr, isChosen(Choice::kAlone, i)});
   }
   for (size_t i = 0; i < search.shared.size(); ++i) {
     const planner::SharedPlan& plan = search.shared[i];
@@ -145,8 +195,14 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
       split += (split.empty() ? "" : " + ") + std::to_string(share.samples);
     }
     rows.push_back({membersOf(plan, search.devices.has_value()), devicesOf(plan),
-                    "samples " + split, &plan.throughput,
-                    chosen && chosen->shared && chosen->index == i});
+                    "samples " + split, &plan.throughput, isChosen(Choice::kShared, i)});
+  }
+  for (size_t i = 0; i < search.pipelines.size(); ++i) {
+    const planner::SplitPipeline& pipeline = search.pipelines[i];
+    rows.push_back({pipelineName(search, pipeline),
+                    search.groups[pipeline.front].group.devices() +
+                        search.groups[pipeline.back].group.devices(),
+                    pipelineShape(pipeline), &pipeline.throughput, isChosen(Choice::kPipeline, i)});
   }
   text += planTable(rows);
   for (const planner::GroupOutcome& outcome : search.groups) {
@@ -156,48 +212,62 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
   }
   if (!search.options.crossGroup) {
     text += "\nplans across groups not searched (--no-cross-group)\n";
-  } else if (search.shared.empty()) {
+  } else if (search.shared.empty() && search.pipelines.empty()) {
     text +=
-        "\nno plan across groups: fewer than two groups fit the model alone, and a plan "
-        "across groups holds a whole replica on each\n";
+        "\nno plan across groups: none fits (sharing the batch needs two groups that each hold a "
+        "replica; a pipeline, a stage's TP x DP devices dividing both groups)\n";
   }
   if (!chosen) return text;
   const std::string why = cost ? "the fewest dollars per million tokens" : "the fastest step";
-  // The groups the chosen plan uses, at the sizes it uses them.
-  std::vector<const planner::GroupOutcome*> used;
-  if (chosen->shared) {
-    for (const planner::GroupOutcome& share : search.shared[chosen->index].shares) {
-      used.push_back(&share);
+  // The nodes of each group the chosen plan uses.
+  std::map<std::string, int> used;
+  std::string what;
+  switch (chosen->kind) {
+    case Choice::kAlone:
+      used[search.groups[chosen->index].group.name] = search.groups[chosen->index].group.nodes;
+      what = search.groups[chosen->index].group.name + " alone";
+      break;
+    case Choice::kShared:
+      for (const planner::GroupOutcome& share : search.shared[chosen->index].shares) {
+        used[share.group.name] = share.group.nodes;
+      }
+      what = membersOf(search.shared[chosen->index], search.devices.has_value()) +
+             " sharing the batch";
+      break;
+    case Choice::kPipeline: {
+      const planner::SplitPipeline& pipeline = search.pipelines[chosen->index];
+      for (size_t g : {pipeline.front, pipeline.back}) {
+        used[search.groups[g].group.name] = search.groups[g].group.nodes;
+      }
+      what = pipelineName(search, pipeline);
+      break;
     }
-  } else {
-    used.push_back(&search.groups[chosen->index]);
   }
-  auto usedNodes = [&](const std::string& name) {
-    const auto at = std::find_if(used.begin(), used.end(),
-                                 [&](const auto* outcome) { return outcome->group.name == name; });
-    return at == used.end() ? 0 : (*at)->group.nodes;
-  };
-  text += "\nchosen: " +
-          (chosen->shared ? membersOf(search.shared[chosen->index], search.devices.has_value()) +
-                                " sharing the batch"
-                          : used.front()->group.name + " alone") +
-          fmt::format(" ({})", why);
+  text += fmt::format("\nchosen: {} ({})", what, why);
   std::string others;
   int idle = 0;
   for (size_t g = 0; g < search.groups.size(); ++g) {
     const cluster::DeviceGroup& group = search.groups[g].group;
+    const int nodesUsed = used.contains(group.name) ? used[group.name] : 0;
     if (search.devices) {
-      others += fmt::format("{}{} {} of {}", others.empty() ? "" : ", ", group.name,
-                            usedNodes(group.name), nodes(search.devices->offered.nodes[g]));
-    } else if (usedNodes(group.name) == 0) {
+      others += fmt::format("{}{} {} of {}", others.empty() ? "" : ", ", group.name, nodesUsed,
+                            nodes(search.devices->offered.nodes[g]));
+    } else if (nodesUsed == 0) {
       idle += group.devices();
       others += (others.empty() ? "" : ", ") + group.name;
     }
   }
   if (search.devices) text += "; devices used: " + others;
   if (idle > 0) text += fmt::format("; {} idle devices ({})", idle, others);
-  if (chosen->shared) return text + "\n" + sharedDetail(search.shared[chosen->index]);
-  return text + "\n\n" + formatSearchReport(*used.front()->found, context);
+  switch (chosen->kind) {
+    case Choice::kShared:
+      return text + "\n" + sharedDetail(search.shared[chosen->index]);
+    case Choice::kPipeline:
+      return text + "\n" + pipelineDetail(search, search.pipelines[chosen->index]);
+    case Choice::kAlone:
+      break;
+  }
+  return text + "\n\n" + formatSearchReport(*search.groups[chosen->index].found, context);
 }
 
 nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
@@ -228,6 +298,70 @@ nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
   }
   json["groups"] = std::move(groups);
   return json;
+}
+
+nlohmann::ordered_json pipelinePlanJson(const planner::GroupSearch& search,
+                                        const planner::SplitPipeline& pipeline) {
+  const planner::MegatronConfig& config = pipeline.config;
+  nlohmann::ordered_json json;
+  json["cluster"] = search.cluster;
+  json["global_batch_size"] = search.globalBatch;
+  json["e2e_time"] = pipeline.throughput.stepSeconds * 1e3;
+  json["tokens_per_second"] = pipeline.throughput.tokensPerSecond;
+  json["dollars_per_hour"] = pipeline.throughput.dollarsPerHour;
+  json["dollars_per_million_tokens"] = pipeline.throughput.dollarsPerMillionTokens;
+  json["cross_group_link"] = pipeline.link;
+  json["cross_group_send_time"] = pipeline.boundarySeconds * 1e3;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    const cluster::DeviceGroup& group =
+        search.groups[static_cast<int>(s) < pipeline.frontStages ? pipeline.front : pipeline.back]
+            .group;
+    stages.push_back({{"group", group.name},
+                      {"device", group.device},
+                      {"layers", pipeline.layers[s]},
+                      {"peak_memory_bytes", pipeline.peakBytes[s]}});
+  }
+  json["stages"] = std::move(stages);
+  ir::StageLayers llm{pipeline.layers, std::vector<int64_t>(pipeline.layers.size(), 0)};
+  if (config.recompute == ir::Recompute::kFull) llm.recomputed = pipeline.layers;
+  const ir::StageLayers vision{std::vector<int64_t>(pipeline.layers.size(), 0),
+                               std::vector<int64_t>(pipeline.layers.size(), 0)};
+  json["config"] = mindspeedOptimalConfig(config, llm, vision, pipeline.sequence,
+                                          config.worldSize(), pipeline.step.stepSeconds);
+  return json;
+}
+
+Expected<std::string> pipelineLaunchScript(const planner::GroupSearch& search,
+                                           const planner::SplitPipeline& pipeline,
+                                           const std::string& model) {
+  const cluster::DeviceGroup& front = search.groups[pipeline.front].group;
+  const cluster::DeviceGroup& back = search.groups[pipeline.back].group;
+  if (front.devicesPerNode != back.devicesPerNode) {
+    return Error{fmt::format(
+        "--launch-script: {} has {} devices a node and {} {}; one torchrun job runs nodes of one "
+        "size",
+        front.name, front.devicesPerNode, back.name, back.devicesPerNode)};
+  }
+  auto transformer = planner::transformerOf(pipeline.config);
+  if (!transformer) return transformer.error();
+  plan::InputsRecord inputs;
+  inputs.model = model;
+  inputs.cluster = search.cluster;
+  auto script = launchScript(pipeline.config, inputs, *transformer, pipeline.layers,
+                             front.nodes + back.nodes, front.devicesPerNode);
+  if (!script) return script.error().in("--launch-script");
+  // Which node runs which kind: after the shebang line.
+  const size_t firstLine = script->find('\n') + 1;
+  script->insert(
+      firstLine,
+      fmt::format("# A pipeline across device groups: NODE_RANK 0-{} are {}'s {} nodes "
+                  "({}, stages 0-{}), NODE_RANK {}-{} are {}'s {} nodes ({}, stages "
+                  "{}-{}).\n",
+                  front.nodes - 1, front.name, front.nodes, front.device, pipeline.frontStages - 1,
+                  front.nodes, front.nodes + back.nodes - 1, back.name, back.nodes, back.device,
+                  pipeline.frontStages, pipeline.config.pp - 1));
+  return *script;
 }
 
 }  // namespace autopar::exporters

@@ -12,6 +12,7 @@
 
 #include "export/search_report.h"
 #include "planner/configuration/group_search.h"
+#include "util/expected.h"
 
 namespace autopar::exporters {
 
@@ -23,5 +24,18 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
 /// (mindspeedOptimalConfig).
 nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
                                       const planner::SharedPlan& plan);
+
+/// A pipeline across groups as `--out` writes it: the step, the crossing, and its configuration
+/// in seed 003's format (layer_placement per stage), with each stage's group and device.
+nlohmann::ordered_json pipelinePlanJson(const planner::GroupSearch& search,
+                                        const planner::SplitPipeline& pipeline);
+
+/// The launch script of a pipeline across groups: one Megatron-LM job over both groups' nodes,
+/// the first group's nodes first (pipeline stages are the outermost rank dimension, so its
+/// stages land on them), the uneven layers per stage as Megatron-LM's pipeline layout. Fails for
+/// groups of different node sizes, or what launchScript fails on.
+Expected<std::string> pipelineLaunchScript(const planner::GroupSearch& search,
+                                           const planner::SplitPipeline& pipeline,
+                                           const std::string& model);
 
 }  // namespace autopar::exporters

@@ -211,6 +211,7 @@ constexpr std::array<MemoryPart, 7> kMemoryParts{{
 void memoryChart(const HtmlReport& report, Out out, const std::string& id) {
   int64_t widest = report.deviceMemoryBytes;
   for (const auto& memory : report.stageMemory) widest = std::max(widest, memory.total());
+  for (int64_t bytes : report.stageDeviceBytes) widest = std::max(widest, bytes);
   const double scale = widest > 0 ? kPlotWidth / static_cast<double>(widest) : 0;
   const double rows = static_cast<double>(report.stageMemory.size());
   const double height = kAxisHeight + 14 + rows * (kRowHeight + kRowGap);
@@ -233,8 +234,18 @@ void memoryChart(const HtmlReport& report, Out out, const std::string& id) {
            fmt::format("stage {}: {} {}", s, part.name, planner::formatBytes(bytes)));
       x += width;
     }
-    fmt::format_to(out, "<text class=\"total\" x=\"{:.2f}\" y=\"{:.2f}\">{}</text></g>", x + 4,
+    fmt::format_to(out, "<text class=\"total\" x=\"{:.2f}\" y=\"{:.2f}\">{}</text>", x + 4,
                    y + kRowHeight / 2 + 4, planner::formatBytes(memory.total()));
+    if (s < report.stageDeviceBytes.size()) {
+      // Stages on devices of different sizes: each row's own capacity.
+      const double capacity = kLabelWidth + static_cast<double>(report.stageDeviceBytes[s]) * scale;
+      fmt::format_to(out,
+                     "<g class=\"capacity\"><line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" "
+                     "y2=\"{2:.2f}\"><title>stage {3}: device {4}</title></line></g>",
+                     capacity, y - 2, y + kRowHeight + 2, s,
+                     planner::formatBytes(report.stageDeviceBytes[s]));
+    }
+    fmt::format_to(out, "</g>");
   }
   const double bottom = rows * (kRowHeight + kRowGap);
   auto limit = [&](std::string_view cssClass, int64_t bytes, double labelY,
@@ -245,8 +256,10 @@ void memoryChart(const HtmlReport& report, Out out, const std::string& id) {
                    "<text x=\"{1:.2f}\" y=\"{3:.2f}\">{4}</text></g>",
                    cssClass, x, bottom, labelY, escape(label));
   };
-  limit("capacity", report.deviceMemoryBytes, bottom + 18,
-        fmt::format("device {}", planner::formatBytes(report.deviceMemoryBytes)));
+  if (report.stageDeviceBytes.empty()) {
+    limit("capacity", report.deviceMemoryBytes, bottom + 18,
+          fmt::format("device {}", planner::formatBytes(report.deviceMemoryBytes)));
+  }
   if (report.memoryMarginBytes > 0) {
     limit("margin", report.deviceMemoryBytes - report.memoryMarginBytes, bottom + 32,
           fmt::format("less margin {}", planner::formatBytes(report.memoryMarginBytes)));

@@ -48,6 +48,9 @@ struct HtmlReport {
   /// Per pipeline stage, its memory at its peak.
   std::vector<cost::MemoryBreakdown> stageMemory;
   int64_t deviceMemoryBytes = 0;
+  /// Per stage, its device's memory, when the stages' devices differ (a pipeline across device
+  /// kinds): each row is marked at its own capacity instead of one line for all.
+  std::vector<int64_t> stageDeviceBytes;
   int64_t memoryMarginBytes = 0;
   std::vector<ReportCandidate> candidates;
   std::string candidatesCaption = "Candidates";

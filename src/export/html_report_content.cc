@@ -294,6 +294,46 @@ Expected<HtmlReport> sharedPlanHtmlReport(const planner::GroupSearch& search,
   return report;
 }
 
+Expected<HtmlReport> pipelinePlanHtmlReport(const planner::GroupSearch& search,
+                                            const planner::SplitPipeline& pipeline,
+                                            const SearchReportContext& context) {
+  HtmlReport report;
+  const cluster::DeviceGroup& front = search.groups[pipeline.front].group;
+  const cluster::DeviceGroup& back = search.groups[pipeline.back].group;
+  report.title = fmt::format(
+      "autopar search: {} on {}, global batch {}: a pipeline of {} stages on {} then {} on {}",
+      context.model, search.cluster, search.globalBatch, pipeline.frontStages, front.name,
+      pipeline.config.pp - pipeline.frontStages, back.name);
+  std::string layers;
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    layers += fmt::format("{}stage {}: {} layers on {}", layers.empty() ? "" : "; ", s,
+                          pipeline.layers[s],
+                          static_cast<int>(s) < pipeline.frontStages ? front.device : back.device);
+  }
+  auto timeline = sim::stepTimeline(pipeline.report, pipeline.pipeline);
+  if (!timeline) return timeline.error();
+  report.timeline = std::move(*timeline);
+  report.stepSeconds = pipeline.step.stepSeconds;
+  report.stageMemory = stageMemory(pipeline.step);
+  report.deviceMemoryBytes =
+      *std::max_element(pipeline.deviceBytes.begin(), pipeline.deviceBytes.end());
+  report.stageDeviceBytes = pipeline.deviceBytes;
+  report.summary = {
+      {"step time", planner::formatSeconds(pipeline.step.stepSeconds)},
+      {"pipeline bubble", planner::formatSeconds(pipeline.step.bubbleSeconds)},
+      {"stages", layers},
+      {"crossing between the groups",
+       fmt::format("{} a micro-batch over {}", planner::formatSeconds(pipeline.boundarySeconds),
+                   pipeline.link)},
+      {"throughput", fmt::format("{:.0f} tokens/s", pipeline.throughput.tokensPerSecond)},
+      {"memory", "each stage's row is marked at its own device's memory"}};
+  if (pipeline.throughput.dollarsPerMillionTokens > 0) {
+    report.summary.emplace_back("cost", fmt::format("${:.3f} per million tokens",
+                                                    pipeline.throughput.dollarsPerMillionTokens));
+  }
+  return report;
+}
+
 Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evaluated& evaluated,
                                     const ReportHeader& header, std::string_view unmet) {
   HtmlReport report;

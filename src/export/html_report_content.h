@@ -34,6 +34,12 @@ Expected<HtmlReport> sharedPlanHtmlReport(const planner::GroupSearch& search,
                                           const planner::SharedPlan& plan,
                                           const SearchReportContext& context);
 
+/// A pipeline across device groups (one of `search.pipelines`): its step and price, then its
+/// spliced stages' timeline and memory, each stage named with its group.
+Expected<HtmlReport> pipelinePlanHtmlReport(const planner::GroupSearch& search,
+                                            const planner::SplitPipeline& pipeline,
+                                            const SearchReportContext& context);
+
 /// A graph search's winner `plan` (`found.best`), with the configurations that fit ranked.
 Expected<HtmlReport> graphSearchHtmlReport(const planner::GraphSearch& found,
                                            const plan::Plan& plan,

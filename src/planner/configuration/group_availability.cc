@@ -34,19 +34,6 @@ std::vector<int> sizeLadder(const cluster::DeviceGroup& group, int offered, doub
   return {sizes.begin(), sizes.end()};
 }
 
-/// Runs fn(0..count-1) a core at a time (util::inParallel in batches of its width), in order.
-template <class Fn>
-auto inBatches(size_t count, Fn fn) -> std::vector<decltype(fn(size_t{0}))> {
-  std::vector<decltype(fn(size_t{0}))> results;
-  const size_t width = util::parallelWidth();
-  for (size_t start = 0; start < count; start += width) {
-    auto batch =
-        util::inParallel(std::min(width, count - start), [&](size_t i) { return fn(start + i); });
-    for (auto& result : batch) results.push_back(std::move(result));
-  }
-  return results;
-}
-
 /// A choice of sizes: per group its nodes (0: unused) and its priced estimate.
 struct Combination {
   std::vector<int> nodes;
@@ -172,7 +159,7 @@ Expected<GroupSearch> chooseDevices(const SearchRequest& request,
         sizeLadder(groups.groups[g], offered.nodes[g], offered.maxDollarsPerHour));
     for (int nodes : choice.sizes.back()) searches.emplace_back(g, nodes);
   }
-  auto outcomes = inBatches(searches.size(), [&](size_t i) {
+  auto outcomes = util::inParallelBatches(searches.size(), [&](size_t i) {
     cluster::DeviceGroup group = groups.groups[searches[i].first];
     group.nodes = searches[i].second;
     return searchGroup(request, group, request.base.gbs);
@@ -258,13 +245,14 @@ Expected<GroupSearch> chooseDevices(const SearchRequest& request,
     return better(a->estimate, b->estimate, options.objective);
   });
   across.resize(std::min(across.size(), kPlannedExactly));
-  auto planned = inBatches(across.size(), [&](size_t i) -> Expected<std::optional<SharedPlan>> {
-    std::vector<size_t> members;
-    const cluster::ClusterGroups sized = resized(groups, across[i]->nodes, &members);
-    std::vector<GroupOutcome> sizedAlone;
-    for (size_t k : members) sizedAlone.push_back(alone[k].at(across[i]->nodes[k]));
-    return shareBatch(request, sized, sizedAlone, firstIndices(members.size()));
-  });
+  auto planned =
+      util::inParallelBatches(across.size(), [&](size_t i) -> Expected<std::optional<SharedPlan>> {
+        std::vector<size_t> members;
+        const cluster::ClusterGroups sized = resized(groups, across[i]->nodes, &members);
+        std::vector<GroupOutcome> sizedAlone;
+        for (size_t k : members) sizedAlone.push_back(alone[k].at(across[i]->nodes[k]));
+        return shareBatch(request, sized, sizedAlone, firstIndices(members.size()));
+      });
   choice.plannedExactly = static_cast<int>(planned.size());
 
   GroupSearch search;
@@ -298,9 +286,11 @@ Expected<GroupSearch> chooseDevices(const SearchRequest& request,
     search.groups.push_back(std::move(none));
   }
   for (size_t g = 0; g < count; ++g) {
-    if (search.groups[g].found) search.consider(false, g);
+    if (search.groups[g].found) search.consider(GroupSearch::Choice::kAlone, g);
   }
-  for (size_t i = 0; i < search.shared.size(); ++i) search.consider(true, i);
+  for (size_t i = 0; i < search.shared.size(); ++i) {
+    search.consider(GroupSearch::Choice::kShared, i);
+  }
   if (!search.chosen) choice.unmet = unmetConstraints(offered, combinations);
   search.devices = std::move(choice);
   return search;

@@ -11,6 +11,8 @@ namespace {
 /// Groups that fit alone beyond which only the set of all of them shares the batch (2^6 - 7 = 57
 /// sets of two or more below it).
 constexpr size_t kMaxGroupsForSubsets = 6;
+/// Groups beyond which no pipeline across them is searched (3 groups: 6 ordered pairs).
+constexpr size_t kMaxGroupsForPipelines = 3;
 
 /// The sets of two or more groups that fit alone, as indices in the file's order.
 std::vector<std::vector<size_t>> groupSets(const std::vector<GroupOutcome>& alone) {
@@ -78,9 +80,19 @@ Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceG
   return outcome;
 }
 
-const Throughput& GroupSearch::chosenThroughput() const {
-  return chosen->shared ? shared[chosen->index].throughput : groups[chosen->index].throughput;
+const Throughput& GroupSearch::throughputOf(Choice choice) const {
+  switch (choice.kind) {
+    case Choice::kShared:
+      return shared[choice.index].throughput;
+    case Choice::kPipeline:
+      return pipelines[choice.index].throughput;
+    case Choice::kAlone:
+      break;
+  }
+  return groups[choice.index].throughput;
 }
+
+const Throughput& GroupSearch::chosenThroughput() const { return throughputOf(*chosen); }
 
 namespace {
 
@@ -103,20 +115,32 @@ Expected<GroupSearch> searchEveryGroup(const SearchRequest& request,
       if (!plan) return plan.error();
       if (*plan) search.shared.push_back(std::move(**plan));
     }
+    if (groups.groups.size() <= kMaxGroupsForPipelines) {
+      for (size_t front = 0; front < groups.groups.size(); ++front) {
+        for (size_t back = 0; back < groups.groups.size(); ++back) {
+          if (front == back) continue;
+          auto pipeline = splitPipeline(request, groups, front, back);
+          if (!pipeline) return pipeline.error();
+          if (*pipeline) search.pipelines.push_back(std::move(**pipeline));
+        }
+      }
+    }
   }
+  using Choice = GroupSearch::Choice;
   for (size_t i = 0; i < search.groups.size(); ++i) {
-    if (search.groups[i].found) search.consider(false, i);
+    if (search.groups[i].found) search.consider(Choice::kAlone, i);
   }
-  for (size_t i = 0; i < search.shared.size(); ++i) search.consider(true, i);
+  for (size_t i = 0; i < search.shared.size(); ++i) search.consider(Choice::kShared, i);
+  for (size_t i = 0; i < search.pipelines.size(); ++i) search.consider(Choice::kPipeline, i);
   return search;
 }
 
 }  // namespace
 
-void GroupSearch::consider(bool isShared, size_t index) {
-  const Throughput& throughput = isShared ? shared[index].throughput : groups[index].throughput;
-  if (!chosen || better(throughput, chosenThroughput(), options.objective)) {
-    chosen = Choice{isShared, index};
+void GroupSearch::consider(Choice::Kind kind, size_t index) {
+  const Choice choice{kind, index};
+  if (!chosen || better(throughputOf(choice), chosenThroughput(), options.objective)) {
+    chosen = choice;
   }
 }
 

@@ -20,6 +20,7 @@
 
 #include "cluster/cluster_groups.h"
 #include "planner/configuration/configuration_search.h"
+#include "sim/step_estimate.h"
 
 namespace autopar::planner {
 
@@ -104,16 +105,49 @@ struct DeviceChoice {
   std::string unmet;  ///< when no choice meets the constraints: which, and what came closest
 };
 
+/// A pipeline across two groups (Metis's kind of plan): its first stages on one group, the rest
+/// on the other, every stage TP x DP devices of its group, the layers split so each kind's stages
+/// take about the same time. Each stage's costs and memory are the configuration's evaluated on
+/// its own device; the pipeline simulator runs the spliced stages, the activations between the
+/// groups crossing the link between them.
+struct SplitPipeline {
+  size_t front = 0;  ///< the group of the first stages (an index into ClusterGroups::groups)
+  size_t back = 0;
+  int frontStages = 0;
+  MegatronConfig config;        ///< TP, PP, DP, micro-batch, recompute, ZeRO, placement
+  std::vector<int64_t> layers;  ///< per stage
+  cost::CostReport report;      ///< spliced: stage s's costs from its own device
+  sim::PipelineShape pipeline;
+  sim::StepEstimate step;
+  std::vector<int64_t> peakBytes;    ///< per stage, the runtime reserve included
+  std::vector<int64_t> deviceBytes;  ///< per stage, its device's memory
+  bool fits = false;                 ///< every stage on its own device
+  double boundarySeconds = 0;        ///< one micro-batch's activations across the groups
+  std::string link;
+  int64_t sequence = 0;
+  Throughput throughput;
+};
+
+/// The fastest pipeline with its first stages on `front` and the rest on `back`, using every
+/// device of both (TP within a node, ZeRO 1, 1F1B, micro-batch 1 or 2, no recompute or full);
+/// empty when none fits, or for a vision tower or experts (one text stack only).
+Expected<std::optional<SplitPipeline>> splitPipeline(const SearchRequest& request,
+                                                     const cluster::ClusterGroups& groups,
+                                                     size_t front, size_t back);
+
 struct GroupSearch {
   std::string cluster;  ///< the groups file's name
   GroupSearchOptions options;
   int64_t globalBatch = 0;
   std::vector<GroupOutcome> groups;  ///< each alone on the whole batch, in the file's order
   std::vector<SharedPlan> shared;    ///< the best split of each set of groups that has one
-  /// The objective's pick: a group alone (an index into `groups`) or a shared plan (into
-  /// `shared`); empty when nothing fits.
+  /// The fastest pipeline of each ordered pair of groups that has one (up to 3 groups).
+  std::vector<SplitPipeline> pipelines;
+  /// The objective's pick: a group alone (an index into `groups`), a shared plan (into `shared`)
+  /// or a pipeline across groups (into `pipelines`); empty when nothing fits.
   struct Choice {
-    bool shared = false;
+    enum Kind { kAlone, kShared, kPipeline };
+    Kind kind = kAlone;
     size_t index = 0;
   };
   std::optional<Choice> chosen;
@@ -121,9 +155,9 @@ struct GroupSearch {
   /// constraints (its DeviceGroup resized), `shared` the chosen plan when it spans groups.
   std::optional<DeviceChoice> devices;
   [[nodiscard]] const Throughput& chosenThroughput() const;
-  /// Takes a group alone (`shared` false) or a shared plan as `chosen` if the objective prefers
-  /// it.
-  void consider(bool shared, size_t index);
+  /// Takes the plan as `chosen` if the objective prefers it.
+  void consider(Choice::Kind kind, size_t index);
+  [[nodiscard]] const Throughput& throughputOf(Choice choice) const;
 };
 
 /// Whether `a` serves the objective better than `b`. Under `cost`, a plan without a price cannot
@@ -136,7 +170,9 @@ bool better(const Throughput& a, const Throughput& b, Objective objective);
 /// crosses the slower of the two groups' own inter-node links).
 struct CrossSync {
   double seconds = 0;
-  std::string link;  ///< "h100-a100 at 100 Gbit/s per device"
+  std::string link;           ///< "h100-a100 at 100 Gbit/s per device"
+  double bytesPerSecond = 0;  ///< the slowest link's, per device
+  double latencySeconds = 0;  ///< the largest latency between members
 };
 Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
                                    const std::vector<size_t>& members, double gradientBytes);

@@ -25,7 +25,7 @@ TEST(SearchGroups, SharingTheBatchBeatsEitherGroupAlone) {
   auto found = searchGroups(llama13b(), *groups, {});
   ASSERT_TRUE(found) << found.error().message;
   ASSERT_EQ(found->shared.size(), 1U);
-  ASSERT_TRUE(found->chosen && found->chosen->shared);
+  ASSERT_TRUE(found->chosen && found->chosen->kind == GroupSearch::Choice::kShared);
   const SharedPlan& plan = found->shared.front();
   ASSERT_EQ(plan.shares.size(), 2U);
   int64_t samples = 0;
@@ -84,7 +84,8 @@ TEST(SearchGroups, TheSynchronisationFollowsTheLinkAndCanBeTurnedOff) {
   auto alone = searchGroups(llama13b(), *groups, {Objective::kFastest, false});
   ASSERT_TRUE(alone && alone->chosen);
   EXPECT_TRUE(alone->shared.empty());
-  EXPECT_FALSE(alone->chosen->shared);
+  EXPECT_EQ(alone->chosen->kind, GroupSearch::Choice::kAlone);
+  EXPECT_TRUE(alone->pipelines.empty());
   EXPECT_EQ(alone->groups[alone->chosen->index].group.name, "h100");
 }
 
@@ -125,7 +126,7 @@ TEST(ChooseDevices, TheCheapestChoiceAboveAFloor) {
   auto found = searchGroups(llama13b(), *groups, {Objective::kCost, true, *offered});
   ASSERT_TRUE(found && found->chosen);
   EXPECT_GE(found->chosenThroughput().tokensPerSecond, 120000);
-  ASSERT_TRUE(found->chosen->shared);
+  ASSERT_EQ(found->chosen->kind, GroupSearch::Choice::kShared);
   for (const GroupOutcome& share : found->shared[found->chosen->index].shares) {
     EXPECT_LE(share.group.nodes, share.group.name == "h100" ? 1 : 4);
   }
@@ -145,6 +146,48 @@ TEST(ChooseDevices, BadAvailabilityNamesTheFlag) {
     auto offered = parseAvailability(text, *groups);
     ASSERT_FALSE(offered) << text;
     EXPECT_EQ(offered.error().message.rfind("--available", 0), 0U) << offered.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace autopar::planner
+
+namespace autopar::planner {
+namespace {
+
+/// LLaMA2-70B on the mixed example: the A100s' first stages and the H100s' last, the layers split
+/// so every stage takes about as long, each stage within its own device's memory; faster than
+/// either group alone and than sharing the batch.
+TEST(SplitPipeline, StagesOnBothKindsBalancedBySpeed) {
+  auto groups = cluster::loadClusterGroupsYaml(kMixed);
+  ASSERT_TRUE(groups);
+  SearchRequest request = llama13b();
+  request.base.model = "llama2-70b";
+  auto found = searchGroups(request, *groups, {});
+  ASSERT_TRUE(found && found->chosen) << (found ? "" : found.error().message);
+  ASSERT_EQ(found->chosen->kind, GroupSearch::Choice::kPipeline);
+  const SplitPipeline& pipeline = found->pipelines[found->chosen->index];
+  int64_t layers = 0;
+  double fastest = 1e30;
+  double slowest = 0;
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    layers += pipeline.layers[s];
+    EXPECT_LE(pipeline.peakBytes[s], pipeline.deviceBytes[s]) << "stage " << s;
+    const cost::StageCost& cost = pipeline.report.stages[s];
+    fastest = std::min(fastest, cost.forwardSeconds + cost.backwardSeconds);
+    slowest = std::max(slowest, cost.forwardSeconds + cost.backwardSeconds);
+  }
+  EXPECT_EQ(layers, 80);
+  EXPECT_LT(slowest / fastest, 1.1);
+  // The two kinds' stages differ in layers: the split follows their speeds.
+  EXPECT_NE(pipeline.layers.front(), pipeline.layers.back());
+  EXPECT_EQ(pipeline.config.worldSize(), 48);
+  for (const GroupOutcome& alone : found->groups) {
+    ASSERT_TRUE(alone.found);
+    EXPECT_LT(pipeline.throughput.stepSeconds, alone.throughput.stepSeconds);
+  }
+  for (const SharedPlan& shared : found->shared) {
+    EXPECT_LT(pipeline.throughput.stepSeconds, shared.throughput.stepSeconds);
   }
 }
 

@@ -130,7 +130,7 @@ Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
   }
   const double k = static_cast<double>(members.size());
   const double ring = 2 * (k - 1) / k * gradientBytes / (smallest * bytesPerSecond);
-  return CrossSync{ring + 2 * (k - 1) * latency, link};
+  return CrossSync{ring + 2 * (k - 1) * latency, link, bytesPerSecond, latency};
 }
 
 double dollarsPerMillionTokens(const Throughput& throughput) {

@@ -2,8 +2,9 @@
 """Device groups (docs/cluster-format.md): plans across groups and the availability question.
 
 For each case, runs `autopar search` N times and prints the whole process's median wall time,
-the plan table's rows (each group alone, the plans sharing the batch) and the chosen plan, and
-for the mixed example the speed-up of sharing the batch over the fastest group alone.
+the plan table's rows (each group alone, the plans sharing the batch, the pipelines across
+groups) and the chosen plan, and the speed-up of the best plan across groups over the fastest
+group alone. LLaMA2-13B unless the case names another model.
 
     bench/device_groups.py [--binary build/release/autopar] [--runs 3]
 """
@@ -22,6 +23,7 @@ THREE = str(ROOT / "examples" / "clusters" / "three-kinds.yaml")
 
 CASES = {
     "mixed, fastest": ["--model", "llama2-13b", "--cluster", MIXED, "--gbs", "256"],
+    "mixed, LLaMA2-70B, fastest": ["--model", "llama2-70b", "--cluster", MIXED, "--gbs", "256"],
     "mixed, cost": ["--model", "llama2-13b", "--cluster", MIXED, "--gbs", "256",
                     "--objective", "cost"],
     "3 kinds x 64 nodes, fastest": ["--model", "llama2-13b", "--cluster", THREE, "--gbs", "1024",
@@ -74,8 +76,12 @@ def main():
         steps = {row.group(1): float(row.group(4)[:-2]) for row in rows if row.group(4) != "-"}
         alone = [step for plan, step in steps.items() if plan.endswith(" alone")]
         shared = [step for plan, step in steps.items() if "+" in plan]
+        pipelines = [step for plan, step in steps.items() if plan.endswith(" pipeline")]
         if alone and shared:
             print(f"sharing the batch: {min(alone) / min(shared):.2f}x the fastest group alone")
+        if alone and pipelines:
+            print(f"a pipeline across groups: {min(alone) / min(pipelines):.2f}x the fastest "
+                  "group alone")
         print()
 
 

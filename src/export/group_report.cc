@@ -212,6 +212,8 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
   }
   if (!search.options.crossGroup) {
     text += "\nplans across groups not searched (--no-cross-group)\n";
+  } else if (search.devices && search.shared.empty()) {
+    text += "\nno plan across groups meets the constraints\n";
   } else if (search.shared.empty() && search.pipelines.empty()) {
     text +=
         "\nno plan across groups: none fits (sharing the batch needs two groups that each hold a "

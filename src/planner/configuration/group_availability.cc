@@ -164,12 +164,27 @@ Expected<GroupSearch> chooseDevices(const SearchRequest& request,
     group.nodes = searches[i].second;
     return searchGroup(request, group, request.base.gbs);
   });
+  // A size no configuration shape fits (a batch too small for its devices) is an outcome
+  // without a winner; only when every size of every group fails is the error the answer (the
+  // model itself does not load).
   std::vector<std::map<int, GroupOutcome>> alone(count);
+  const bool anySearched = std::any_of(outcomes.begin(), outcomes.end(),
+                                       [](const auto& outcome) { return outcome.ok(); });
   for (size_t i = 0; i < searches.size(); ++i) {
-    if (!outcomes[i]) {
-      return outcomes[i].error().in(fmt::format("group {}", groups.groups[searches[i].first].name));
+    const cluster::DeviceGroup& group = groups.groups[searches[i].first];
+    if (!outcomes[i] && !anySearched) {
+      return outcomes[i].error().in(fmt::format("group {}", group.name));
     }
-    alone[searches[i].first].emplace(searches[i].second, std::move(*outcomes[i]));
+    GroupOutcome outcome;
+    if (outcomes[i]) {
+      outcome = std::move(*outcomes[i]);
+    } else {
+      outcome.group = group;
+      outcome.group.nodes = searches[i].second;
+      outcome.samples = request.base.gbs;
+      outcome.unmet = outcomes[i].error().message;
+    }
+    alone[searches[i].first].emplace(searches[i].second, std::move(outcome));
   }
 
   // Every combination of sizes (0 included), priced: one group alone exactly, several from their

@@ -39,11 +39,20 @@ class ShareSearches {
       done_.emplace(std::pair{i, alone[i].samples}, alone[i]);
   }
 
+  /// The group's search on `samples` (without a winner where no shape or nothing fits).
   Expected<const GroupOutcome*> at(size_t group, int64_t samples) {
     const std::pair key{group, samples};
     if (auto known = done_.find(key); known != done_.end()) return &known->second;
     auto outcome = searchGroup(request_, groups_.groups[group], samples);
-    if (!outcome) return outcome.error().in(fmt::format("group {}", groups_.groups[group].name));
+    if (!outcome) {
+      // The group searched on the whole batch, so its model loads: a share no shape fits (too
+      // few samples for its devices) is a share without a winner.
+      GroupOutcome none;
+      none.group = groups_.groups[group];
+      none.samples = samples;
+      none.unmet = outcome.error().message;
+      return &done_.emplace(key, std::move(none)).first->second;
+    }
     return &done_.emplace(key, std::move(*outcome)).first->second;
   }
 

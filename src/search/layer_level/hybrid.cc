@@ -201,16 +201,28 @@ Expected<HybridResult> searchHybrid(const HybridModel& model, const HybridSpace&
   const std::vector<HybridCandidate> candidates = hybridCandidates(model, space);
   if (candidates.empty()) {
     // The smallest change that gives shapes: the next global batch that divides (the cluster
-    // and model stay as asked).
+    // and model stay as asked). Each shape the batch does not constrain (at 8 x the devices
+    // every DP divides it with PP micro-batches to spare) takes its next multiple of DP with PP
+    // micro-batches; the least of them, checked, is the answer: one pass over the shapes rather
+    // than a try per batch (millions at a million devices).
     std::string change = "no global batch up to 8 times the devices does";
-    for (int64_t batch = space.globalBatch + 1; batch <= 8 * space.world + space.globalBatch;
-         ++batch) {
+    HybridSpace unconstrained = space;
+    unconstrained.globalBatch = 8 * space.world;
+    std::optional<int64_t> least;
+    for (const HybridCandidate& shape : hybridShapes(model, unconstrained)) {
+      const int64_t dp = shape.dp;
+      const int64_t batch = std::max(shape.pp * dp, (space.globalBatch / dp + 1) * dp);
+      if (!least || batch < *least) least = batch;
+    }
+    for (int64_t batch = least.value_or(0); least && batch <= 8 * space.world + space.globalBatch;
+         batch += 1) {
       HybridSpace larger = space;
       larger.globalBatch = batch;
       if (!hybridShapes(model, larger).empty()) {
         change = ir::flag(ir::Setting::kGbs, batch) + " would";
         break;
       }
+      if (batch - *least > 64) break;  // the shapes' own rules disagree: say no batch found
     }
     return Error{fmt::format(
         "no parallel shape fits {} devices ({} per node) with global batch {}: TP must divide the "

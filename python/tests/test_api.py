@@ -243,27 +243,32 @@ def test_a_graph_search_winner_is_not_exported_from_other_options():
         best.megatron_args()
 
 
+MIXED = str(ROOT.parent / "shared" / "examples" / "mixed-cluster.yaml")
+
+
+def search_mixed(model, **keywords):
+    """`search` of `model` on the shared mixed example in-process, and the command's JSON."""
+    result = autopar.search(model=model, cluster=MIXED, gbs=256, **keywords)
+    expected = cli_json("search", "--model", model, "--cluster", MIXED, "--gbs", "256", "--json",
+                        "--out", "o.json")
+    return result, expected
+
+
 def test_a_plan_across_device_groups_is_a_shared_plan_result(scratch):
-    mixed = str(ROOT.parent / "shared" / "examples" / "mixed-cluster.yaml")
-    shared = autopar.search(model="llama2-13b", cluster=mixed, gbs=256)
-    expected = cli_json("search", "--model", "llama2-13b", "--cluster", mixed, "--gbs", "256",
-                        "--json", "--out", "o.json")
+    shared, expected = search_mixed("llama2-13b")
     assert isinstance(shared, autopar.SharedPlanResult)
     assert shared.to_dict() == expected
     assert [share.name for share in shared.groups] == ["h100", "a100"]
     assert sum(share.samples for share in shared.groups) == 256
     assert shared.groups[0].config.tp == expected["groups"][0]["config"]["parallel_config"]["TP"]
     assert shared.step_seconds == pytest.approx(expected["e2e_time"] / 1000)
-    alone = autopar.search(model="llama2-13b", cluster=mixed, gbs=256, cross_group=False)
+    alone = autopar.search(model="llama2-13b", cluster=MIXED, gbs=256, cross_group=False)
     assert isinstance(alone, autopar.SearchResult)
     assert shared.step_seconds < alone.step_seconds
 
 
 def test_a_pipeline_across_device_groups_is_a_group_pipeline_result(scratch):
-    mixed = str(ROOT.parent / "shared" / "examples" / "mixed-cluster.yaml")
-    pipeline = autopar.search(model="llama2-70b", cluster=mixed, gbs=256)
-    expected = cli_json("search", "--model", "llama2-70b", "--cluster", mixed, "--gbs", "256",
-                        "--json", "--out", "o.json")
+    pipeline, expected = search_mixed("llama2-70b")
     assert isinstance(pipeline, autopar.GroupPipelineResult)
     assert pipeline.to_dict() == expected
     assert sum(stage["layers"] for stage in pipeline.stages) == 80

@@ -325,6 +325,17 @@ nlohmann::ordered_json pipelinePlanJson(const planner::GroupSearch& search,
                       {"peak_memory_bytes", pipeline.peakBytes[s]}});
   }
   json["stages"] = std::move(stages);
+  // Each block's stage, as `autopar plan --stage BLOCK=STAGE` takes them: the plan `autopar
+  // check` runs on CPU ranks to prove the split computes what the unsharded model does.
+  nlohmann::ordered_json blocks;
+  blocks["embedding"] = 0;
+  int64_t layer = 0;
+  for (size_t s = 0; s < pipeline.layers.size(); ++s) {
+    for (int64_t i = 0; i < pipeline.layers[s]; ++i)
+      blocks[fmt::format("llm.layer.{}", layer++)] = s;
+  }
+  blocks["head"] = pipeline.layers.size() - 1;
+  json["stage_blocks"] = std::move(blocks);
   ir::StageLayers llm{pipeline.layers, std::vector<int64_t>(pipeline.layers.size(), 0)};
   if (config.recompute == ir::Recompute::kFull) llm.recomputed = pipeline.layers;
   const ir::StageLayers vision{std::vector<int64_t>(pipeline.layers.size(), 0),

@@ -26,7 +26,8 @@ nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
                                       const planner::SharedPlan& plan);
 
 /// A pipeline across groups as `--out` writes it: the step, the crossing, and its configuration
-/// in seed 003's format (layer_placement per stage), with each stage's group and device.
+/// in seed 003's format (layer_placement per stage), with each stage's group and device, and each
+/// block's stage as `autopar plan --stage` takes it (`stage_blocks`).
 nlohmann::ordered_json pipelinePlanJson(const planner::GroupSearch& search,
                                         const planner::SplitPipeline& pipeline);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "frontend/graph_json.h"
 #include "plan/plan_json.h"
@@ -50,6 +51,25 @@ Expected<rules::GraphSharding> stagedSharding(const plan::Plan& plan, const ir::
   return staged;
 }
 
+/// The graph with every block's pipeline stage set to its ops' stage in the plan; empty for a
+/// plan of one stage, or one whose block spans stages.
+std::optional<ir::Graph> withPlannedStages(const ir::Graph& graph, const plan::Plan& plan) {
+  std::map<std::string, int> stages;
+  for (const plan::OpRecord& op : plan.ops) {
+    if (op.block.empty()) continue;
+    const auto [at, inserted] = stages.emplace(op.block, op.stage);
+    if (!inserted && at->second != op.stage) return std::nullopt;
+  }
+  if (plan.pipeline.stages <= 1 || stages.empty()) return std::nullopt;
+  ir::Graph staged = graph;
+  for (const auto& [block, stage] : stages) {
+    ir::BlockSettings settings;
+    settings.pipelineStage = stage;
+    if (!staged.setBlockSettings(block, settings)) return std::nullopt;
+  }
+  return staged;
+}
+
 /// Rebuilds the graph the plan was made from (see loadRunnablePlan).
 Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   ModelOptions base;
@@ -83,6 +103,13 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
     }
     if (plan::fingerprint(frontend::graphToJson(model->graph).dump()) == plan.inputs.modelHash) {
       return std::move(model->graph);
+    }
+    // A plan whose every block was placed by hand (--stage, or a placement exported from a
+    // search across device groups) was built with each block's stage in the graph.
+    if (auto staged = withPlannedStages(model->graph, plan);
+        staged &&
+        plan::fingerprint(frontend::graphToJson(*staged).dump()) == plan.inputs.modelHash) {
+      return std::move(*staged);
     }
   }
   if (!firstError.empty()) return Error{fmt::format("inputs.model: {}", firstError)};

@@ -103,10 +103,11 @@ std::string sharedDetail(const planner::SharedPlan& plan) {
   for (const planner::GroupOutcome& share : plan.shares) {
     const planner::ConfigEstimate& estimate = *share.found->estimate;
     text +=
-        fmt::format("  {}: {} samples on {} x {}, {}, {} micro-batches: {:.3f} s, peak {} of {}\n",
+        fmt::format("  {}: {} samples on {} x {}, {}, {} micro-batch{}: {:.3f} s, peak {} of {}\n",
                     share.group.name, share.samples, share.group.devices(), share.group.device,
                     configurationOf(*share.found->best), estimate.microBatches,
-                    share.throughput.stepSeconds, planner::formatBytes(estimate.peakBytes()),
+                    estimate.microBatches == 1 ? "" : "es", share.throughput.stepSeconds,
+                    planner::formatBytes(estimate.peakBytes()),
                     planner::formatBytes(estimate.cluster.device.memoryBytes));
   }
   text += fmt::format(
@@ -147,9 +148,10 @@ std::string pipelineDetail(const planner::GroupSearch& search,
     const cluster::DeviceGroup& group = search.groups[front ? pipeline.front : pipeline.back].group;
     const cost::StageCost& cost = pipeline.report.stages[s];
     text += fmt::format(
-        "  stage {}: {} layers on {} x {} ({}), forward + backward {:.1f} ms a micro-batch, peak "
+        "  stage {}: {} layer{} on {} x {} ({}), forward + backward {:.1f} ms a micro-batch, peak "
         "{} of {}\n",
-        s, pipeline.layers[s], pipeline.config.tp * pipeline.config.dp, group.device, group.name,
+        s, pipeline.layers[s], pipeline.layers[s] == 1 ? "" : "s",
+        pipeline.config.tp * pipeline.config.dp, group.device, group.name,
         (cost.forwardSeconds + cost.backwardSeconds) * 1e3,
         planner::formatBytes(pipeline.peakBytes[s]), planner::formatBytes(pipeline.deviceBytes[s]));
   }

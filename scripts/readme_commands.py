@@ -100,7 +100,14 @@ def run(words, binary, scratch):
 def run_page(page, commands, binary, only):
     """Runs one page's commands in order in a scratch directory; returns the failures."""
     failures = []
-    with tempfile.TemporaryDirectory(prefix="autopar-readme-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="autopar-readme-") as top:
+        # The commands run where a checkout's root would be, beside the shared data they name as
+        # ../shared.
+        scratch = os.path.join(top, "main")
+        os.mkdir(scratch)
+        shared = os.path.join(os.path.dirname(ROOT), "shared")
+        if os.path.isdir(shared):
+            os.symlink(shared, os.path.join(top, "shared"))
         for name in ("examples", "tests"):
             os.symlink(os.path.join(ROOT, name), os.path.join(scratch, name))
         write_user_runs(binary, scratch)

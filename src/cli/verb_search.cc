@@ -365,7 +365,7 @@ int runSearch(SearchArgs args) {
   const bool availability =
       !args.available.empty() || args.minTokensPerSecond > 0 || args.maxDollarsPerHour > 0;
   if (*groups) {
-    planner::GroupSearchOptions options{*objective, args.crossGroup};
+    planner::GroupSearchOptions options{*objective, args.crossGroup, std::nullopt};
     if (availability) {
       auto offered = planner::parseAvailability(args.available, **groups);
       if (!offered) return reportError(offered.error());

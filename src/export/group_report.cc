@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <string_view>
 
 #include "export/launch_script.h"
 #include "export/mindspeed_json.h"
@@ -14,6 +15,12 @@
 namespace autopar::exporters {
 
 namespace {
+
+/// Appends `item` to a `separator`-separated list.
+void appendItem(std::string& list, std::string_view separator, std::string_view item) {
+  if (!list.empty()) list += separator;
+  list += item;
+}
 
 /// "1 node", "4 nodes".
 std::string nodes(int count) { return fmt::format("{} node{}", count, count == 1 ? "" : "s"); }
@@ -30,8 +37,9 @@ std::string configurationOf(const planner::MegatronConfig& best) {
 std::string membersOf(const planner::SharedPlan& plan, bool sized = false) {
   std::string names;
   for (const planner::GroupOutcome& share : plan.shares) {
-    names += (names.empty() ? "" : " + ") + share.group.name +
-             (sized ? fmt::format(" x{}", share.group.nodes) : "");
+    appendItem(
+        names, " + ",
+        sized ? fmt::format("{} x{}", share.group.name, share.group.nodes) : share.group.name);
   }
   return names;
 }
@@ -131,7 +139,7 @@ std::string pipelineShape(const planner::SplitPipeline& pipeline) {
   std::string back;
   for (size_t s = 0; s < pipeline.layers.size(); ++s) {
     std::string& part = static_cast<int>(s) < pipeline.frontStages ? front : back;
-    part += (part.empty() ? "" : ",") + std::to_string(pipeline.layers[s]);
+    appendItem(part, ",", std::to_string(pipeline.layers[s]));
   }
   return fmt::format("TP {} PP {}+{} DP {} MBS {}{}, layers {}|{}, recompute {}", config.tp,
                      pipeline.frontStages, config.pp - pipeline.frontStages, config.dp, config.mbs,
@@ -163,17 +171,9 @@ std::string pipelineDetail(const planner::GroupSearch& search,
   return text;
 }
 
-}  // namespace
-
-std::string formatGroupSearch(const planner::GroupSearch& search,
-                              const SearchReportContext& context) {
+/// The plans table's rows: each group alone, each shared plan, each pipeline.
+std::vector<PlanRow> planRows(const planner::GroupSearch& search) {
   using Choice = planner::GroupSearch::Choice;
-  const bool cost = search.options.objective == planner::Objective::kCost;
-  std::string text =
-      fmt::format("autopar search: {} on {}: {} device groups, global batch {}, objective {}\n\n",
-                  context.model, search.cluster, search.groups.size(), context.globalBatch,
-                  cost ? "cost (dollars per million tokens)" : "fastest");
-  if (search.devices) text += offeredText(search);
   const auto& chosen = search.chosen;
   auto isChosen = [&](Choice::Kind kind, size_t index) {
     return chosen && chosen->kind == kind && chosen->index == index;
@@ -194,7 +194,7 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
     const planner::SharedPlan& plan = search.shared[i];
     std::string split;
     for (const planner::GroupOutcome& share : plan.shares) {
-      split += (split.empty() ? "" : " + ") + std::to_string(share.samples);
+      appendItem(split, " + ", std::to_string(share.samples));
     }
     rows.push_back({membersOf(plan, search.devices.has_value()), devicesOf(plan),
                     "samples " + split, &plan.throughput, isChosen(Choice::kShared, i)});
@@ -206,22 +206,15 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
                         search.groups[pipeline.back].group.devices(),
                     pipelineShape(pipeline), &pipeline.throughput, isChosen(Choice::kPipeline, i)});
   }
-  text += planTable(rows);
-  for (const planner::GroupOutcome& outcome : search.groups) {
-    if (!outcome.found && !search.devices) {
-      text += fmt::format("\n{}: {}\n", outcome.group.name, outcome.unmet);
-    }
-  }
-  if (!search.options.crossGroup) {
-    text += "\nplans across groups not searched (--no-cross-group)\n";
-  } else if (search.devices && search.shared.empty()) {
-    text += "\nno plan across groups meets the constraints\n";
-  } else if (search.shared.empty() && search.pipelines.empty()) {
-    text +=
-        "\nno plan across groups: none fits (sharing the batch needs two groups that each hold a "
-        "replica; a pipeline, a stage's TP x DP devices dividing both groups)\n";
-  }
-  if (!chosen) return text;
+  return rows;
+}
+
+/// "chosen: ..." with the devices it uses or leaves idle, then the chosen plan in detail.
+std::string chosenText(const planner::GroupSearch& search, const SearchReportContext& context) {
+  using Choice = planner::GroupSearch::Choice;
+  const auto& chosen = search.chosen;
+  const bool cost = search.options.objective == planner::Objective::kCost;
+  std::string text;
   const std::string why = cost ? "the fewest dollars per million tokens" : "the fastest step";
   // The nodes of each group the chosen plan uses.
   std::map<std::string, int> used;
@@ -258,7 +251,7 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
                             nodes(search.devices->offered.nodes[g]));
     } else if (nodesUsed == 0) {
       idle += group.devices();
-      others += (others.empty() ? "" : ", ") + group.name;
+      appendItem(others, ", ", group.name);
     }
   }
   if (search.devices) text += "; devices used: " + others;
@@ -272,6 +265,35 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
       break;
   }
   return text + "\n\n" + formatSearchReport(*search.groups[chosen->index].found, context);
+}
+
+}  // namespace
+
+std::string formatGroupSearch(const planner::GroupSearch& search,
+                              const SearchReportContext& context) {
+  const bool cost = search.options.objective == planner::Objective::kCost;
+  std::string text =
+      fmt::format("autopar search: {} on {}: {} device groups, global batch {}, objective {}\n\n",
+                  context.model, search.cluster, search.groups.size(), context.globalBatch,
+                  cost ? "cost (dollars per million tokens)" : "fastest");
+  if (search.devices) text += offeredText(search);
+  text += planTable(planRows(search));
+  for (const planner::GroupOutcome& outcome : search.groups) {
+    if (!outcome.found && !search.devices) {
+      text += fmt::format("\n{}: {}\n", outcome.group.name, outcome.unmet);
+    }
+  }
+  if (!search.options.crossGroup) {
+    text += "\nplans across groups not searched (--no-cross-group)\n";
+  } else if (search.devices && search.shared.empty()) {
+    text += "\nno plan across groups meets the constraints\n";
+  } else if (search.shared.empty() && search.pipelines.empty()) {
+    text +=
+        "\nno plan across groups: none fits (sharing the batch needs two groups that each hold a "
+        "replica; a pipeline, a stage's TP x DP devices dividing both groups)\n";
+  }
+  if (!search.chosen) return text;
+  return text + chosenText(search, context);
 }
 
 nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,

@@ -100,6 +100,166 @@ std::string unmetConstraints(const Availability& offered, const std::vector<Comb
                     cheapest->estimate.dollarsPerHour);
 }
 
+/// Each group alone at each size of its ladder, searched a core at a time: per group, its
+/// outcome by node count. A size no configuration shape fits (a batch too small for its devices)
+/// is an outcome without a winner; only when every size of every group fails is the error the
+/// answer (the model itself does not load).
+using SizeOutcomes = std::vector<std::map<int, GroupOutcome>>;
+Expected<SizeOutcomes> searchLadders(const SearchRequest& request,
+                                     const cluster::ClusterGroups& groups,
+                                     const std::vector<std::vector<int>>& ladders) {
+  std::vector<std::pair<size_t, int>> searches;
+  for (size_t g = 0; g < ladders.size(); ++g) {
+    for (int nodes : ladders[g]) searches.emplace_back(g, nodes);
+  }
+  auto outcomes = util::inParallelBatches(searches.size(), [&](size_t i) {
+    cluster::DeviceGroup group = groups.groups[searches[i].first];
+    group.nodes = searches[i].second;
+    return searchGroup(request, group, request.base.gbs);
+  });
+  const bool anySearched = std::any_of(outcomes.begin(), outcomes.end(),
+                                       [](const auto& outcome) { return outcome.ok(); });
+  SizeOutcomes alone(ladders.size());
+  for (size_t i = 0; i < searches.size(); ++i) {
+    const cluster::DeviceGroup& group = groups.groups[searches[i].first];
+    if (!outcomes[i] && !anySearched) {
+      return outcomes[i].error().in(fmt::format("group {}", group.name));
+    }
+    GroupOutcome outcome;
+    if (outcomes[i]) {
+      outcome = std::move(*outcomes[i]);
+    } else {
+      outcome.group = group;
+      outcome.group.nodes = searches[i].second;
+      outcome.samples = request.base.gbs;
+      outcome.unmet = outcomes[i].error().message;
+    }
+    alone[searches[i].first].emplace(searches[i].second, std::move(outcome));
+  }
+  return alone;
+}
+
+/// The bytes of gradient all-reduced across groups and the sequence, from any winner.
+std::pair<double, int64_t> gradientAndSequence(const SizeOutcomes& alone) {
+  for (const auto& sizes : alone) {
+    for (const auto& [nodes, outcome] : sizes) {
+      if (!outcome.found) continue;
+      const double bytes =
+          static_cast<double>(frontend::transformerParameterCount(outcome.found->transformer)) *
+          (outcome.found->best->fp32Gradients() ? 4 : 2);
+      return {bytes, outcome.found->sequence};
+    }
+  }
+  return {0, 0};
+}
+
+/// Every combination of sizes (0 included) whose groups each have a winner, priced: one group
+/// alone exactly, several from their speeds alone (the batch shared in proportion) plus the
+/// synchronisation across them.
+Expected<std::vector<Combination>> priceCombinations(const SearchRequest& request,
+                                                     const cluster::ClusterGroups& groups,
+                                                     const std::vector<std::vector<int>>& ladders,
+                                                     const SizeOutcomes& alone) {
+  const size_t count = ladders.size();
+  const auto [gradientBytes, sequence] = gradientAndSequence(alone);
+  const auto batch = static_cast<double>(request.base.gbs);
+  std::vector<Combination> combinations;
+  std::vector<size_t> position(count, 0);  // 0: unused, else 1 + index into ladders[g]
+  for (;;) {
+    size_t g = 0;
+    while (g < count && position[g] == ladders[g].size()) position[g++] = 0;
+    if (g == count) break;
+    ++position[g];
+    Combination combination;
+    combination.nodes.assign(count, 0);
+    double samplesPerSecond = 0;
+    std::vector<size_t> members;
+    bool fits = true;
+    for (size_t k = 0; k < count && fits; ++k) {
+      if (position[k] == 0) continue;
+      combination.nodes[k] = ladders[k][position[k] - 1];
+      const GroupOutcome& outcome = alone[k].at(combination.nodes[k]);
+      fits = outcome.found.has_value();
+      samplesPerSecond += fits ? batch / outcome.throughput.stepSeconds : 0;
+      combination.estimate.dollarsPerHour += outcome.throughput.dollarsPerHour;
+      members.push_back(k);
+    }
+    if (!fits) continue;
+    if (members.size() == 1) {
+      combination.estimate = alone[members[0]].at(combination.nodes[members[0]]).throughput;
+      combination.exact = true;
+      combinations.push_back(std::move(combination));
+      continue;
+    }
+    auto sync = crossGroupSync(resized(groups, combination.nodes, nullptr),
+                               firstIndices(members.size()), gradientBytes);
+    if (!sync) return sync.error();
+    Throughput& estimate = combination.estimate;
+    estimate.stepSeconds = batch / samplesPerSecond + sync->seconds;
+    estimate.tokensPerSecond = batch * static_cast<double>(sequence) / estimate.stepSeconds;
+    const bool priced = std::all_of(members.begin(), members.end(), [&](size_t k) {
+      return groups.groups[k].pricePerDeviceHour > 0;
+    });
+    estimate.dollarsPerMillionTokens = priced ? dollarsPerMillionTokens(estimate) : 0;
+    combinations.push_back(std::move(combination));
+  }
+  return combinations;
+}
+
+/// The combinations across groups that may meet the constraints (an estimate is at least as
+/// fast as the plan: each group is slower per sample on a share than on the whole batch), best
+/// first, the first kPlannedExactly planned exactly: those that meet the constraints, and how
+/// many were planned.
+Expected<std::pair<std::vector<SharedPlan>, int>> planAcross(
+    const SearchRequest& request, const cluster::ClusterGroups& groups, const SizeOutcomes& alone,
+    const std::vector<Combination>& combinations, const GroupSearchOptions& options) {
+  const Availability& offered = *options.availability;
+  std::vector<const Combination*> across;
+  for (const Combination& combination : combinations) {
+    if (!combination.exact && meets(combination.estimate, offered)) across.push_back(&combination);
+  }
+  std::stable_sort(across.begin(), across.end(), [&](const Combination* a, const Combination* b) {
+    return better(a->estimate, b->estimate, options.objective);
+  });
+  across.resize(std::min(across.size(), kPlannedExactly));
+  auto planned =
+      util::inParallelBatches(across.size(), [&](size_t i) -> Expected<std::optional<SharedPlan>> {
+        std::vector<size_t> members;
+        const cluster::ClusterGroups sized = resized(groups, across[i]->nodes, &members);
+        std::vector<GroupOutcome> sizedAlone;
+        for (size_t k : members) sizedAlone.push_back(alone[k].at(across[i]->nodes[k]));
+        return shareBatch(request, sized, sizedAlone, firstIndices(members.size()));
+      });
+  std::vector<SharedPlan> meeting;
+  for (auto& plan : planned) {
+    if (!plan) return plan.error();
+    if (*plan && meets((*plan)->throughput, offered)) meeting.push_back(std::move(**plan));
+  }
+  return std::pair{std::move(meeting), static_cast<int>(planned.size())};
+}
+
+/// A group alone: its best size within the constraints, or why none.
+GroupOutcome bestAlone(const cluster::DeviceGroup& group, const std::map<int, GroupOutcome>& sizes,
+                       int64_t batch, const GroupSearchOptions& options) {
+  const Availability& offered = *options.availability;
+  const GroupOutcome* best = nullptr;
+  for (const auto& [nodes, outcome] : sizes) {
+    if (!outcome.found || !meets(outcome.throughput, offered)) continue;
+    if (!best || better(outcome.throughput, best->throughput, options.objective)) {
+      best = &outcome;
+    }
+  }
+  if (best) return *best;
+  GroupOutcome none;
+  none.group = group;
+  none.group.nodes = sizes.empty() ? 0 : sizes.rbegin()->first;
+  none.samples = batch;
+  none.unmet = sizes.empty()                  ? "none on offer"
+               : sizes.rbegin()->second.found ? "no size alone meets the constraints"
+                                              : "nothing fits on what is offered";
+  return none;
+}
+
 }  // namespace
 
 Expected<Availability> parseAvailability(std::string_view text,
@@ -150,163 +310,35 @@ Expected<GroupSearch> chooseDevices(const SearchRequest& request,
                                     const cluster::ClusterGroups& groups,
                                     const GroupSearchOptions& options) {
   const Availability& offered = *options.availability;
-  const size_t count = groups.groups.size();
-  DeviceChoice choice{offered};
-  // Each group alone at each size of its ladder, searched a core at a time.
-  std::vector<std::pair<size_t, int>> searches;
-  for (size_t g = 0; g < count; ++g) {
+  DeviceChoice choice;
+  choice.offered = offered;
+  for (size_t g = 0; g < groups.groups.size(); ++g) {
     choice.sizes.push_back(
         sizeLadder(groups.groups[g], offered.nodes[g], offered.maxDollarsPerHour));
-    for (int nodes : choice.sizes.back()) searches.emplace_back(g, nodes);
   }
-  auto outcomes = util::inParallelBatches(searches.size(), [&](size_t i) {
-    cluster::DeviceGroup group = groups.groups[searches[i].first];
-    group.nodes = searches[i].second;
-    return searchGroup(request, group, request.base.gbs);
-  });
-  // A size no configuration shape fits (a batch too small for its devices) is an outcome
-  // without a winner; only when every size of every group fails is the error the answer (the
-  // model itself does not load).
-  std::vector<std::map<int, GroupOutcome>> alone(count);
-  const bool anySearched = std::any_of(outcomes.begin(), outcomes.end(),
-                                       [](const auto& outcome) { return outcome.ok(); });
-  for (size_t i = 0; i < searches.size(); ++i) {
-    const cluster::DeviceGroup& group = groups.groups[searches[i].first];
-    if (!outcomes[i] && !anySearched) {
-      return outcomes[i].error().in(fmt::format("group {}", group.name));
-    }
-    GroupOutcome outcome;
-    if (outcomes[i]) {
-      outcome = std::move(*outcomes[i]);
-    } else {
-      outcome.group = group;
-      outcome.group.nodes = searches[i].second;
-      outcome.samples = request.base.gbs;
-      outcome.unmet = outcomes[i].error().message;
-    }
-    alone[searches[i].first].emplace(searches[i].second, std::move(outcome));
-  }
-
-  // Every combination of sizes (0 included), priced: one group alone exactly, several from their
-  // speeds alone (the batch shared in proportion) plus the synchronisation across them.
-  const SearchRequest& base = request;
-  double gradientBytes = 0;
-  int64_t sequence = 0;
-  for (const auto& sizes : alone) {
-    for (const auto& [nodes, outcome] : sizes) {
-      if (!outcome.found || gradientBytes > 0) continue;
-      gradientBytes =
-          static_cast<double>(frontend::transformerParameterCount(outcome.found->transformer)) *
-          (outcome.found->best->fp32Gradients() ? 4 : 2);
-      sequence = outcome.found->sequence;
-    }
-  }
-  std::vector<Combination> combinations;
-  std::vector<int> nodes(count, 0);
-  std::vector<size_t> position(count, 0);  // 0: unused, else 1 + index into choice.sizes[g]
-  for (;;) {
-    size_t g = 0;
-    while (g < count && position[g] == choice.sizes[g].size()) position[g++] = 0;
-    if (g == count) break;
-    ++position[g];
-    std::vector<int> sizes(count);
-    double samplesPerSecond = 0;
-    Combination combination;
-    bool fits = true;
-    std::vector<size_t> members;
-    for (size_t k = 0; k < count; ++k) {
-      sizes[k] = position[k] == 0 ? 0 : choice.sizes[k][position[k] - 1];
-      if (sizes[k] == 0) continue;
-      const GroupOutcome& outcome = alone[k].at(sizes[k]);
-      fits = fits && outcome.found.has_value();
-      if (!fits) break;
-      samplesPerSecond += static_cast<double>(base.base.gbs) / outcome.throughput.stepSeconds;
-      combination.estimate.dollarsPerHour += outcome.throughput.dollarsPerHour;
-      members.push_back(k);
-    }
-    if (!fits) continue;
-    combination.nodes = sizes;
-    if (members.size() == 1) {
-      combination.estimate = alone[members[0]].at(sizes[members[0]]).throughput;
-      combination.exact = true;
-    } else {
-      auto sync = crossGroupSync(resized(groups, sizes, nullptr), firstIndices(members.size()),
-                                 gradientBytes);
-      if (!sync) return sync.error();
-      combination.estimate.stepSeconds =
-          static_cast<double>(base.base.gbs) / samplesPerSecond + sync->seconds;
-      combination.estimate.tokensPerSecond =
-          static_cast<double>(base.base.gbs * sequence) / combination.estimate.stepSeconds;
-      const bool priced = std::all_of(members.begin(), members.end(), [&](size_t k) {
-        return groups.groups[k].pricePerDeviceHour > 0;
-      });
-      combination.estimate.dollarsPerMillionTokens =
-          priced ? dollarsPerMillionTokens(combination.estimate) : 0;
-    }
-    combinations.push_back(std::move(combination));
-  }
-  choice.combinations = static_cast<int>(combinations.size());
-
-  // The combinations across groups that may meet the constraints (an estimate is at least as
-  // fast as the plan: each group is slower per sample on a share than on the whole batch), best
-  // first; the first few planned exactly.
-  std::vector<const Combination*> across;
-  for (const Combination& combination : combinations) {
-    if (options.crossGroup && !combination.exact && meets(combination.estimate, offered)) {
-      across.push_back(&combination);
-    }
-  }
-  std::stable_sort(across.begin(), across.end(), [&](const Combination* a, const Combination* b) {
-    return better(a->estimate, b->estimate, options.objective);
-  });
-  across.resize(std::min(across.size(), kPlannedExactly));
-  auto planned =
-      util::inParallelBatches(across.size(), [&](size_t i) -> Expected<std::optional<SharedPlan>> {
-        std::vector<size_t> members;
-        const cluster::ClusterGroups sized = resized(groups, across[i]->nodes, &members);
-        std::vector<GroupOutcome> sizedAlone;
-        for (size_t k : members) sizedAlone.push_back(alone[k].at(across[i]->nodes[k]));
-        return shareBatch(request, sized, sizedAlone, firstIndices(members.size()));
-      });
-  choice.plannedExactly = static_cast<int>(planned.size());
-
+  auto alone = searchLadders(request, groups, choice.sizes);
+  if (!alone) return alone.error();
+  auto combinations = priceCombinations(request, groups, choice.sizes, *alone);
+  if (!combinations) return combinations.error();
+  choice.combinations = static_cast<int>(combinations->size());
   GroupSearch search;
   search.cluster = groups.name;
   search.options = options;
   search.globalBatch = request.base.gbs;
-  for (auto& plan : planned) {
-    if (!plan) return plan.error();
-    if (*plan && meets((*plan)->throughput, offered)) search.shared.push_back(std::move(**plan));
+  if (options.crossGroup) {
+    auto shared = planAcross(request, groups, *alone, *combinations, options);
+    if (!shared) return shared.error();
+    choice.plannedExactly = shared->second;
+    search.shared = std::move(shared->first);
   }
-  // Each group alone: its best size within the constraints.
-  for (size_t g = 0; g < count; ++g) {
-    const GroupOutcome* best = nullptr;
-    for (const auto& [nodes, outcome] : alone[g]) {
-      if (!outcome.found || !meets(outcome.throughput, offered)) continue;
-      if (!best || better(outcome.throughput, best->throughput, options.objective)) {
-        best = &outcome;
-      }
-    }
-    if (best) {
-      search.groups.push_back(*best);
-      continue;
-    }
-    GroupOutcome none;
-    none.group = groups.groups[g];
-    none.group.nodes = offered.nodes[g];
-    none.samples = request.base.gbs;
-    none.unmet = offered.nodes[g] == 0             ? "none on offer"
-                 : alone[g].rbegin()->second.found ? "no size alone meets the constraints"
-                                                   : "nothing fits on what is offered";
-    search.groups.push_back(std::move(none));
-  }
-  for (size_t g = 0; g < count; ++g) {
-    if (search.groups[g].found) search.consider(GroupSearch::Choice::kAlone, g);
+  for (size_t g = 0; g < groups.groups.size(); ++g) {
+    search.groups.push_back(bestAlone(groups.groups[g], (*alone)[g], request.base.gbs, options));
+    if (search.groups.back().found) search.consider(GroupSearch::Choice::kAlone, g);
   }
   for (size_t i = 0; i < search.shared.size(); ++i) {
     search.consider(GroupSearch::Choice::kShared, i);
   }
-  if (!search.chosen) choice.unmet = unmetConstraints(offered, combinations);
+  if (!search.chosen) choice.unmet = unmetConstraints(offered, *combinations);
   search.devices = std::move(choice);
   return search;
 }

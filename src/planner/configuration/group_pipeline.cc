@@ -127,6 +127,48 @@ std::vector<MegatronConfig> shapes(const MegatronConfig& base, const cluster::De
   return configs;
 }
 
+/// The front group's share of the layers that makes both kinds' stages take about as long: from
+/// each kind's slowest stage per layer in `even` (an even split, spliced).
+int64_t balancedFrontLayers(const SplitPipeline& even, int64_t layers) {
+  const int stages = static_cast<int>(even.layers.size());
+  double frontPerLayer = 0;
+  double backPerLayer = 0;
+  for (int s = 0; s < stages; ++s) {
+    const cost::StageCost& cost = even.report.stages[static_cast<size_t>(s)];
+    const double perLayer = (cost.forwardSeconds + cost.backwardSeconds) /
+                            static_cast<double>(std::max<int64_t>(even.layers[s], 1));
+    double& slot = s < even.frontStages ? frontPerLayer : backPerLayer;
+    slot = std::max(slot, perLayer);
+  }
+  const double frontSpeed = even.frontStages / frontPerLayer;
+  const double share = frontSpeed / (frontSpeed + (stages - even.frontStages) / backPerLayer);
+  return std::clamp<int64_t>(std::llround(share * static_cast<double>(layers)), even.frontStages,
+                             layers - (stages - even.frontStages));
+}
+
+/// One shape across the groups: its layers split evenly, then in proportion to the kinds'
+/// speeds per layer; the faster that fits.
+Expected<std::optional<SplitPipeline>> balancedSplit(const MegatronConfig& config,
+                                                     const cluster::ClusterGroups& groups,
+                                                     size_t front, size_t back, int64_t layers,
+                                                     const CrossSync& link) {
+  const int frontStages =
+      static_cast<int>(groups.groups[front].devices() / (config.tp * config.dp));
+  const int stages = static_cast<int>(config.pp);
+  const int64_t evenFront = layers * frontStages / stages;
+  auto even = evaluateSplit(config, groups, front, back, frontStages,
+                            splitLayers(layers, evenFront, frontStages, stages), link);
+  if (!even || !*even) return even;
+  const int64_t balanced = balancedFrontLayers(**even, layers);
+  if (balanced == evenFront) return even;
+  auto placed = evaluateSplit(config, groups, front, back, frontStages,
+                              splitLayers(layers, balanced, frontStages, stages), link);
+  if (!placed || !*placed) return placed;
+  const bool placedWins = (*placed)->fits && (!(*even)->fits || (*placed)->step.stepSeconds <=
+                                                                    (*even)->step.stepSeconds);
+  return placedWins ? placed : even;
+}
+
 }  // namespace
 
 Expected<std::optional<SplitPipeline>> splitPipeline(const SearchRequest& request,
@@ -144,42 +186,9 @@ Expected<std::optional<SplitPipeline>> splitPipeline(const SearchRequest& reques
   if (!link) return link.error();
   const std::vector<MegatronConfig> configs =
       shapes(base, groups.groups[front], groups.groups[back], layers);
-  // Each shape: its stages split in proportion to the kinds' speeds per layer (from an even
-  // split evaluated on both), then evaluated spliced.
-  auto tried = util::inParallelBatches(
-      configs.size(), [&](size_t i) -> Expected<std::optional<SplitPipeline>> {
-        const MegatronConfig& config = configs[i];
-        const int frontStages =
-            static_cast<int>(groups.groups[front].devices() / (config.tp * config.dp));
-        const int stages = static_cast<int>(config.pp);
-        const int64_t evenFront = layers * frontStages / stages;
-        auto even = evaluateSplit(config, groups, front, back, frontStages,
-                                  splitLayers(layers, evenFront, frontStages, stages), *link);
-        if (!even || !*even) return even;
-        const std::vector<int64_t>& counts = (*even)->layers;
-        // The slowest stage of each kind per layer, from the spliced report.
-        double frontPerLayer = 0;
-        double backPerLayer = 0;
-        for (int s = 0; s < stages; ++s) {
-          const cost::StageCost& cost = (*even)->report.stages[static_cast<size_t>(s)];
-          const double perLayer = (cost.forwardSeconds + cost.backwardSeconds) /
-                                  static_cast<double>(std::max<int64_t>(counts[s], 1));
-          double& slot = s < frontStages ? frontPerLayer : backPerLayer;
-          slot = std::max(slot, perLayer);
-        }
-        const double share = static_cast<double>(frontStages) / frontPerLayer /
-                             (frontStages / frontPerLayer + (stages - frontStages) / backPerLayer);
-        const int64_t balanced =
-            std::clamp<int64_t>(std::llround(share * static_cast<double>(layers)), frontStages,
-                                layers - (stages - frontStages));
-        if (balanced == evenFront) return even;
-        auto placed = evaluateSplit(config, groups, front, back, frontStages,
-                                    splitLayers(layers, balanced, frontStages, stages), *link);
-        if (!placed || !*placed) return placed;
-        if (!(*placed)->fits && (*even)->fits) return even;
-        return (*placed)->step.stepSeconds <= (*even)->step.stepSeconds || !(*even)->fits ? placed
-                                                                                          : even;
-      });
+  auto tried = util::inParallelBatches(configs.size(), [&](size_t i) {
+    return balancedSplit(configs[i], groups, front, back, layers, *link);
+  });
   std::optional<SplitPipeline> best;
   for (auto& split : tried) {
     if (!split) return split.error();

@@ -81,7 +81,7 @@ TEST(SearchGroups, TheSynchronisationFollowsTheLinkAndCanBeTurnedOff) {
   const double latency = 2 * groups->links.front().latencySeconds;
   EXPECT_NEAR(slowed->shared.front().syncSeconds - latency,
               2 * (found->shared.front().syncSeconds - latency), 1e-9);
-  auto alone = searchGroups(llama13b(), *groups, {Objective::kFastest, false});
+  auto alone = searchGroups(llama13b(), *groups, {Objective::kFastest, false, std::nullopt});
   ASSERT_TRUE(alone && alone->chosen);
   EXPECT_TRUE(alone->shared.empty());
   EXPECT_EQ(alone->chosen->kind, GroupSearch::Choice::kAlone);

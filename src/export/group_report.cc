@@ -272,10 +272,10 @@ std::string chosenText(const planner::GroupSearch& search, const SearchReportCon
 std::string formatGroupSearch(const planner::GroupSearch& search,
                               const SearchReportContext& context) {
   const bool cost = search.options.objective == planner::Objective::kCost;
-  std::string text =
-      fmt::format("autopar search: {} on {}: {} device groups, global batch {}, objective {}\n\n",
-                  context.model, search.cluster, search.groups.size(), context.globalBatch,
-                  cost ? "cost (dollars per million tokens)" : "fastest");
+  std::string text = fmt::format(
+      "autopar search: {} on {}: {} device group{}, global batch {}, objective {}\n\n",
+      context.model, search.cluster, search.groups.size(), search.groups.size() == 1 ? "" : "s",
+      context.globalBatch, cost ? "cost (dollars per million tokens)" : "fastest");
   if (search.devices) text += offeredText(search);
   text += planTable(planRows(search));
   for (const planner::GroupOutcome& outcome : search.groups) {
@@ -283,7 +283,9 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
       text += fmt::format("\n{}: {}\n", outcome.group.name, outcome.unmet);
     }
   }
-  if (!search.options.crossGroup) {
+  if (search.groups.size() < 2) {
+    text += "\none group: no plan across groups\n";
+  } else if (!search.options.crossGroup) {
     text += "\nplans across groups not searched (--no-cross-group)\n";
   } else if (search.devices && search.shared.empty()) {
     text += "\nno plan across groups meets the constraints\n";

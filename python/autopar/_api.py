@@ -109,17 +109,22 @@ class GroupShare:
                 f"{self.config._summary()})")
 
 
-class SharedPlanResult(Result):
+class _PlanAcrossGroups(Result):
+    """What every plan across device groups' JSON opens with: its step, speed and price."""
+
+    step_seconds = property(lambda self: self._data["e2e_time"] / 1000.0)
+    tokens_per_second = property(lambda self: self._data["tokens_per_second"])
+    dollars_per_hour = property(lambda self: self._data["dollars_per_hour"])
+    dollars_per_million_tokens = property(lambda self: self._data["dollars_per_million_tokens"])
+
+
+class SharedPlanResult(_PlanAcrossGroups):
     """`search` on a cluster of device groups whose fastest (or cheapest) plan shares the batch
     across groups: each group trains its share with its own configuration, then the gradients
     all-reduce across groups. No framework runs it, so it has no exports."""
 
-    step_seconds = property(lambda self: self._data["e2e_time"] / 1000.0)
-    tokens_per_second = property(lambda self: self._data["tokens_per_second"])
     sync_seconds = property(lambda self: self._data["cross_group_sync_time"] / 1000.0,
                             doc="the gradient all-reduce across groups")
-    dollars_per_hour = property(lambda self: self._data["dollars_per_hour"])
-    dollars_per_million_tokens = property(lambda self: self._data["dollars_per_million_tokens"])
 
     @property
     def groups(self):
@@ -131,16 +136,12 @@ class SharedPlanResult(Result):
         return f"{shares}, step_seconds={self.step_seconds:.4g}"
 
 
-class GroupPipelineResult(Result):
+class GroupPipelineResult(_PlanAcrossGroups):
     """`search` on a cluster of device groups whose chosen plan pipelines across two groups: its
     first stages on one kind, the rest on another, the layers split by their speeds. `config` is
     its configuration as SearchResult reads seed 003's keys (layer_placement per stage);
     `stages` lists each stage's group, device, layers and peak memory."""
 
-    step_seconds = property(lambda self: self._data["e2e_time"] / 1000.0)
-    tokens_per_second = property(lambda self: self._data["tokens_per_second"])
-    dollars_per_hour = property(lambda self: self._data["dollars_per_hour"])
-    dollars_per_million_tokens = property(lambda self: self._data["dollars_per_million_tokens"])
     stages = property(lambda self: self._data["stages"])
 
     @property

@@ -239,6 +239,20 @@ void printWritten(const SearchArgs& args) {
   }
 }
 
+/// Writes a plan across device groups' JSON to --out and, where asked, the HTML report `report`
+/// makes for the search's context.
+template <class MakeReport>
+Status writePlanAcrossGroups(const SearchArgs& args, const nlohmann::ordered_json& json,
+                             const MakeReport& report) {
+  if (auto written = writeFileAtomically(args.out, json.dump(4) + "\n"); !written) {
+    return written.error().in("--out");
+  }
+  if (args.reportPath.empty()) return {};
+  const exporters::SearchReportContext context{args.request.base.model, args.request.base.gbs,
+                                               args.request.profilePath, args.top};
+  return writeHtmlReport(args.reportPath, report(context));
+}
+
 /// Writes a plan across device groups: its JSON (exporters::sharedPlanJson) to --out. No
 /// framework runs one model's data-parallel replicas on uneven shares of the batch, so the
 /// framework exports are refused in one line that names the way to a one-group plan.
@@ -256,17 +270,13 @@ Expected<nlohmann::ordered_json> writeSharedPlan(const SearchArgs& args,
     }
   }
   nlohmann::ordered_json json = exporters::sharedPlanJson(search, plan);
-  if (auto written = writeFileAtomically(args.out, json.dump(4) + "\n"); !written) {
-    return written.error().in("--out");
-  }
-  if (!args.reportPath.empty()) {
-    const exporters::SearchReportContext context{args.request.base.model, search.globalBatch,
-                                                 args.request.profilePath, args.top};
-    if (auto written = writeHtmlReport(args.reportPath,
-                                       exporters::sharedPlanHtmlReport(search, plan, context));
-        !written) {
-      return written.error();
-    }
+  if (auto written = writePlanAcrossGroups(args, json,
+                                           [&](const exporters::SearchReportContext& context) {
+                                             return exporters::sharedPlanHtmlReport(search, plan,
+                                                                                    context);
+                                           });
+      !written) {
+    return written.error();
   }
   return json;
 }
@@ -289,21 +299,17 @@ Expected<nlohmann::ordered_json> writePipelinePlan(const SearchArgs& args,
     script = std::move(*made);
   }
   nlohmann::ordered_json json = exporters::pipelinePlanJson(search, pipeline);
-  if (auto written = writeFileAtomically(args.out, json.dump(4) + "\n"); !written) {
-    return written.error().in("--out");
+  if (auto written = writePlanAcrossGroups(args, json,
+                                           [&](const exporters::SearchReportContext& context) {
+                                             return exporters::pipelinePlanHtmlReport(
+                                                 search, pipeline, context);
+                                           });
+      !written) {
+    return written.error();
   }
   if (script) {
     if (auto written = writeFileAtomically(args.launchScript, *script); !written) {
       return written.error().in("--launch-script");
-    }
-  }
-  if (!args.reportPath.empty()) {
-    const exporters::SearchReportContext context{args.request.base.model, search.globalBatch,
-                                                 args.request.profilePath, args.top};
-    if (auto written = writeHtmlReport(
-            args.reportPath, exporters::pipelinePlanHtmlReport(search, pipeline, context));
-        !written) {
-      return written.error();
     }
   }
   return json;

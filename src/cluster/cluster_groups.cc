@@ -176,11 +176,7 @@ Status checkZones(const ClusterGroups& cluster) {
       const DeviceGroup& first = cluster.groups[a];
       const DeviceGroup& second = cluster.groups[b];
       if (first.zone == second.zone) continue;
-      const bool linked =
-          std::any_of(cluster.links.begin(), cluster.links.end(), [&](const GroupLink& link) {
-            return std::minmax(link.first, link.second) == std::minmax(first.name, second.name);
-          });
-      if (!linked) {
+      if (cluster.linkBetween(first.name, second.name) == nullptr) {
         return Error{fmt::format(
             "groups[{}].zone: {} ({}) and {} ({}) are in different zones; links must give "
             "the link between them",
@@ -258,17 +254,29 @@ Expected<Cluster> ClusterGroups::clusterOf(const DeviceGroup& group) const {
 }
 
 Expected<Cluster> ClusterGroups::clusterOf(const std::string& groupName, int nodes) const {
-  const auto group = std::find_if(groups.begin(), groups.end(),
-                                  [&](const DeviceGroup& g) { return g.name == groupName; });
-  if (group == groups.end()) {
-    std::vector<std::string> names;
-    for (const DeviceGroup& g : groups) names.push_back(g.name);
-    return Error{
-        fmt::format("no group named '{}'; the groups are {}", groupName, fmt::join(names, ", "))};
-  }
-  DeviceGroup sized = *group;
+  auto index = indexOf(groupName);
+  if (!index) return index.error();
+  DeviceGroup sized = groups[*index];
   if (nodes > 0) sized.nodes = nodes;
   return clusterOf(sized);
+}
+
+Expected<size_t> ClusterGroups::indexOf(const std::string& groupName) const {
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].name == groupName) return i;
+  }
+  std::vector<std::string> names;
+  for (const DeviceGroup& group : groups) names.push_back(group.name);
+  return Error{
+      fmt::format("no group named '{}'; the groups are {}", groupName, fmt::join(names, ", "))};
+}
+
+const GroupLink* ClusterGroups::linkBetween(const std::string& first,
+                                            const std::string& second) const {
+  for (const GroupLink& link : links) {
+    if (std::minmax(link.first, link.second) == std::minmax(first, second)) return &link;
+  }
+  return nullptr;
 }
 
 bool isGroupReference(const std::string& name) {

@@ -54,6 +54,11 @@ struct ClusterGroups {
   [[nodiscard]] Expected<Cluster> clusterOf(const DeviceGroup& group) const;
   /// The group named "NAME" of a "FILE.yaml#NAME" reference over `nodes` nodes (0: its own).
   [[nodiscard]] Expected<Cluster> clusterOf(const std::string& name, int nodes) const;
+  /// The index of the group named `name`; the error lists the groups in the file's order.
+  [[nodiscard]] Expected<size_t> indexOf(const std::string& name) const;
+  /// The link the file gives between two groups, in either order; null when none.
+  [[nodiscard]] const GroupLink* linkBetween(const std::string& first,
+                                             const std::string& second) const;
 };
 
 /// Whether yaml text describes device groups (a line starting with the top-level key `groups:`)

@@ -138,7 +138,7 @@ std::string pipelineShape(const planner::SplitPipeline& pipeline) {
   std::string front;
   std::string back;
   for (size_t s = 0; s < pipeline.layers.size(); ++s) {
-    std::string& part = static_cast<int>(s) < pipeline.frontStages ? front : back;
+    std::string& part = pipeline.groupOf(s) == pipeline.front ? front : back;
     appendItem(part, ",", std::to_string(pipeline.layers[s]));
   }
   return fmt::format("TP {} PP {}+{} DP {} MBS {}{}, layers {}|{}, recompute {}", config.tp,
@@ -152,8 +152,7 @@ std::string pipelineDetail(const planner::GroupSearch& search,
                            const planner::SplitPipeline& pipeline) {
   std::string text;
   for (size_t s = 0; s < pipeline.layers.size(); ++s) {
-    const bool front = static_cast<int>(s) < pipeline.frontStages;
-    const cluster::DeviceGroup& group = search.groups[front ? pipeline.front : pipeline.back].group;
+    const cluster::DeviceGroup& group = search.groups[pipeline.groupOf(s)].group;
     const cost::StageCost& cost = pipeline.report.stages[s];
     text += fmt::format(
         "  stage {}: {} layer{} on {} x {} ({}), forward + backward {:.1f} ms a micro-batch, peak "
@@ -267,6 +266,20 @@ std::string chosenText(const planner::GroupSearch& search, const SearchReportCon
   return text + "\n\n" + formatSearchReport(*search.groups[chosen->index].found, context);
 }
 
+/// What every plan across groups' JSON opens with: the cluster, the batch, the step (ms, as seed
+/// 003's e2e_time), tokens/s and the price.
+nlohmann::ordered_json planHead(const planner::GroupSearch& search,
+                                const planner::Throughput& throughput) {
+  nlohmann::ordered_json json;
+  json["cluster"] = search.cluster;
+  json["global_batch_size"] = search.globalBatch;
+  json["e2e_time"] = throughput.stepSeconds * 1e3;
+  json["tokens_per_second"] = throughput.tokensPerSecond;
+  json["dollars_per_hour"] = throughput.dollarsPerHour;
+  json["dollars_per_million_tokens"] = throughput.dollarsPerMillionTokens;
+  return json;
+}
+
 }  // namespace
 
 std::string formatGroupSearch(const planner::GroupSearch& search,
@@ -300,15 +313,9 @@ std::string formatGroupSearch(const planner::GroupSearch& search,
 
 nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
                                       const planner::SharedPlan& plan) {
-  nlohmann::ordered_json json;
-  json["cluster"] = search.cluster;
-  json["global_batch_size"] = search.globalBatch;
-  json["e2e_time"] = plan.throughput.stepSeconds * 1e3;
-  json["tokens_per_second"] = plan.throughput.tokensPerSecond;
+  nlohmann::ordered_json json = planHead(search, plan.throughput);
   json["cross_group_sync_time"] = plan.syncSeconds * 1e3;
   json["cross_group_link"] = plan.syncLink;
-  json["dollars_per_hour"] = plan.throughput.dollarsPerHour;
-  json["dollars_per_million_tokens"] = plan.throughput.dollarsPerMillionTokens;
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (const planner::GroupOutcome& share : plan.shares) {
     const planner::MegatronConfig& best = *share.found->best;
@@ -331,20 +338,12 @@ nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
 nlohmann::ordered_json pipelinePlanJson(const planner::GroupSearch& search,
                                         const planner::SplitPipeline& pipeline) {
   const planner::MegatronConfig& config = pipeline.config;
-  nlohmann::ordered_json json;
-  json["cluster"] = search.cluster;
-  json["global_batch_size"] = search.globalBatch;
-  json["e2e_time"] = pipeline.throughput.stepSeconds * 1e3;
-  json["tokens_per_second"] = pipeline.throughput.tokensPerSecond;
-  json["dollars_per_hour"] = pipeline.throughput.dollarsPerHour;
-  json["dollars_per_million_tokens"] = pipeline.throughput.dollarsPerMillionTokens;
+  nlohmann::ordered_json json = planHead(search, pipeline.throughput);
   json["cross_group_link"] = pipeline.link;
   json["cross_group_send_time"] = pipeline.boundarySeconds * 1e3;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (size_t s = 0; s < pipeline.layers.size(); ++s) {
-    const cluster::DeviceGroup& group =
-        search.groups[static_cast<int>(s) < pipeline.frontStages ? pipeline.front : pipeline.back]
-            .group;
+    const cluster::DeviceGroup& group = search.groups[pipeline.groupOf(s)].group;
     stages.push_back({{"group", group.name},
                       {"device", group.device},
                       {"layers", pipeline.layers[s]},

@@ -307,8 +307,7 @@ Expected<HtmlReport> pipelinePlanHtmlReport(const planner::GroupSearch& search,
   std::string layers;
   for (size_t s = 0; s < pipeline.layers.size(); ++s) {
     layers += fmt::format("{}stage {}: {} layers on {}", layers.empty() ? "" : "; ", s,
-                          pipeline.layers[s],
-                          static_cast<int>(s) < pipeline.frontStages ? front.device : back.device);
+                          pipeline.layers[s], search.groups[pipeline.groupOf(s)].group.device);
   }
   auto timeline = sim::stepTimeline(pipeline.report, pipeline.pipeline);
   if (!timeline) return timeline.error();

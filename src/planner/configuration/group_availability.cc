@@ -8,9 +8,7 @@
 #include <numeric>
 #include <set>
 
-#include "frontend/transformer.h"
 #include "planner/configuration/group_search.h"
-#include "util/closest_name.h"
 #include "util/in_parallel.h"
 #include "util/limits.h"
 
@@ -143,11 +141,7 @@ Expected<SizeOutcomes> searchLadders(const SearchRequest& request,
 std::pair<double, int64_t> gradientAndSequence(const SizeOutcomes& alone) {
   for (const auto& sizes : alone) {
     for (const auto& [nodes, outcome] : sizes) {
-      if (!outcome.found) continue;
-      const double bytes =
-          static_cast<double>(frontend::transformerParameterCount(outcome.found->transformer)) *
-          (outcome.found->best->fp32Gradients() ? 4 : 2);
-      return {bytes, outcome.found->sequence};
+      if (outcome.found) return {crossGroupGradientBytes(*outcome.found), outcome.found->sequence};
     }
   }
   return {0, 0};
@@ -173,7 +167,7 @@ Expected<std::vector<Combination>> priceCombinations(const SearchRequest& reques
     Combination combination;
     combination.nodes.assign(count, 0);
     double samplesPerSecond = 0;
-    std::vector<size_t> members;
+    std::vector<const GroupOutcome*> members;
     bool fits = true;
     for (size_t k = 0; k < count && fits; ++k) {
       if (position[k] == 0) continue;
@@ -181,12 +175,11 @@ Expected<std::vector<Combination>> priceCombinations(const SearchRequest& reques
       const GroupOutcome& outcome = alone[k].at(combination.nodes[k]);
       fits = outcome.found.has_value();
       samplesPerSecond += fits ? batch / outcome.throughput.stepSeconds : 0;
-      combination.estimate.dollarsPerHour += outcome.throughput.dollarsPerHour;
-      members.push_back(k);
+      members.push_back(&outcome);
     }
     if (!fits) continue;
     if (members.size() == 1) {
-      combination.estimate = alone[members[0]].at(combination.nodes[members[0]]).throughput;
+      combination.estimate = members.front()->throughput;
       combination.exact = true;
       combinations.push_back(std::move(combination));
       continue;
@@ -194,13 +187,10 @@ Expected<std::vector<Combination>> priceCombinations(const SearchRequest& reques
     auto sync = crossGroupSync(resized(groups, combination.nodes, nullptr),
                                firstIndices(members.size()), gradientBytes);
     if (!sync) return sync.error();
-    Throughput& estimate = combination.estimate;
-    estimate.stepSeconds = batch / samplesPerSecond + sync->seconds;
-    estimate.tokensPerSecond = batch * static_cast<double>(sequence) / estimate.stepSeconds;
-    const bool priced = std::all_of(members.begin(), members.end(), [&](size_t k) {
-      return groups.groups[k].pricePerDeviceHour > 0;
-    });
-    estimate.dollarsPerMillionTokens = priced ? dollarsPerMillionTokens(estimate) : 0;
+    std::vector<const cluster::DeviceGroup*> used;
+    for (const GroupOutcome* member : members) used.push_back(&member->group);
+    combination.estimate = throughputOf(batch / samplesPerSecond + sync->seconds,
+                                        batch * static_cast<double>(sequence), used);
     combinations.push_back(std::move(combination));
   }
   return combinations;
@@ -279,26 +269,21 @@ Expected<Availability> parseAvailability(std::string_view text,
                                groups.groups.front().name)};
     }
     const std::string name(item.substr(0, equals));
-    const auto group = std::find_if(groups.groups.begin(), groups.groups.end(),
-                                    [&](const auto& g) { return g.name == name; });
-    if (group == groups.groups.end()) {
-      std::vector<std::string> names;
-      for (const auto& g : groups.groups) names.push_back(g.name);
-      return Error{fmt::format("--available {}: no group named '{}'; the groups are {}", item, name,
-                               fmt::join(names, ", "))};
-    }
+    auto index = groups.indexOf(name);
+    if (!index) return index.error().in(fmt::format("--available {}", item));
+    const cluster::DeviceGroup& group = groups.groups[*index];
     if (!named.insert(name).second) {
       return Error{fmt::format("--available {}: names {} twice", item, name)};
     }
     const std::string_view count = item.substr(equals + 1);
     int nodes = -1;
     const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), nodes);
-    const int64_t most = limits::kMaxDevices / group->devicesPerNode;
+    const int64_t most = limits::kMaxDevices / group.devicesPerNode;
     if (error != std::errc{} || end != count.data() + count.size() || nodes < 0 || nodes > most) {
       return Error{fmt::format("--available {}: expected a node count from 0 to {}, got '{}'", item,
                                most, count)};
     }
-    offered.nodes[group - groups.groups.begin()] = nodes;
+    offered.nodes[*index] = nodes;
   }
   if (std::all_of(offered.nodes.begin(), offered.nodes.end(), [](int n) { return n == 0; })) {
     return Error{"--available: offers no node of any group"};

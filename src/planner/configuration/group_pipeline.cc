@@ -17,9 +17,8 @@ namespace {
 /// The configuration's whole world of `group`'s device: its preset or spec over enough nodes.
 void placeOn(MegatronConfig& config, const cluster::DeviceGroup& group) {
   const int64_t world = config.worldSize();
-  config.cluster = group.spec ? group.reference : group.preset;
-  config.devicesPerNode = group.spec ? 0 : group.devicesPerNode;
-  config.nodes = static_cast<int>((world + group.devicesPerNode - 1) / group.devicesPerNode);
+  placeOnGroup(config, group,
+               static_cast<int>((world + group.devicesPerNode - 1) / group.devicesPerNode));
 }
 
 /// Layers per stage: `front` of them over the first `frontStages` stages, the rest over the
@@ -35,11 +34,10 @@ search::StackCounts splitLayers(int64_t layers, int64_t front, int frontStages, 
 }
 
 /// The split evaluated: the configuration on each kind, their stages spliced, the step simulated.
-Expected<std::optional<SplitPipeline>> evaluateSplit(const MegatronConfig& base,
-                                                     const cluster::ClusterGroups& groups,
-                                                     size_t front, size_t back, int frontStages,
-                                                     const search::StackCounts& layers,
-                                                     const CrossSync& link) {
+Expected<SplitPipeline> evaluateSplit(const MegatronConfig& base,
+                                      const cluster::ClusterGroups& groups, size_t front,
+                                      size_t back, int frontStages,
+                                      const search::StackCounts& layers, const CrossSync& link) {
   MegatronConfig config = base;
   applyPlacement(layers, search::zerosLike(layers), config);
   MegatronConfig onFront = config;
@@ -90,7 +88,7 @@ Expected<std::optional<SplitPipeline>> evaluateSplit(const MegatronConfig& base,
   split.step = std::move(*step);
   split.config = std::move(config);
   split.sequence = frontEstimate->sequence;
-  return std::optional<SplitPipeline>{std::move(split)};
+  return split;
 }
 
 /// The configurations tried: every device of both groups used, TP within a node of either kind,
@@ -148,24 +146,23 @@ int64_t balancedFrontLayers(const SplitPipeline& even, int64_t layers) {
 
 /// One shape across the groups: its layers split evenly, then in proportion to the kinds'
 /// speeds per layer; the faster that fits.
-Expected<std::optional<SplitPipeline>> balancedSplit(const MegatronConfig& config,
-                                                     const cluster::ClusterGroups& groups,
-                                                     size_t front, size_t back, int64_t layers,
-                                                     const CrossSync& link) {
+Expected<SplitPipeline> balancedSplit(const MegatronConfig& config,
+                                      const cluster::ClusterGroups& groups, size_t front,
+                                      size_t back, int64_t layers, const CrossSync& link) {
   const int frontStages =
       static_cast<int>(groups.groups[front].devices() / (config.tp * config.dp));
   const int stages = static_cast<int>(config.pp);
   const int64_t evenFront = layers * frontStages / stages;
   auto even = evaluateSplit(config, groups, front, back, frontStages,
                             splitLayers(layers, evenFront, frontStages, stages), link);
-  if (!even || !*even) return even;
-  const int64_t balanced = balancedFrontLayers(**even, layers);
+  if (!even) return even;
+  const int64_t balanced = balancedFrontLayers(*even, layers);
   if (balanced == evenFront) return even;
   auto placed = evaluateSplit(config, groups, front, back, frontStages,
                               splitLayers(layers, balanced, frontStages, stages), link);
-  if (!placed || !*placed) return placed;
-  const bool placedWins = (*placed)->fits && (!(*even)->fits || (*placed)->step.stepSeconds <=
-                                                                    (*even)->step.stepSeconds);
+  if (!placed) return placed;
+  const bool placedWins =
+      placed->fits && (!even->fits || placed->step.stepSeconds <= even->step.stepSeconds);
   return placedWins ? placed : even;
 }
 
@@ -192,19 +189,13 @@ Expected<std::optional<SplitPipeline>> splitPipeline(const SearchRequest& reques
   std::optional<SplitPipeline> best;
   for (auto& split : tried) {
     if (!split) return split.error();
-    if (!*split || !(*split)->fits) continue;
-    if (!best || (*split)->step.stepSeconds < best->step.stepSeconds) best = std::move(**split);
+    if (!split->fits) continue;
+    if (!best || split->step.stepSeconds < best->step.stepSeconds) best = std::move(*split);
   }
   if (!best) return best;
-  const double price = groups.groups[front].pricePerDeviceHour * groups.groups[front].devices() +
-                       groups.groups[back].pricePerDeviceHour * groups.groups[back].devices();
-  best->throughput.stepSeconds = best->step.stepSeconds;
-  best->throughput.tokensPerSecond =
-      static_cast<double>(base.gbs * best->sequence) / best->step.stepSeconds;
-  best->throughput.dollarsPerHour = price;
-  const bool priced =
-      groups.groups[front].pricePerDeviceHour > 0 && groups.groups[back].pricePerDeviceHour > 0;
-  best->throughput.dollarsPerMillionTokens = priced ? dollarsPerMillionTokens(best->throughput) : 0;
+  best->throughput =
+      throughputOf(best->step.stepSeconds, static_cast<double>(base.gbs * best->sequence),
+                   {&groups.groups[front], &groups.groups[back]});
   return best;
 }
 

@@ -4,6 +4,8 @@
 
 #include <bit>
 
+#include "frontend/transformer.h"
+
 namespace autopar::planner {
 
 namespace {
@@ -54,13 +56,20 @@ bool better(const Throughput& a, const Throughput& b, Objective objective) {
   return a.tokensPerSecond > b.tokensPerSecond;
 }
 
+void placeOnGroup(MegatronConfig& config, const cluster::DeviceGroup& group, int nodes) {
+  config.cluster = group.spec ? group.reference : group.preset;
+  config.nodes = nodes;
+  config.devicesPerNode = group.spec ? 0 : group.devicesPerNode;
+}
+
+double crossGroupGradientBytes(const ConfigurationSearch& found) {
+  return static_cast<double>(frontend::transformerParameterCount(found.transformer)) *
+         (found.best->fp32Gradients() ? 4 : 2);
+}
+
 Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,
                                    int64_t samples) {
-  // The group as ClusterGroups::clusterOf makes it, by name, as the configuration search loads
-  // clusters: its preset over its nodes, or its spec by reference ("mixed.yaml#v100").
-  request.base.cluster = group.spec ? group.reference : group.preset;
-  request.base.nodes = group.nodes;
-  request.base.devicesPerNode = group.spec ? 0 : group.devicesPerNode;
+  placeOnGroup(request.base, group, group.nodes);
   request.base.gbs = samples;
   GroupOutcome outcome;
   outcome.group = group;
@@ -71,11 +80,8 @@ Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceG
     outcome.unmet = nothingFitsAdvice(*found, group.nodes);
     return outcome;
   }
-  outcome.throughput.stepSeconds = found->bestSeconds;
-  outcome.throughput.tokensPerSecond = found->estimate->tokensPerSecond;
-  outcome.throughput.dollarsPerHour = group.pricePerDeviceHour * group.devices();
-  outcome.throughput.dollarsPerMillionTokens =
-      group.pricePerDeviceHour > 0 ? dollarsPerMillionTokens(outcome.throughput) : 0;
+  outcome.throughput =
+      throughputOf(found->bestSeconds, static_cast<double>(samples * found->sequence), {&group});
   outcome.found = std::move(*found);
   return outcome;
 }

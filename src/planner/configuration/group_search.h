@@ -63,6 +63,19 @@ struct Throughput {
 /// Dollars per hour over million tokens per hour (0 at no speed).
 double dollarsPerMillionTokens(const Throughput& throughput);
 
+/// A plan's throughput and price from its step, the tokens it trains in one, and the groups whose
+/// devices it uses (each at its size): dollars per million tokens only when every one is priced.
+Throughput throughputOf(double stepSeconds, double tokensPerStep,
+                        const std::vector<const cluster::DeviceGroup*>& groups);
+
+/// `config` on `group`'s device over `nodes` nodes, named as the configuration search loads
+/// clusters: the group's preset by name, or its spec by reference ("mixed.yaml#v100").
+void placeOnGroup(MegatronConfig& config, const cluster::DeviceGroup& group, int nodes);
+
+/// The bytes of gradient the groups all-reduce across one another: the model's parameters in the
+/// gradients' dtype (fp32 unless the code path reduces in bf16).
+double crossGroupGradientBytes(const ConfigurationSearch& found);
+
 /// One group's search on a batch: the whole global batch, or its share of it.
 struct GroupOutcome {
   cluster::DeviceGroup group;
@@ -126,6 +139,10 @@ struct SplitPipeline {
   std::string link;
   int64_t sequence = 0;
   Throughput throughput;
+  /// The group stage `stage` runs on (an index into ClusterGroups::groups).
+  [[nodiscard]] size_t groupOf(size_t stage) const {
+    return stage < static_cast<size_t>(frontStages) ? front : back;
+  }
 };
 
 /// The fastest pipeline with its first stages on `front` and the rest on `back`, using every

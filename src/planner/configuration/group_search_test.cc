@@ -149,12 +149,6 @@ TEST(ChooseDevices, BadAvailabilityNamesTheFlag) {
   }
 }
 
-}  // namespace
-}  // namespace autopar::planner
-
-namespace autopar::planner {
-namespace {
-
 /// LLaMA2-70B on the mixed example: the A100s' first stages and the H100s' last, the layers split
 /// so every stage takes about as long, each stage within its own device's memory; faster than
 /// either group alone and than sharing the batch.

@@ -7,7 +7,6 @@
 #include <map>
 #include <numeric>
 
-#include "frontend/transformer.h"
 #include "planner/configuration/group_search.h"
 
 namespace autopar::planner {
@@ -112,10 +111,8 @@ Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
       const cluster::DeviceGroup& second = groups.groups[members[b]];
       double pairBytes = 0;
       double pairLatency = 0;
-      const auto given = std::find_if(groups.links.begin(), groups.links.end(), [&](const auto& l) {
-        return std::minmax(l.first, l.second) == std::minmax(first.name, second.name);
-      });
-      if (given != groups.links.end()) {
+      const cluster::GroupLink* given = groups.linkBetween(first.name, second.name);
+      if (given != nullptr) {
         pairBytes = given->bytesPerSecond;
         pairLatency = given->latencySeconds;
       } else {
@@ -131,8 +128,7 @@ Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
         bytesPerSecond = pairBytes;
         link = fmt::format(
             "{}-{} at {:g} Gbit/s per device{}", first.name, second.name, pairBytes * 8 / 1e9,
-            given == groups.links.end() ? " (no link given: the slower group's inter-node link)"
-                                        : "");
+            given == nullptr ? " (no link given: the slower group's inter-node link)" : "");
       }
       latency = std::max(latency, pairLatency);
     }
@@ -145,6 +141,20 @@ Expected<CrossSync> crossGroupSync(const cluster::ClusterGroups& groups,
 double dollarsPerMillionTokens(const Throughput& throughput) {
   if (throughput.tokensPerSecond <= 0) return 0;
   return throughput.dollarsPerHour / (throughput.tokensPerSecond * kSecondsPerHour) * 1e6;
+}
+
+Throughput throughputOf(double stepSeconds, double tokensPerStep,
+                        const std::vector<const cluster::DeviceGroup*>& groups) {
+  Throughput throughput;
+  throughput.stepSeconds = stepSeconds;
+  throughput.tokensPerSecond = tokensPerStep / stepSeconds;
+  bool priced = true;
+  for (const cluster::DeviceGroup* group : groups) {
+    throughput.dollarsPerHour += group->pricePerDeviceHour * group->devices();
+    priced = priced && group->pricePerDeviceHour > 0;
+  }
+  throughput.dollarsPerMillionTokens = priced ? dollarsPerMillionTokens(throughput) : 0;
+  return throughput;
 }
 
 Expected<std::optional<SharedPlan>> shareBatch(const SearchRequest& request,
@@ -199,28 +209,21 @@ Expected<std::optional<SharedPlan>> shareBatch(const SearchRequest& request,
   if (slowestSeconds == kNever) return std::optional<SharedPlan>{};
 
   SharedPlan plan;
+  std::vector<const cluster::DeviceGroup*> used;
   for (size_t i = 0; i < members.size(); ++i) {
     auto outcome = searches.at(members[i], shares[i]);
     if (!outcome) return outcome.error();
     plan.shares.push_back(**outcome);
-    plan.throughput.dollarsPerHour += (*outcome)->throughput.dollarsPerHour;
+    used.push_back(&groups.groups[members[i]]);
   }
   const ConfigurationSearch& first = *plan.shares.front().found;
-  const double gradientBytes =
-      static_cast<double>(frontend::transformerParameterCount(first.transformer)) *
-      (first.best->fp32Gradients() ? 4 : 2);
-  auto sync = crossGroupSync(groups, members, gradientBytes);
+  auto sync = crossGroupSync(groups, members, crossGroupGradientBytes(first));
   if (!sync) return sync.error();
   plan.slowestGroupSeconds = slowestSeconds;
   plan.syncSeconds = sync->seconds;
   plan.syncLink = sync->link;
-  plan.throughput.stepSeconds = slowestSeconds + sync->seconds;
-  plan.throughput.tokensPerSecond =
-      static_cast<double>(batch * first.sequence) / plan.throughput.stepSeconds;
-  const bool priced = std::all_of(plan.shares.begin(), plan.shares.end(), [](const auto& share) {
-    return share.group.pricePerDeviceHour > 0;
-  });
-  plan.throughput.dollarsPerMillionTokens = priced ? dollarsPerMillionTokens(plan.throughput) : 0;
+  plan.throughput = throughputOf(slowestSeconds + sync->seconds,
+                                 static_cast<double>(batch * first.sequence), used);
   return std::optional<SharedPlan>{std::move(plan)};
 }
 

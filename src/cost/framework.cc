@@ -123,6 +123,20 @@ constexpr CodePathSwitch kSwitches[] = {
      "the whole step (Transformer Engine); without it, cast anew at every use (torchao)",
      &CodePath::fp8WeightCache,
      {false, false, true, false, false, false, false, false, false}},
+    {"pipeline-all-reduces-zero1",
+     "ZeRO 1 all-reduced under PP",
+     "under --zero 1 with --pp > 1 the gradients are all-reduced whole after the last backward "
+     "and the updated parameters all-gathered (DeepSpeed's pipeline engine); without it, "
+     "reduce-scattered to each rank's slice (a distributed optimizer)",
+     &CodePath::pipelineAllReducesZero1,
+     {false, false, false, true, false, false, false, false, false}},
+    {"bf16-optimizer",
+     "BF16_Optimizer",
+     "under bf16 with --zero 0, or --zero 1 with --pp > 1, DeepSpeed's BF16_Optimizer: states "
+     "sharded (ZeRO 0 runs as 1), fp32 gradients beside the bf16 ones autograd keeps, reduced in "
+     "bf16; otherwise DeepSpeed's ZeRO keeps bf16 gradients",
+     &CodePath::bf16Optimizer,
+     {false, false, false, true, false, false, false, false, false}},
 };
 
 struct ProfileEntry {
@@ -179,7 +193,10 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      "2104.04473, 2021-04)",
      "2021-04",
      ir::AttentionKernel::kUnfused,
-     {.interleaved = false, .expertParallel = true, .zeroStages = 0b1111}},
+     {.interleaved = false,
+      .expertParallel = true,
+      .zeroStages = 0b1111,
+      .shardedGradientsUnderPipeline = false}},
     {Framework::kPytorchFsdp, "pytorch-fsdp",
      "PyTorch FullyShardedDataParallel (FSDP1): data parallelism with sharded states",
      "PyTorch 2.0 (2023-03) to 2.6 (2025-01), scaled_dot_product_attention's flash backend",
@@ -404,6 +421,10 @@ Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& 
   }
   if (precision == "fp8" && !can.fp8) return refuse(flag(Setting::kPrecision, "fp8"));
   if (!can.runsZero(config.zero)) return refuse(flag(Setting::kZero, config.zero));
+  if (config.zero >= 2 && config.pp > 1 && !can.shardedGradientsUnderPipeline) {
+    return refuse(fmt::format("{} with {}: its pipeline engine runs ZeRO 0 and 1 only",
+                              flag(Setting::kZero, config.zero), flag(Setting::kPp, config.pp)));
+  }
   return {};
 }
 

@@ -76,6 +76,10 @@ struct Capabilities {
   /// (Megatron-LM's, FSDP's SHARD_GRAD_OP): whole parameters, sharded states, and the updated
   /// slices all-gathered once a step.
   bool zeroAsOptimizerParallel = false;
+  /// ZeRO 2 and 3 run under pipeline parallelism (DeepSpeed's pipeline engine asserts against
+  /// them: deepspeed/runtime/pipe/engine.py, "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+  /// parallelism").
+  bool shardedGradientsUnderPipeline = true;
   [[nodiscard]] bool runsZero(int zero) const {
     return zero >= 0 && zero <= 3 && ((zeroStages >> zero) & 1) != 0;
   }

@@ -34,13 +34,17 @@ layout::TensorLayout inputLayoutOf(const Context& ctx, const ir::Op& op, ir::Ten
 }
 
 /// Where each tensor lives before its consumers read it: the producer's output layout; for a
-/// parameter its storage layout; for an input the layout its first consumer needs.
+/// parameter its storage layout; for an input the layout its first consumer needs. A parameter's
+/// gradient is reduced into its gradient target, or whole when the gradients are all-reduced
+/// (OptimizerParallelOptions::gradientsAllReduced).
 void placeSources(Context& ctx) {
   ctx.sources.resize(ctx.graph.tensors().size());
   ctx.gradientTargets.resize(ctx.graph.tensors().size());
+  const bool allReduced = ctx.options.optimizerParallel.gradientsAllReduced;
   for (const ParameterPlacement& placement : ctx.report.parameters) {
     ctx.sources[static_cast<size_t>(placement.tensor)] = placement.storage;
-    ctx.gradientTargets[static_cast<size_t>(placement.tensor)] = placement.gradientTarget;
+    ctx.gradientTargets[static_cast<size_t>(placement.tensor)] =
+        allReduced ? placement.use : placement.gradientTarget;
   }
   for (const ir::Tensor& tensor : ctx.graph.tensors()) {
     if (tensor.consumers.empty() || tensor.isParameter()) continue;
@@ -183,12 +187,16 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
 
 /// One micro-batch's unfused gradient accumulation over `elements` weight elements of `dtype`
 /// (CodePath::gradientAccumulationFusion): read the new gradient, read and write the
-/// accumulator (fp32, or the weight's dtype when gradients are kept in it).
+/// accumulator (fp32, or the weight's dtype when gradients are kept in it). BF16_Optimizer's
+/// update_hp_grads casts the gradient to an fp32 temporary first (written, then read: 8 bytes).
 double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
+  const OptimizerSpec& optimizer = ctx.options.optimizer;
   const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
-  const double accumulatorBytes = ctx.options.optimizer.fp32Gradients ? 4.0 : weightBytes;
-  return memorySeconds(ctx.device,
-                       static_cast<double>(elements) * (weightBytes + 2 * accumulatorBytes));
+  const double accumulatorBytes = optimizer.fp32Gradients ? 4.0 : weightBytes;
+  const double castBytes =
+      optimizer.fp32Gradients && optimizer.keepsLowPrecisionGradients ? 8.0 : 0.0;
+  return memorySeconds(
+      ctx.device, static_cast<double>(elements) * (weightBytes + castBytes + 2 * accumulatorBytes));
 }
 
 /// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on

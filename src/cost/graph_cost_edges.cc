@@ -11,10 +11,15 @@ namespace autopar::cost::detail {
 namespace {
 
 /// Bytes per element of `tensor`'s gradient as it is reduced: a parameter's gradient in the
-/// dtype it accumulates in (fp32 with OptimizerSpec::fp32Gradients, Megatron-LM's main_grad),
-/// any other gradient in the tensor's own dtype.
+/// dtype it accumulates in (fp32 with OptimizerSpec::fp32Gradients, Megatron-LM's main_grad;
+/// cast back to the weight's under keepsLowPrecisionGradients), any other gradient in the
+/// tensor's own dtype.
 int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
-  if (ctx.graph.tensor(tensor).isParameter() && ctx.options.optimizer.fp32Gradients) return 4;
+  const OptimizerSpec& optimizer = ctx.options.optimizer;
+  if (ctx.graph.tensor(tensor).isParameter() && optimizer.fp32Gradients &&
+      !optimizer.keepsLowPrecisionGradients) {
+    return 4;
+  }
   return elementBytes(ctx.graph, tensor);
 }
 

@@ -25,6 +25,10 @@ struct OptimizerSpec {
   /// Adam keeps two moments; SGD with momentum would keep one.
   int fp32MomentsPerParameter = 2;
   OptimizerState state = OptimizerState::kFp32;
+  /// Autograd's 16-bit gradients stay allocated beside the fp32 ones, which are cast back to the
+  /// weight's dtype to be reduced (DeepSpeed's BF16_Optimizer: deepspeed/runtime/
+  /// bf16_optimizer.py, fp32_groups_gradients_flat and clear_lp_grads).
+  bool keepsLowPrecisionGradients = false;
 };
 
 /// "fp32", "remainders", "bf16" or "fp32-moments"; the error lists them.

@@ -38,6 +38,10 @@ struct OptimizerParallelOptions {
   /// each device's slice (not all-reduced) and the updated slices all-gathered (not broadcast):
   /// half the bytes of all-reduce plus broadcast.
   bool distributedOptimizer = false;
+  /// With the distributed optimizer: the gradients are all-reduced whole, not reduce-scattered,
+  /// and each device's updated slice is gathered as before (DeepSpeed's ZeRO 1 under its
+  /// pipeline engine and its BF16_Optimizer: ir::TrainingSetup::zeroAllReducesGradients).
+  bool gradientsAllReduced = false;
 };
 
 /// Seed 001's recompute options.

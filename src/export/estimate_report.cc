@@ -10,6 +10,20 @@
 
 namespace autopar::exporters {
 
+namespace {
+
+/// "1", or "0, run as 1 by DeepSpeed's BF16_Optimizer" where the framework runs another stage.
+std::string zeroAsRunLabel(const ir::TrainingSetup& config) {
+  const int run = config.zeroAsRun();
+  if (run == config.zero) return std::to_string(config.zero);
+  const std::string_view why = config.bf16OptimizerRuns()
+                                   ? "by DeepSpeed's BF16_Optimizer, which shards the states"
+                                   : "under the pipeline, which keeps FSDP's gradients whole";
+  return fmt::format("{}, run as {} {}", config.zero, run, why);
+}
+
+}  // namespace
+
 std::string formatEstimateReport(const planner::MegatronConfig& config,
                                  const planner::ConfigEstimate& estimate,
                                  const search::Placement* placement,
@@ -34,7 +48,8 @@ std::string formatEstimateReport(const planner::MegatronConfig& config,
   const std::string recompute = placedRecompute == 0 ? std::string(recomputed)
                                                      : fmt::format("{}, full on {} placed layers",
                                                                    recomputed, placedRecompute);
-  fmt::format_to(out, "  recompute {}, ZeRO {}, {}\n\n", recompute, config.zero, config.precision);
+  fmt::format_to(out, "  recompute {}, ZeRO {}, {}\n\n", recompute, zeroAsRunLabel(config),
+                 config.precision);
   if (estimate.opSearchStepSeconds > 0) {
     const std::string searched =
         fmt::format("--op-search {}", planner::opSearchName(config.opSearch));

@@ -155,7 +155,8 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
         "{{\"train_batch_size\": {}, \"train_micro_batch_size_per_gpu\": {}, "
         "\"zero_optimization\": {{\"stage\": {}}}, \"{}\": {{\"enabled\": true}}}}\n"
         "JSON\n",
-        config.gbs, config.mbs, config.zero, config.precision == "fp16" ? "fp16" : "bf16");
+        config.gbs, config.mbs, deepSpeedZeroStage(config),
+        config.precision == "fp16" ? "fp16" : "bf16");
     extra = " --deepspeed_config \"$DS_CONFIG\"";
   }
   script += fmt::format(

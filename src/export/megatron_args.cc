@@ -9,6 +9,10 @@
 
 namespace autopar::exporters {
 
+int deepSpeedZeroStage(const ir::TrainingSetup& config) {
+  return config.bf16OptimizerRuns() ? 0 : config.zero;
+}
+
 namespace {
 
 /// How Megatron-LM places the layers: evenly by default; uneven first and last stages with
@@ -37,10 +41,10 @@ std::string layerArguments(const ir::TrainingSetup& config,
 /// strategies optim_grads and optim_grads_params need the distributed optimizer and run without
 /// gradient-accumulation fusion), or DeepSpeed's stage under Megatron-DeepSpeed.
 std::string shardingArguments(const ir::TrainingSetup& config) {
-  if (config.zero == 0) return "";
   if (config.framework == ir::Framework::kMegatronDeepSpeed) {
-    return fmt::format(" --deepspeed --zero-stage {}", config.zero);
+    return fmt::format(" --deepspeed --zero-stage {}", deepSpeedZeroStage(config));
   }
+  if (config.zero == 0) return "";
   if (config.zero == 1) return " --use-distributed-optimizer";
   return fmt::format(
       " --use-megatron-fsdp --data-parallel-sharding-strategy {} --use-distributed-optimizer "

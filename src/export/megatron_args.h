@@ -30,6 +30,12 @@ std::string pipelineLayout(const std::vector<int64_t>& virtualStageLayers);
 std::string megatronArguments(const ir::TrainingSetup& config,
                               const std::vector<int64_t>& virtualStageLayers);
 
+/// The stage of DeepSpeed's zero_optimization config: the setup's ZeRO stage, but 0 where
+/// DeepSpeed's BF16_Optimizer runs it (ir::TrainingSetup::bf16OptimizerRuns), which is its own
+/// ZeRO 1 and which the pipeline engine requires under bf16 (BigScience's BLOOM-176B script: "bf16
+/// must use z0! it implements its own zero stage 1 equivalent").
+int deepSpeedZeroStage(const ir::TrainingSetup& config);
+
 /// Decoder layers per virtual stage of a plan: its "llm.layer.<i>" blocks counted by the stage
 /// and chunk their ops run on (chunk c of stage s is the c P + s-th).
 std::vector<int64_t> virtualStageLayers(const plan::Plan& plan);

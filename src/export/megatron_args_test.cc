@@ -54,6 +54,24 @@ TEST(MegatronArgs, APlanWritesItsSetupAndItsLayerSplit) {
       << *arguments;
 }
 
+/// Under bf16 DeepSpeed's BF16_Optimizer is its own ZeRO 1 and takes a stage 0 config (the
+/// pipeline engine refuses bf16 with stage 1); fp16 keeps the stage it was given.
+TEST(MegatronArgs, DeepSpeedUnderBf16WritesStageZero) {
+  ir::TrainingSetup setup;
+  setup.framework = ir::Framework::kMegatronDeepSpeed;
+  setup.codePath.bf16Optimizer = true;
+  setup.tp = 4;
+  setup.pp = 12;
+  setup.dp = 8;
+  setup.zero = 1;
+  setup.gbs = 2048;
+  EXPECT_EQ(deepSpeedZeroStage(setup), 0);
+  EXPECT_NE(megatronArguments(setup, {}).find("--deepspeed --zero-stage 0"), std::string::npos);
+  setup.precision = "fp16";
+  EXPECT_EQ(deepSpeedZeroStage(setup), 1);
+  EXPECT_NE(megatronArguments(setup, {}).find("--deepspeed --zero-stage 1"), std::string::npos);
+}
+
 TEST(MegatronArgs, APlanWithoutASetupIsRefused) {
   auto arguments = megatronArguments(stagedPlan({2}));
   ASSERT_FALSE(arguments);

@@ -112,6 +112,18 @@ struct CodePath {
   /// (EvaluateOptions::fp8WeightCacheBytes: Transformer Engine under Megatron-Core); false:
   /// cast anew at every use (torchao's float8 linears).
   bool fp8WeightCache = false;
+  /// Under --zero 1 with pipeline parallelism the data-parallel gradients are all-reduced whole
+  /// after the last backward, each rank updates its slice of the states, and the updated 16-bit
+  /// parameters are all-gathered (DeepSpeed's pipeline engine, deepspeed/runtime/pipe/engine.py
+  /// _exec_reduce_grads); false: reduce-scattered to the slices (Megatron's distributed
+  /// optimizer).
+  bool pipelineAllReducesZero1 = false;
+  /// Under bf16 with --zero 0, or --zero 1 under a pipeline, DeepSpeed's BF16_Optimizer runs
+  /// (TrainingSetup::bf16OptimizerRuns): the optimizer states sharded over data parallelism (its
+  /// own ZeRO 1), an fp32 gradient buffer of every parameter beside autograd's bf16 gradients,
+  /// which stay allocated, each micro-batch's cast and added in, and the buffer all-reduced in
+  /// bf16. Otherwise DeepSpeed's ZeRO optimizers keep and reduce bf16 gradients in bf16.
+  bool bf16Optimizer = false;
   auto operator<=>(const CodePath&) const = default;
 };
 
@@ -176,14 +188,31 @@ struct TrainingSetup : ParallelConfig {
 
   /// The ZeRO stage the framework runs: under pipeline parallelism a profile with
   /// CodePath::fsdpUnshardedUnderPipeline runs ZeRO 2 and 3 as ZeRO 1.
+  /// DeepSpeed's BF16_Optimizer shards the states itself, so ZeRO 0 runs as ZeRO 1 there.
   [[nodiscard]] int zeroAsRun() const {
-    return pp > 1 && zero >= 2 && codePath.fsdpUnshardedUnderPipeline ? 1 : zero;
+    if (pp > 1 && zero >= 2 && codePath.fsdpUnshardedUnderPipeline) return 1;
+    return bf16OptimizerRuns() ? 1 : zero;
   }
 
-  /// Whether gradients accumulate and are reduced in fp32. Megatron-LM does so under bf16 and
-  /// fp8 (it forces --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and keeps
-  /// them in fp16 under fp16 (the flag's default).
+  /// Whether DeepSpeed's BF16_Optimizer runs (CodePath::bf16Optimizer): under bf16 with ZeRO 0,
+  /// or ZeRO 1 under a pipeline, whose engine runs bf16 with ZeRO only this way (a stage 0
+  /// config: deepspeed/runtime/engine.py _configure_optimizer, pipe/engine.py).
+  [[nodiscard]] bool bf16OptimizerRuns() const {
+    return codePath.bf16Optimizer && precision == "bf16" && (zero == 0 || (zero == 1 && pp > 1));
+  }
+
+  /// Whether ZeRO 1's gradients are all-reduced whole, not reduce-scattered to the slices.
+  [[nodiscard]] bool zeroAllReducesGradients() const {
+    return zeroAsRun() == 1 &&
+           (bf16OptimizerRuns() || (pp > 1 && codePath.pipelineAllReducesZero1));
+  }
+
+  /// Whether gradients accumulate in fp32. Megatron-LM does so under bf16 and fp8 (it forces
+  /// --accumulate-allreduce-grads-in-fp32 unless --grad-reduce-in-bf16) and keeps them in fp16
+  /// under fp16 (the flag's default). DeepSpeed's ZeRO optimizers keep them in the weight's
+  /// dtype; its BF16_Optimizer accumulates in fp32.
   [[nodiscard]] bool fp32Gradients() const {
+    if (codePath.bf16Optimizer && !bf16OptimizerRuns()) return false;
     return precision != "fp16" && !codePath.gradReduceInBf16;
   }
 };

@@ -124,7 +124,9 @@ Expected<cost::EvaluateOptions> evaluateOptions(const ir::TrainingSetup& setup,
   options.optimizerParallel.padToShard = zero > 0 && flattened;
   options.optimizerParallel.distributedOptimizer = (zero == 1 || zero == 2) && flattened;
   options.recompute.parallelOptimizerRegather = zero == 3;
+  options.optimizerParallel.gradientsAllReduced = setup.zeroAllReducesGradients();
   options.optimizer.fp32Gradients = setup.fp32Gradients();
+  options.optimizer.keepsLowPrecisionGradients = setup.bf16OptimizerRuns();
   options.optimizer.state = setup.optimizerState;
   options.codePath = setup.codePath;
   options.copies = flags.interleavedCopies;

@@ -86,7 +86,9 @@ BlockProfiler::BlockProfiler(MegatronConfig base, frontend::TransformerConfig tr
 
 void BlockProfiler::applyMeasured(const BlockSetting& setting, search::BlockProfile& profile) {
   if (!measured_) return;
-  auto it = measured_->entries.find(setting);
+  BlockSetting measuredAs = setting;
+  measuredAs.bf16Optimizer = false;
+  auto it = measured_->entries.find(measuredAs);
   if (it == measured_->entries.end()) return;
   ++measuredSettings_;
   const MeasuredBlocks& blocks = it->second;
@@ -133,6 +135,12 @@ Expected<std::vector<ProbeStage>> BlockProfiler::probe(const ProbeKey& key) {
   small.zero = 0;
   small.schedule = ir::Schedule::k1F1B;
   small.recompute = setting.recompute;
+  // The probe runs ZeRO 0 on a pipeline, which under bf16 is DeepSpeed's BF16_Optimizer; a
+  // configuration that does not run it keeps its gradients as DeepSpeed's ZeRO does, in bf16.
+  if (small.codePath.bf16Optimizer && small.precision == "bf16" && !setting.bf16Optimizer) {
+    small.codePath.bf16Optimizer = false;
+    small.codePath.gradReduceInBf16 = true;
+  }
   // The probe is a measuring device (two pipeline stages to tell the ends from the layers), not
   // a configuration the framework must run: it keeps the framework's code path but not its
   // limits (FSDP has no pipeline parallelism).
@@ -215,7 +223,8 @@ Expected<search::BlockProfile> BlockProfiler::profileOf(const MegatronConfig& co
   // Full recompute is a per-layer choice on the no-recompute profile.
   return profile({config.tp, config.cp, config.ep, config.sequenceParallel, config.mbs,
                   config.recompute == ir::Recompute::kSelective ? ir::Recompute::kSelective
-                                                                : ir::Recompute::kNone});
+                                                                : ir::Recompute::kNone,
+                  config.bf16OptimizerRuns()});
 }
 
 void applyPlacement(const search::StackCounts& layers, const search::StackCounts& recomputed,
@@ -256,6 +265,9 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.zero = config.zeroAsRun();  // as the full model runs it
   candidate.gradientBucketBytes = gradientBucketBytes(config);
   candidate.overlapParameterGather = config.codePath.overlapParamGather;
+  candidate.gradientsAllReduced = config.zeroAllReducesGradients();
+  // BF16_Optimizer keeps 2 bytes of bf16 beside 4 of fp32 per gradient and reduces the 2.
+  if (config.bf16OptimizerRuns()) candidate.gradientSyncFraction = 2.0 / 6.0;
   candidate.schedule = config.schedule;
   return candidate;
 }

@@ -18,6 +18,24 @@ using Setting = ir::Setting;
 
 namespace {
 
+/// Whether a lower ZeRO stage the framework runs runs `setup` exactly as its own stage does
+/// (under bf16 and a pipeline DeepSpeed's BF16_Optimizer runs ZeRO 0 and 1 alike): the search
+/// lists such a configuration once, at the lower stage, as DeepSpeed's config writes it.
+bool repeatsALowerStage(const ir::TrainingSetup& setup) {
+  for (int lower = 0; lower < setup.zero; ++lower) {
+    ir::TrainingSetup as = setup;
+    as.zero = lower;
+    if (cost::frameworkProfile(setup.framework).can.runsZero(lower) &&
+        as.zeroAsRun() == setup.zeroAsRun() &&
+        as.bf16OptimizerRuns() == setup.bf16OptimizerRuns() &&
+        as.zeroAllReducesGradients() == setup.zeroAllReducesGradients() &&
+        as.fp32Gradients() == setup.fp32Gradients()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Fits, but its memory band straddles the usable memory.
 bool isTight(const ConfigEstimate& estimate) {
   return estimate.fits() && estimate.verdict() == MemoryVerdict::kTight;
@@ -334,6 +352,9 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
   space.globalBatch = request_.base.gbs;
   space.admits = [this](const search::HybridCandidate& candidate) {
     if (candidate.pp > 1 && !scheduleAllowed(candidate.schedule)) return false;
+    ir::TrainingSetup setup = request_.base;
+    static_cast<ir::ParallelConfig&>(setup) = candidate;
+    if (repeatsALowerStage(setup)) return false;
     return cost::checkRunnable(cost::frameworkProfile(request_.base.framework), candidate,
                                request_.base.precision)
         .ok();

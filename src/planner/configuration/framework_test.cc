@@ -292,5 +292,59 @@ TEST(Framework, TorchtitanFsdpUnderPipelineKeepsZeroOnesMemory) {
   EXPECT_LT(titanNoPipeline.parameterBytes, zero1NoPipeline.parameterBytes / 4);
 }
 
+/// DeepSpeed's pipeline engine asserts against ZeRO 2 and 3; without a pipeline it runs them.
+TEST(Framework, DeepSpeedPipelinesZeroZeroAndOneOnly) {
+  const auto& ds = cost::frameworkProfile(cost::Framework::kMegatronDeepSpeed);
+  EXPECT_TRUE(cost::checkRunnable(ds, {.tp = 2, .pp = 4, .dp = 2, .zero = 1}, "bf16"));
+  EXPECT_TRUE(cost::checkRunnable(ds, {.tp = 8, .dp = 16, .zero = 3}, "fp16"));
+  auto refused = cost::checkRunnable(ds, {.pp = 4, .dp = 2, .zero = 2}, "bf16");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("--zero 2 with --pp 4"), std::string::npos)
+      << refused.error().message;
+}
+
+/// Under bf16, DeepSpeed's BF16_Optimizer keeps a bf16 and an fp32 gradient of every parameter
+/// (6 bytes, not 4) and shards the optimizer states even at ZeRO 0, which therefore runs as
+/// ZeRO 1; under fp16 neither happens.
+TEST(Framework, Bf16OptimizerKeepsBothGradientsAndShardsTheStates) {
+  auto noBf16Optimizer = [](cost::CodePath& code) { code.bf16Optimizer = false; };
+  const auto ds = memoryUnder(cost::Framework::kMegatronDeepSpeed, ir::Recompute::kFull, 2, 0);
+  const auto plain =
+      memoryUnder(cost::Framework::kMegatronDeepSpeed, ir::Recompute::kFull, 2, 0, noBf16Optimizer);
+  EXPECT_EQ(ds.gradientBytes * 4, plain.gradientBytes * 6);
+  EXPECT_EQ(ds.parameterBytes, plain.parameterBytes);
+  // ZeRO 0 on 4 replicas: the states of a quarter of the parameters, padded to equal slices.
+  EXPECT_NEAR(static_cast<double>(ds.optimizerBytes) / static_cast<double>(plain.optimizerBytes),
+              0.25, 0.001);
+  ir::TrainingSetup fp16;
+  fp16.precision = "fp16";
+  fp16.codePath = cost::frameworkProfile(cost::Framework::kMegatronDeepSpeed).codePath;
+  EXPECT_FALSE(fp16.bf16OptimizerRuns());
+  EXPECT_EQ(fp16.zeroAsRun(), 0);
+  EXPECT_FALSE(fp16.fp32Gradients());
+}
+
+/// DeepSpeed's ZeRO 1 under its pipeline engine all-reduces the gradients whole: twice a
+/// reduce-scatter's bytes (fp16, so BF16_Optimizer stays out of it).
+TEST(Framework, DeepSpeedPipelineAllReducesZeroOnesGradients) {
+  auto syncSeconds = [](bool allReduce) {
+    MegatronConfig config = llama7bTp2Dp4();
+    config.pp = 2;
+    config.dp = 2;
+    config.zero = 1;
+    config.precision = "fp16";
+    config.framework = cost::Framework::kMegatronDeepSpeed;
+    config.codePath = cost::frameworkProfile(cost::Framework::kMegatronDeepSpeed).codePath;
+    config.codePath.pipelineAllReducesZero1 = allReduce;
+    auto estimate = estimateConfig(config);
+    EXPECT_TRUE(estimate) << estimate.error().message;
+    return estimate ? estimate->evaluated.report.stages.front().gradientSyncSeconds : 0.0;
+  };
+  const double allReduced = syncSeconds(true);
+  const double reduceScattered = syncSeconds(false);
+  EXPECT_GT(reduceScattered, 0);
+  EXPECT_NEAR(allReduced / reduceScattered, 2.0, 0.1);
+}
+
 }  // namespace
 }  // namespace autopar::planner

@@ -48,6 +48,9 @@ struct BlockSetting {
   bool sequenceParallel = false;
   int64_t mbs = 1;
   ir::Recompute recompute = ir::Recompute::kNone;  ///< none or selective; full is per layer
+  /// The configuration runs DeepSpeed's BF16_Optimizer (ir::TrainingSetup::bf16OptimizerRuns),
+  /// whose gradients the blocks' state and backward include; a measured table does not say.
+  bool bf16Optimizer = false;
   auto operator<=>(const BlockSetting&) const = default;
 };
 

@@ -145,5 +145,24 @@ TEST(ScreenSweep, TorchtitanPipelinedFsdpWithinTwoPercentOfTheFullModel) {
   expectScreenMatches(configs);
 }
 
+/// DeepSpeed's pipeline engine all-reduces ZeRO 1's gradients, and under bf16 its BF16_Optimizer
+/// keeps bf16 gradients beside fp32 ones and reduces the bf16 copy: the screen prices both as the
+/// full model does.
+TEST(ScreenSweep, DeepSpeedGradientPathsWithinTwoPercentOfTheFullModel) {
+  for (const char* precision : {"bf16", "fp16"}) {
+    std::vector<MegatronConfig> configs;
+    for (const Shape& shape : {Shape{1, 2, 4, 1, 1}, Shape{2, 2, 2, 1, 1}, Shape{1, 1, 8, 1, 1}}) {
+      for (int zero : {0, 1}) {
+        MegatronConfig config = sweepConfig("llama2-7b", shape, ir::Recompute::kFull, zero);
+        config.framework = cost::Framework::kMegatronDeepSpeed;
+        config.codePath = cost::frameworkProfile(cost::Framework::kMegatronDeepSpeed).codePath;
+        config.precision = precision;
+        configs.push_back(config);
+      }
+    }
+    expectScreenMatches(configs);
+  }
+}
+
 }  // namespace
 }  // namespace autopar::planner

@@ -127,7 +127,8 @@ StageSync stageSync(const Stage& stage, const AnalyticCandidate& c, const Gradie
       return static_cast<int64_t>(stage.sum(
           [&](const ProfiledPart& p) { return static_cast<double>((p.*g.state).*field); }));
     };
-    const int64_t gradients = total(&StateBytes::gradients);
+    const auto gradients = static_cast<int64_t>(static_cast<double>(total(&StateBytes::gradients)) *
+                                                c.gradientSyncFraction);
     result.gradientBytes += gradients;
     if (g.replicas <= 1) continue;
     const double allReduce = sync(gradients, g.group);
@@ -298,8 +299,9 @@ Expected<PlacementProblem> placementProblemOf(const BlockProfile& profile,
 
 namespace {
 
-/// The stage's tail: its gradient reduction (an all-reduce without ZeRO; with ZeRO a
-/// reduce-scatter, half of it, on top of ZeRO 2's and 3's per-micro-batch ones), exposed as one
+/// The stage's tail: its gradient reduction (an all-reduce without ZeRO or where ZeRO 1
+/// all-reduces; with ZeRO a reduce-scatter, half of it, on top of ZeRO 2's and 3's
+/// per-micro-batch ones), exposed as one
 /// bucket after the backward, or in buckets that overlap the last micro-batch's backward but for
 /// the last one; then its optimizer step and ZeRO 1's gather of the updated weights, which may run
 /// under a forward.
@@ -309,7 +311,8 @@ double tailSeconds(const Stage& stage, const StageSync& sync, double forwardSeco
                        ? std::max(sync.weightGatherSeconds - forwardSeconds, 0.0)
                        : sync.weightGatherSeconds;
   if (sync.allReduceSeconds > 0) {
-    const double whole = c.zero >= 1 ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
+    const bool halved = c.zero >= 1 && !(c.zero == 1 && c.gradientsAllReduced);
+    const double whole = halved ? sync.allReduceSeconds / 2 : sync.allReduceSeconds;
     if (c.gradientBucketBytes <= 0 || c.gradientBucketBytes >= sync.gradientBytes) {
       exposed += whole;
     } else {

@@ -103,6 +103,12 @@ struct AnalyticCandidate {
   /// ZeRO 1's all-gather of the updated weights runs under the next step's first forward
   /// (Megatron-Core's --overlap-param-gather); false: it is exposed after the optimizer step.
   bool overlapParameterGather = false;
+  /// ZeRO 1's gradients are all-reduced whole, not reduce-scattered (DeepSpeed's pipeline engine
+  /// and BF16_Optimizer).
+  bool gradientsAllReduced = false;
+  /// The bytes reduced per byte of gradient state: 1, or a third where 16-bit gradients sit
+  /// beside fp32 ones and the 16-bit copy is reduced (BF16_Optimizer: 2 of 6 bytes).
+  double gradientSyncFraction = 1.0;
   /// Per stack, per stage; when interleaved per virtual stage: chunk c of stage s at c P + s.
   StackCounts layers;
   StackCounts recomputed;  ///< as `layers`: layers recomputed in full

@@ -107,6 +107,7 @@ FusionResult fuseCollectives(const std::vector<ParameterCollective>& collectives
   result.gradientSyncSeconds.assign(stages, 0.0);
   result.exposedGradientSyncSeconds.assign(stages, 0.0);
   result.gatherSeconds.assign(stages, 0.0);
+  result.gatherFusionRatio.assign(stages, 1.0);
   if (!fusionConfigured(collectives, options)) {
     for (const ParameterCollective& c : collectives) {
       auto& bucket = c.gradient ? result.gradientSyncSeconds : result.gatherSeconds;
@@ -126,6 +127,7 @@ FusionResult fuseCollectives(const std::vector<ParameterCollective>& collectives
     members[key].push_back(&collectives[i]);
   }
   std::vector<std::vector<std::pair<double, double>>> ready(stages);
+  std::vector<double> unfusedGathers(stages, 0.0);
   for (const auto& key : order) {
     FusionGroup group{key.second, key.first, {}, {}, 0};
     fuseGroup(group, members[key], cluster);
@@ -136,12 +138,16 @@ FusionResult fuseCollectives(const std::vector<ParameterCollective>& collectives
         ready[stage].emplace_back(group.readyFraction, fused.seconds);
       } else {
         result.gatherSeconds[stage] += fused.seconds;
+        unfusedGathers[stage] += fused.unfusedSeconds;
       }
     }
     result.groups.push_back(std::move(group));
   }
   for (size_t s = 0; s < stages; ++s) {
     result.exposedGradientSyncSeconds[s] = exposedAfterBackward(ready[s], backwardSeconds[s]);
+    if (unfusedGathers[s] > 0) {
+      result.gatherFusionRatio[s] = result.gatherSeconds[s] / unfusedGathers[s];
+    }
   }
   return result;
 }

@@ -59,6 +59,9 @@ struct FusionResult {
   std::vector<double> gradientSyncSeconds;         ///< per stage, after fusion
   std::vector<double> exposedGradientSyncSeconds;  ///< per stage
   std::vector<double> gatherSeconds;  ///< per stage, one micro-batch's parameter all-gathers
+  /// Per stage, gatherSeconds over what the same gathers take one parameter at a time: 1 without
+  /// fusion.
+  std::vector<double> gatherFusionRatio;
 };
 
 /// Fuses `collectives` (in graph order) of a plan with `stages` stages; `backwardSeconds` is one

@@ -403,9 +403,18 @@ void fuseParameterCollectives(Context& ctx) {
                                        ctx.stageBackwardSeconds, ctx.cluster);
   const bool perMicroBatch = ctx.options.optimizerParallel.enabled &&
                              ctx.options.optimizerParallel.gradientAccumulationShard;
+  const CodePath& code = ctx.options.codePath;
   for (size_t s = 0; s < ctx.report.stages.size(); ++s) {
     StageCost& stage = ctx.report.stages[s];
+    // The backward gathers a parameter again (ZeRO 3, optimizer parallel under recompute) in the
+    // same fused buffers as the forward: FSDP all-gathers a unit's flat parameter in one
+    // collective, not each parameter in its own. DeepSpeed's ZeRO-3 of 2021 gathers each
+    // parameter with its own list collective (CodePath::listCollectives).
+    const double fusion = code.listCollectives ? 1.0 : fused.gatherFusionRatio[s];
+    const double replay = stage.parameterReplaySeconds * fusion;
     stage.forwardCommSeconds += fused.gatherSeconds[s];
+    stage.recomputeSeconds += replay - stage.parameterReplaySeconds;
+    stage.parameterReplaySeconds = replay;
     if (perMicroBatch) {
       // Sharded accumulation reduce-scatters every micro-batch's gradients as they are made.
       stage.backwardCommSeconds += fused.gradientSyncSeconds[s];

@@ -346,5 +346,42 @@ TEST(Framework, DeepSpeedPipelineAllReducesZeroOnesGradients) {
   EXPECT_NEAR(allReduced / reduceScattered, 2.0, 0.1);
 }
 
+/// ZeRO 3 under full recompute gathers each parameter again in the backward, in the same fused
+/// buffers as the forward's gathers (FSDP's flat parameter per unit): at 512 ranks, where a
+/// collective's ring latency is a millisecond, one gather per parameter would cost several times
+/// more. DeepSpeed's ZeRO-3 of 2021 (list collectives) does gather each one alone.
+TEST(Framework, RecomputedZeroThreeRegathersInTheForwardsBuffers) {
+  auto replay = [](bool listCollectives) {
+    MegatronConfig config;
+    config.model = "llama2-7b";
+    config.cluster = "dgx-h100";
+    config.nodes = 64;
+    config.dp = 512;
+    config.gbs = 512;
+    config.zero = 3;
+    config.recompute = ir::Recompute::kFull;
+    config.framework = cost::Framework::kPytorchFsdp;
+    config.codePath = cost::frameworkProfile(cost::Framework::kPytorchFsdp).codePath;
+    config.codePath.listCollectives = listCollectives;
+    auto estimate = estimateConfig(config);
+    EXPECT_TRUE(estimate) << estimate.error().message;
+    if (!estimate) return std::pair{0.0, 0.0};
+    double gathers = 0;
+    for (const cost::FusionGroup& group : estimate->evaluated.report.fusionGroups) {
+      for (const cost::FusedCollective& fused : group.collectives) {
+        if (!fused.gradient) gathers += fused.seconds;
+      }
+    }
+    return std::pair{estimate->evaluated.report.stages.front().parameterReplaySeconds, gathers};
+  };
+  const auto [fused, forwardGathers] = replay(false);
+  const auto [alone, sameGathers] = replay(true);
+  ASSERT_GT(forwardGathers, 0);
+  EXPECT_DOUBLE_EQ(forwardGathers, sameGathers);
+  // Each parameter is gathered again for the recomputed forward and again for the backward.
+  EXPECT_NEAR(fused / forwardGathers, 2.0, 0.05) << fused << " s of regathers";
+  EXPECT_GT(alone, 3 * fused);
+}
+
 }  // namespace
 }  // namespace autopar::planner

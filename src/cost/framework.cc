@@ -45,6 +45,12 @@ constexpr CodePathSwitch kSwitches[] = {
      "(Megatron-Core 0.14); without it, the dispatcher waits on it",
      &CodePath::overlapExpertComm,
      {false, false, false, false, false, false, false, false, false}},
+    {"overlap-ring-exchange",
+     "CP ring overlapped",
+     "under --cp the key/value exchange of ring attention runs under the previous ring step's "
+     "attention (Transformer Engine's and MindSpeed's ring attention); without it, it waits",
+     &CodePath::overlapRingExchange,
+     {false, false, true, false, false, false, false, true, false}},
     {"grad-reduce-in-bf16",
      "grads reduced in bf16",
      "accumulate and reduce gradients in bf16, not fp32 (bf16 and fp8 precision): half the "

@@ -155,6 +155,10 @@ void costOps(Context& ctx) {
     }
     stage.forwardComputeSeconds += cost.forwardSeconds;
     stage.backwardComputeSeconds += cost.backwardSeconds;
+    if (ir::isAttentionCore(op.kind)) {
+      stage.forwardAttentionSeconds += cost.forwardSeconds;
+      stage.backwardAttentionSeconds += cost.backwardSeconds;
+    }
     stage.forwardCommSeconds += cost.internalCommSeconds;
     ctx.report.ops.push_back(cost);
   }
@@ -434,6 +438,8 @@ void repeatForCopies(StageCost& stage, int64_t copies) {
   for (double* seconds :
        {&stage.forwardComputeSeconds, &stage.backwardComputeSeconds, &stage.forwardCommSeconds,
         &stage.backwardCommSeconds, &stage.forwardExchangeSeconds, &stage.backwardExchangeSeconds,
+        &stage.forwardRingSeconds, &stage.backwardRingSeconds, &stage.forwardAttentionSeconds,
+        &stage.backwardAttentionSeconds,
         &stage.recomputeSeconds, &stage.recomputeComputeSeconds, &stage.parameterReplaySeconds,
         &stage.hostTransferSeconds, &stage.sendSeconds}) {
     *seconds *= n;
@@ -443,25 +449,46 @@ void repeatForCopies(StageCost& stage, int64_t copies) {
   stage.sendBytes *= copies;
 }
 
+/// One pass's activation communication: all of it, the mixture-of-experts token exchange and the
+/// context-parallel ring within it, and the compute they may run under.
+struct PassComm {
+  double comm = 0;
+  double exchange = 0;
+  double ring = 0;
+  double compute = 0;
+  double attention = 0;  ///< the attention's part of compute
+};
+
 /// What of a pass's activation communication its compute leaves exposed: the overlapped part
-/// beyond the compute, plus the part nothing overlaps.
-double exposedComm(double comm, double exchange, double compute, bool overlapComm,
-                   bool overlapExchange) {
-  const double hideable = (overlapComm ? comm - exchange : 0) + (overlapExchange ? exchange : 0);
-  return comm - hideable + std::max(0.0, hideable - compute);
+/// beyond the compute, plus the part nothing overlaps. An overlapped ring runs under the
+/// attention alone; the rest is overlapped by the TP overlap (overlapComm), which leaves the ring
+/// to the attention unless interleaved copies hide one another's (`copiesHideRing`), or by the
+/// expert one.
+double exposedComm(const PassComm& pass, bool overlapComm, bool overlapExchange, bool overlapRing,
+                   bool copiesHideRing) {
+  const double ringApart = copiesHideRing ? 0 : pass.ring;
+  const double hideable = (overlapComm ? pass.comm - pass.exchange - ringApart : 0) +
+                          (overlapExchange ? pass.exchange : 0);
+  const double ringHidden = overlapRing ? std::min(ringApart, pass.attention) : 0;
+  return pass.comm - hideable - ringHidden +
+         std::max(0.0, hideable - (pass.compute - ringHidden));
 }
 
 /// Communication overlap: a pass's activation communication (before the parameter collectives
 /// are added) runs under that pass's compute, as far as the code path overlaps it; what outlasts
 /// the compute stays exposed.
 void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
-  stage.forwardCommSeconds = exposedComm(stage.forwardCommSeconds, stage.forwardExchangeSeconds,
-                                         stage.forwardComputeSeconds, options.hidesActivationComm(),
-                                         options.codePath.overlapExpertComm);
+  const CodePath& code = options.codePath;
+  stage.forwardCommSeconds = exposedComm(
+      {stage.forwardCommSeconds, stage.forwardExchangeSeconds, stage.forwardRingSeconds,
+       stage.forwardComputeSeconds, stage.forwardAttentionSeconds},
+      options.hidesActivationComm(), code.overlapExpertComm, code.overlapRingExchange,
+      options.copies > 1);
   if (!options.hidesActivationComm()) {
     stage.backwardCommSeconds = exposedComm(
-        stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardComputeSeconds,
-        options.codePath.asyncTpAllreduce, options.codePath.overlapExpertComm);
+        {stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardRingSeconds,
+         stage.backwardComputeSeconds, stage.backwardAttentionSeconds},
+        code.asyncTpAllreduce, code.overlapExpertComm, code.overlapRingExchange, false);
     return;
   }
   // The activations' replayed redistributions (a recomputed region's, and the gathers of
@@ -472,9 +499,11 @@ void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   const double replayComm =
       stage.recomputeSeconds - stage.recomputeComputeSeconds - stage.parameterReplaySeconds;
   stage.backwardCommSeconds =
-      exposedComm(stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
-                  stage.backwardComputeSeconds + stage.recomputeComputeSeconds, true,
-                  options.codePath.overlapExpertComm);
+      exposedComm({stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
+                   stage.backwardRingSeconds,
+                   stage.backwardComputeSeconds + stage.recomputeComputeSeconds,
+                   stage.backwardAttentionSeconds},
+                  true, code.overlapExpertComm, code.overlapRingExchange, options.copies > 1);
   stage.recomputeSeconds = stage.recomputeComputeSeconds + stage.parameterReplaySeconds;
 }
 

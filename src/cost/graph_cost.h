@@ -119,6 +119,13 @@ struct StageCost {
   /// tokens to their experts and back (CodePath::overlapExpertComm).
   double forwardExchangeSeconds = 0;
   double backwardExchangeSeconds = 0;
+  /// The part of forwardCommSeconds and backwardCommSeconds that brings keys and values to the
+  /// attention under context parallelism (CodePath::overlapRingExchange), and the attention's
+  /// own compute, which a ring hides it under.
+  double forwardRingSeconds = 0;
+  double backwardRingSeconds = 0;
+  double forwardAttentionSeconds = 0;
+  double backwardAttentionSeconds = 0;
   double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd
   /// One micro-batch's activations sent to the next stage, and the time on the link between.
   int64_t sendBytes = 0;

@@ -135,6 +135,11 @@ void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer
   if (isExpertExchange(ctx.graph, tensor)) {
     (forward ? stage.forwardExchangeSeconds : stage.backwardExchangeSeconds) += seconds;
   }
+  // What the attention core receives, or hands back, is the context-parallel ring's keys and
+  // values: its other inputs arrive in the layout the projections made.
+  if (ir::isAttentionCore(ctx.graph.op(consumer).kind)) {
+    (forward ? stage.forwardRingSeconds : stage.backwardRingSeconds) += seconds;
+  }
 }
 
 /// Records the non-empty redistribution of `tensor` (forward) or of its gradient (backward) at

@@ -60,6 +60,10 @@ struct CodePath {
   /// micro-batch's compute (Megatron-Core 0.14's --overlap-moe-expert-parallel-comm); false:
   /// the dispatcher waits on it.
   bool overlapExpertComm = false;
+  /// Under context parallelism the key/value exchange of ring attention runs under the previous
+  /// ring step's attention (Transformer Engine's AttnFuncWithCPAndKVP2P, MindSpeed's ring
+  /// attention); false: it waits for the exchange.
+  bool overlapRingExchange = false;
   /// Data-parallel gradients reduced in buckets while the backward runs.
   bool overlapGradReduce = false;
   /// Sharded parameters gathered while the forward runs (distributed optimizer, FSDP prefetch).

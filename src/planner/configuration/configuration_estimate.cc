@@ -207,6 +207,11 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.attention = config.codePath.attention;
   options.modelOptions.loss = config.codePath.loss;
   options.setup = config;
+  // Transformer Engine's userbuffers overlap the tensor-parallel collectives of sequence
+  // parallelism; without TP or SP there are none to overlap (Megatron-Bridge's CommOverlapConfig
+  // turns tp_comm_overlap off then).
+  options.setup.codePath.tpCommOverlap =
+      config.codePath.tpCommOverlap && config.tp > 1 && config.sequenceParallel;
   options.modelOptions.transformer = config.transformer;
   auto& training = options.training;
   training.microBatches = static_cast<int>(config.microBatches());

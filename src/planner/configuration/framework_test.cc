@@ -71,6 +71,7 @@ TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
 TEST(Framework, CodePathsOrderTheStepTimes) {
   auto stepOf = [](cost::Framework framework, void (*change)(cost::CodePath&)) {
     MegatronConfig config = llama7bTp2Dp4();
+    config.sequenceParallel = true;  // TP communication overlap needs it
     config.framework = framework;
     config.codePath = cost::frameworkProfile(framework).codePath;
     if (change != nullptr) change(config.codePath);
@@ -381,6 +382,47 @@ TEST(Framework, RecomputedZeroThreeRegathersInTheForwardsBuffers) {
   // Each parameter is gathered again for the recomputed forward and again for the backward.
   EXPECT_NEAR(fused / forwardGathers, 2.0, 0.05) << fused << " s of regathers";
   EXPECT_GT(alone, 3 * fused);
+}
+
+
+/// Transformer Engine's userbuffers overlap sequence parallelism's collectives: at TP 2 without
+/// SP the switch changes nothing; with SP it hides them.
+TEST(Framework, TpCommOverlapNeedsSequenceParallelism) {
+  auto step = [](bool sequenceParallel, bool overlap) {
+    MegatronConfig config = llama7bTp2Dp4();
+    config.sequenceParallel = sequenceParallel;
+    config.codePath = cost::frameworkProfile(cost::Framework::kMegatronCore).codePath;
+    config.codePath.tpCommOverlap = overlap;
+    return stepSecondsOf(config);
+  };
+  EXPECT_DOUBLE_EQ(step(false, true), step(false, false));
+  EXPECT_LT(step(true, true), step(true, false));
+}
+
+/// Under context parallelism the ring's key/value exchange runs under the attention: with the
+/// switch the step is shorter, by no more than the exchange the switch off exposes.
+TEST(Framework, RingExchangeRunsUnderTheAttention) {
+  auto estimate = [](bool overlap) {
+    MegatronConfig config;
+    config.model = "llama2-7b";
+    config.cp = 2;
+    config.dp = 4;
+    config.gbs = 32;
+    config.seq = 32768;
+    config.recompute = ir::Recompute::kFull;
+    config.zero = 3;
+    config.codePath = cost::frameworkProfile(cost::Framework::kMegatronCore).codePath;
+    config.codePath.overlapRingExchange = overlap;
+    auto result = estimateConfig(config);
+    EXPECT_TRUE(result) << result.error().message;
+    return result ? result->evaluated.report.stages.front() : cost::StageCost{};
+  };
+  const cost::StageCost hidden = estimate(true);
+  const cost::StageCost waits = estimate(false);
+  ASSERT_GT(waits.forwardRingSeconds, 0);
+  EXPECT_LT(hidden.forwardCommSeconds, waits.forwardCommSeconds);
+  EXPECT_NEAR(waits.forwardCommSeconds - hidden.forwardCommSeconds,
+              std::min(waits.forwardRingSeconds, waits.forwardAttentionSeconds), 1e-9);
 }
 
 }  // namespace

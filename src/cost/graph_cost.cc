@@ -439,9 +439,8 @@ void repeatForCopies(StageCost& stage, int64_t copies) {
        {&stage.forwardComputeSeconds, &stage.backwardComputeSeconds, &stage.forwardCommSeconds,
         &stage.backwardCommSeconds, &stage.forwardExchangeSeconds, &stage.backwardExchangeSeconds,
         &stage.forwardRingSeconds, &stage.backwardRingSeconds, &stage.forwardAttentionSeconds,
-        &stage.backwardAttentionSeconds,
-        &stage.recomputeSeconds, &stage.recomputeComputeSeconds, &stage.parameterReplaySeconds,
-        &stage.hostTransferSeconds, &stage.sendSeconds}) {
+        &stage.backwardAttentionSeconds, &stage.recomputeSeconds, &stage.recomputeComputeSeconds,
+        &stage.parameterReplaySeconds, &stage.hostTransferSeconds, &stage.sendSeconds}) {
     *seconds *= n;
   }
   stage.memory.activationBytes *= copies;
@@ -470,8 +469,7 @@ double exposedComm(const PassComm& pass, bool overlapComm, bool overlapExchange,
   const double hideable = (overlapComm ? pass.comm - pass.exchange - ringApart : 0) +
                           (overlapExchange ? pass.exchange : 0);
   const double ringHidden = overlapRing ? std::min(ringApart, pass.attention) : 0;
-  return pass.comm - hideable - ringHidden +
-         std::max(0.0, hideable - (pass.compute - ringHidden));
+  return pass.comm - hideable - ringHidden + std::max(0.0, hideable - (pass.compute - ringHidden));
 }
 
 /// Communication overlap: a pass's activation communication (before the parameter collectives
@@ -479,11 +477,11 @@ double exposedComm(const PassComm& pass, bool overlapComm, bool overlapExchange,
 /// the compute stays exposed.
 void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   const CodePath& code = options.codePath;
-  stage.forwardCommSeconds = exposedComm(
-      {stage.forwardCommSeconds, stage.forwardExchangeSeconds, stage.forwardRingSeconds,
-       stage.forwardComputeSeconds, stage.forwardAttentionSeconds},
-      options.hidesActivationComm(), code.overlapExpertComm, code.overlapRingExchange,
-      options.copies > 1);
+  stage.forwardCommSeconds =
+      exposedComm({stage.forwardCommSeconds, stage.forwardExchangeSeconds, stage.forwardRingSeconds,
+                   stage.forwardComputeSeconds, stage.forwardAttentionSeconds},
+                  options.hidesActivationComm(), code.overlapExpertComm, code.overlapRingExchange,
+                  options.copies > 1);
   if (!options.hidesActivationComm()) {
     stage.backwardCommSeconds = exposedComm(
         {stage.backwardCommSeconds, stage.backwardExchangeSeconds, stage.backwardRingSeconds,
@@ -498,12 +496,11 @@ void hideActivationComm(StageCost& stage, const EvaluateOptions& options) {
   // parameters' gathers are not activation communication and stay as they were.
   const double replayComm =
       stage.recomputeSeconds - stage.recomputeComputeSeconds - stage.parameterReplaySeconds;
-  stage.backwardCommSeconds =
-      exposedComm({stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
-                   stage.backwardRingSeconds,
-                   stage.backwardComputeSeconds + stage.recomputeComputeSeconds,
-                   stage.backwardAttentionSeconds},
-                  true, code.overlapExpertComm, code.overlapRingExchange, options.copies > 1);
+  stage.backwardCommSeconds = exposedComm(
+      {stage.backwardCommSeconds + replayComm, stage.backwardExchangeSeconds,
+       stage.backwardRingSeconds, stage.backwardComputeSeconds + stage.recomputeComputeSeconds,
+       stage.backwardAttentionSeconds},
+      true, code.overlapExpertComm, code.overlapRingExchange, options.copies > 1);
   stage.recomputeSeconds = stage.recomputeComputeSeconds + stage.parameterReplaySeconds;
 }
 

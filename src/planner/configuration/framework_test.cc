@@ -384,7 +384,6 @@ TEST(Framework, RecomputedZeroThreeRegathersInTheForwardsBuffers) {
   EXPECT_GT(alone, 3 * fused);
 }
 
-
 /// Transformer Engine's userbuffers overlap sequence parallelism's collectives: at TP 2 without
 /// SP the switch changes nothing; with SP it hides them.
 TEST(Framework, TpCommOverlapNeedsSequenceParallelism) {

@@ -172,7 +172,7 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      "Megatron-LM 6985e589 (2021-08)",
      "2021-08",
      ir::AttentionKernel::kUnfused,
-     {.zeroStages = 0b0001}},
+     {.sequenceParallel = false, .selectiveRecompute = false, .zeroStages = 0b0001}},
     {Framework::kMegatronLm,
      "megatron-lm",
      "Megatron-LM 2022 (v3.0; Korthikanti et al. 2022): sequence parallelism, selective "
@@ -201,6 +201,8 @@ constexpr ProfileEntry kProfileEntries[kFrameworkCount] = {
      ir::AttentionKernel::kUnfused,
      {.interleaved = false,
       .expertParallel = true,
+      .sequenceParallel = false,
+      .selectiveRecompute = false,
       .zeroStages = 0b1111,
       .shardedGradientsUnderPipeline = false}},
     {Framework::kPytorchFsdp, "pytorch-fsdp",
@@ -422,6 +424,12 @@ Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& 
   if (config.vpp > 1 && !can.interleaved) return refuse(flag(Setting::kVpp, config.vpp));
   if (config.cp > 1 && !can.contextParallel) return refuse(flag(Setting::kCp, config.cp));
   if (config.ep > 1 && !can.expertParallel) return refuse(flag(Setting::kEp, config.ep));
+  if (config.sequenceParallel && !can.sequenceParallel) {
+    return refuse(flag(Setting::kSequenceParallel));
+  }
+  if (config.recompute == ir::Recompute::kSelective && !can.selectiveRecompute) {
+    return refuse(flag(Setting::kRecompute, "selective"));
+  }
   if (config.zeroBubble() && !can.zeroBubble) {
     return refuse("the zero-bubble H1 schedule, whose patch is for Megatron-LM and Megatron-Core");
   }

@@ -61,6 +61,10 @@ struct Capabilities {
   bool interleaved = true;
   bool contextParallel = false;
   bool expertParallel = false;
+  /// Sequence parallelism and selective recompute (Korthikanti et al. 2022, Megatron-LM v3.0):
+  /// absent from the Megatron-LM of 2021 and from Megatron-DeepSpeed's 2021-22 code.
+  bool sequenceParallel = true;
+  bool selectiveRecompute = true;
   /// The zero-bubble H1 schedule, with Qi et al.'s patch (sail-sg/zero-bubble-pipeline-
   /// parallelism's zbpp_light patches Megatron-LM and Megatron-Core); no stock framework runs it.
   bool zeroBubble = false;

@@ -51,6 +51,13 @@ TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
             "--framework megatron-lm: cannot run --cp 2 (M");
   EXPECT_FALSE(cost::checkRunnable(lm, {.tp = 8}, "fp8")) << "Transformer Engine came in 2023";
   EXPECT_FALSE(cost::checkRunnable(lm, {.dp = 8, .zero = 3}, "bf16"));
+  // Sequence parallelism and selective recompute came with Megatron-LM v3.0 (2022).
+  EXPECT_TRUE(cost::checkRunnable(lm, {.tp = 8, .sequenceParallel = true}, "bf16"));
+  const auto& sc21 = cost::frameworkProfile(cost::Framework::kMegatronLm2021);
+  EXPECT_FALSE(cost::checkRunnable(sc21, {.tp = 8, .sequenceParallel = true}, "fp16"));
+  EXPECT_FALSE(
+      cost::checkRunnable(sc21, {.tp = 8, .recompute = ir::Recompute::kSelective}, "fp16"));
+  EXPECT_TRUE(cost::checkRunnable(sc21, {.tp = 8, .recompute = ir::Recompute::kFull}, "fp16"));
   const auto& fsdp = cost::frameworkProfile(cost::Framework::kPytorchFsdp);
   EXPECT_TRUE(cost::checkRunnable(fsdp, {.dp = 8, .zero = 3}, "bf16"));
   EXPECT_FALSE(cost::checkRunnable(fsdp, {.tp = 2, .dp = 4, .zero = 3}, "bf16"));
@@ -71,7 +78,8 @@ TEST(Framework, RefusesWhatTheFrameworkCannotRun) {
 TEST(Framework, CodePathsOrderTheStepTimes) {
   auto stepOf = [](cost::Framework framework, void (*change)(cost::CodePath&)) {
     MegatronConfig config = llama7bTp2Dp4();
-    config.sequenceParallel = true;  // TP communication overlap needs it
+    // TP communication overlap needs sequence parallelism, where the framework has it.
+    config.sequenceParallel = cost::frameworkProfile(framework).can.sequenceParallel;
     config.framework = framework;
     config.codePath = cost::frameworkProfile(framework).codePath;
     if (change != nullptr) change(config.codePath);

@@ -195,12 +195,12 @@ double sendSeconds(const Context& ctx, int from, int to, int64_t bytes) {
 /// update_hp_grads casts the gradient to an fp32 temporary first (written, then read: 8 bytes).
 double accumulationSeconds(const Context& ctx, int64_t elements, ir::DType dtype) {
   const OptimizerSpec& optimizer = ctx.options.optimizer;
-  const double weightBytes = static_cast<double>(ir::dtypeBytes(dtype));
-  const double accumulatorBytes = optimizer.fp32Gradients ? 4.0 : weightBytes;
-  const double castBytes =
-      optimizer.fp32Gradients && optimizer.keepsLowPrecisionGradients ? 8.0 : 0.0;
-  return memorySeconds(
-      ctx.device, static_cast<double>(elements) * (weightBytes + castBytes + 2 * accumulatorBytes));
+  const int64_t weightBytes = ir::dtypeBytes(dtype);
+  const int64_t castBytes = optimizer.keepsBothGradients() ? 8 : 0;
+  return memorySeconds(ctx.device,
+                       static_cast<double>(elements) *
+                           static_cast<double>(weightBytes + castBytes +
+                                               2 * optimizer.accumulatorBytes(weightBytes)));
 }
 
 /// Parameter states per stage; a parameter read on several stages (a tied embedding) is kept on

@@ -15,12 +15,9 @@ namespace {
 /// cast back to the weight's under keepsLowPrecisionGradients), any other gradient in the
 /// tensor's own dtype.
 int64_t gradientElementBytes(const Context& ctx, ir::TensorId tensor) {
-  const OptimizerSpec& optimizer = ctx.options.optimizer;
-  if (ctx.graph.tensor(tensor).isParameter() && optimizer.fp32Gradients &&
-      !optimizer.keepsLowPrecisionGradients) {
-    return 4;
-  }
-  return elementBytes(ctx.graph, tensor);
+  const int64_t bytes = elementBytes(ctx.graph, tensor);
+  if (!ctx.graph.tensor(tensor).isParameter()) return bytes;
+  return ctx.options.optimizer.reducedGradientBytes(bytes);
 }
 
 /// A mixture-of-experts token exchange: the dispatched slots on their way to the experts, or the

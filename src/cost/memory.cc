@@ -32,8 +32,7 @@ OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state) {
 ParameterStateBytes parameterStateBytes(int64_t elements, ir::DType dtype,
                                         const OptimizerSpec& optimizer) {
   const int64_t weightBytes = ir::dtypeBytes(dtype);
-  int64_t gradientBytes = optimizer.fp32Gradients ? 4 : weightBytes;
-  if (optimizer.fp32Gradients && optimizer.keepsLowPrecisionGradients) gradientBytes += weightBytes;
+  const int64_t gradientBytes = optimizer.heldGradientBytes(weightBytes);
   const OptimizerStateBytes state = optimizerStateBytes(dtype, optimizer.state);
   const int64_t momentBytes =
       state.moment * static_cast<int64_t>(optimizer.fp32MomentsPerParameter);

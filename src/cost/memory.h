@@ -29,6 +29,25 @@ struct OptimizerSpec {
   /// weight's dtype to be reduced (DeepSpeed's BF16_Optimizer: deepspeed/runtime/
   /// bf16_optimizer.py, fp32_groups_gradients_flat and clear_lp_grads).
   bool keepsLowPrecisionGradients = false;
+
+  /// Whether an fp32 accumulator sits beside the 16-bit gradient autograd keeps.
+  [[nodiscard]] bool keepsBothGradients() const {
+    return fp32Gradients && keepsLowPrecisionGradients;
+  }
+  /// Bytes per element of a weight of `weightBytes` that gradients accumulate in: 4, or the
+  /// weight's own.
+  [[nodiscard]] int64_t accumulatorBytes(int64_t weightBytes) const {
+    return fp32Gradients ? 4 : weightBytes;
+  }
+  /// Bytes of gradient held per element: the accumulator, and the kept 16-bit gradient.
+  [[nodiscard]] int64_t heldGradientBytes(int64_t weightBytes) const {
+    return accumulatorBytes(weightBytes) + (keepsBothGradients() ? weightBytes : 0);
+  }
+  /// Bytes per element the data-parallel reduction moves: the accumulator, or the 16-bit cast
+  /// where both are kept.
+  [[nodiscard]] int64_t reducedGradientBytes(int64_t weightBytes) const {
+    return keepsBothGradients() ? weightBytes : accumulatorBytes(weightBytes);
+  }
 };
 
 /// "fp32", "remainders", "bf16" or "fp32-moments"; the error lists them.

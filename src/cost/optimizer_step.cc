@@ -6,7 +6,8 @@ namespace autopar::cost {
 
 double optimizerBytesPerElement(ir::DType weight, const OptimizerSpec& optimizer) {
   const double weightBytes = static_cast<double>(ir::dtypeBytes(weight));
-  const double gradientBytes = optimizer.fp32Gradients ? 4.0 : weightBytes;
+  const auto gradientBytes =
+      static_cast<double>(optimizer.accumulatorBytes(ir::dtypeBytes(weight)));
   const bool lowPrecision = weight != ir::DType::kF32;
   double bytes = 0;
   if (!optimizer.fp32Gradients && lowPrecision) bytes += gradientBytes + 4;  // to main grads

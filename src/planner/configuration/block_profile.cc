@@ -266,8 +266,13 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.gradientBucketBytes = gradientBucketBytes(config);
   candidate.overlapParameterGather = config.codePath.overlapParamGather;
   candidate.gradientsAllReduced = config.zeroAllReducesGradients();
-  // BF16_Optimizer keeps 2 bytes of bf16 beside 4 of fp32 per gradient and reduces the 2.
-  if (config.bf16OptimizerRuns()) candidate.gradientSyncFraction = 2.0 / 6.0;
+  // BF16_Optimizer keeps the bf16 gradient beside the fp32 one and reduces the bf16 cast.
+  const cost::OptimizerSpec gradients{.fp32Gradients = config.fp32Gradients(),
+                                      .keepsLowPrecisionGradients = config.bf16OptimizerRuns()};
+  const int64_t weightBytes = ir::dtypeBytes(ir::DType::kBF16);
+  candidate.gradientSyncFraction =
+      static_cast<double>(gradients.reducedGradientBytes(weightBytes)) /
+      static_cast<double>(gradients.heldGradientBytes(weightBytes));
   candidate.schedule = config.schedule;
   return candidate;
 }

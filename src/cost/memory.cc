@@ -12,6 +12,12 @@ Expected<OptimizerState> parseOptimizerState(std::string_view name) {
   return Error{fmt::format("'{}': expected fp32, remainders, bf16 or fp32-moments", name)};
 }
 
+OptimizerSpec optimizerSpecOf(const ir::TrainingSetup& setup) {
+  return {.fp32Gradients = setup.fp32Gradients(),
+          .state = setup.optimizerState,
+          .keepsLowPrecisionGradients = setup.bf16OptimizerRuns()};
+}
+
 OptimizerStateBytes optimizerStateBytes(ir::DType dtype, OptimizerState state) {
   // An fp32 weight is its own master copy.
   if (dtype == ir::DType::kF32) return {0, 4};

@@ -50,6 +50,11 @@ struct OptimizerSpec {
   }
 };
 
+/// The optimizer a setup runs: how its gradients accumulate and are kept, and its states.
+/// Example: bf16 under Megatron-DeepSpeed with ZeRO 0 -> fp32Gradients and
+/// keepsLowPrecisionGradients (BF16_Optimizer), so 6 bytes held and 2 reduced per element.
+OptimizerSpec optimizerSpecOf(const ir::TrainingSetup& setup);
+
 /// "fp32", "remainders", "bf16" or "fp32-moments"; the error lists them.
 Expected<OptimizerState> parseOptimizerState(std::string_view name);
 

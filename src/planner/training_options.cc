@@ -125,9 +125,7 @@ Expected<cost::EvaluateOptions> evaluateOptions(const ir::TrainingSetup& setup,
   options.optimizerParallel.distributedOptimizer = (zero == 1 || zero == 2) && flattened;
   options.recompute.parallelOptimizerRegather = zero == 3;
   options.optimizerParallel.gradientsAllReduced = setup.zeroAllReducesGradients();
-  options.optimizer.fp32Gradients = setup.fp32Gradients();
-  options.optimizer.keepsLowPrecisionGradients = setup.bf16OptimizerRuns();
-  options.optimizer.state = setup.optimizerState;
+  options.optimizer = cost::optimizerSpecOf(setup);
   options.codePath = setup.codePath;
   options.copies = flags.interleavedCopies;
   // Transformer Engine's cache holds the fp8 weight and its transpose (2 bytes an element); fp8

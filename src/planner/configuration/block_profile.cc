@@ -267,8 +267,7 @@ search::AnalyticCandidate candidateOf(const MegatronConfig& config) {
   candidate.overlapParameterGather = config.codePath.overlapParamGather;
   candidate.gradientsAllReduced = config.zeroAllReducesGradients();
   // BF16_Optimizer keeps the bf16 gradient beside the fp32 one and reduces the bf16 cast.
-  const cost::OptimizerSpec gradients{.fp32Gradients = config.fp32Gradients(),
-                                      .keepsLowPrecisionGradients = config.bf16OptimizerRuns()};
+  const cost::OptimizerSpec gradients = cost::optimizerSpecOf(config);
   const int64_t weightBytes = ir::dtypeBytes(ir::DType::kBF16);
   candidate.gradientSyncFraction =
       static_cast<double>(gradients.reducedGradientBytes(weightBytes)) /

@@ -8,6 +8,7 @@
 #include "cost/compute.h"
 #include "cost/constants.h"
 #include "cost/framework.h"
+#include "cost/memory.h"
 #include "ir/setting.h"
 #include "util/limits.h"
 
@@ -178,7 +179,9 @@ Expected<cluster::Cluster> clusterFor(const MegatronConfig& config) {
 int64_t gradientBucketBytes(const MegatronConfig& config) {
   if (!config.codePath.overlapGradReduce) return 0;
   const double elements = std::max(4e7, 1e6 * static_cast<double>(config.dp * config.cp));
-  return static_cast<int64_t>(elements * (config.fp32Gradients() ? 4 : 2));
+  const int64_t accumulator =
+      cost::optimizerSpecOf(config).accumulatorBytes(ir::dtypeBytes(ir::DType::kBF16));
+  return static_cast<int64_t>(elements * static_cast<double>(accumulator));
 }
 
 int64_t runtimeReserveBytes(const ir::ParallelConfig& config, int64_t transientBytes,

@@ -4,6 +4,7 @@
 
 #include <bit>
 
+#include "cost/memory.h"
 #include "frontend/transformer.h"
 
 namespace autopar::planner {
@@ -63,8 +64,10 @@ void placeOnGroup(MegatronConfig& config, const cluster::DeviceGroup& group, int
 }
 
 double crossGroupGradientBytes(const ConfigurationSearch& found) {
+  // What the data-parallel reduction moves: BF16_Optimizer reduces its bf16 cast.
+  const int64_t weightBytes = ir::dtypeBytes(ir::DType::kBF16);
   return static_cast<double>(frontend::transformerParameterCount(found.transformer)) *
-         (found.best->fp32Gradients() ? 4 : 2);
+         static_cast<double>(cost::optimizerSpecOf(*found.best).reducedGradientBytes(weightBytes));
 }
 
 Expected<GroupOutcome> searchGroup(SearchRequest request, const cluster::DeviceGroup& group,

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "frontend/model_presets.h"
+#include "frontend/transformer.h"
+
 namespace autopar::planner {
 namespace {
 
@@ -87,6 +90,27 @@ TEST(SearchGroups, TheSynchronisationFollowsTheLinkAndCanBeTurnedOff) {
   EXPECT_EQ(alone->chosen->kind, GroupSearch::Choice::kAlone);
   EXPECT_TRUE(alone->pipelines.empty());
   EXPECT_EQ(alone->groups[alone->chosen->index].group.name, "h100");
+}
+
+/// Across groups the gradients travel in the bytes the data-parallel reduction moves: 4 an
+/// element where Megatron accumulates in fp32, 2 where DeepSpeed's BF16_Optimizer reduces the bf16
+/// cast of its fp32 accumulator.
+TEST(SearchGroups, CrossGroupGradientsAreWhatTheReductionMoves) {
+  auto groups = cluster::loadClusterGroupsYaml(kMixed);
+  ASSERT_TRUE(groups);
+  SearchRequest request = llama13b();
+  auto outcome = searchGroup(request, groups->groups.front(), 256);
+  ASSERT_TRUE(outcome && outcome->found);
+  ConfigurationSearch found = *outcome->found;
+  const double parameters = static_cast<double>(
+      frontend::transformerParameterCount(*frontend::transformerPreset("llama2-13b")));
+  found.best->precision = "bf16";
+  found.best->zero = 0;
+  EXPECT_DOUBLE_EQ(crossGroupGradientBytes(found), parameters * 4);
+  found.best->framework = cost::Framework::kMegatronDeepSpeed;
+  found.best->codePath = cost::frameworkProfile(cost::Framework::kMegatronDeepSpeed).codePath;
+  ASSERT_TRUE(found.best->bf16OptimizerRuns());
+  EXPECT_DOUBLE_EQ(crossGroupGradientBytes(found), parameters * 2);
 }
 
 /// Under a budget the fastest choice stays within it, and no group alone at any size the budget

@@ -293,9 +293,9 @@ def mosaic_framework_flags(row):
 
 
 # The release a profile's rows ran where the profile's own is newer (docs/frameworks.md):
-# torchtitan's benchmarks of 2024-12 (torch 2.6) ran F.cross_entropy over the whole logits,
-# before its recipes chunked the loss (2026-06).
-RELEASE_OF = {"torchtitan": "torchtitan@2026-05"}
+# torchtitan's benchmarks of 2024-12 (torch 2.6, TOML job configs) ran F.cross_entropy over the
+# whole logits, before its recipes chunked the loss (2026-06).
+RELEASE_OF = {"torchtitan": "torchtitan@2026-02"}
 
 
 def framework_flags(row):

@@ -59,6 +59,19 @@
         reader takes, every item with the fields set_op_strategy_config's reader requires, of
         their types. One line per mismatch and exit 1, or "ok: ..." and exit 0.
 
+    framework_facts.py extract-torchtitan-job GIT_DIR --rev v0.2.2 [--out FILE]
+        Reads what torchtitan's TOML job configs take at REV, the last release that has them
+        (scripts/torchtitan_job_facts.py): JobConfig's sections and keys with their literal
+        values, llama3's TransformerModelArgs and RoPEScalingArgs fields, and the converter
+        names. Default out: data/framework_facts/torchtitan_job.json.
+
+    framework_facts.py check-torchtitan-job FACTS SCRIPT
+        Checks a torchtitan@2026-02 launch script autopar wrote (`--launch-script`): every key of
+        its TOML job is one that release takes, with a value among its literal values, its
+        converters exist, and its flavor module imports what exists, passes fields that exist
+        and registers the flavor the job names. One line per mismatch and exit 1, or "ok: ..."
+        and exit 0.
+
 The Python sources are parsed with Python's ast module (dataclass fields are annotated assignments in a
 class body), so extracting needs no torchtitan install and none of its dependencies.
 """
@@ -75,6 +88,7 @@ import megatron_facts
 import mindformers_facts
 import mindspeed_facts
 import mindspore_facts
+import torchtitan_job_facts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan.json")
@@ -82,6 +96,7 @@ MEGATRON_FACTS = os.path.join(REPO, "data", "framework_facts", "megatron.json")
 MINDSPEED_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspeed.json")
 MINDFORMERS_FACTS = os.path.join(REPO, "data", "framework_facts", "mindformers.json")
 MINDSPORE_FACTS = os.path.join(REPO, "data", "framework_facts", "mindspore.json")
+TORCHTITAN_JOB_FACTS = os.path.join(REPO, "data", "framework_facts", "torchtitan_job.json")
 
 # Call name in the module -> the classes (file, dotted class) whose annotated fields it takes,
 # bases included.
@@ -262,6 +277,14 @@ def extract_mindformers(args):
           f"yamls, {len(facts['witnessed']['parallel'])} parallel keys")
 
 
+def extract_torchtitan_job(args):
+    git_dir, commit = resolve(args)
+    facts = write_extracted(args, "torchtitan-job", "pytorch/torchtitan", commit,
+                            torchtitan_job_facts.extract(git_dir, commit))
+    print(f"framework_facts: {args.out} from torchtitan {commit[:7]}: "
+          f"{len(facts['sections'])} job config sections")
+
+
 def extract_mindspeed(args):
     git_dir, commit = resolve(args)
     facts = write_extracted(args, "mindspeed", "Ascend/MindSpeed", commit,
@@ -376,6 +399,9 @@ COMMANDS = {
                     check_against(mindformers_facts, "yaml", "keys", "MindFormers"), "yaml"),
     "mindspore": (extract_mindspore, MINDSPORE_FACTS,
                   check_against(mindspore_facts, "json", "fields", "MindSpore"), "json"),
+    "torchtitan-job": (extract_torchtitan_job, TORCHTITAN_JOB_FACTS,
+                       check_against(torchtitan_job_facts, "script", "keys and names",
+                                     "torchtitan"), "script"),
 }
 
 

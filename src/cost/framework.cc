@@ -258,9 +258,16 @@ constexpr ProfileRelease kReleases[] = {
     // torchtitan/models/llama3/config_registry.py); before, F.cross_entropy over the whole
     // logits, upcast to fp32 (torchtitan/components/loss.py), as its benchmarks of 2024-12 ran.
     {Framework::kTorchtitan, "2026-05",
-     "torchtitan with torch 2.6 (2024-12) to 2026-06-25, before its recipes chunked the loss: "
-     "F.cross_entropy over the whole logits in fp32",
+     "torchtitan 9810191 (2026-02-23, configurations as Python modules) to 2026-06-25, before "
+     "its recipes chunked the loss: F.cross_entropy over the whole logits in fp32",
      ir::AttentionKernel::kFlash, ir::LossKernel::kFp32},
+    // The same code path in the TOML era, whose job config the exporter writes
+    // (export/torchtitan_job.h): torchtitan's releases v0.1.0 to v0.2.2 (73a0e6979, 2026-02-20),
+    // and its benchmarks of 2024-12 (torch 2.6).
+    {Framework::kTorchtitan, "2026-02",
+     "torchtitan with torch 2.6 (2024-12) to v0.2.2 (2026-02-20), the releases with TOML job "
+     "configs (--job.config_file): F.cross_entropy over the whole logits in fp32",
+     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32, /*replicasRunAlone=*/true},
 };
 
 /// The profiles, their code paths set from the switches' table.
@@ -410,7 +417,7 @@ const FrameworkProfile& frameworkProfile(Framework framework) {
 }
 
 Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
-                     std::string_view precision) {
+                     std::string_view precision, std::string_view release) {
   auto refuse = [&](std::string_view what) {
     return Error{fmt::format("{}: cannot run {} ({})",
                              ir::flag(ir::Setting::kFramework, profile.name), what,
@@ -438,6 +445,17 @@ Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& 
   if (config.zero >= 2 && config.pp > 1 && !can.shardedGradientsUnderPipeline) {
     return refuse(fmt::format("{} with {}: its pipeline engine runs ZeRO 0 and 1 only",
                               flag(Setting::kZero, config.zero), flag(Setting::kPp, config.pp)));
+  }
+  const bool modelParallel = config.tp > 1 || config.pp > 1 || config.cp > 1;
+  for (const ProfileRelease& each : profile.earlier()) {
+    if (each.tag != release || !each.replicasRunAlone) continue;
+    if (config.zero == 0 && config.dp > 1 && modelParallel) {
+      return Error{fmt::format(
+          "{}@{}: cannot run {} with {} beside tensor, pipeline or context parallelism (its DDP "
+          "runs alone); use {} or {}",
+          ir::flag(ir::Setting::kFramework, profile.name), release, flag(Setting::kZero, 0),
+          flag(Setting::kDp, config.dp), flag(Setting::kZero, 3), profile.name)};
+    }
   }
   return {};
 }

@@ -98,6 +98,9 @@ struct ProfileRelease {
   std::string_view release;       ///< which release, and what differs: "llm-foundry v0.3.0 (...)"
   ir::AttentionKernel attention;  ///< the attention kernel it ran
   ir::LossKernel loss;            ///< the loss kernel it ran
+  /// Its data parallelism without sharding (DDP, ZeRO 0) runs only when no other degree does
+  /// (torchtitan v0.2.2: "DDP has not supported > 1D parallelism").
+  bool replicasRunAlone = false;
 };
 
 struct FrameworkProfile {
@@ -148,10 +151,10 @@ Framework defaultFramework(const cluster::DeviceSpec& device);
 /// The accepted names, comma-separated, for help texts and errors.
 std::string frameworkNames();
 
-/// Whether the framework can run the configuration in this precision; the error is one line
-/// naming the flag: "--framework megatron-lm: cannot run --cp 2 (context parallelism came with
-/// Megatron-Core)".
+/// Whether the framework, at the release named (empty: the profile's), can run the configuration
+/// in this precision; the error is one line naming the flag: "--framework megatron-lm: cannot
+/// run --cp 2 (context parallelism came with Megatron-Core)".
 Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& config,
-                     std::string_view precision);
+                     std::string_view precision, std::string_view release = {});
 
 }  // namespace autopar::cost

@@ -6,6 +6,7 @@
 
 #include "export/megatron_args.h"
 #include "export/torchtitan_config.h"
+#include "export/torchtitan_job.h"
 
 namespace autopar::exporters {
 
@@ -166,10 +167,39 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
   return script;
 }
 
+/// torchtitan v0.2.2 (torchtitan@2026-02): the job's TOML and the module registering the model's
+/// flavor, run with --job.config_file.
+Expected<std::string> torchtitanJobScript(const ir::TrainingSetup& config,
+                                          const plan::InputsRecord& inputs,
+                                          const frontend::TransformerConfig& model, int64_t nodes,
+                                          int64_t devicesPerNode) {
+  auto job = torchtitanJob(config, model);
+  if (!job) return job.error().in("--launch-script");
+  std::string script = header(config, inputs, nodes);
+  script +=
+      "# torchtitan v0.2.2's trainer (pip install torchtitan==0.2.2, run from its checkout for "
+      "its assets), with the plan as a TOML job config and the model as a llama3 flavor.\n"
+      "JOB_DIR=$(mktemp -d)\n"
+      "cat > \"$JOB_DIR/autopar_flavor.py\" <<'PYTHON'\n";
+  script += job->flavor;
+  script += "PYTHON\ncat > \"$JOB_DIR/autopar_plan.toml\" <<'TOML'\n";
+  script += job->toml;
+  script += "TOML\n";
+  script += "export PYTHONPATH=\"$JOB_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n";
+  script += fmt::format(
+      "{} -m torchtitan.train --job.config_file \"$JOB_DIR/autopar_plan.toml\" --training.steps "
+      "\"$TRAIN_ITERS\"\n",
+      torchrunLine(nodes, devicesPerNode));
+  return script;
+}
+
 Expected<std::string> torchtitanScript(const ir::TrainingSetup& config,
                                        const plan::InputsRecord& inputs,
                                        const frontend::TransformerConfig& model, int64_t nodes,
                                        int64_t devicesPerNode) {
+  if (config.frameworkRelease == kTorchtitanTomlRelease) {
+    return torchtitanJobScript(config, inputs, model, nodes, devicesPerNode);
+  }
   auto module = torchtitanConfig(config, model);
   if (!module) return module.error().in("--launch-script");
   std::string script = header(config, inputs, nodes);

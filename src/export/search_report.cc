@@ -10,6 +10,7 @@
 #include "export/mindformers_yaml.h"
 #include "export/plan_report.h"
 #include "export/torchtitan_config.h"
+#include "export/torchtitan_job.h"
 #include "planner/inputs.h"
 
 namespace autopar::exporters {
@@ -186,6 +187,13 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
   // The launch settings of the framework the plan is for, and MindFormers' yaml beside them.
   switch (best.framework) {
     case cost::Framework::kTorchtitan:
+      if (best.frameworkRelease == kTorchtitanTomlRelease) {
+        fmt::format_to(out,
+                       "\ntorchtitan v0.2.2 (its TOML job config; --launch-script writes the "
+                       "whole job and the model's flavor):\n{}",
+                       torchtitanJobSummary(best, estimate.sequence));
+        break;
+      }
       fmt::format_to(out,
                      "\ntorchtitan (its Trainer.Config; --launch-script writes the whole "
                      "configuration module):\n{}",

@@ -11,8 +11,9 @@ namespace {
 
 using frontend::TransformerConfig;
 
-/// What torchtitan's llama3 model cannot be: the first difference, or "".
-std::string unlikeLlama(const TransformerConfig& model) {
+}  // namespace
+
+std::string unlikeTorchtitanLlama(const TransformerConfig& model) {
   if (model.vision.layers > 0) return "a vision tower";
   if (model.experts > 0) return "experts (torchtitan's MoE models are deepseek_v3 and qwen3)";
   if (model.mlp != TransformerConfig::Mlp::kSwiGLU) return "a GeLU MLP (its MLP is SwiGLU)";
@@ -27,6 +28,8 @@ std::string unlikeLlama(const TransformerConfig& model) {
   }
   return "";
 }
+
+namespace {
 
 /// The model, registered as llama3 flavor "autopar": built as torchtitan builds its own flavors
 /// (torchtitan/models/llama3/__init__.py), whose layer builder and initialisers it reuses.
@@ -167,7 +170,7 @@ std::string notes(const ir::TrainingSetup& config, const TransformerConfig& mode
 
 Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
                                        const TransformerConfig& model) {
-  if (const std::string unlike = unlikeLlama(model); !unlike.empty()) {
+  if (const std::string unlike = unlikeTorchtitanLlama(model); !unlike.empty()) {
     return Error{fmt::format(
         "torchtitan: {} has {}, which torchtitan's llama3 model does not; use --framework "
         "megatron-core for its launch script",

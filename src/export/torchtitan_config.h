@@ -26,6 +26,10 @@
 
 namespace autopar::exporters {
 
+/// What torchtitan's llama3 model cannot be (a vision tower, experts, GeLU, LayerNorm, learned or
+/// ALiBi positions, biases, a RoPE scaling other than Llama 3's): the first difference, or "".
+std::string unlikeTorchtitanLlama(const frontend::TransformerConfig& model);
+
 /// The module's text; fails in one line naming what torchtitan's llama3 cannot express.
 Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
                                        const frontend::TransformerConfig& model);

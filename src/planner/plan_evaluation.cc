@@ -83,7 +83,8 @@ Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) 
   config.schedule = options.setup.schedule;
   if (config.schedule == ir::Schedule::kInterleaved) config.vpp = chunksPerStage(options.setup);
   const std::string precision(model.dtype ? ir::dtypeName(*model.dtype) : "bf16");
-  return cost::checkRunnable(cost::frameworkProfile(options.setup.framework), config, precision);
+  return cost::checkRunnable(cost::frameworkProfile(options.setup.framework), config, precision,
+                             options.setup.frameworkRelease);
 }
 
 }  // namespace

@@ -74,8 +74,8 @@ Status checkConfig(const MegatronConfig& config) {
     return Error{fmt::format("{}: needs {} greater than 1 and {}", flag(Setting::kZeroBubble),
                              flag(Setting::kPp), flag(Setting::kVpp, 1))};
   }
-  if (auto runnable =
-          cost::checkRunnable(cost::frameworkProfile(config.framework), config, config.precision);
+  if (auto runnable = cost::checkRunnable(cost::frameworkProfile(config.framework), config,
+                                          config.precision, config.frameworkRelease);
       !runnable) {
     return runnable.error();
   }

@@ -356,7 +356,7 @@ Expected<ConfigurationSearch> SearchRun::run(const SearchProgress& progress) {
     static_cast<ir::ParallelConfig&>(setup) = candidate;
     if (repeatsALowerStage(setup)) return false;
     return cost::checkRunnable(cost::frameworkProfile(request_.base.framework), candidate,
-                               request_.base.precision)
+                               request_.base.precision, request_.base.frameworkRelease)
         .ok();
   };
   auto result = search::searchHybrid(

@@ -167,55 +167,57 @@ std::string megatronScript(const ir::TrainingSetup& config, const plan::InputsRe
   return script;
 }
 
-/// torchtitan v0.2.2 (torchtitan@2026-02): the job's TOML and the module registering the model's
-/// flavor, run with --job.config_file.
-Expected<std::string> torchtitanJobScript(const ir::TrainingSetup& config,
-                                          const plan::InputsRecord& inputs,
-                                          const frontend::TransformerConfig& model, int64_t nodes,
-                                          int64_t devicesPerNode) {
-  auto job = torchtitanJob(config, model);
-  if (!job) return job.error().in("--launch-script");
+/// A file the script writes before it runs the trainer: its name in the plan's directory, the
+/// here-document's marker, and its text.
+struct ScriptFile {
+  std::string_view name;
+  std::string_view marker;
+  const std::string& text;
+};
+
+/// torchtitan's trainer on every node, with `files` written to a temporary directory on
+/// PYTHONPATH and `trainerArgs` naming the plan.
+std::string torchtitanLaunch(const ir::TrainingSetup& config, const plan::InputsRecord& inputs,
+                             int64_t nodes, int64_t devicesPerNode, std::string_view intro,
+                             std::initializer_list<ScriptFile> files,
+                             std::string_view trainerArgs) {
   std::string script = header(config, inputs, nodes);
-  script +=
-      "# torchtitan v0.2.2's trainer (pip install torchtitan==0.2.2, run from its checkout for "
-      "its assets), with the plan as a TOML job config and the model as a llama3 flavor.\n"
-      "JOB_DIR=$(mktemp -d)\n"
-      "cat > \"$JOB_DIR/autopar_flavor.py\" <<'PYTHON'\n";
-  script += job->flavor;
-  script += "PYTHON\ncat > \"$JOB_DIR/autopar_plan.toml\" <<'TOML'\n";
-  script += job->toml;
-  script += "TOML\n";
-  script += "export PYTHONPATH=\"$JOB_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n";
-  script += fmt::format(
-      "{} -m torchtitan.train --job.config_file \"$JOB_DIR/autopar_plan.toml\" --training.steps "
-      "\"$TRAIN_ITERS\"\n",
-      torchrunLine(nodes, devicesPerNode));
+  script += fmt::format("# {}\nPLAN_DIR=$(mktemp -d)\n", intro);
+  for (const ScriptFile& file : files) {
+    script += fmt::format("cat > \"$PLAN_DIR/{}\" <<'{}'\n{}{}\n", file.name, file.marker,
+                          file.text, file.marker);
+  }
+  script += "export PYTHONPATH=\"$PLAN_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n";
+  script += fmt::format("{} -m torchtitan.train {} --training.steps \"$TRAIN_ITERS\"\n",
+                        torchrunLine(nodes, devicesPerNode), trainerArgs);
   return script;
 }
 
+/// torchtitan's trainer with the plan as a configuration module (--module/--config); under
+/// torchtitan@2026-02, v0.2.2's with a TOML job (--job.config_file) and the module registering
+/// the model's llama3 flavor.
 Expected<std::string> torchtitanScript(const ir::TrainingSetup& config,
                                        const plan::InputsRecord& inputs,
                                        const frontend::TransformerConfig& model, int64_t nodes,
                                        int64_t devicesPerNode) {
   if (config.frameworkRelease == kTorchtitanTomlRelease) {
-    return torchtitanJobScript(config, inputs, model, nodes, devicesPerNode);
+    auto job = torchtitanJob(config, model);
+    if (!job) return job.error().in("--launch-script");
+    return torchtitanLaunch(
+        config, inputs, nodes, devicesPerNode,
+        "torchtitan v0.2.2's trainer (pip install torchtitan==0.2.2, run from its checkout for "
+        "its assets), with the plan as a TOML job config and the model as a llama3 flavor.",
+        {{"autopar_flavor.py", "PYTHON", job->flavor}, {"autopar_plan.toml", "TOML", job->toml}},
+        "--job.config_file \"$PLAN_DIR/autopar_plan.toml\"");
   }
   auto module = torchtitanConfig(config, model);
   if (!module) return module.error().in("--launch-script");
-  std::string script = header(config, inputs, nodes);
-  script +=
-      "# torchtitan's trainer (pip install torchtitan, run from its checkout for its assets), "
-      "with the plan as a configuration module (--module/--config).\n"
-      "MODULE_DIR=$(mktemp -d)\n"
-      "cat > \"$MODULE_DIR/autopar_plan.py\" <<'PYTHON'\n";
-  script += *module;
-  script += "PYTHON\n";
-  script += "export PYTHONPATH=\"$MODULE_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n";
-  script += fmt::format(
-      "{} -m torchtitan.train --module autopar_plan --config autopar_plan --training.steps "
-      "\"$TRAIN_ITERS\"\n",
-      torchrunLine(nodes, devicesPerNode));
-  return script;
+  return torchtitanLaunch(config, inputs, nodes, devicesPerNode,
+                          "torchtitan's trainer (pip install torchtitan, run from its checkout "
+                          "for its assets), with the plan as a configuration module "
+                          "(--module/--config).",
+                          {{"autopar_plan.py", "PYTHON", *module}},
+                          "--module autopar_plan --config autopar_plan");
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ Assumptions where a row is silent (each is printed in the row's notes):
     from Llama 2's config; seq 8192 where the H100 tables omit it (torchtitan's Llama 3
     default); FSDP2 -> ZeRO 3; SP with TP > 1 (torchtitan's TP plan shards norms along the
     sequence); "float8 linears" -> fp8; precision bf16 where unstated; micro-batch = local batch,
-    with PP local batch / (PP x stages per rank) (torchtitan's default count of micro-batches,
-    the total number of stages); interleaved 1F1B as --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
+    with PP local batch / PP (torchtitan's default count of micro-batches at 9dec370, the
+    pipeline degree, whatever the schedule); interleaved 1F1B as --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
     selective_ac_option 2), "selective op" = selective; torch.compile as --fused-elementwise
     where the binary has it (else not modelled). The
     H100 96 GB SKU is bench/clusters/h100-96g-500w.yaml.
@@ -223,13 +223,27 @@ def precision_of(row, notes):
     return "fp16"
 
 
+def stated_techniques(row):
+    """The techniques a row states: its own (a torchtitan table's "FSDP + torch.compile") and its
+    table's, from the caption (source_ref "Table 4 (FSDP 32 x TP 8, compile + Float8)": every row
+    of that table ran them)."""
+    own = str((row.get("other_metrics") or {}).get("technique", ""))
+    ref = row.get("source_ref") or ""
+    caption = ref[ref.find("(") + 1:ref.rfind(")")] if "(" in ref else ""
+    return f"{own} + {caption}"
+
+
+def compiled(row):
+    return re.search(r"\b(torch\.)?compile\b", stated_techniques(row)) is not None
+
+
 def stated_flags(row):
     """Run flags the row itself states: the README's Megatron-Core switches, Table 1's "DDP
     impl=torch" (PyTorch DDP overlaps its bucketed all-reduce with the backward), the dgxc
     recipes' overlap settings quoted in the notes, torchtitan's AsyncTP and torch.compile (its
     elementwise fusion)."""
     framework, notes = row.get("framework") or "", row.get("notes") or ""
-    technique = str((row.get("other_metrics") or {}).get("technique", ""))
+    technique = stated_techniques(row)
     flags = [flag for flag in ("--overlap-grad-reduce", "--overlap-param-gather",
                                "--tp-comm-overlap") if flag in framework]
     if "DDP impl=torch" in framework:
@@ -239,7 +253,7 @@ def stated_flags(row):
         flags.append("--tp-comm-overlap")
     if "overlap_grad/param_sync" in notes:
         flags += ["--overlap-grad-reduce", "--overlap-param-gather"]
-    if "torch.compile" in technique:
+    if compiled(row):
         flags.append("--fused-elementwise")
     return list(dict.fromkeys(flags))
 
@@ -293,9 +307,22 @@ def mosaic_framework_flags(row):
 
 
 # The release a profile's rows ran where the profile's own is newer (docs/frameworks.md):
-# torchtitan's benchmarks of 2024-12 (torch 2.6, TOML job configs) ran F.cross_entropy over the
-# whole logits, before its recipes chunked the loss (2026-06).
-RELEASE_OF = {"torchtitan": "torchtitan@2026-02"}
+# torchtitan's benchmarks (torch 2.6 and before) ran its RMSNorm as eager ops and F.cross_entropy
+# over the whole logits, before torch 2.9's fused RMSNorm and its recipes' chunked loss (2026-06).
+RELEASE_OF = {"torchtitan": "torchtitan@2024-12"}
+
+# torchtitan's A100 tables (docs/performance.md, 2024-04: 395a52627 for Llama 2, 1ea476e9f for
+# Llama 3) ran each model's train config, whose norm_type was fused_rmsnorm (its Triton kernel)
+# for the 8B and 13B and rmsnorm (eager ops) for the 70B; at 9dec370 (the H100 tables of 2024-12)
+# every llama3 config says rmsnorm.
+TORCHTITAN_FUSED_NORM = ("Llama 3 8B", "Llama 2 13B")
+
+
+def norm_flags(row):
+    if (source_of(row) == "torchtitan" and "performance.md" in (row.get("source") or "")
+            and row.get("model_name") in TORCHTITAN_FUSED_NORM):
+        return ["--fused-norm"]
+    return []
 
 
 def framework_flags(row):
@@ -305,7 +332,7 @@ def framework_flags(row):
         return mosaic_framework_flags(row)
     framework = framework_of(row)
     return (["--framework", RELEASE_OF.get(framework, framework)] + stated_flags(row) +
-            recipe_flags(row))
+            recipe_flags(row) + norm_flags(row))
 
 
 def skip_reason(row):
@@ -379,8 +406,7 @@ def mosaic_settings(row, notes):
 
 def torchtitan_settings(row, notes):
     """torchtitan: FSDP2 is ZeRO 3 over DP; the local batch is per DP rank, one micro-batch
-    without PP and split into one micro-batch per pipeline stage with it (torchtitan's default
-    count: PP x the stages each rank holds)."""
+    without PP and split into PP micro-batches with it (torchtitan's default count at 9dec370)."""
     tp, pp, dp, cp = row["tp"], row["pp"], row["dp"], row.get("cp") or 1
     local = row.get("micro_batch_size")
     other = row.get("other_metrics") or {}
@@ -393,11 +419,12 @@ def torchtitan_settings(row, notes):
         notes.append("interleaved 1F1B as --vpp 2 assumed")
     mbs = local
     if pp > 1:
-        # torchtitan's build_pipeline_schedule: pipeline_parallel_microbatches defaults to the
-        # total number of stages, PP x the stages each rank holds.
-        count = pp * vpp
+        # torchtitan's build_pipeline_schedule at the benchmarks' commit (9dec370,
+        # torchtitan/parallelisms/pipelining_utils.py): pipeline_parallel_microbatches defaults
+        # to the pipeline degree, whatever the schedule.
+        count = pp
         mbs = max(1, local // count)
-        notes.append(f"mbs = local batch / (PP x stages per rank) = {mbs} assumed")
+        notes.append(f"mbs = local batch / PP = {mbs} assumed")
         if local % count:
             # torchtitan refuses a batch its micro-batch count does not divide.
             notes.append(f"local batch {local} not divisible by {count} micro-batches: "
@@ -596,7 +623,7 @@ def configure(row, publisher_formula=False):
     flags = settings_flags(settings) + framework_flags(row)
     if world < nodes * (row.get("gpus_per_node") or 8):
         flags.append("--allow-idle")  # a run on part of a node (NeMo's 4-GPU long-context row)
-    if "torch.compile" in str((row.get("other_metrics") or {}).get("technique", "")):
+    if compiled(row):
         notes.append("torch.compile as --fused-elementwise")
     flops = None
     if publisher_formula and "tflops" in metric:

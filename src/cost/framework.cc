@@ -74,6 +74,13 @@ constexpr CodePathSwitch kSwitches[] = {
      "--selective-op-policy, torch.compile also keeps only the saved outputs the backward needs",
      &CodePath::fusedElementwise,
      {true, true, true, true, false, false, true, true, false}},
+    {"fused-norm",
+     "fused RMSNorm",
+     "RMSNorm runs as one kernel forward and one backward (Apex, Transformer Engine, torch 2.9's "
+     "nn.RMSNorm); without it, as eager PyTorch's composite ops (Hugging Face's LlamaRMSNorm, "
+     "torchtitan before torch 2.9) unless --fused-elementwise",
+     &CodePath::fusedNorm,
+     {true, true, true, true, false, true, true, true, false}},
     {"in-place-loss-gradient",
      "in-place loss gradient",
      "the cross entropy's gradient is written into its kept fp32 softmax (Megatron); without it, "
@@ -256,18 +263,28 @@ constexpr ProfileRelease kReleases[] = {
      ir::AttentionKernel::kFlash1, ir::LossKernel::kFused},
     // torchtitan's llama3 recipes took ChunkedLossWrapper on 2026-06-26 (9530a874d,
     // torchtitan/models/llama3/config_registry.py); before, F.cross_entropy over the whole
-    // logits, upcast to fp32 (torchtitan/components/loss.py), as its benchmarks of 2024-12 ran.
+    // logits, upcast to fp32 (torchtitan/components/loss.py).
     {Framework::kTorchtitan, "2026-05",
      "torchtitan 9810191 (2026-02-23, configurations as Python modules) to 2026-06-25, before "
      "its recipes chunked the loss: F.cross_entropy over the whole logits in fp32",
      ir::AttentionKernel::kFlash, ir::LossKernel::kFp32},
-    // The same code path in the TOML era, whose job config the exporter writes
-    // (export/torchtitan_job.h): torchtitan's releases v0.1.0 to v0.2.2 (73a0e6979, 2026-02-20),
-    // and its benchmarks of 2024-12 (torch 2.6).
+    // The same code path in the last releases with TOML job configs, whose job config the
+    // exporter writes (export/torchtitan_job.h): v0.2.0 (2025-10, torch 2.9, whose nn.RMSNorm
+    // runs fused kernels) to v0.2.2 (73a0e6979, 2026-02-20).
     {Framework::kTorchtitan, "2026-02",
-     "torchtitan with torch 2.6 (2024-12) to v0.2.2 (2026-02-20), the releases with TOML job "
-     "configs (--job.config_file): F.cross_entropy over the whole logits in fp32",
-     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32, /*replicasRunAlone=*/true},
+     "torchtitan v0.2.0 (2025-10, torch 2.9) to v0.2.2 (2026-02-20), the last releases with TOML "
+     "job configs (--job.config_file): F.cross_entropy over the whole logits in fp32",
+     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32, /*fusedNorm=*/true,
+     /*replicasRunAlone=*/true},
+    // Before torch 2.9 an RMSNorm ran as eager ops: torchtitan's own RMSNorm class
+    // (torchtitan/models/norms.py, norm_type "rmsnorm" in every llama3 config at 9dec370, the
+    // commit of its 2024-12 H100 benchmarks), then nn.RMSNorm (3b39d7ab0, 2025-03-19), whose
+    // F.rms_norm was composite until torch 2.9 added _fused_rms_norm_backward.
+    {Framework::kTorchtitan, "2024-12",
+     "torchtitan with torch 2.6 (2024-12, its H100 benchmarks at 9dec370) to 2.8 (2025-09): "
+     "RMSNorm as eager ops, F.cross_entropy over the whole logits in fp32; TOML job configs",
+     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32, /*fusedNorm=*/false,
+     /*replicasRunAlone=*/true},
 };
 
 /// The profiles, their code paths set from the switches' table.
@@ -354,6 +371,7 @@ CodePath releaseCodePath(Framework framework, std::string_view release) {
     if (each.tag != release) continue;
     code.attention = each.attention;
     code.loss = each.loss;
+    code.fusedNorm = each.fusedNorm.value_or(code.fusedNorm);
   }
   return code;
 }

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -98,6 +99,8 @@ struct ProfileRelease {
   std::string_view release;       ///< which release, and what differs: "llm-foundry v0.3.0 (...)"
   ir::AttentionKernel attention;  ///< the attention kernel it ran
   ir::LossKernel loss;            ///< the loss kernel it ran
+  /// Whether its RMSNorm ran as one kernel (CodePath::fusedNorm); empty: as the profile's.
+  std::optional<bool> fusedNorm;
   /// Its data parallelism without sharding (DDP, ZeRO 0) runs only when no other degree does
   /// (torchtitan v0.2.2: "DDP has not supported > 1D parallelism").
   bool replicasRunAlone = false;

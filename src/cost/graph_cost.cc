@@ -147,6 +147,11 @@ void costOps(Context& ctx) {
           memorySeconds(ctx.device, eagerRotaryBytes(ctx.graph, op, ctx.sharded[op.id]));
       cost.forwardSeconds += eager;
       cost.backwardSeconds += eager;
+      if (!ctx.options.codePath.fusedNorm) {
+        const EagerNormBytes norm = eagerNormBytes(ctx.graph, op, ctx.sharded[op.id]);
+        cost.forwardSeconds += memorySeconds(ctx.device, norm.forward);
+        cost.backwardSeconds += memorySeconds(ctx.device, norm.backward);
+      }
     }
     if (ctx.options.codePath.ringMergesInFp32) {
       const RingMergeBytes merges = ringMergeBytes(op, ctx.sharded[op.id]);

@@ -126,6 +126,29 @@ double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::S
   return kFp32PassBytes * static_cast<double>(shard.outputs.front().sliceElements());
 }
 
+// torchtitan's RMSNorm before torch 2.9 (torchtitan/models/norms.py at 9dec370:
+// `self._norm(x.float()).type_as(x) * self.weight`, _norm being `x * torch.rsqrt(x.pow(2).mean(-1,
+// keepdim=True) + eps)`) and Hugging Face's LlamaRMSNorm run the same kernels. Per element of a
+// bf16 input, each kernel's reads and writes: forward, the upcast (2 + 4), the square (4 + 4),
+// the mean (4), the normalising multiply (4 + 4), the downcast (4 + 2) and the weight's multiply
+// (2 + 2): 36 bytes. Autograd's backward: the weight's multiply (its input gradient 2 + 2, its
+// weight gradient's product and sum 2 + 2 + 2 + 2), the downcast's (2 + 4), the normalising
+// multiply's (4 + 4, and the rsqrt's gradient as a product and sum, 4 + 4 + 4 + 4), the mean's
+// expanded gradient (4), the square's (pow_backward: 4 + 4, 4 + 4, 4 + 4 + 4), the two gradients
+// of the fp32 input added (4 + 4 + 4) and the upcast's (4 + 2): 92 bytes. One fused kernel reads
+// the input and writes the output (4 bytes), and its backward reads the input and the gradient
+// and writes the input's gradient (6; ir/ops/norm.cc prices both): the eager path adds 32
+// forward and 86 backward.
+EagerNormBytes eagerNormBytes(const ir::Graph& graph, const ir::Op& op,
+                              const rules::ShardedOp& shard) {
+  if (op.kind != ir::OpKind::kRMSNorm || shard.outputs.empty()) return {};
+  if (ir::dtypeBytes(graph.tensor(op.inputs.front()).type.dtype) != 2) return {};
+  constexpr double kForwardBytes = 36 - 4;
+  constexpr double kBackwardBytes = 92 - 6;
+  const auto elements = static_cast<double>(shard.outputs.front().sliceElements());
+  return {kForwardBytes * elements, kBackwardBytes * elements};
+}
+
 OpCost costOfOp(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard,
                 const cluster::Cluster& cluster, const CostConstants& deviceConstants,
                 double fusedBytes, bool ownKernel) {

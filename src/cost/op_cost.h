@@ -50,4 +50,15 @@ RingMergeBytes ringMergeBytes(const ir::Op& op, const rules::ShardedOp& shard);
 /// unless `op` is a Rotary. CodePath::fusedElementwise off adds it at the HBM bandwidth.
 double eagerRotaryBytes(const ir::Graph& graph, const ir::Op& op, const rules::ShardedOp& shard);
 
+/// The memory traffic an RMSNorm adds, forward and backward, when it runs as eager PyTorch's
+/// composite ops instead of one fused kernel each way: 0 unless `op` is an RMSNorm of a 16-bit
+/// input. Example: 32 and 86 bytes an element of a bf16 input. CodePath::fusedNorm and
+/// fusedElementwise both off add it at the HBM bandwidth.
+struct EagerNormBytes {
+  double forward = 0;
+  double backward = 0;
+};
+EagerNormBytes eagerNormBytes(const ir::Graph& graph, const ir::Op& op,
+                              const rules::ShardedOp& shard);
+
 }  // namespace autopar::cost

@@ -200,7 +200,7 @@ Expected<std::string> torchtitanScript(const ir::TrainingSetup& config,
                                        const plan::InputsRecord& inputs,
                                        const frontend::TransformerConfig& model, int64_t nodes,
                                        int64_t devicesPerNode) {
-  if (config.frameworkRelease == kTorchtitanTomlRelease) {
+  if (readsTorchtitanJob(config.frameworkRelease)) {
     auto job = torchtitanJob(config, model);
     if (!job) return job.error().in("--launch-script");
     return torchtitanLaunch(

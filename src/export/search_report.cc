@@ -187,7 +187,7 @@ std::string formatSearchReport(const planner::ConfigurationSearch& found,
   // The launch settings of the framework the plan is for, and MindFormers' yaml beside them.
   switch (best.framework) {
     case cost::Framework::kTorchtitan:
-      if (best.frameworkRelease == kTorchtitanTomlRelease) {
+      if (readsTorchtitanJob(best.frameworkRelease)) {
         fmt::format_to(out,
                        "\ntorchtitan v0.2.2 (its TOML job config; --launch-script writes the "
                        "whole job and the model's flavor):\n{}",

@@ -141,6 +141,16 @@ std::string flavorModule(const TransformerConfig& model) {
 /// What the job cannot say, as comments.
 std::string notes(const ir::TrainingSetup& config, const TransformerConfig& model) {
   std::string text;
+  if (config.frameworkRelease != kTorchtitanTomlRelease) {
+    text += fmt::format(
+        "# Note: priced as torchtitan@{}; written as torchtitan v0.2.2 reads its job config.\n",
+        config.frameworkRelease);
+  }
+  if (!config.codePath.fusedNorm) {
+    text +=
+        "# Note: the plan priced RMSNorm as eager ops; v0.2.2's nn.RMSNorm runs fused kernels "
+        "from torch 2.9.\n";
+  }
   if (config.codePath.loss != ir::LossKernel::kFp32) {
     text += fmt::format(
         "# Note: torchtitan v0.2.2's loss is cross entropy over the whole logits "

@@ -31,6 +31,12 @@ namespace autopar::exporters {
 /// The release whose configuration this writes.
 inline constexpr std::string_view kTorchtitanTomlRelease = "2026-02";
 
+/// Whether a torchtitan release (a ProfileRelease's tag; empty: the profile's own) read TOML job
+/// configs: torchtitan@2026-02 and the releases before it, which get v0.2.2's form.
+[[nodiscard]] inline bool readsTorchtitanJob(std::string_view release) {
+  return !release.empty() && release <= kTorchtitanTomlRelease;
+}
+
 /// A job configuration and the module its custom_import names.
 struct TorchtitanJob {
   std::string toml;    ///< run with --job.config_file

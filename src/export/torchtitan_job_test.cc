@@ -126,6 +126,16 @@ TEST(TorchtitanJob, SaysWhatItCannotExpress) {
   config.codePath.loss = ir::LossKernel::kChunked;
   EXPECT_TRUE(has(jobOf(config, llama2()).toml,
                   "# Note: torchtitan v0.2.2's loss is cross entropy over the whole logits"));
+  ir::TrainingSetup older = fsdpConfig();
+  older.frameworkRelease = "2024-12";
+  older.codePath = cost::releaseCodePath(older.framework, older.frameworkRelease);
+  const std::string olderToml = jobOf(older, llama2()).toml;
+  EXPECT_TRUE(has(olderToml, "# Note: priced as torchtitan@2024-12; written as torchtitan v0.2.2"))
+      << olderToml;
+  EXPECT_TRUE(has(olderToml, "# Note: the plan priced RMSNorm as eager ops")) << olderToml;
+  EXPECT_TRUE(readsTorchtitanJob("2024-12"));
+  EXPECT_FALSE(readsTorchtitanJob("2026-05"));
+  EXPECT_FALSE(readsTorchtitanJob(""));
   frontend::TransformerConfig tied = llama2();
   tied.tiedEmbeddings = true;
   auto refused = torchtitanJob(fsdpConfig(), tied);

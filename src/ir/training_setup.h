@@ -74,6 +74,12 @@ struct CodePath {
   /// Transformer Engine's, torch.compile's); false: one kernel per op, as PyTorch eager runs
   /// them, each intermediate written and read back.
   bool fusedElementwise = false;
+  /// An RMSNorm runs as one kernel forward and one backward (Apex's and Transformer Engine's,
+  /// torch 2.9's nn.RMSNorm, a Triton kernel); false: as the composite ops eager PyTorch runs
+  /// for Hugging Face's LlamaRMSNorm and for torchtitan's before torch 2.9 (upcast, square, mean,
+  /// rsqrt, two multiplies, downcast), each writing its intermediate (cost::eagerNormBytes).
+  /// torch.compile fuses them whatever this says (fusedElementwise).
+  bool fusedNorm = true;
   /// The cross entropy writes its gradient into the fp32 softmax it kept (Megatron's
   /// vocab-parallel cross entropy); false: PyTorch's log_softmax and nll_loss backward allocate
   /// two fp32 buffers the size of the logits .

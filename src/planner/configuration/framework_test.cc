@@ -122,6 +122,33 @@ TEST(Framework, TheAttentionKernelIsTheProfilesAndPricedPerArchitecture) {
                    stepOn("dgx-a100-80g", AttentionKernel::kFlash));
 }
 
+/// torchtitan before torch 2.9 ran its RMSNorm as eager ops (torchtitan@2024-12), Hugging Face's
+/// LlamaRMSNorm still does (pytorch-fsdp): 118 more bytes an element of every norm's input, forward
+/// and backward, a few percent of LLaMA2-7B's step on an H100. torch.compile fuses them away.
+TEST(Framework, EagerRmsNormPaysItsKernelsTraffic) {
+  EXPECT_FALSE(cost::releaseCodePath(cost::Framework::kTorchtitan, "2024-12").fusedNorm);
+  EXPECT_TRUE(cost::releaseCodePath(cost::Framework::kTorchtitan, "2026-02").fusedNorm);
+  EXPECT_TRUE(cost::frameworkProfile(cost::Framework::kTorchtitan).codePath.fusedNorm);
+  EXPECT_FALSE(cost::frameworkProfile(cost::Framework::kPytorchFsdp).codePath.fusedNorm);
+  EXPECT_TRUE(cost::frameworkProfile(cost::Framework::kMegatronCore).codePath.fusedNorm);
+  auto stepWith = [](bool fusedNorm, bool fusedElementwise) {
+    MegatronConfig config = llama7bTp2Dp4(3);
+    config.cluster = "dgx-h100";
+    config.sequenceParallel = true;  // torchtitan's TP plan shards the norms along the sequence
+    config.framework = cost::Framework::kTorchtitan;
+    config.frameworkRelease = "2024-12";
+    config.codePath = cost::releaseCodePath(config.framework, config.frameworkRelease);
+    config.codePath.fusedNorm = fusedNorm;
+    config.codePath.fusedElementwise = fusedElementwise;
+    return stepSecondsOf(config);
+  };
+  const double fused = stepWith(true, false);
+  const double eager = stepWith(false, false);
+  EXPECT_GT(eager / fused, 1.03);
+  EXPECT_LT(eager / fused, 1.15);
+  EXPECT_DOUBLE_EQ(stepWith(false, true), stepWith(true, true));
+}
+
 /// fp8 as Transformer Engine runs it speeds up only the linear GEMMs, and pays a cast per GEMM
 /// operand: far from the 2x of the fp8 peak (measured bf16 -> fp8 speed-ups of Megatron-Core
 /// recipes on H100 are about 1.2-1.4x, shared/data/published/development.jsonl).

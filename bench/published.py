@@ -61,8 +61,9 @@ Assumptions where a row is silent (each is printed in the row's notes):
     from Llama 2's config; seq 8192 where the H100 tables omit it (torchtitan's Llama 3
     default); FSDP2 -> ZeRO 3; SP with TP > 1 (torchtitan's TP plan shards norms along the
     sequence); "float8 linears" -> fp8; precision bf16 where unstated; micro-batch = local batch,
-    with PP local batch / PP (torchtitan's default count of micro-batches at 9dec370, the
-    pipeline degree, whatever the schedule); interleaved 1F1B as --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
+    with PP local batch / (PP x stages per rank) (one micro-batch per stage: 9dec370's default,
+    the pipeline degree, for 1F1B; the count the interleaved run's measured peak shows);
+    interleaved 1F1B as --vpp 2; "selective layer" = every second layer recomputed in full (torchtitan's default
     selective_ac_option 2), "selective op" = selective; torch.compile as --fused-elementwise
     where the binary has it (else not modelled). The
     H100 96 GB SKU is bench/clusters/h100-96g-500w.yaml.
@@ -406,7 +407,7 @@ def mosaic_settings(row, notes):
 
 def torchtitan_settings(row, notes):
     """torchtitan: FSDP2 is ZeRO 3 over DP; the local batch is per DP rank, one micro-batch
-    without PP and split into PP micro-batches with it (torchtitan's default count at 9dec370)."""
+    without PP and split into one micro-batch per pipeline stage with it."""
     tp, pp, dp, cp = row["tp"], row["pp"], row["dp"], row.get("cp") or 1
     local = row.get("micro_batch_size")
     other = row.get("other_metrics") or {}
@@ -419,12 +420,14 @@ def torchtitan_settings(row, notes):
         notes.append("interleaved 1F1B as --vpp 2 assumed")
     mbs = local
     if pp > 1:
-        # torchtitan's build_pipeline_schedule at the benchmarks' commit (9dec370,
-        # torchtitan/parallelisms/pipelining_utils.py): pipeline_parallel_microbatches defaults
-        # to the pipeline degree, whatever the schedule.
-        count = pp
+        # One micro-batch per stage. At the benchmarks' commit (9dec370, torchtitan/
+        # parallelisms/pipelining_utils.py) pipeline_parallel_microbatches defaults to the
+        # pipeline degree whatever the schedule, but Table 5's interleaved run measured 72.7 GiB,
+        # 10 GiB under 1F1B's, which 16 micro-batches of 2 give (+0.2%) and 8 of 4 do not (+13%):
+        # that run set the count to its stages, PP x the stages each rank holds.
+        count = pp * vpp
         mbs = max(1, local // count)
-        notes.append(f"mbs = local batch / PP = {mbs} assumed")
+        notes.append(f"mbs = local batch / (PP x stages per rank) = {mbs} assumed")
         if local % count:
             # torchtitan refuses a batch its micro-batch count does not divide.
             notes.append(f"local batch {local} not divisible by {count} micro-batches: "

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "export/comment_line.h"
 #include "export/megatron_args.h"
 #include "export/torchtitan_config.h"
 #include "export/torchtitan_job.h"
@@ -93,8 +94,8 @@ std::string header(const ir::TrainingSetup& config, const plan::InputsRecord& in
       "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\n"
       "MASTER_PORT=${{MASTER_PORT:-6000}}\n"
       "TRAIN_ITERS=${{TRAIN_ITERS:-20}}\n",
-      inputs.model, nodes, inputs.cluster, config.tp, config.cp, config.pp, config.dp, config.mbs,
-      config.gbs, nodes, nodes - 1);
+      commentLine(inputs.model), nodes, commentLine(inputs.cluster), config.tp, config.cp,
+      config.pp, config.dp, config.mbs, config.gbs, nodes, nodes - 1);
 }
 
 /// A bash array of whitespace-separated arguments (the Megatron line keeps its own quotes).

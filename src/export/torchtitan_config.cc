@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "export/comment_line.h"
+
 namespace autopar::exporters {
 
 namespace {
@@ -185,7 +187,7 @@ Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
       "# torchtitan configuration of {} (torchtitan b5bcd76's Trainer.Config), written by "
       "autopar.\n"
       "# Run: torchrun ... -m torchtitan.train --module autopar_plan --config autopar_plan\n",
-      model.name);
+      commentLine(model.name));
   text += notes(config, model);
   text +=
       "from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss\n"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cost/framework.h"
+#include "export/comment_line.h"
 #include "export/torchtitan_config.h"
 
 namespace autopar::exporters {
@@ -131,7 +132,7 @@ std::string flavorModule(const TransformerConfig& model) {
       "    rope_theta={theta},\n"
       "    rope_scaling_args={scaling},\n"
       ")\n",
-      fmt::arg("name", model.name), fmt::arg("hidden", model.hidden),
+      fmt::arg("name", commentLine(model.name)), fmt::arg("hidden", model.hidden),
       fmt::arg("layers", model.layers), fmt::arg("heads", model.heads),
       fmt::arg("kvHeads", model.kvHeads), fmt::arg("vocab", model.vocab),
       fmt::arg("mlp", mlpWidth(model)), fmt::arg("eps", model.normEpsilon),
@@ -226,7 +227,7 @@ Expected<TorchtitanJob> torchtitanJob(const ir::TrainingSetup& config,
       "# torchtitan v0.2.2 job configuration of {} (torchtitan@{}), written by autopar.\n"
       "# Run: torchrun ... -m torchtitan.train --job.config_file autopar_plan.toml, with "
       "autopar_flavor.py on PYTHONPATH\n",
-      model.name, kTorchtitanTomlRelease);
+      commentLine(model.name), kTorchtitanTomlRelease);
   job.toml += notes(config, model) + render(tables);
   job.flavor = flavorModule(model);
   return job;

@@ -10,6 +10,7 @@ using autopar::json::checkObject;
 using autopar::json::childPath;
 using autopar::json::jsonTypeName;
 using autopar::json::readBool;
+using autopar::json::readLabel;
 using autopar::json::readNumber;
 using autopar::json::readPositiveInt;
 using autopar::json::readString;
@@ -52,6 +53,13 @@ class Fields {
   std::string stringOr(std::string_view key, const std::string& fallback) {
     if (!status_ || !has(key)) return fallback;
     auto value = readString(document_.at(std::string(key)), childPath(path_, key));
+    if (!value) return fail(value.error()), fallback;
+    return *value;
+  }
+  /// A name the outputs repeat (readLabel: no control characters, bounded).
+  std::string labelOr(std::string_view key, const std::string& fallback) {
+    if (!status_ || !has(key)) return fallback;
+    auto value = readLabel(document_.at(std::string(key)), childPath(path_, key));
     if (!value) return fail(value.error()), fallback;
     return *value;
   }
@@ -178,8 +186,8 @@ void readLlamaFields(Fields& fields, TransformerConfig& config, const std::strin
 
 Expected<TransformerConfig> fromHuggingFace(const json& document, Fields& fields) {
   TransformerConfig config;
-  const std::string type = fields.stringOr("model_type", "");
-  config.name = fields.stringOr("_name_or_path", type);
+  const std::string type = fields.labelOr("model_type", "");
+  config.name = fields.labelOr("_name_or_path", type);
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen2_vl") {
     readLlamaFields(fields, config, "max_position_embeddings");
     config.qkvBias = type == "qwen2" || type == "qwen2_vl";
@@ -259,7 +267,7 @@ Expected<TransformerConfig> fromDimensions(const json& document, Fields& fields)
     return status.error();
   }
   TransformerConfig config;
-  config.name = fields.stringOr("name", "transformer");
+  config.name = fields.labelOr("name", "transformer");
   auto swiglu = requireField(document, "", "swiglu");
   if (!swiglu) return swiglu.error();
   fields.flagOr("swiglu", false) ? llamaStyle(config) : gptStyle(config);

@@ -90,6 +90,22 @@ Expected<std::string> readString(const Json& value, const std::string& path) {
   return value.get<std::string>();
 }
 
+Expected<std::string> readLabel(const Json& value, const std::string& path) {
+  auto text = readString(value, path);
+  if (!text) return text;
+  const bool control = std::any_of(text->begin(), text->end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+  if (control || text->size() > kMaxLabelLength) {
+    return Error{
+        fmt::format("{}: expected a name of at most {} characters without control "
+                    "characters",
+                    path, kMaxLabelLength)};
+  }
+  return text;
+}
+
 Expected<bool> readBool(const Json& value, const std::string& path) {
   if (!value.is_boolean()) return typeError(path, "true or false", value);
   return value.get<bool>();

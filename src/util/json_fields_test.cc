@@ -51,5 +51,18 @@ TEST(JsonFields, ListsAndObjects) {
             "flag: expected true or false, got null");
 }
 
+/// A name the outputs repeat cannot break a comment line: no control character, bounded.
+TEST(JsonFields, ALabelHasNoControlCharacters) {
+  EXPECT_EQ(*readLabel(Json("meta-llama/Llama-3.1-8B"), "_name_or_path"),
+            "meta-llama/Llama-3.1-8B");
+  const std::string expected =
+      "_name_or_path: expected a name of at most 256 characters without control characters";
+  EXPECT_EQ(readLabel(Json("x\nPYTHON\nrm -rf ~"), "_name_or_path").error().message, expected);
+  EXPECT_EQ(readLabel(Json(std::string("a\x7f")), "_name_or_path").error().message, expected);
+  EXPECT_TRUE(readLabel(Json(std::string(kMaxLabelLength, 'a')), "n").ok());
+  EXPECT_FALSE(readLabel(Json(std::string(kMaxLabelLength + 1, 'a')), "n").ok());
+  EXPECT_EQ(readLabel(Json(3), "n").error().message, "n: expected a string, got number");
+}
+
 }  // namespace
 }  // namespace autopar::json

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "export/comment_line.h"
 #include "export/launch_script.h"
 #include "export/mindspeed_json.h"
 #include "ir/parallel_config.h"
@@ -396,8 +397,9 @@ Expected<std::string> pipelineLaunchScript(const planner::GroupSearch& search,
       fmt::format("# A pipeline across device groups: NODE_RANK 0-{} are {}'s {} nodes "
                   "({}, stages 0-{}), NODE_RANK {}-{} are {}'s {} nodes ({}, stages "
                   "{}-{}).\n",
-                  front.nodes - 1, front.name, front.nodes, front.device, pipeline.frontStages - 1,
-                  front.nodes, front.nodes + back.nodes - 1, back.name, back.nodes, back.device,
+                  front.nodes - 1, commentLine(front.name), front.nodes, commentLine(front.device),
+                  pipeline.frontStages - 1, front.nodes, front.nodes + back.nodes - 1,
+                  commentLine(back.name), back.nodes, commentLine(back.device),
                   pipeline.frontStages, pipeline.config.pp - 1));
   return *script;
 }

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "util/closest_name.h"
+#include "util/label.h"
 
 namespace autopar::cluster {
 
@@ -87,18 +87,8 @@ Expected<std::string> text(const YAML::Node& node, const std::string& path,
   if (!value || !value.IsScalar() || value.Scalar().empty()) {
     return Error{fmt::format("{}: expected a non-empty string", where)};
   }
-  // Names are repeated in reports and in the comment lines of launch scripts, which a control
-  // character (a newline) would break.
   const std::string& scalar = value.Scalar();
-  const bool control = std::any_of(scalar.begin(), scalar.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == '\x7f';
-  });
-  if (control || scalar.size() > kMaxNameLength) {
-    return Error{
-        fmt::format("{}: expected a name of at most {} characters without control "
-                    "characters",
-                    where, kMaxNameLength)};
-  }
+  if (!isLabel(scalar)) return Error{notALabel(where)};
   return scalar;
 }
 

@@ -6,7 +6,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,11 +40,7 @@ Expected<double> positiveNumber(const YAML::Node& node, const std::string& path,
 Expected<int> positiveCount(const YAML::Node& node, const std::string& path, const std::string& key,
                             bool required, int fallback = 0);
 
-/// The longest name text() takes.
-inline constexpr size_t kMaxNameLength = 256;
-
-/// A name at `node[key]`: a non-empty string of at most kMaxNameLength characters, none of them a
-/// control character.
+/// A name at `node[key]`: a non-empty string the outputs may repeat (util/label.h's isLabel).
 Expected<std::string> text(const YAML::Node& node, const std::string& path, const std::string& key);
 
 /// The parts of a cluster spec (docs/cluster-format.md), under `path` ("device", or

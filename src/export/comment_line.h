@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/label.h"
+
 namespace autopar::exporters {
 
 /// `text` as part of one comment line: a control character (a newline in a file name) would end
@@ -13,9 +15,7 @@ namespace autopar::exporters {
 /// Example: "a\necho x" -> "a?echo x".
 inline std::string commentLine(std::string_view text) {
   std::string line(text);
-  std::replace_if(
-      line.begin(), line.end(),
-      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '\x7f'; }, '?');
+  std::replace_if(line.begin(), line.end(), isControlCharacter, '?');
   return line;
 }
 

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <limits>
+
+#include "util/label.h"
 
 namespace autopar::json {
 
@@ -92,17 +93,7 @@ Expected<std::string> readString(const Json& value, const std::string& path) {
 
 Expected<std::string> readLabel(const Json& value, const std::string& path) {
   auto text = readString(value, path);
-  if (!text) return text;
-  const bool control = std::any_of(text->begin(), text->end(), [](char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    return byte < 0x20 || byte == 0x7f;
-  });
-  if (control || text->size() > kMaxLabelLength) {
-    return Error{
-        fmt::format("{}: expected a name of at most {} characters without control "
-                    "characters",
-                    path, kMaxLabelLength)};
-  }
+  if (text && !isLabel(*text)) return Error{notALabel(path)};
   return text;
 }
 

@@ -44,11 +44,9 @@ Expected<const nlohmann::json*> requireField(const nlohmann::json& object, const
 
 /// Scalars: "path: expected a string, got number" and the like.
 Expected<std::string> readString(const nlohmann::json& value, const std::string& path);
-/// A name the outputs repeat (a model's): a string of at most kMaxLabelLength characters with no
-/// control character, so that no comment line of a written script or config can be broken.
+/// A name the outputs repeat (a model's: util/label.h's isLabel).
 /// Example: "meta-llama/Llama-3.1-8B" -> itself; "x\nrm -rf ~" -> "_name_or_path: expected a
 /// name of at most 256 characters without control characters".
-inline constexpr size_t kMaxLabelLength = 256;
 Expected<std::string> readLabel(const nlohmann::json& value, const std::string& path);
 Expected<bool> readBool(const nlohmann::json& value, const std::string& path);
 /// An integer (3.0 and "3" are rejected) that fits in int64.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/limits.h"
+
 namespace autopar::json {
 namespace {
 
@@ -59,8 +61,8 @@ TEST(JsonFields, ALabelHasNoControlCharacters) {
       "_name_or_path: expected a name of at most 256 characters without control characters";
   EXPECT_EQ(readLabel(Json("x\nPYTHON\nrm -rf ~"), "_name_or_path").error().message, expected);
   EXPECT_EQ(readLabel(Json(std::string("a\x7f")), "_name_or_path").error().message, expected);
-  EXPECT_TRUE(readLabel(Json(std::string(kMaxLabelLength, 'a')), "n").ok());
-  EXPECT_FALSE(readLabel(Json(std::string(kMaxLabelLength + 1, 'a')), "n").ok());
+  EXPECT_TRUE(readLabel(Json(std::string(autopar::limits::kMaxNameLength, 'a')), "n").ok());
+  EXPECT_FALSE(readLabel(Json(std::string(autopar::limits::kMaxNameLength + 1, 'a')), "n").ok());
   EXPECT_EQ(readLabel(Json(3), "n").error().message, "n: expected a string, got number");
 }
 

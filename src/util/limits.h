@@ -23,6 +23,8 @@ inline constexpr int64_t kMaxMicroBatch = int64_t{1} << 16;    ///< samples in o
 inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;  ///< micro-batches in one step
 inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 20;   ///< samples in one step
 inline constexpr int64_t kMaxThreads = 256;                    ///< solver threads
+/// A name the outputs repeat (a model's, a device group's: util/label.h).
+inline constexpr size_t kMaxNameLength = 256;
 /// A text input (yaml, JSON) read whole: 1 GiB.
 inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 /// A pipe given as an input file (`--config /dev/stdin`) has this long to reach its end: 10 s.

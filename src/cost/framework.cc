@@ -351,10 +351,10 @@ Expected<FrameworkChoice> parseFramework(std::string_view name) {
     if (at == std::string_view::npos) return FrameworkChoice{profile.framework, ""};
     const std::string_view tag = name.substr(at + 1);
     if (tag == profile.tag) return FrameworkChoice{profile.framework, ""};
+    if (profile.earlierRelease(tag)) return FrameworkChoice{profile.framework, std::string(tag)};
     std::vector<std::string> known{
         fmt::format("{}@{} ({})", profile.name, profile.tag, profile.models)};
     for (const ProfileRelease& release : profile.earlier()) {
-      if (release.tag == tag) return FrameworkChoice{profile.framework, std::string(tag)};
       known.push_back(fmt::format("{}@{} ({})", profile.name, release.tag, release.release));
     }
     return Error{fmt::format("{} '{}': expected {}", ir::flag(ir::Setting::kFramework), name,
@@ -364,14 +364,19 @@ Expected<FrameworkChoice> parseFramework(std::string_view name) {
                            frameworkNames())};
 }
 
+const ProfileRelease* FrameworkProfile::earlierRelease(std::string_view tag) const {
+  const std::span<const ProfileRelease> releases = earlier();
+  const auto found = std::ranges::find(releases, tag, &ProfileRelease::tag);
+  return found == releases.end() ? nullptr : &*found;
+}
+
 CodePath releaseCodePath(Framework framework, std::string_view release) {
   const FrameworkProfile& profile = frameworkProfile(framework);
   CodePath code = profile.codePath;
-  for (const ProfileRelease& each : profile.earlier()) {
-    if (each.tag != release) continue;
-    code.attention = each.attention;
-    code.loss = each.loss;
-    code.fusedNorm = each.fusedNorm.value_or(code.fusedNorm);
+  if (const ProfileRelease* each = profile.earlierRelease(release)) {
+    code.attention = each->attention;
+    code.loss = each->loss;
+    code.fusedNorm = each->fusedNorm.value_or(code.fusedNorm);
   }
   return code;
 }
@@ -464,16 +469,14 @@ Status checkRunnable(const FrameworkProfile& profile, const ir::ParallelConfig& 
     return refuse(fmt::format("{} with {}: its pipeline engine runs ZeRO 0 and 1 only",
                               flag(Setting::kZero, config.zero), flag(Setting::kPp, config.pp)));
   }
+  const ProfileRelease* earlier = profile.earlierRelease(release);
   const bool modelParallel = config.tp > 1 || config.pp > 1 || config.cp > 1;
-  for (const ProfileRelease& each : profile.earlier()) {
-    if (each.tag != release || !each.replicasRunAlone) continue;
-    if (config.zero == 0 && config.dp > 1 && modelParallel) {
-      return Error{fmt::format(
-          "{}@{}: cannot run {} with {} beside tensor, pipeline or context parallelism (its DDP "
-          "runs alone); use {} or {}",
-          ir::flag(ir::Setting::kFramework, profile.name), release, flag(Setting::kZero, 0),
-          flag(Setting::kDp, config.dp), flag(Setting::kZero, 3), profile.name)};
-    }
+  if (earlier && earlier->replicasRunAlone && config.zero == 0 && config.dp > 1 && modelParallel) {
+    return Error{fmt::format(
+        "{}@{}: cannot run {} with {} beside tensor, pipeline or context parallelism (its DDP "
+        "runs alone); use {} or {}",
+        ir::flag(ir::Setting::kFramework, profile.name), release, flag(Setting::kZero, 0),
+        flag(Setting::kDp, config.dp), flag(Setting::kZero, 3), profile.name)};
   }
   return {};
 }

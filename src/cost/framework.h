@@ -118,6 +118,8 @@ struct FrameworkProfile {
   Capabilities can;
   /// Its earlier releases with a code path of their own.
   [[nodiscard]] std::span<const ProfileRelease> earlier() const;
+  /// The earlier release tagged `tag`, or null (the profile's own, or no such release).
+  [[nodiscard]] const ProfileRelease* earlierRelease(std::string_view tag) const;
 };
 
 /// A --framework value: the profile, and the earlier release it names, if any.

@@ -81,15 +81,13 @@ std::string modelFunction(const TransformerConfig& model, int64_t seq) {
       fmt::arg("kvHeads", model.kvHeads), fmt::arg("ffn", model.ffn), fmt::arg("rope", rope));
 }
 
-/// ParallelismConfig's arguments. ZeRO 3 is FSDP2's default (parameters resharded after the
-/// forward), ZeRO 2 keeps them gathered until the backward ("never"); ZeRO 0 and 1 replicate
-/// (DDP: torchtitan has no sharded optimizer without sharded parameters).
+/// ParallelismConfig's arguments (torchtitanRun's data parallelism).
 std::vector<std::string> parallelismArguments(const ir::TrainingSetup& config) {
-  const bool sharded = config.zero >= 2;
+  const TorchtitanRun run = torchtitanRun(config);
   std::vector<std::string> args{
-      fmt::format("data_parallel_replicate_degree={}", sharded ? 1 : config.dp),
-      fmt::format("data_parallel_shard_degree={}", sharded ? config.dp : 1)};
-  if (config.zero == 2) args.emplace_back("fsdp_reshard_after_forward=\"never\"");
+      fmt::format("data_parallel_replicate_degree={}", run.replicateDegree),
+      fmt::format("data_parallel_shard_degree={}", run.shardDegree)};
+  if (run.reshardNever) args.emplace_back("fsdp_reshard_after_forward=\"never\"");
   args.push_back(fmt::format("tensor_parallel_degree={}", config.tp));
   args.push_back(fmt::format("pipeline_parallel_degree={}", config.pp));
   if (config.pp > 1) {
@@ -138,11 +136,7 @@ std::string notes(const ir::TrainingSetup& config, const TransformerConfig& mode
   if (config.codePath.loss == ir::LossKernel::kFused) {
     text += "# Note: torchtitan has no fused cross entropy; the plan priced one.\n";
   }
-  if (config.codePath.gradReduceInBf16) {
-    text +=
-        "# Note: torchtitan reduces gradients in float32 only (training.mixed_precision_reduce); "
-        "the plan reduced them in bf16.\n";
-  }
+  text += torchtitanReduceNote(config);
   if (config.precision == "fp8" && config.fp8ParamGather) {
     text +=
         "# Note: torchtitan's rowwise float8 gathers bf16 parameters; the plan gathered them in "
@@ -159,16 +153,34 @@ std::string notes(const ir::TrainingSetup& config, const TransformerConfig& mode
         "# Note: the layers' RMSNorms keep torchtitan's epsilon 1e-05; the model's is {}.\n",
         model.normEpsilon);
   }
-  if (model.vocab != 128256) {
-    text += fmt::format(
-        "# The recipe's data and tokenizer are Llama 3.1 8B's (vocabulary 128256); for this "
-        "vocabulary of {} set config.hf_assets_path to the model's tokenizer.\n",
-        model.vocab);
-  }
-  return text;
+  return text + torchtitanTokenizerNote(model, "config.hf_assets_path");
 }
 
 }  // namespace
+
+TorchtitanRun torchtitanRun(const ir::TrainingSetup& config) {
+  const bool sharded = config.zero >= 2;
+  const bool asyncTp = config.tp > 1 && config.codePath.tpCommOverlap;
+  return {.replicateDegree = sharded ? 1 : config.dp,
+          .shardDegree = sharded ? config.dp : 1,
+          .reshardNever = config.zero == 2,
+          .asyncTp = asyncTp,
+          .compile = config.codePath.fusedElementwise || asyncTp};
+}
+
+std::string torchtitanReduceNote(const ir::TrainingSetup& config) {
+  if (!config.codePath.gradReduceInBf16) return "";
+  return "# Note: torchtitan reduces gradients in float32 only (training.mixed_precision_reduce); "
+         "the plan reduced them in bf16.\n";
+}
+
+std::string torchtitanTokenizerNote(const TransformerConfig& model, std::string_view assetsKey) {
+  if (model.vocab == 128256) return "";
+  return fmt::format(
+      "# The recipe's data and tokenizer are Llama 3.1 8B's (vocabulary 128256); for this "
+      "vocabulary of {} set {} to the model's tokenizer.\n",
+      model.vocab, assetsKey);
+}
 
 Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
                                        const TransformerConfig& model) {
@@ -180,9 +192,7 @@ Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
   }
   const int64_t seq = config.seq > 0 ? config.seq : model.seq;
   const bool fp8 = config.precision == "fp8";
-  // torch.compile: the profile's fused elementwise chains, and async TP, which needs it.
-  const bool asyncTp = config.tp > 1 && config.codePath.tpCommOverlap;
-  const bool compile = config.codePath.fusedElementwise || asyncTp;
+  const TorchtitanRun run = torchtitanRun(config);
   std::string text = fmt::format(
       "# torchtitan configuration of {} (torchtitan b5bcd76's Trainer.Config), written by "
       "autopar.\n"
@@ -204,7 +214,7 @@ Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,
       "def autopar_plan() -> Trainer.Config:\n"
       "    config = llama3_8b()  # its data, tokenizer, optimizer and schedule\n"
       "    config.compile = CompileConfig(enable={}{})\n",
-      compile ? "True" : "False", asyncTp ? ", enable_async_tensor_parallel=True" : "");
+      run.compile ? "True" : "False", run.asyncTp ? ", enable_async_tensor_parallel=True" : "");
   if (fp8) {
     text +=
         "    converters = [\n"

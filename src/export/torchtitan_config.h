@@ -19,6 +19,7 @@
 ///   ...)
 
 #include <string>
+#include <string_view>
 
 #include "frontend/transformer.h"
 #include "ir/training_setup.h"
@@ -29,6 +30,28 @@ namespace autopar::exporters {
 /// What torchtitan's llama3 model cannot be (a vision tower, experts, GeLU, LayerNorm, learned or
 /// ALiBi positions, biases, a RoPE scaling other than Llama 3's): the first difference, or "".
 std::string unlikeTorchtitanLlama(const frontend::TransformerConfig& model);
+
+/// What torchtitan runs of a plan, whichever form configures it. Data parallelism: ZeRO 3 is
+/// FSDP2's default (parameters resharded after the forward), ZeRO 2 keeps them gathered until the
+/// backward (reshard "never"); ZeRO 0 and 1 replicate (DDP: torchtitan has no sharded optimizer
+/// without sharded parameters). Async TP where the plan overlaps tensor-parallel communication
+/// (TP > 1), and torch.compile for the profile's fused elementwise chains and for async TP, which
+/// needs it.
+struct TorchtitanRun {
+  int64_t replicateDegree = 1;
+  int64_t shardDegree = 1;
+  bool reshardNever = false;
+  bool asyncTp = false;
+  bool compile = false;
+};
+TorchtitanRun torchtitanRun(const ir::TrainingSetup& config);
+
+/// The comment lines both forms write where the plan differs from what torchtitan can run: a
+/// gradient reduction in bf16 (torchtitan reduces in float32 only), and a vocabulary other than
+/// the recipe's tokenizer's (`assetsKey`: where to name the model's, "config.hf_assets_path").
+std::string torchtitanReduceNote(const ir::TrainingSetup& config);
+std::string torchtitanTokenizerNote(const frontend::TransformerConfig& model,
+                                    std::string_view assetsKey);
 
 /// The module's text; fails in one line naming what torchtitan's llama3 cannot express.
 Expected<std::string> torchtitanConfig(const ir::TrainingSetup& config,

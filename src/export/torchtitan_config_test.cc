@@ -3,39 +3,19 @@
 #include <gtest/gtest.h>
 
 #include "cost/framework.h"
-#include "frontend/model_presets.h"
-#include "frontend/transformer.h"
+#include "export/torchtitan_test_util.h"
 
 namespace autopar::exporters {
 namespace {
 
-ir::TrainingSetup fsdpConfig() {
-  ir::TrainingSetup config;
-  config.tp = 2;
-  config.dp = 4;
-  config.mbs = 2;
-  config.gbs = 32;
-  config.seq = 4096;
-  config.zero = 3;
-  config.framework = ir::Framework::kTorchtitan;
-  config.codePath = cost::frameworkProfile(config.framework).codePath;
-  return config;
-}
-
-frontend::TransformerConfig llama2() {
-  auto model = frontend::transformerPreset("llama2-7b");
-  EXPECT_TRUE(model.ok());
-  return model.ok() ? *model : frontend::TransformerConfig{};
-}
+using testing::fsdpConfig;
+using testing::has;
+using testing::llama2;
 
 std::string moduleOf(const ir::TrainingSetup& config, const frontend::TransformerConfig& model) {
   auto text = torchtitanConfig(config, model);
   EXPECT_TRUE(text.ok()) << text.error().message;
   return text.ok() ? *text : "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(TorchtitanConfig, ShardsOverDataParallelUnderZeroThreeAndCountsTheBatchInTokens) {

@@ -44,19 +44,16 @@ int64_t layersPerStage(const ir::TrainingSetup& config, int64_t layers) {
   return 0;
 }
 
-/// ZeRO 3 is FSDP2's default (resharded after the forward), ZeRO 2 keeps the parameters gathered
-/// until the backward ("never"); ZeRO 0 and 1 replicate (DDP).
-/// `layers`: the model's, for the interleaved stages' layers (0: leave the key out).
+/// The [parallelism] table (torchtitanRun's data parallelism). `layers`: the model's, for the
+/// interleaved stages' layers (0: leave the key out).
 Table parallelism(const ir::TrainingSetup& config, int64_t layers) {
-  const bool sharded = config.zero >= 2;
+  const TorchtitanRun run = torchtitanRun(config);
   Table table{"parallelism",
-              {fmt::format("data_parallel_replicate_degree = {}", sharded ? 1 : config.dp),
-               fmt::format("data_parallel_shard_degree = {}", sharded ? config.dp : 1)}};
-  if (config.zero == 2) table.lines.emplace_back("fsdp_reshard_after_forward = \"never\"");
+              {fmt::format("data_parallel_replicate_degree = {}", run.replicateDegree),
+               fmt::format("data_parallel_shard_degree = {}", run.shardDegree)}};
+  if (run.reshardNever) table.lines.emplace_back("fsdp_reshard_after_forward = \"never\"");
   table.lines.push_back(fmt::format("tensor_parallel_degree = {}", config.tp));
-  if (config.tp > 1 && config.codePath.tpCommOverlap) {
-    table.lines.emplace_back("enable_async_tensor_parallel = true");
-  }
+  if (run.asyncTp) table.lines.emplace_back("enable_async_tensor_parallel = true");
   table.lines.push_back(fmt::format("pipeline_parallel_degree = {}", config.pp));
   if (config.pp > 1) {
     table.lines.push_back(fmt::format("pipeline_parallel_schedule = \"{}\"",
@@ -158,11 +155,7 @@ std::string notes(const ir::TrainingSetup& config, const TransformerConfig& mode
         "(build_cross_entropy_loss); the plan priced the {} loss.\n",
         cost::lossKernelName(config.codePath.loss));
   }
-  if (config.codePath.gradReduceInBf16) {
-    text +=
-        "# Note: torchtitan reduces gradients in float32 only (training.mixed_precision_reduce); "
-        "the plan reduced them in bf16.\n";
-  }
+  text += torchtitanReduceNote(config);
   if (config.precision == "fp8" && config.fp8ParamGather && config.zero < 2) {
     text += "# Note: float8 all-gathers need FSDP; the plan gathered float8 parameters.\n";
   }
@@ -172,13 +165,7 @@ std::string notes(const ir::TrainingSetup& config, const TransformerConfig& mode
         "the plan has {} model chunks per stage.\n",
         config.pp * config.vpp, model.layers, config.vpp);
   }
-  if (model.vocab != 128256) {
-    text += fmt::format(
-        "# The recipe's data and tokenizer are Llama 3.1 8B's (vocabulary 128256); for this "
-        "vocabulary of {} set model.hf_assets_path to the model's tokenizer.\n",
-        model.vocab);
-  }
-  return text;
+  return text + torchtitanTokenizerNote(model, "model.hf_assets_path");
 }
 
 }  // namespace
@@ -197,7 +184,6 @@ Expected<TorchtitanJob> torchtitanJob(const ir::TrainingSetup& config,
   }
   const int64_t seq = config.seq > 0 ? config.seq : model.seq;
   const bool fp8 = config.precision == "fp8";
-  const bool asyncTp = config.tp > 1 && config.codePath.tpCommOverlap;
   std::vector<Table> tables{
       {"job", {"dump_folder = \"./outputs\"", "description = \"autopar plan\""}},
       {"model",
@@ -207,9 +193,8 @@ Expected<TorchtitanJob> torchtitanJob(const ir::TrainingSetup& config,
       {"lr_scheduler", {"warmup_steps = 200"}},
       training(config, seq),
       parallelism(config, model.layers),
-      // torch.compile: the profile's fused elementwise chains, and async TP, which needs it.
       {"compile",
-       {fmt::format("enable = {}", tomlBool(config.codePath.fusedElementwise || asyncTp)),
+       {fmt::format("enable = {}", tomlBool(torchtitanRun(config).compile)),
         "components = [\"model\", \"loss\"]"}},
       activationCheckpoint(config.recompute),
       {"experimental", {"custom_import = \"autopar_flavor\""}}};

@@ -3,39 +3,20 @@
 #include <gtest/gtest.h>
 
 #include "cost/framework.h"
-#include "frontend/model_presets.h"
+#include "export/torchtitan_test_util.h"
 
 namespace autopar::exporters {
 namespace {
 
-ir::TrainingSetup fsdpConfig() {
-  ir::TrainingSetup config;
-  config.tp = 2;
-  config.dp = 4;
-  config.mbs = 2;
-  config.gbs = 32;
-  config.seq = 4096;
-  config.zero = 3;
-  config.framework = ir::Framework::kTorchtitan;
-  config.frameworkRelease = std::string(kTorchtitanTomlRelease);
-  config.codePath = cost::releaseCodePath(config.framework, kTorchtitanTomlRelease);
-  return config;
-}
+using testing::has;
+using testing::llama2;
 
-frontend::TransformerConfig llama2() {
-  auto model = frontend::transformerPreset("llama2-7b");
-  EXPECT_TRUE(model.ok());
-  return model.ok() ? *model : frontend::TransformerConfig{};
-}
+ir::TrainingSetup fsdpConfig() { return testing::fsdpConfig(kTorchtitanTomlRelease); }
 
 TorchtitanJob jobOf(const ir::TrainingSetup& config, const frontend::TransformerConfig& model) {
   auto job = torchtitanJob(config, model);
   EXPECT_TRUE(job.ok()) << job.error().message;
   return job.ok() ? *job : TorchtitanJob{};
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 /// The trainer derives the accumulation steps from global_batch_size / (local_batch_size x

@@ -260,14 +260,14 @@ constexpr ProfileRelease kReleases[] = {
     {Framework::kComposer, "2023-10",
      "llm-foundry v0.3.0 (2023-09) with flash-attn 1.0.9: MPT's attn_impl: triton, the Triton "
      "FlashAttention kernel",
-     ir::AttentionKernel::kFlash1, ir::LossKernel::kFused},
+     ir::AttentionKernel::kFlash1, ir::LossKernel::kFused, /*fusedNorm=*/std::nullopt},
     // torchtitan's llama3 recipes took ChunkedLossWrapper on 2026-06-26 (9530a874d,
     // torchtitan/models/llama3/config_registry.py); before, F.cross_entropy over the whole
     // logits, upcast to fp32 (torchtitan/components/loss.py).
     {Framework::kTorchtitan, "2026-05",
      "torchtitan 9810191 (2026-02-23, configurations as Python modules) to 2026-06-25, before "
      "its recipes chunked the loss: F.cross_entropy over the whole logits in fp32",
-     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32},
+     ir::AttentionKernel::kFlash, ir::LossKernel::kFp32, /*fusedNorm=*/std::nullopt},
     // The same code path in the last releases with TOML job configs, whose job config the
     // exporter writes (export/torchtitan_job.h): v0.2.0 (2025-10, torch 2.9, whose nn.RMSNorm
     // runs fused kernels) to v0.2.2 (73a0e6979, 2026-02-20).

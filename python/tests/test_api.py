@@ -233,6 +233,18 @@ def test_flags_lists_and_negations_become_the_commands_words():
                                         "--no-overlap-grad-reduce", "--json")
 
 
+def test_uneven_data_parallel_shares_are_a_list_of_samples():
+    model = str(ROOT / "examples/models/llama-2layer-h256.json")
+    plan = autopar.plan(model=model, cluster="cpu-host", seq=128, devices=4, tp=2,
+                        micro_batches=2, dp_shares=[6, 2])
+    expected = cli_json("plan", "--model", model, "--cluster", "cpu-host", "--seq", "128",
+                        "--devices", "4", "--tp", "2", "--micro-batches", "2", "--dp-shares",
+                        "6,2", "--json")
+    assert plan.to_dict() == expected
+    assert expected["data_parallel_shares"] == [6, 2]
+    assert expected["estimate"]["samples_per_step"] == 8
+
+
 def test_a_graph_search_winner_is_not_exported_from_other_options():
     graph = autopar.Graph("ffn")
     x = graph.input("x", [64, 1024])

@@ -77,6 +77,11 @@ void addTrainingFlags(CLI::App& verb, ir::TrainingSetup& setup, planner::Trainin
   verb.add_option("--micro-batches", flags.microBatches,
                   "micro-batches per step (MindSpore micro_size, MindFormers micro_batch_num)")
       ->check(positiveAtMost(limits::kMaxMicroBatches));
+  verb.add_option("--dp-shares", flags.dpShares,
+                  "N,N,...: each data-parallel replica's samples a step, in rank order, where a "
+                  "faster kind of device trains more (with --tp; priced at the largest share)")
+      ->delimiter(',')
+      ->check(positiveAtMost(limits::kMaxGlobalBatch));
   verb.add_option("--schedule", text.schedule,
                   "pipeline schedule: 1f1b | interleaved | gpipe | zb-h1")
       ->capture_default_str();

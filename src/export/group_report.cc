@@ -333,6 +333,17 @@ nlohmann::ordered_json sharedPlanJson(const planner::GroupSearch& search,
                                            share.found->bestSeconds)}});
   }
   json["groups"] = std::move(groups);
+  // Each replica's samples, as `autopar plan --dp-shares` takes them: the plan `autopar check`
+  // runs on CPU ranks to prove the shares compute what the unsharded model does. One sharding
+  // runs them only where every group has the same TP, CP and PP.
+  const planner::MegatronConfig& first = *plan.shares.front().found->best;
+  nlohmann::ordered_json replicas = nlohmann::ordered_json::array();
+  for (const planner::GroupOutcome& share : plan.shares) {
+    const planner::MegatronConfig& best = *share.found->best;
+    if (best.tp != first.tp || best.cp != first.cp || best.pp != first.pp) return json;
+    for (int64_t r = 0; r < best.dp; ++r) replicas.push_back(share.samples / best.dp);
+  }
+  json["data_parallel_shares"] = std::move(replicas);
   return json;
 }
 

@@ -1,6 +1,7 @@
 #include "export/plan_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 
@@ -239,6 +240,13 @@ std::string formatPlanReport(const plan::Plan& plan, const ReportHeader& header)
     const ir::ParallelConfig& c = *plan.setup;
     out += fmt::format("  configuration {}{}, recompute {}, ZeRO {}\n", ir::shapeName(c),
                        c.vpp > 1 ? fmt::format(" VPP {}", c.vpp) : "", c.recompute, c.zero);
+  }
+  if (!plan.dataParallelShares.empty()) {
+    out += fmt::format(
+        "  data-parallel shares {} samples a step, in rank order (priced at the largest, "
+        "micro-batch "
+        "{}: that replica sets the step)\n",
+        fmt::join(plan.dataParallelShares, " + "), plan.inputs.microBatch);
   }
   out += "\n";
   appendStrategies(out, plan);

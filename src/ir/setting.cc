@@ -42,6 +42,7 @@ constexpr std::array kNames{
     Named{Setting::kPipelineStages, "pipeline-stages"},
     Named{Setting::kMicroBatch, "micro-batch"},
     Named{Setting::kMicroBatches, "micro-batches"},
+    Named{Setting::kDpShares, "dp-shares"},
     Named{Setting::kSchedule, "schedule"},
     Named{Setting::kVirtualStages, "virtual-stages"},
     Named{Setting::kMpCommRecompute, "no-mp-comm-recompute"},

@@ -52,6 +52,7 @@ enum class Setting {
   kPipelineStages,
   kMicroBatch,
   kMicroBatches,
+  kDpShares,  ///< uneven data-parallel shares of the batch
   kSchedule,
   kVirtualStages,
   kMpCommRecompute,  ///< spelt as its negation: no-mp-comm-recompute

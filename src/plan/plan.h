@@ -196,6 +196,10 @@ struct Plan {
   /// search chose shardings no single tensor-parallel degree gives. The exporters write it; the
   /// plan file keeps its parallel part as "parallel_config".
   std::optional<ir::TrainingSetup> setup;
+  /// Per data-parallel replica, in rank order, the samples it trains per step (`plan --dp-shares`:
+  /// a faster kind of device takes more); empty: the batch split evenly. Needs `setup`, one share
+  /// per replica, each a whole number of samples per micro-batch.
+  std::vector<int64_t> dataParallelShares;
   std::vector<ParameterRecord> parameters;
   std::vector<FusionGroupRecord> fusionGroups;
   EstimateRecord estimate;

@@ -336,6 +336,9 @@ Expected<Plan> planFromJson(const Json& object, const std::string& sourceName) {
     plan.setup.emplace();
     static_cast<ir::ParallelConfig&>(*plan.setup) = *parallel;
   }
+  auto shares = optionalField(object, "data_parallel_shares", "", kIntList, {});
+  if (!shares) return fail(shares.error());
+  plan.dataParallelShares = std::move(*shares);
   if (object.contains("parameters")) {
     auto parameters = readList<ParameterRecord>(object, "parameters", "", readParameter);
     if (!parameters) return fail(parameters.error());

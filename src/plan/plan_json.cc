@@ -234,6 +234,7 @@ OrderedJson planToJson(const Plan& plan) {
                    {"conflicts", plan.conflicts},
                    {"features", featuresToJson(plan)}};
   if (plan.setup) json["parallel_config"] = parallelConfigToJson(*plan.setup);
+  if (!plan.dataParallelShares.empty()) json["data_parallel_shares"] = plan.dataParallelShares;
   json["parameters"] = parametersToJson(plan);
   json["fusion_groups"] = fusionGroupsToJson(plan);
   json["estimate"] = estimateToJson(plan.estimate);

@@ -109,6 +109,48 @@ TEST(PlanValidateTest, ParallelConfigAgreesWithThePlan) {
   EXPECT_FALSE(validatePlan(plan, empty, 16));
 }
 
+TEST(PlanJsonTest, DataParallelSharesRoundTrip) {
+  Plan plan = annotatedPlan();
+  EXPECT_FALSE(planToJson(plan).contains("data_parallel_shares"));
+  plan.dataParallelShares = {24, 8, 16, 16};
+  auto read = roundTrip(plan);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->dataParallelShares, plan.dataParallelShares);
+  auto json = planToJson(plan);
+  json["data_parallel_shares"] = "24,8";
+  EXPECT_EQ(parsePlanJson(json.dump(), "p.json").error().message,
+            "p.json: data_parallel_shares: expected a list of integers");
+}
+
+/// Shares the runtime can run: one per replica of a configuration that fills the devices, each
+/// whole samples in every micro-batch.
+TEST(PlanValidateTest, DataParallelSharesFitTheConfiguration) {
+  const ir::Graph empty;
+  Plan plan = annotatedPlan();
+  plan.dataParallelShares = {24, 8, 16, 16};
+  EXPECT_TRUE(validatePlan(plan, empty, 16));
+  auto refusal = [&](std::vector<int64_t> shares) {
+    Plan changed = plan;
+    changed.dataParallelShares = std::move(shares);
+    auto status = validatePlan(changed, empty, 16);
+    return status ? std::string() : status.error().message;
+  };
+  EXPECT_EQ(refusal({24, 8}), "data_parallel_shares: 2 shares, expected one per replica (dp 4)");
+  EXPECT_EQ(refusal({24, 8, 12, 20}),
+            "data_parallel_shares[2]: 12; expected a multiple of the 8 micro-batches from 1 to "
+            "1048576");
+  EXPECT_EQ(refusal({24, 8, 16, 0}),
+            "data_parallel_shares[3]: 0; expected a multiple of the 8 micro-batches from 1 to "
+            "1048576");
+  plan.setup->dp = 2;
+  EXPECT_EQ(refusal({24, 8}),
+            "data_parallel_shares: tp 2 x cp 1 x dp 2 x pp 2 leaves some of the 16 devices idle; "
+            "shares need every device in a replica");
+  plan.setup.reset();
+  EXPECT_EQ(refusal({24, 8}),
+            "data_parallel_shares: needs parallel_config, whose dp replicas they share");
+}
+
 /// What `run` needs of the ranks and stages, validate checks first (issue 20: such plans passed
 /// validate and failed inside run).
 TEST(PlanValidateTest, RanksAreDistinctDevicesAndStagesStartAtZero) {

@@ -4,9 +4,13 @@
 
 #include <algorithm>
 
+#include "util/limits.h"
+
 namespace autopar::plan {
 
 namespace {
+
+constexpr int64_t kMaxShare = limits::kMaxGlobalBatch;
 
 Status validateStrategy(const OpRecord& record, const ir::Graph& graph, const ir::Op& op,
                         int64_t numDevices) {
@@ -81,6 +85,36 @@ Status validateParallelConfig(const Plan& plan, int64_t numDevices) {
   return {};
 }
 
+/// Uneven data-parallel shares: one per replica of a configuration that fills each stage, each a
+/// whole number of samples per micro-batch.
+Status validateShares(const Plan& plan, int64_t numDevices) {
+  const std::vector<int64_t>& shares = plan.dataParallelShares;
+  if (shares.empty()) return {};
+  if (!plan.setup) {
+    return Error{"data_parallel_shares: needs parallel_config, whose dp replicas they share"};
+  }
+  const ir::ParallelConfig& c = *plan.setup;
+  if (static_cast<int64_t>(shares.size()) != c.dp) {
+    return Error{fmt::format("data_parallel_shares: {} shares, expected one per replica (dp {})",
+                             shares.size(), c.dp)};
+  }
+  if (c.tp * c.cp * c.dp * c.pp != numDevices) {
+    return Error{fmt::format(
+        "data_parallel_shares: tp {} x cp {} x dp {} x pp {} leaves some of the {} devices idle; "
+        "shares need every device in a replica",
+        c.tp, c.cp, c.dp, c.pp, numDevices)};
+  }
+  const int64_t micro = std::max(plan.pipeline.microBatches, 1);
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (shares[i] < 1 || shares[i] > kMaxShare || shares[i] % micro != 0) {
+      return Error{fmt::format(
+          "data_parallel_shares[{}]: {}; expected a multiple of the {} micro-batches from 1 to {}",
+          i, shares[i], micro, kMaxShare)};
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices) {
@@ -123,6 +157,7 @@ Status validatePlan(const Plan& plan, const ir::Graph& graph, int64_t numDevices
   if (plan.setup) {
     if (auto status = validateParallelConfig(plan, numDevices); !status) return status;
   }
+  if (auto status = validateShares(plan, numDevices); !status) return status;
   if (plan.ops.size() != graph.ops().size()) {
     return Error{fmt::format("ops: plan has {} ops, graph '{}' has {}", plan.ops.size(),
                              graph.name(), graph.ops().size())};

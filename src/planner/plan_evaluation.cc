@@ -89,8 +89,8 @@ Status checkPlanRunnable(const PlanOptions& options, const ModelOptions& model) 
 
 }  // namespace
 
-Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& cluster,
-                             const ModelOptions& givenModel) {
+Expected<LoadedModel> loadPlannedModel(const PlanOptions& given, const cluster::Cluster& cluster,
+                                       const ModelOptions& givenModel) {
   const PlanOptions options = withFramework(given);
   if (auto runnable = checkPlanRunnable(options, givenModel); !runnable) return runnable.error();
   ModelOptions modelOptions = givenModel;
@@ -99,7 +99,12 @@ Expected<Evaluated> evaluate(const PlanOptions& given, const cluster::Cluster& c
   }
   auto pipeline = pipelineConfig(options.setup, options.training, cluster.numDevices);
   if (!pipeline) return pipeline.error();
-  auto model = loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);
+  return loadModel(options.model, modelOptions, cluster.numDevices / pipeline->stages);
+}
+
+Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,
+                             const ModelOptions& modelOptions) {
+  auto model = loadPlannedModel(options, cluster, modelOptions);
   if (!model) return model.error();
   return evaluateModel(std::move(*model), options, cluster);
 }

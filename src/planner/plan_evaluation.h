@@ -103,6 +103,11 @@ struct Evaluated {
   }
 };
 
+/// The model evaluate() plans: built with `modelOptions` (and the named framework's attention
+/// kernel) for one pipeline stage's devices; the plan features are not applied yet.
+Expected<LoadedModel> loadPlannedModel(const PlanOptions& options, const cluster::Cluster& cluster,
+                                       const ModelOptions& modelOptions);
+
 /// Loads the model with `modelOptions`, applies the plan features, assigns stages, searches and
 /// costs. Errors are the first bad input met, one line each.
 Expected<Evaluated> evaluate(const PlanOptions& options, const cluster::Cluster& cluster,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/setting.h"
+#include "planner/data_parallel_shares.h"
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
 #include "planner/plan_assembly.h"
@@ -61,8 +62,16 @@ Expected<PlannedRequest> planRequest(PlanOptions options, const PlanObserver& ob
   PlannedRequest planned;
   planned.cluster = std::move(*cluster);
   planned.options = std::move(options);
+  auto shared = applyShares(planned.options, planned.cluster);
+  if (!shared) return shared.error();
   if (auto status = evaluateRequest(planned, observer); !status) return status.error();
   planned.plan = planOf(planned.evaluated, planned.options, planned.cluster);
+  if (*shared) {
+    if (auto status = recordShares(planned.plan, **shared, planned.options, planned.cluster);
+        !status) {
+      return status.error();
+    }
+  }
   if (!planned.plan.estimate.fits) {
     planned.advice = adviseFit(planned.options, planned.cluster, observer.fixes);
     planned.plan.fixes = planned.advice->fixes;

@@ -75,6 +75,10 @@ Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   ModelOptions base;
   base.microBatch = plan.inputs.microBatch;
   base.sequence = plan.inputs.sequence;
+  // Uneven data-parallel shares: the graph holds a micro-batch of every replica's share.
+  const int64_t shared =
+      std::accumulate(plan.dataParallelShares.begin(), plan.dataParallelShares.end(), int64_t{0});
+  if (shared > 0) base.graphBatch = shared / std::max(plan.pipeline.microBatches, 1);
   std::vector<ModelOptions> tries{base};
   if (plan.setup) {
     // The plan says how it was annotated: build that first.
@@ -156,9 +160,13 @@ Expected<RunnablePlan> loadRunnablePlan(const std::string& path) {
     opChunk.push_back(op.chunk);
     stages = std::max(stages, op.stage + 1);
   }
-  return RunnablePlan{std::move(*plan),     std::move(*graph),  std::move(*cluster),
-                      std::move(*sharding), std::move(opStage), stages,
-                      std::move(opChunk)};
+  std::vector<int64_t> batchShares;
+  for (int64_t share : plan->dataParallelShares) {
+    batchShares.push_back(share / std::max(plan->pipeline.microBatches, 1));
+  }
+  return RunnablePlan{std::move(*plan),     std::move(*graph),     std::move(*cluster),
+                      std::move(*sharding), std::move(opStage),    stages,
+                      std::move(opChunk),   std::move(batchShares)};
 }
 
 Expected<RunnablePlan> loadRunnableGraph(const std::string& path, const std::string& clusterName,
@@ -180,6 +188,7 @@ Expected<RunnablePlan> loadRunnableGraph(const std::string& path, const std::str
                       std::move(*sharding),
                       {},
                       1,
+                      {},
                       {}};
 }
 

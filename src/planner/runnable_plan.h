@@ -24,6 +24,9 @@ struct RunnablePlan {
   std::vector<int> opStage;
   int stages = 1;
   std::vector<int> opChunk;
+  /// Per data-parallel replica, its samples of each micro-batch (the plan's shares over its
+  /// micro-batches); empty when the batch splits evenly.
+  std::vector<int64_t> batchShares;
 };
 
 /// Reads and validates a plan file and rebuilds its model. The plan records the model,

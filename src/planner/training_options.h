@@ -24,6 +24,9 @@ struct TrainingFlags {
   /// micro-batch, so the count is given, not derived from a global batch
   /// (ir::TrainingSetup::microBatches). 0: one per step without pipelining, else required.
   int microBatches = 0;
+  /// Per data-parallel replica, in rank order, the samples it trains per step (--dp-shares 6,2;
+  /// planner/data_parallel_shares.h); empty: the batch split evenly.
+  std::vector<int64_t> dpShares;
   std::vector<std::string> recomputeOps;
   bool noMpCommRecompute = false;
   bool parallelOptimizerCommRecompute = false;

@@ -6,7 +6,21 @@
 #include <cmath>
 #include <map>
 
+#include "rules/sharding_rule.h"
+
 namespace autopar::runtime {
+
+Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph) {
+  std::vector<rules::FactorCuts> cuts;
+  std::vector<rules::StrategySource> sources;
+  for (const ir::Op& op : graph.ops()) {
+    auto rule = rules::shardingRuleFor(graph, op);
+    if (!rule) return rule.error().in(op.name);
+    cuts.emplace_back(rule->factors.size(), 1);
+    sources.push_back(rules::StrategySource::kDefault);
+  }
+  return rules::shardGraphWithCuts(graph, {0}, cuts, sources);
+}
 
 Difference lossDifference(const RankResult& reference, const std::vector<RankResult>& ranks) {
   Difference worst;

@@ -6,9 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
+#include "rules/graph_sharding.h"
 #include "runtime/result_file.h"
+#include "util/expected.h"
 
 namespace autopar::runtime {
+
+/// The sharding that runs the whole graph on one rank (every cut 1): the reference `check`
+/// compares against.
+Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph);
 
 struct Difference {
   double value = 0;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "runtime/batch_shares.h"
 #include "runtime/kernels.h"
 #include "runtime/launcher.h"
 #include "runtime/process_groups.h"
@@ -36,10 +37,6 @@ std::vector<int> sorted(std::vector<int> ranks) {
 
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-BlockRanges rangesOf(const TensorLayout& layout, int rank) {
-  return layout.sliceRanges(positionIn(layout.deviceMatrix, rank));
 }
 
 at::Tensor cut(at::Tensor full, const BlockRanges& ranges) {
@@ -87,6 +84,8 @@ class Rank {
   /// Where a graph input or parameter lives: the layout its first consumer on this stage needs.
   [[nodiscard]] std::optional<TensorLayout> homeLayout(ir::TensorId tensor) const;
   [[nodiscard]] at::Tensor drawWhole(const ir::Tensor& tensor, int step) const;
+  /// This rank's block of a tensor in `layout`, in the plan's data-parallel shares.
+  [[nodiscard]] BlockRanges rangesOf(const TensorLayout& layout) const;
   Expected<MicroBatch> forward(int step, int micro);
   Expected<at::Tensor> runOps(std::map<ir::TensorId, Value>& values, int sample, MicroBatch& batch);
   /// Receives transfer `t`'s block for `batch` into `values`.
@@ -126,11 +125,13 @@ class Rank {
   std::map<ir::TensorId, size_t> inbound_;                ///< tensor -> the transfer bringing it
   std::map<ir::TensorId, std::vector<size_t>> outbound_;  ///< tensor -> transfers sending it
   std::vector<Part> opParts_;
+  BatchShares shares_;
   /// Parameters with one use on this stage whose gradient comes out partial: the ranks it is
   /// summed over once per step (instead of once per micro-batch inside the backward).
   std::map<ir::TensorId, std::vector<int>> gradientGroups_;
   std::array<PartCost, kParts> measured_{};  ///< the current micro-batch's forward, per part
   double forwardSeconds_ = 0;                ///< the current micro-batch's ops and sends
+  int64_t samples_ = 0;  ///< rows of this rank's block of the batch (a graph input's dim 0)
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 
@@ -142,6 +143,13 @@ std::optional<TensorLayout> Rank::homeLayout(ir::TensorId tensor) const {
     return program_.sharding.ops[static_cast<size_t>(consumer)].inputs[static_cast<size_t>(at)];
   }
   return std::nullopt;
+}
+
+BlockRanges Rank::rangesOf(const TensorLayout& layout) const {
+  auto ranges = shares_.rangesOf(layout, groups_.rank());
+  // prepare() checked every layout the ops use (checkShares).
+  if (!ranges) throw std::logic_error(ranges.error().message);
+  return std::move(*ranges);
 }
 
 /// Parameters: N(0, 0.02) but norm scales 1 and norm shifts 0. Integer inputs: uniform over the
@@ -217,6 +225,14 @@ Status Rank::prepare() {
   opParts_ = partsOfOps();
   const int perStage = groups_.world() / program_.stages;
   stage_ = groups_.rank() / perStage;
+  auto shares = BatchShares::over(program_.batchShares, perStage);
+  if (!shares) return shares.error();
+  shares_ = std::move(*shares);
+  if (auto status =
+          shares_.checkStage(graph, program_.sharding, program_.opStage, stage_, groups_.rank());
+      !status) {
+    return status;
+  }
   lastStage_ = stageOf(graph.ops().back().id) == stage_;
   if (program_.stages > 1) {
     transfers_ =
@@ -240,7 +256,7 @@ Status Rank::prepare() {
       }
     }
     TensorLayout layout = std::move(*home);
-    at::Tensor block = cut(drawWhole(tensor, 0), rangesOf(layout, groups_.rank()));
+    at::Tensor block = cut(drawWhole(tensor, 0), rangesOf(layout));
     block.set_requires_grad(true);
     auto shard = optimizerShard(tensor, layout, block);
     if (!shard) return shard.error();
@@ -281,9 +297,9 @@ Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
     if (tensor.role != ir::TensorRole::kInput) continue;
     auto layout = homeLayout(tensor.id);
     if (!layout) continue;
-    values.emplace(tensor.id,
-                   Value{cut(drawWhole(tensor, sample), rangesOf(*layout, groups_.rank())),
-                         std::move(*layout)});
+    at::Tensor block = cut(drawWhole(tensor, sample), rangesOf(*layout));
+    if (samples_ == 0 && block.dim() > 0) samples_ = block.size(0);
+    values.emplace(tensor.id, Value{block, std::move(*layout)});
   }
   const auto opsStart = std::chrono::steady_clock::now();  // the data is drawn: not timed
   auto loss = runOps(values, sample, batch);
@@ -296,8 +312,9 @@ Expected<Rank::MicroBatch> Rank::forward(int step, int micro) {
 void Rank::receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& batch) {
   const Transfer& transfer = transfers_[t];
   const bool floating = ir::isFloating(program_.graph.tensor(transfer.tensor).type.dtype);
-  at::Tensor block = torch::empty(transfer.receiverLayout.sliceShape(),
-                                  floating ? torch::kFloat32 : torch::kInt64);
+  std::vector<int64_t> shape;
+  for (const auto& [lo, hi] : rangesOf(transfer.receiverLayout)) shape.push_back(hi - lo);
+  at::Tensor block = torch::empty(shape, floating ? torch::kFloat32 : torch::kInt64);
   groups_.receive(block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
   if (floating) block.set_requires_grad(true);
   batch.received.emplace_back(t, block);
@@ -306,7 +323,7 @@ void Rank::receive(size_t t, std::map<ir::TensorId, Value>& values, MicroBatch& 
 
 Status Rank::send(size_t t, const Value& value, MicroBatch& batch) {
   const Transfer& transfer = transfers_[t];
-  auto block = redistributeBlock(groups_, program_.cluster, value.block, value.layout,
+  auto block = redistributeBlock(groups_, program_.cluster, shares_, value.block, value.layout,
                                  transfer.senderLayout);
   if (!block) return block.error();
   groups_.send(*block, peerOf(transfer, groups_.rank()), static_cast<int>(2 * t));
@@ -342,14 +359,14 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
                              ir::isFloating(graph.tensor(op.inputs[i]).type.dtype);
       std::vector<int> copies;
       if (sumCopies) copies = sorted(sharded.matrix.group(position, axes));
-      auto block = redistributeBlock(groups_, program_.cluster, value.block, value.layout,
+      auto block = redistributeBlock(groups_, program_.cluster, shares_, value.block, value.layout,
                                      sharded.inputs[i], sumCopies ? &copies : nullptr);
       if (!block) return block.error().in(op.name);
       if (!copies.empty()) *block = collective::broadcast(groups_, copies, *block);
       inputs.push_back(*block);
-      context.inputRanges.push_back(rangesOf(sharded.inputs[i], groups_.rank()));
+      context.inputRanges.push_back(rangesOf(sharded.inputs[i]));
     }
-    context.outputRanges = rangesOf(sharded.outputs[0], groups_.rank());
+    context.outputRanges = rangesOf(sharded.outputs[0]);
     last = runKernel(context, inputs);
     values.insert_or_assign(op.outputs[0], Value{last, sharded.outputs[0]});
     if (auto sends = outbound_.find(op.outputs[0]); sends != outbound_.end()) {
@@ -389,8 +406,7 @@ at::Tensor Rank::lossOf(const at::Tensor& last) {
   const ir::Tensor& output = graph.tensor(graph.ops().back().outputs[0]);
   const at::Tensor probe =
       torch::randn(output.type.shape, generatorFor(config_.seed, output.name + ".probe", 0));
-  return (last * cut(probe, rangesOf(layout, groups_.rank()))).sum() /
-         static_cast<double>(probe.numel());
+  return (last * cut(probe, rangesOf(layout))).sum() / static_cast<double>(probe.numel());
 }
 
 std::vector<Part> Rank::partsOfOps() const {
@@ -519,6 +535,7 @@ Expected<StepReport> Rank::step(int index) {
       report.forwardSeconds = forwardSeconds_;
       report.activationBytes = config_.measure ? heapInUse() - bytes : 0;
       report.parts = measured_;
+      report.samples = samples_;
     }
     inFlight[static_cast<size_t>(k)] = std::move(*batch);
     if (index == config_.dieAtStep) std::raise(SIGKILL);
@@ -547,25 +564,13 @@ std::vector<ParameterBlock> Rank::parameters() const {
     at::Tensor data = value.block.detach().contiguous();
     blocks.push_back({tensor.name,
                       tensor.type.shape,
-                      rangesOf(value.layout, groups_.rank()),
+                      rangesOf(value.layout),
                       {data.data_ptr<float>(), data.data_ptr<float>() + data.numel()}});
   }
   return blocks;
 }
 
 }  // namespace
-
-Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph) {
-  std::vector<rules::FactorCuts> cuts;
-  std::vector<rules::StrategySource> sources;
-  for (const ir::Op& op : graph.ops()) {
-    auto rule = rules::shardingRuleFor(graph, op);
-    if (!rule) return rule.error().in(op.name);
-    cuts.emplace_back(rule->factors.size(), 1);
-    sources.push_back(rules::StrategySource::kDefault);
-  }
-  return rules::shardGraphWithCuts(graph, {0}, cuts, sources);
-}
 
 Expected<RankResult> execute(const Program& program, const Connection& connection,
                              const RunConfig& config,

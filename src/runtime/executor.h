@@ -19,7 +19,7 @@
 /// blocks. Pipeline stages exchange activations and their gradients point to point
 /// (runtime/stage_transfers.h) under the 1F1B schedule. With optimizer parallelism
 /// a parameter's Adam states and update are cut over its replicas and the updated blocks are
-/// all-gathered.
+/// all-gathered. Data-parallel replicas may train uneven shares of each micro-batch.
 
 #include <array>
 #include <chrono>
@@ -88,6 +88,10 @@ struct StepReport {
   double backwardSeconds = 0;
   int64_t activationBytes = 0;
   std::array<PartCost, kParts> parts{};
+  /// The rows of this rank's block of the batch (dim 0 of a graph input on its stage): its
+  /// replica's share of a micro-batch, or less where other axes cut the batch too; 0 on a stage
+  /// without graph inputs.
+  int64_t samples = 0;
 };
 
 /// A block of a parameter after the last step, at its global offsets.
@@ -117,11 +121,11 @@ struct Program {
   /// all its chunks of a micro-batch in one forward, and the step runs every forward before the
   /// backwards (GPipe's order: the numbers are the interleaved schedule's, the order is not).
   std::vector<int> opChunk;
+  /// Per data-parallel replica, its samples of each micro-batch (empty or all equal: an even
+  /// split). A stage's ranks form the replicas in order; a replica's blocks of the batch are cut
+  /// in proportion to its share (runtime/batch_shares.h).
+  std::vector<int64_t> batchShares;
 };
-
-/// The sharding that runs the whole graph on one rank (every cut 1): the reference `check`
-/// compares against.
-Expected<rules::GraphSharding> unshardedSharding(const ir::Graph& graph);
 
 /// Runs the program's training steps on this rank; `onStep` sees each step's report.
 Expected<RankResult> execute(const Program& program, const Connection& connection,

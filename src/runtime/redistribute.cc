@@ -1,5 +1,7 @@
 #include "runtime/redistribute.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "layout/redistribution.h"
@@ -7,7 +9,8 @@
 namespace autopar::runtime {
 
 Expected<at::Tensor> redistributeBlock(ProcessGroups& groups, const cluster::Cluster& cluster,
-                                       at::Tensor block, const layout::TensorLayout& from,
+                                       const BatchShares& shares, at::Tensor block,
+                                       const layout::TensorLayout& from,
                                        const layout::TensorLayout& to, std::vector<int>* copies) {
   using layout::PrimitiveKind;
   if (from == to) return block;
@@ -19,6 +22,15 @@ Expected<at::Tensor> redistributeBlock(ProcessGroups& groups, const cluster::Clu
     const int64_t position = std::find(ranks.begin(), ranks.end(), groups.rank()) - ranks.begin();
     const std::vector<int> axis{step.axis};
     const std::vector<int> members = step.matrix.group(position, axis);
+    const bool movesData =
+        step.kind != PrimitiveKind::kAllReduce && step.kind != PrimitiveKind::kMakePartial;
+    if (movesData && shares.crossesShares(step.matrix, step.axis, groups.rank())) {
+      return Error{fmt::format(
+          "{} along device-matrix axis {} moves a tensor between data-parallel replicas of "
+          "uneven shares, and the runtime's collectives cut evenly: uneven shares need each "
+          "tensor's batch to stay on its replica",
+          layout::primitiveName(step.kind), step.axis)};
+    }
     switch (step.kind) {
       case PrimitiveKind::kSplit:
         block = collective::split(groups, members, block, step.dim);

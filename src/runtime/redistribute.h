@@ -10,6 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "layout/tensor_layout.h"
+#include "runtime/batch_shares.h"
 #include "runtime/process_groups.h"
 #include "util/expected.h"
 
@@ -19,8 +20,10 @@ namespace autopar::runtime {
 /// `copies` (the ranks an op then uses the value on as replicated copies, sorted), a final
 /// all-gather over exactly those ranks becomes one whose backward reduce-scatters, and `*copies`
 /// is cleared: the copies' gradients are summed there. The cluster prices the planned steps.
+/// Under uneven data-parallel shares a step that moves data between replicas is refused.
 Expected<at::Tensor> redistributeBlock(ProcessGroups& groups, const cluster::Cluster& cluster,
-                                       at::Tensor block, const layout::TensorLayout& from,
+                                       const BatchShares& shares, at::Tensor block,
+                                       const layout::TensorLayout& from,
                                        const layout::TensorLayout& to,
                                        std::vector<int>* copies = nullptr);
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <csignal>
+#include <numeric>
 
 #include "cli/verbs.h"
 #include "plan/plan_json.h"
@@ -78,9 +79,18 @@ int runRank(const RunOptions& options) {
                            loaded->opStage,
                            loaded->stages,
                            loaded->plan.pipeline.microBatches,
-                           loaded->opChunk};
+                           loaded->opChunk,
+                           loaded->batchShares};
+  const int64_t graphBatch =
+      std::accumulate(loaded->batchShares.begin(), loaded->batchShares.end(), int64_t{0});
   auto result =
       runtime::execute(program, *connection, config, [&](const runtime::StepReport& step) {
+        if (step.step == 0 && graphBatch > 0 && step.samples > 0) {
+          fmt::print(
+              "rank {} trains {} of the {} samples of each micro-batch (uneven "
+              "data-parallel shares)\n",
+              rank, step.samples, graphBatch);
+        }
         fmt::print("rank {} step {} loss {:.6f} time {:.1f} ms\n", rank, step.step, step.loss,
                    step.seconds * 1e3);
         std::fflush(stdout);
@@ -191,6 +201,7 @@ int runCheck(const RunOptions& options) {
                           {},
                           1,
                           loaded->plan.pipeline.microBatches,
+                          {},
                           {}};
   auto reference = [&] {
     const StopMessage stop;

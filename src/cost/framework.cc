@@ -31,7 +31,8 @@ constexpr CodePathSwitch kSwitches[] = {
     {"tp-comm-overlap",
      "TP comm overlap",
      "overlap tensor-parallel communication with the GEMMs forward and backward (Transformer "
-     "Engine's userbuffers)",
+     "Engine's userbuffers: the all-gathers and reduce-scatters of sequence parallelism, not "
+     "all-reduces)",
      &CodePath::tpCommOverlap,
      {false, false, true, false, false, false, false, false, false}},
     {"async-tensor-model-parallel-allreduce",

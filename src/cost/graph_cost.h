@@ -76,8 +76,8 @@ struct EvaluateOptions {
 
   /// A stage's activation communication runs in chunks under the matmuls it feeds or follows,
   /// and only what outlasts the stage's compute in each pass is exposed: Megatron-Core's
-  /// --tp-comm-overlap, or MindSpore's micro_batch_interleave_num, whose copies hide one
-  /// another's communication.
+  /// --tp-comm-overlap (its all-gathers and reduce-scatters; StageCost::forwardAllReduceSeconds),
+  /// or MindSpore's micro_batch_interleave_num, whose copies hide one another's communication.
   [[nodiscard]] bool hidesActivationComm() const { return codePath.tpCommOverlap || copies > 1; }
 };
 
@@ -124,6 +124,11 @@ struct StageCost {
   /// own compute, which a ring hides it under.
   double forwardRingSeconds = 0;
   double backwardRingSeconds = 0;
+  /// The part of forwardCommSeconds and backwardCommSeconds spent in all-reduces (tensor
+  /// parallelism without sequence parallelism): Transformer Engine's userbuffers overlap an
+  /// all-gather or reduce-scatter with its GEMM, not an all-reduce (--tp-comm-overlap).
+  double forwardAllReduceSeconds = 0;
+  double backwardAllReduceSeconds = 0;
   double forwardAttentionSeconds = 0;
   double backwardAttentionSeconds = 0;
   double hostTransferSeconds = 0;  ///< host<->device copies of host-placed ops, fwd + bwd

@@ -123,12 +123,17 @@ void addParameterCollective(Context& ctx, const ir::Tensor& tensor, ir::OpId con
   ctx.parameterCollectives.push_back(std::move(collective));
 }
 
-/// An activation redistribution's seconds on its consumer's stage, in one pass; a token exchange
-/// is also counted apart (StageCost::forwardExchangeSeconds).
-void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, double seconds,
-                       bool forward) {
+/// An activation redistribution's seconds on its consumer's stage, in one pass; a token exchange,
+/// the context-parallel ring and the all-reduce steps are also counted apart.
+void addActivationComm(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer,
+                       const layout::Redistribution& redistribution, bool forward) {
   StageCost& stage = ctx.stage(consumer);
+  const double seconds = redistribution.seconds;
   (forward ? stage.forwardCommSeconds : stage.backwardCommSeconds) += seconds;
+  for (const layout::RedistStep& step : redistribution.steps) {
+    if (step.kind != layout::PrimitiveKind::kAllReduce) continue;
+    (forward ? stage.forwardAllReduceSeconds : stage.backwardAllReduceSeconds) += step.seconds;
+  }
   if (isExpertExchange(ctx.graph, tensor)) {
     (forward ? stage.forwardExchangeSeconds : stage.backwardExchangeSeconds) += seconds;
   }
@@ -148,7 +153,7 @@ void recordEdge(Context& ctx, const ir::Tensor& tensor, ir::OpId consumer, EdgeD
   if (tensor.isParameter()) {
     addParameterCollective(ctx, tensor, consumer, !forward, redistribution);
   } else {
-    addActivationComm(ctx, tensor, consumer, redistribution.seconds, forward);
+    addActivationComm(ctx, tensor, consumer, redistribution, forward);
   }
   ctx.report.redistributions.push_back(
       EdgeRedistribution{tensor.id, tensor.producer, consumer, direction,

@@ -60,14 +60,15 @@ frontend::TransformerConfig oneLayer(const std::string& name, int64_t kvHeads, i
 }
 
 /// One GPT-style layer (biases, LayerNorm, GeLU, hidden dropout 0.1) at TP 4.
-Layer gptLayer() {
+Layer gptLayer(bool sequenceParallel = false) {
   frontend::TransformerConfig config = oneLayer("gpt-layer", 16, 4096);
   config.mlp = frontend::TransformerConfig::Mlp::kGeLU;
   config.norm = frontend::TransformerConfig::Norm::kLayerNorm;
   config.position = frontend::TransformerConfig::Position::kLearned;
   config.linearBias = true;
   config.hiddenDropout = 0.1;
-  config.parallel = ir::ParallelConfig{.tp = kTensorParallel, .dp = 1};
+  config.parallel =
+      ir::ParallelConfig{.tp = kTensorParallel, .dp = 1, .sequenceParallel = sequenceParallel};
   return onFirstDevices(config, kTensorParallel);
 }
 
@@ -159,10 +160,22 @@ TEST(MegatronKernels, CommunicationOverlapHidesTensorParallelTraffic) {
   // stay exposed.
   EXPECT_EQ(backwardOnly.stages[0].forwardCommSeconds, plain.stages[0].forwardCommSeconds);
   EXPECT_EQ(backwardOnly.stages[0].backwardCommSeconds, 0.0);
+  // Transformer Engine's userbuffers overlap an all-gather or a reduce-scatter with its GEMM, not
+  // an all-reduce: without sequence parallelism the forward's all-reduces stay exposed.
   options.codePath.tpCommOverlap = true;
-  const cost::CostReport both = evaluate(layer, options);
-  EXPECT_EQ(both.stages[0].forwardCommSeconds, 0.0);
-  EXPECT_LT(both.stages[0].forwardSeconds, plain.stages[0].forwardSeconds);
+  const cost::CostReport allReduces = evaluate(layer, options);
+  ASSERT_GT(allReduces.stages[0].forwardAllReduceSeconds, 0.0);
+  EXPECT_DOUBLE_EQ(allReduces.stages[0].forwardCommSeconds,
+                   allReduces.stages[0].forwardAllReduceSeconds);
+  EXPECT_GT(allReduces.stages[0].forwardAllReduceSeconds, plain.stages[0].forwardCommSeconds / 2);
+  // With it, the same traffic is all-gathers and reduce-scatters, which run under the GEMMs.
+  const Layer sequenceParallel = gptLayer(/*sequenceParallel=*/true);
+  const cost::CostReport gathers = evaluate(sequenceParallel, options);
+  options.codePath.tpCommOverlap = false;
+  const cost::CostReport exposed = evaluate(sequenceParallel, options);
+  ASSERT_GT(exposed.stages[0].forwardCommSeconds, 0.0);
+  EXPECT_EQ(gathers.stages[0].forwardCommSeconds, 0.0);
+  EXPECT_LT(gathers.stages[0].forwardSeconds, exposed.stages[0].forwardSeconds);
 }
 
 // Megatron-Core before 0.14 waits on the token all-to-all: --tp-comm-overlap hides the tensor-

@@ -5,6 +5,7 @@
 
 #include "planner/configuration/configuration_estimate.h"
 #include "planner/configuration/planner_test_util.h"
+#include "planner/plan_evaluation.h"
 
 namespace autopar::planner {
 namespace {
@@ -431,6 +432,35 @@ TEST(Framework, TpCommOverlapNeedsSequenceParallelism) {
   };
   EXPECT_DOUBLE_EQ(step(false, true), step(false, false));
   EXPECT_LT(step(true, true), step(true, false));
+}
+
+/// An op-level plan priced with --tp-comm-overlap: Transformer Engine's userbuffers overlap the
+/// all-gathers and reduce-scatters of sequence parallelism, not the all-reduces of tensor
+/// parallelism without it. At TP 8 without SP the forward exposes exactly its all-reduces (the
+/// backward's run under the weight-gradient GEMMs, Megatron's asynchronous all-reduce); with SP
+/// the gathers are hidden.
+TEST(Framework, TpCommOverlapHidesGathersNotAllReduces) {
+  auto forward = [](bool sequenceParallel) {
+    PlanOptions options;
+    options.model = "llama2-7b";
+    options.devices = 8;
+    options.modelOptions.parallel =
+        ir::ParallelConfig{.tp = 8, .sequenceParallel = sequenceParallel};
+    options.modelOptions.dataParallelFromDevices = true;
+    options.frameworkNamed = true;
+    options.setup.framework = cost::Framework::kMegatronCore;
+    auto cluster = loadCluster(options.cluster, options.nodes, options.devices);
+    EXPECT_TRUE(cluster);
+    auto evaluated = evaluate(options, *cluster, options.modelOptions);
+    EXPECT_TRUE(evaluated) << evaluated.error().message;
+    return evaluated ? evaluated->report.stages.front() : cost::StageCost{};
+  };
+  const cost::StageCost reduced = forward(false);
+  ASSERT_GT(reduced.forwardAllReduceSeconds, 0);
+  EXPECT_NEAR(reduced.forwardCommSeconds, reduced.forwardAllReduceSeconds, 1e-12);
+  EXPECT_NEAR(reduced.backwardCommSeconds, 0, 1e-12);
+  const cost::StageCost gathered = forward(true);
+  EXPECT_LT(gathered.forwardCommSeconds, reduced.forwardCommSeconds / 10);
 }
 
 /// Under context parallelism the ring's key/value exchange runs under the attention: with the

@@ -92,9 +92,11 @@ Expected<SplitPipeline> evaluateSplit(const MegatronConfig& base,
 }
 
 /// The configurations tried: every device of both groups used, TP within a node of either kind,
-/// ZeRO 1 (the distributed optimizer), micro-batch 1 or 2, no recompute or full.
+/// ZeRO 1 (the distributed optimizer) where the framework runs it, sequence parallelism with TP
+/// where it has it, micro-batch 1 or 2, no recompute or full; each one the framework runs.
 std::vector<MegatronConfig> shapes(const MegatronConfig& base, const cluster::DeviceGroup& front,
                                    const cluster::DeviceGroup& back, int64_t layers) {
+  const cost::FrameworkProfile& profile = cost::frameworkProfile(base.framework);
   std::vector<MegatronConfig> configs;
   const int most = std::min(front.devicesPerNode, back.devicesPerNode);
   for (int64_t tp = 1; tp <= std::min(most, 8); tp *= 2) {
@@ -113,10 +115,13 @@ std::vector<MegatronConfig> shapes(const MegatronConfig& base, const cluster::De
           config.vpp = 1;
           config.cp = 1;
           config.mbs = mbs;
-          config.sequenceParallel = tp > 1;
+          config.sequenceParallel = tp > 1 && profile.can.sequenceParallel;
           config.recompute = recompute;
-          config.zero = 1;
+          config.zero = profile.can.runsZero(1) ? 1 : 0;
           config.schedule = ir::Schedule::k1F1B;
+          if (!cost::checkRunnable(profile, config, config.precision, config.frameworkRelease)) {
+            continue;
+          }
           configs.push_back(config);
         }
       }

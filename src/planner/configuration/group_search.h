@@ -146,7 +146,8 @@ struct SplitPipeline {
 };
 
 /// The fastest pipeline with its first stages on `front` and the rest on `back`, using every
-/// device of both (TP within a node, ZeRO 1, 1F1B, micro-batch 1 or 2, no recompute or full);
+/// device of both (TP within a node, ZeRO 1 where the framework runs it, 1F1B, micro-batch 1 or
+/// 2, no recompute or full);
 /// empty when none fits, or for a vision tower or experts (one text stack only).
 Expected<std::optional<SplitPipeline>> splitPipeline(const SearchRequest& request,
                                                      const cluster::ClusterGroups& groups,

@@ -88,7 +88,8 @@ Expected<sim::PipelineShape> pipelineConfig(const ir::TrainingSetup& setup,
                              flag(Setting::kPipelineStages, config.stages), numDevices,
                              config.stages)};
   }
-  if (config.stages > 1 && config.microBatches < config.stages) {
+  if (config.stages > 1 && config.microBatches < config.stages &&
+      !flags.fewerMicroBatchesThanStages) {
     return Error{
         fmt::format("{}: fewer than the {} pipeline stages; a pipeline "
                     "needs at least one micro-batch per stage (micro_size >= stages)",

@@ -24,6 +24,10 @@ struct TrainingFlags {
   /// micro-batch, so the count is given, not derived from a global batch
   /// (ir::TrainingSetup::microBatches). 0: one per step without pipelining, else required.
   int microBatches = 0;
+  /// A pipeline may run fewer micro-batches than stages, every stage idling through the rest of
+  /// the fill (Megatron-LM's and DeepSpeed's 1F1B and GPipe run them); MindSpore requires
+  /// micro_size >= stages, the default here.
+  bool fewerMicroBatchesThanStages = false;
   /// Per data-parallel replica, in rank order, the samples it trains per step (--dp-shares 6,2;
   /// planner/data_parallel_shares.h); empty: the batch split evenly.
   std::vector<int64_t> dpShares;

@@ -218,6 +218,9 @@ PlanOptions planOptions(const MegatronConfig& config, ir::DType dtype) {
   options.modelOptions.transformer = config.transformer;
   auto& training = options.training;
   training.microBatches = static_cast<int>(config.microBatches());
+  // A global batch too small to fill the pipeline still runs under the Megatron-style
+  // frameworks (the stages idle through the rest of the fill); MindSpore refuses it.
+  training.fewerMicroBatchesThanStages = config.framework != cost::Framework::kMindSpore;
   training.bucketing = cost::Bucketing::kBySize;
   const int64_t bucket = gradientBucketBytes(config);
   training.bucketMb = bucket > 0 ? static_cast<double>(bucket) / (1024.0 * 1024.0)

@@ -30,6 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from published import spearman  # noqa: E402  (the rank correlation bench/published.py reports)
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data" / "amp"
 MODEL = DATA / "gpt2-amp.json"
@@ -102,25 +105,6 @@ def estimate(binary, row, cost_model=None):
     result = json.loads(out)
     return {"step_s": result["step_time_s"], "verdict": result["memory_verdict"],
             "peak_gib": max(result["peak_memory_bytes"]) / 2**30}
-
-
-def spearman(xs, ys):
-    def ranks(values):
-        order = sorted(range(len(values)), key=lambda i: values[i])
-        result = [0.0] * len(values)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                result[order[k]] = (i + j) / 2
-            i = j + 1
-        return result
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = statistics.mean(rx), statistics.mean(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    return cov / math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
 
 
 def shape(row):

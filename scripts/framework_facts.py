@@ -81,8 +81,9 @@ import ast
 import json
 import os
 import re
-import subprocess
 import sys
+
+from facts_source import class_fields, git_commit, git_ls, git_show
 
 import megatron_facts
 import mindformers_facts
@@ -148,34 +149,6 @@ MODULES = {
 TRAINER_CONFIG = ("torchtitan/trainer.py", "Trainer.Config")
 
 
-def git_show(git_dir, rev, path):
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{rev}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
-def git_ls(git_dir, rev, path):
-    out = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "--name-only", f"{rev}:{path}"],
-                         check=False, capture_output=True, text=True).stdout
-    return out.split()
-
-
-def find_class(tree, dotted):
-    body = tree.body
-    node = None
-    for name in dotted.split("."):
-        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
-        if node is None:
-            sys.exit(f"framework_facts: class {dotted} not found")
-        body = node.body
-    return node
-
-
-def class_fields(source, dotted):
-    node = find_class(ast.parse(source), dotted)
-    return [n.target.id for n in node.body
-            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-
-
 def function_parameters(source, name):
     tree = ast.parse(source)
     node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
@@ -204,9 +177,7 @@ def resolve(args):
     git_dir = args.git_dir
     if os.path.isdir(os.path.join(git_dir, ".git")):
         git_dir = os.path.join(git_dir, ".git")
-    commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", args.rev], check=True,
-                            capture_output=True, text=True).stdout.strip()
-    return git_dir, commit
+    return git_dir, git_commit(git_dir, args.rev)
 
 
 def write_facts(path, facts):

@@ -14,6 +14,8 @@ import re
 import shlex
 import subprocess
 
+from facts_source import git_show
+
 ARGUMENTS = "megatron/training/arguments.py"
 
 
@@ -86,9 +88,7 @@ class Source:
 
     def show(self, path):
         if path not in self.cache:
-            self.cache[path] = subprocess.run(
-                ["git", "--git-dir", self.git_dir, "show", f"{self.commit}:{path}"], check=True,
-                capture_output=True, text=True).stdout
+            self.cache[path] = git_show(self.git_dir, self.commit, path)
         return self.cache[path]
 
     def class_node(self, name):

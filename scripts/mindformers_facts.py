@@ -14,9 +14,10 @@ MindSpore install is needed.
 """
 
 import ast
-import subprocess
 
 import yaml
+
+from facts_source import git_files, git_show
 
 CLASS_SECTIONS = {
     "parallel_config": ("mindformers/modules/transformer/transformer.py",
@@ -29,11 +30,6 @@ PRETRAINED = "mindformers/models/configuration_utils.py"
 WITNESSED = ("parallel", "runner_config")
 # autopar marks a model key MindFormers has no parameter for with this comment.
 OWN_KEY = "# autopar's key"
-
-
-def git(git_dir, *args):
-    return subprocess.run(["git", "--git-dir", git_dir, *args], check=True, capture_output=True,
-                          text=True).stdout
 
 
 def init_parameters(source, cls):
@@ -73,16 +69,16 @@ def key_paths(value, prefix=""):
 
 
 def extract(git_dir, commit):
-    classes = {section: init_parameters(git(git_dir, "show", f"{commit}:{path}"), cls)
+    classes = {section: init_parameters(git_show(git_dir, commit, path), cls)
                for section, (path, cls) in CLASS_SECTIONS.items()}
-    models = {name: init_parameters(git(git_dir, "show", f"{commit}:{path}"), name)
+    models = {name: init_parameters(git_show(git_dir, commit, path), name)
               for name, path in MODEL_CONFIGS.items()}
     witnessed = {section: set() for section in WITNESSED}
     top, files = set(), 0
-    listing = git(git_dir, "ls-tree", "-r", "--name-only", commit).split("\n")
+    listing = git_files(git_dir, commit)
     for path in sorted(p for p in listing if p.endswith(".yaml") and not p.startswith("tests/")):
         try:
-            run = yaml.safe_load(git(git_dir, "show", f"{commit}:{path}"))
+            run = yaml.safe_load(git_show(git_dir, commit, path))
         except yaml.YAMLError:
             continue
         if not isinstance(run, dict) or "model" not in run:
@@ -94,7 +90,7 @@ def extract(git_dir, commit):
     return {
         "classes": classes,
         "model_configs": models,
-        "pretrained_keywords": popped_keywords(git(git_dir, "show", f"{commit}:{PRETRAINED}"),
+        "pretrained_keywords": popped_keywords(git_show(git_dir, commit, PRETRAINED),
                                                "PretrainedConfig"),
         "witnessed": {section: sorted(paths) for section, paths in witnessed.items()},
         "top_level": sorted(top),

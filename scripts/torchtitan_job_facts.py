@@ -11,19 +11,15 @@ Extracted with Python's ast module from that release's source:
 """
 
 import ast
-import subprocess
 import tomllib
+
+from facts_source import class_fields, git_show
 
 JOB_CONFIG = "torchtitan/config/job_config.py"
 MODEL_ARGS = "torchtitan/models/llama3/model/args.py"
 LLAMA3 = "torchtitan/models/llama3/__init__.py"
 QUANTIZATION = ("torchtitan/components/quantization/float8.py",
                 "torchtitan/components/quantization/mx.py")
-
-
-def show(git_dir, commit, path):
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
 
 
 def literal_values(annotation):
@@ -58,12 +54,6 @@ def sections(tree):
     return out
 
 
-def class_fields(tree, name):
-    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
-    return sorted(n.target.id for n in node.body
-                  if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name))
-
-
 def defined_names(tree):
     names = set()
     for node in tree.body:
@@ -88,14 +78,14 @@ def converters(sources):
 
 
 def extract(git_dir, commit):
-    args = ast.parse(show(git_dir, commit, MODEL_ARGS))
+    args = ast.parse(git_show(git_dir, commit, MODEL_ARGS))
     return {
-        "sections": sections(ast.parse(show(git_dir, commit, JOB_CONFIG))),
-        "model_args": class_fields(args, "TransformerModelArgs"),
-        "rope_scaling_args": class_fields(args, "RoPEScalingArgs"),
+        "sections": sections(ast.parse(git_show(git_dir, commit, JOB_CONFIG))),
+        "model_args": sorted(class_fields(args, "TransformerModelArgs")),
+        "rope_scaling_args": sorted(class_fields(args, "RoPEScalingArgs")),
         "args_module": defined_names(args),
-        "llama3_module": defined_names(ast.parse(show(git_dir, commit, LLAMA3))),
-        "converters": converters(show(git_dir, commit, path) for path in QUANTIZATION),
+        "llama3_module": defined_names(ast.parse(git_show(git_dir, commit, LLAMA3))),
+        "converters": converters(git_show(git_dir, commit, path) for path in QUANTIZATION),
     }
 
 

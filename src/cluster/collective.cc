@@ -28,7 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <vector>
 
 namespace autopar::cluster {
 
@@ -41,18 +41,30 @@ struct Span {
   int domains = 1;     ///< D: domains of level outerLevel-1 the group touches
 };
 
+/// A level's domains are runs of consecutive ranks, so the group fits in one exactly when its
+/// lowest and highest ranks do; the ranks per inner domain are counted along the sorted domain
+/// indices (a data-parallel group over a million devices is priced for every configuration the
+/// layer-level search screens).
 Span spanOf(const Cluster& cluster, std::span<const int> ranks) {
   Span span;
   span.size = static_cast<int>(ranks.size());
-  for (size_t i = 1; i < ranks.size(); ++i) {
-    span.outerLevel = std::max(span.outerLevel, cluster.levelJoining(ranks[0], ranks[i]));
-  }
+  if (ranks.empty()) return span;
+  const auto [lowest, highest] = std::minmax_element(ranks.begin(), ranks.end());
+  span.outerLevel = cluster.levelJoining(*lowest, *highest);
   if (span.outerLevel == 0) return span;
   const int innerDomain = cluster.levels[span.outerLevel - 1].domainSize;
-  std::map<int, int> counts;
-  for (int rank : ranks) ++counts[rank / innerDomain];
-  span.domains = static_cast<int>(counts.size());
-  for (const auto& [domain, count] : counts) span.perDomain = std::max(span.perDomain, count);
+  std::vector<int> domains(ranks.size());
+  std::transform(ranks.begin(), ranks.end(), domains.begin(),
+                 [&](int rank) { return rank / innerDomain; });
+  if (!std::is_sorted(domains.begin(), domains.end())) std::sort(domains.begin(), domains.end());
+  span.domains = 0;
+  for (size_t i = 0; i < domains.size();) {
+    size_t j = i;
+    while (j < domains.size() && domains[j] == domains[i]) ++j;
+    ++span.domains;
+    span.perDomain = std::max(span.perDomain, static_cast<int>(j - i));
+    i = j;
+  }
   return span;
 }
 

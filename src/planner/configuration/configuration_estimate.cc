@@ -58,6 +58,14 @@ Status checkConfig(const MegatronConfig& config) {
                              flag(Setting::kDp, config.dp), flag(Setting::kMbs, config.mbs),
                              config.dp * config.mbs)};
   }
+  if (config.framework == cost::Framework::kMindSpore && config.pp > 1 &&
+      config.microBatches() < config.pp) {
+    return Error{fmt::format(
+        "{} / ({} x {}) = {} micro-batches, fewer than the {} pipeline stages; MindSpore needs at "
+        "least one micro-batch per stage (micro_size >= stages)",
+        flag(Setting::kGbs, config.gbs), flag(Setting::kDp, config.dp),
+        flag(Setting::kMbs, config.mbs), config.microBatches(), config.pp)};
+  }
   if (config.zero < 0 || config.zero > 3) {
     return Error{flag(Setting::kZero, config.zero) + ": expected 0, 1, 2 or 3"};
   }

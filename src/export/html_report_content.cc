@@ -345,6 +345,12 @@ Expected<HtmlReport> planHtmlReport(const plan::Plan& plan, const planner::Evalu
   if (plan.estimate.samplesPerStep > 0) {
     report.summary.emplace_back("samples per step", std::to_string(plan.estimate.samplesPerStep));
   }
+  if (!plan.dataParallelShares.empty()) {
+    report.summary.emplace_back(
+        "data-parallel shares",
+        fmt::format("{} samples a step, in rank order (priced at the largest)",
+                    fmt::join(plan.dataParallelShares, " + ")));
+  }
   if (Status filled = fillStep(evaluated, report); !filled) return filled.error();
   if (plan.estimate.tokensPerSecond > 0) {
     report.summary.emplace_back("throughput",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ir/setting.h"
+#include "planner/data_parallel_shares.h"
 #include "planner/inputs.h"
 #include "planner/mem_coeff_auto.h"
 #include "planner/run_yaml.h"
@@ -284,9 +286,20 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   if (options.nodes != baseNodes) cluster = loadCluster(options.cluster, options.nodes, 0);
   if (!cluster) return std::nullopt;
   capDeviceMemory(options, *cluster);
-  auto evaluated = evaluate(options, *cluster, options.modelOptions);
+  // Uneven data-parallel shares must still hold under the change (a share for each replica,
+  // whole samples in every micro-batch), and the step trains the shares' samples.
+  PlanOptions planned = options;
+  auto shared = applyShares(planned, *cluster);
+  if (!shared) return std::nullopt;
+  auto evaluated = evaluate(planned, *cluster, planned.modelOptions);
   if (!evaluated) return std::nullopt;
-  return trialOf(change, *evaluated, cluster->device.memoryBytes, options.setup.memoryPolicy);
+  Trial trial =
+      trialOf(change, *evaluated, cluster->device.memoryBytes, options.setup.memoryPolicy);
+  if (*shared) {
+    trial.samplesPerStep =
+        std::accumulate((*shared)->shares.begin(), (*shared)->shares.end(), int64_t{0});
+  }
+  return trial;
 }
 
 /// The trials of one stage of the advice, planned in order until the budget runs out.

@@ -124,5 +124,11 @@ TEST(Mesh, CoordinatesAndGroupsAreRowMajor) {
   EXPECT_EQ(wide.levelOf(cluster, axis0), 1);  // {r, r+8} crosses nodes
 }
 
+TEST(Mesh, PositionOfARankAmongItsRanks) {
+  const Mesh shifted({2, 2}, {4, 5, 6, 7});
+  EXPECT_EQ(shifted.positionOf(6), 2);
+  EXPECT_EQ(shifted.positionOf(1), -1);
+}
+
 }  // namespace
 }  // namespace autopar::cluster

@@ -55,6 +55,12 @@ const std::vector<int>& Mesh::ranks() const {
   return ranks_ ? *ranks_ : kNoRanks;
 }
 
+int64_t Mesh::positionOf(int rank) const {
+  const std::vector<int>& all = ranks();
+  const auto at = std::find(all.begin(), all.end(), rank);
+  return at == all.end() ? -1 : static_cast<int64_t>(at - all.begin());
+}
+
 bool Mesh::operator==(const Mesh& other) const {
   if (shape_ != other.shape_) return false;
   if (ranks_ == other.ranks_) return true;

@@ -32,6 +32,8 @@ class Mesh {
   [[nodiscard]] int64_t axisSize(int axis) const { return shape_.at(axis); }
   [[nodiscard]] int64_t numDevices() const { return static_cast<int64_t>(ranks().size()); }
 
+  /// The position of `rank` among the ranks(); -1 when the mesh does not hold it.
+  [[nodiscard]] int64_t positionOf(int rank) const;
   /// Coordinate of the device at position `index` (0 <= index < numDevices()).
   [[nodiscard]] std::vector<int64_t> coordinate(int64_t index) const;
   /// Position of a coordinate.

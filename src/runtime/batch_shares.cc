@@ -10,15 +10,6 @@
 
 namespace autopar::runtime {
 
-namespace {
-
-int64_t positionIn(const layout::DeviceMatrix& matrix, int rank) {
-  const auto& ranks = matrix.ranks();
-  return std::find(ranks.begin(), ranks.end(), rank) - ranks.begin();
-}
-
-}  // namespace
-
 Expected<BatchShares> BatchShares::over(std::vector<int64_t> shares, int ranksPerStage) {
   BatchShares result;
   const bool even =
@@ -44,7 +35,7 @@ bool BatchShares::spansReplicas(std::span<const int> members) const {
 
 Expected<BlockRanges> BatchShares::rangesOf(const layout::TensorLayout& layout, int rank) const {
   const layout::DeviceMatrix& matrix = layout.deviceMatrix;
-  const int64_t here = positionIn(matrix, rank);
+  const int64_t here = matrix.positionOf(rank);
   BlockRanges ranges = layout.sliceRanges(here);
   if (even()) return ranges;
   const ir::Shape slice = layout.sliceShape();
@@ -57,7 +48,7 @@ Expected<BlockRanges> BatchShares::rangesOf(const layout::TensorLayout& layout, 
     std::map<int, int64_t> blocksOfReplica;
     std::vector<std::pair<int64_t, int>> blocks;  // block index along the dim, replica
     for (int member : members) {
-      const int64_t block = layout.sliceRanges(positionIn(matrix, member))[dim].first / slice[dim];
+      const int64_t block = layout.sliceRanges(matrix.positionOf(member))[dim].first / slice[dim];
       blocks.emplace_back(block, replicaOf(member));
       ++blocksOfReplica[replicaOf(member)];
     }
@@ -91,7 +82,7 @@ Expected<BlockRanges> BatchShares::rangesOf(const layout::TensorLayout& layout, 
 bool BatchShares::crossesShares(const layout::DeviceMatrix& matrix, int axis, int rank) const {
   if (even()) return false;
   const std::vector<int> axes{axis};
-  return spansReplicas(matrix.group(positionIn(matrix, rank), axes));
+  return spansReplicas(matrix.group(matrix.positionOf(rank), axes));
 }
 
 Status BatchShares::checkBatchCut(const layout::TensorLayout& layout, int rank) const {
@@ -103,7 +94,7 @@ Status BatchShares::checkBatchCut(const layout::TensorLayout& layout, int rank) 
   }
   std::set<int> replicas;
   for (int member :
-       layout.deviceMatrix.group(positionIn(layout.deviceMatrix, rank), layout.dimAxes[0])) {
+       layout.deviceMatrix.group(layout.deviceMatrix.positionOf(rank), layout.dimAxes[0])) {
     replicas.insert(replicaOf(member));
   }
   if (replicas.size() != shares_.size()) {

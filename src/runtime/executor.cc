@@ -24,12 +24,6 @@ namespace {
 
 using layout::TensorLayout;
 
-int64_t positionIn(const cluster::Mesh& mesh, int rank) {
-  const auto& ranks = mesh.ranks();
-  const auto at = std::find(ranks.begin(), ranks.end(), rank);
-  return at == ranks.end() ? -1 : static_cast<int64_t>(at - ranks.begin());
-}
-
 std::vector<int> sorted(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   return ranks;
@@ -198,7 +192,7 @@ Expected<Rank::Shard> Rank::optimizerShard(const ir::Tensor& tensor, const Tenso
       if (!used) unused.push_back(axis);
     }
     shard.replicas =
-        layout.deviceMatrix.group(positionIn(layout.deviceMatrix, groups_.rank()), unused);
+        layout.deviceMatrix.group(layout.deviceMatrix.positionOf(groups_.rank()), unused);
     if (static_cast<int64_t>(shard.replicas.size()) != record.optimizerShards) {
       return Error{
           fmt::format("parameters.{}: {} optimizer shards but the parameter has {} "
@@ -269,7 +263,7 @@ Status Rank::prepare() {
                                           user.inputs.begin());
     const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(consumer)];
     if (tensor.consumers.size() == 1 && !sharded.inputGradPartialAxes[slot].empty()) {
-      gradientGroups_[id] = sharded.matrix.group(positionIn(sharded.matrix, groups_.rank()),
+      gradientGroups_[id] = sharded.matrix.group(sharded.matrix.positionOf(groups_.rank()),
                                                  sharded.inputGradPartialAxes[slot]);
       auto zero = shards_.find(id);
       if (zero != shards_.end()) {
@@ -343,7 +337,7 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
     const auto opStart = std::chrono::steady_clock::now();
     const int64_t opBytes = config_.measure ? heapInUse() : 0;
     const rules::ShardedOp& sharded = program_.sharding.ops[static_cast<size_t>(op.id)];
-    const int64_t position = positionIn(sharded.matrix, groups_.rank());
+    const int64_t position = sharded.matrix.positionOf(groups_.rank());
     KernelContext context{groups_,      graph,    op, rules_[static_cast<size_t>(op.id)],
                           sharded,      position, {}, {},
                           config_.seed, sample};
@@ -393,7 +387,7 @@ Expected<at::Tensor> Rank::runOps(std::map<ir::TensorId, Value>& values, int sam
 at::Tensor Rank::lossOf(const at::Tensor& last) {
   const ir::Graph& graph = program_.graph;
   const rules::ShardedOp& final = program_.sharding.ops.back();
-  const int64_t position = positionIn(final.matrix, groups_.rank());
+  const int64_t position = final.matrix.positionOf(groups_.rank());
   const TensorLayout& layout = final.outputs[0];
   // The ranks whose scalars add up to the loss: those holding other blocks or partial sums.
   std::vector<int> axes = layout.partialAxes;

@@ -18,8 +18,7 @@ Expected<at::Tensor> redistributeBlock(ProcessGroups& groups, const cluster::Clu
   if (!plan) return plan.error();
   for (size_t s = 0; s < plan->steps.size(); ++s) {
     const layout::RedistStep& step = plan->steps[s];
-    const auto& ranks = step.matrix.ranks();
-    const int64_t position = std::find(ranks.begin(), ranks.end(), groups.rank()) - ranks.begin();
+    const int64_t position = step.matrix.positionOf(groups.rank());
     const std::vector<int> axis{step.axis};
     const std::vector<int> members = step.matrix.group(position, axis);
     const bool movesData =

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "frontend/graph_json.h"
 #include "ir/setting.h"
@@ -71,7 +70,7 @@ Expected<std::optional<SharedBatch>> applyShares(PlanOptions& options,
         given, parallel.tp, parallel.cp, replicas, used, stageDevices)};
   }
   const int64_t micro = pipeline->microBatches;
-  SharedBatch shared{shares, 0, 0};
+  SharedBatch shared{shares, 0, 0, 0};
   for (int64_t share : shares) {
     if (share < 1 || share % micro != 0 || share > limits::kMaxGlobalBatch) {
       return Error{fmt::format(
@@ -79,6 +78,7 @@ Expected<std::optional<SharedBatch>> applyShares(PlanOptions& options,
           "most {}",
           given, share, micro, ir::flag(Setting::kMicroBatches, micro), limits::kMaxGlobalBatch)};
     }
+    shared.samples += share;
     shared.graphBatch += share / micro;
     shared.widest = std::max(shared.widest, share / micro);
   }
@@ -90,9 +90,9 @@ Expected<std::optional<SharedBatch>> applyShares(PlanOptions& options,
         "the batch evenly before the shares move its bounds",
         given, shared.graphBatch, replicas)};
   }
-  if (shared.graphBatch * micro > limits::kMaxGlobalBatch) {
-    return Error{fmt::format("{}: {} samples a step, above the limit of {}", given,
-                             shared.graphBatch * micro, limits::kMaxGlobalBatch)};
+  if (shared.samples > limits::kMaxGlobalBatch) {
+    return Error{fmt::format("{}: {} samples a step, above the limit of {}", given, shared.samples,
+                             limits::kMaxGlobalBatch)};
   }
   options.modelOptions.microBatch = shared.widest;
   return std::optional<SharedBatch>(std::move(shared));
@@ -111,7 +111,7 @@ Status recordShares(plan::Plan& plan, const SharedBatch& shared, const PlanOptio
   plan.dataParallelShares = shared.shares;
   // The estimate priced every replica at the widest share: the step is that replica's, but the
   // samples trained are the shares'.
-  const int64_t samples = std::accumulate(shared.shares.begin(), shared.shares.end(), int64_t{0});
+  const int64_t samples = shared.samples;
   plan::EstimateRecord& estimate = plan.estimate;
   if (estimate.samplesPerStep > 0) {
     const double trained = static_cast<double>(samples) / estimate.samplesPerStep;

@@ -21,6 +21,7 @@ namespace autopar::planner {
 
 struct SharedBatch {
   std::vector<int64_t> shares;  ///< per replica, samples a step
+  int64_t samples = 0;          ///< a step's: the shares' sum
   int64_t graphBatch = 0;       ///< every replica's share of one micro-batch
   int64_t widest = 0;           ///< the largest share of one micro-batch
 };

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -295,10 +294,7 @@ std::optional<Trial> plan(const PlanOptions& options, const Change& change, int 
   if (!evaluated) return std::nullopt;
   Trial trial =
       trialOf(change, *evaluated, cluster->device.memoryBytes, options.setup.memoryPolicy);
-  if (*shared) {
-    trial.samplesPerStep =
-        std::accumulate((*shared)->shares.begin(), (*shared)->shares.end(), int64_t{0});
-  }
+  if (*shared) trial.samplesPerStep = (*shared)->samples;
   return trial;
 }
 

@@ -70,15 +70,23 @@ std::optional<ir::Graph> withPlannedStages(const ir::Graph& graph, const plan::P
   return staged;
 }
 
+/// Per data-parallel replica, its samples of each micro-batch; empty for an even split.
+std::vector<int64_t> batchSharesOf(const plan::Plan& plan) {
+  std::vector<int64_t> shares;
+  for (int64_t share : plan.dataParallelShares) {
+    shares.push_back(share / std::max(plan.pipeline.microBatches, 1));
+  }
+  return shares;
+}
+
 /// Rebuilds the graph the plan was made from (see loadRunnablePlan).
 Expected<ir::Graph> rebuildGraph(const plan::Plan& plan) {
   ModelOptions base;
   base.microBatch = plan.inputs.microBatch;
   base.sequence = plan.inputs.sequence;
   // Uneven data-parallel shares: the graph holds a micro-batch of every replica's share.
-  const int64_t shared =
-      std::accumulate(plan.dataParallelShares.begin(), plan.dataParallelShares.end(), int64_t{0});
-  if (shared > 0) base.graphBatch = shared / std::max(plan.pipeline.microBatches, 1);
+  const std::vector<int64_t> shares = batchSharesOf(plan);
+  if (!shares.empty()) base.graphBatch = std::accumulate(shares.begin(), shares.end(), int64_t{0});
   std::vector<ModelOptions> tries{base};
   if (plan.setup) {
     // The plan says how it was annotated: build that first.
@@ -160,10 +168,7 @@ Expected<RunnablePlan> loadRunnablePlan(const std::string& path) {
     opChunk.push_back(op.chunk);
     stages = std::max(stages, op.stage + 1);
   }
-  std::vector<int64_t> batchShares;
-  for (int64_t share : plan->dataParallelShares) {
-    batchShares.push_back(share / std::max(plan->pipeline.microBatches, 1));
-  }
+  std::vector<int64_t> batchShares = batchSharesOf(*plan);
   return RunnablePlan{std::move(*plan),     std::move(*graph),     std::move(*cluster),
                       std::move(*sharding), std::move(opStage),    stages,
                       std::move(opChunk),   std::move(batchShares)};
